@@ -1,0 +1,195 @@
+"""A thin JSON client over the official ``kubernetes`` Python client.
+
+zkop talks to the API server through :class:`kubernetes.client.ApiClient`
+(its configuration, authentication, TLS and urllib3 connection pool) but keeps
+objects as plain ``dict`` values instead of the generated Pydantic models:
+the models of client 37.x reject unknown fields and cost memory and CPU per
+object (see docs/performance.md). Every call goes through :meth:`KubeClient.request`
+or :meth:`KubeClient.watch`, which is also where API request counts are taken.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterator, Mapping
+from typing import Any
+from urllib.parse import quote
+
+import kubernetes.client
+import kubernetes.config
+from kubernetes.client.exceptions import ApiException
+
+__all__ = ["ApiException", "KubeClient", "load_api_client", "resource_path"]
+
+JSON = dict[str, Any]
+Timeout = float | tuple[float, float] | None
+
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+
+
+def load_api_client(kubeconfig: str | None = None, *, pool_size: int = 8) -> kubernetes.client.ApiClient:
+    """Build an :class:`~kubernetes.client.ApiClient` the way ``kubectl`` would find a cluster.
+
+    Order: the explicit ``kubeconfig`` path, then ``$KUBECONFIG``, then the
+    in-cluster service account (``KUBERNETES_SERVICE_HOST``), then ``~/.kube/config``.
+
+    Args:
+        kubeconfig: path to a kubeconfig file, or ``None``.
+        pool_size: urllib3 connections kept per host; size it to the number of
+            threads that call the API at once (workers + informers + election).
+
+    Raises:
+        kubernetes.config.ConfigException: no usable configuration was found.
+    """
+    configuration = kubernetes.client.Configuration()
+    path = kubeconfig or os.environ.get("KUBECONFIG")
+    if path:
+        kubernetes.config.load_kube_config(config_file=path, client_configuration=configuration)
+    elif os.environ.get("KUBERNETES_SERVICE_HOST"):
+        kubernetes.config.load_incluster_config(client_configuration=configuration)
+    else:
+        kubernetes.config.load_kube_config(client_configuration=configuration)
+    configuration.connection_pool_maxsize = max(pool_size, 4)
+    return kubernetes.client.ApiClient(configuration)
+
+
+def resource_path(
+    group: str, version: str, plural: str, namespace: str | None = None, name: str | None = None,
+    subresource: str | None = None,
+) -> str:
+    """Return the REST path of a collection or an object.
+
+    ``group`` is ``""`` for the core API (``/api/v1``), anything else lives under
+    ``/apis/<group>/<version>`` (Kubernetes API concepts, "Resource URIs").
+    """
+    base = f"/api/{version}" if group == "" else f"/apis/{group}/{version}"
+    if namespace is not None:
+        base += f"/namespaces/{quote(namespace, safe='')}"
+    base += f"/{plural}"
+    if name is not None:
+        base += f"/{quote(name, safe='')}"
+        if subresource:
+            base += f"/{subresource}"
+    return base
+
+
+class KubeClient:
+    """JSON-in, JSON-out access to the Kubernetes API with request accounting.
+
+    Thread-safe: the underlying urllib3 pool is shared by all threads.
+
+    Args:
+        api_client: an authenticated official client.
+        default_timeout: seconds for a non-watch request (connect and read).
+        user_agent: sent as ``User-Agent``.
+    """
+
+    def __init__(
+        self, api_client: kubernetes.client.ApiClient, *, default_timeout: float = 30.0,
+        user_agent: str = "zkop",
+    ) -> None:
+        self.api_client = api_client
+        self.default_timeout = default_timeout
+        self.api_client.user_agent = user_agent
+        self._lock = threading.Lock()
+        self.request_counts: dict[tuple[str, str], int] = {}
+
+    def _count(self, verb: str, path: str) -> None:
+        with self._lock:
+            key = (verb, path)
+            self.request_counts[key] = self.request_counts.get(key, 0) + 1
+
+    def _call(
+        self, method: str, path: str, query: Mapping[str, Any] | None, body: Any,
+        content_type: str | None, timeout: Timeout,
+    ) -> Any:
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = content_type or "application/json"
+        query_params = [(k, _query_value(v)) for k, v in (query or {}).items() if v is not None]
+        method, url, header_params, body_s, post_params = self.api_client.param_serialize(
+            method=method, resource_path=path, query_params=query_params, header_params=headers,
+            body=body, auth_settings=["BearerToken"],
+        )
+        return self.api_client.call_api(
+            method, url, header_params=header_params, body=body_s, post_params=post_params,
+            _request_timeout=timeout,
+        )
+
+    def request(
+        self, method: str, path: str, *, query: Mapping[str, Any] | None = None, body: Any = None,
+        content_type: str | None = None, timeout: Timeout = None,
+    ) -> JSON:
+        """Send one request and return the decoded JSON body.
+
+        Args:
+            method: HTTP method (``GET``, ``POST``, ``PUT``, ``PATCH``, ``DELETE``).
+            path: REST path, see :func:`resource_path`.
+            query: query parameters; ``None`` values are left out, booleans become ``true``/``false``.
+            body: JSON-serialisable body (a list for JSON patch).
+            content_type: for ``PATCH``: :data:`MERGE_PATCH` or :data:`JSON_PATCH`.
+            timeout: seconds, or ``(connect, read)``; default :attr:`default_timeout`.
+
+        Raises:
+            ApiException: a non-2xx answer; ``status`` is the HTTP code, ``body`` the ``Status`` JSON text.
+            urllib3.exceptions.HTTPError: transport failures (connection refused, read timeout).
+        """
+        self._count(method, path)
+        response = self._call(method, path, query, body, content_type, timeout or self.default_timeout)
+        data = response.read()
+        if not 200 <= response.status <= 299:
+            raise ApiException.from_response(http_resp=response, body=None, data=None)
+        if not data:
+            return {}
+        result: JSON = json.loads(data)
+        return result
+
+    def watch(self, path: str, *, query: Mapping[str, Any], timeout: Timeout) -> Iterator[JSON]:
+        """Open a watch and yield its events as dicts ``{"type": ..., "object": {...}}``.
+
+        The caller passes ``resourceVersion``, ``timeoutSeconds`` and
+        ``allowWatchBookmarks`` in ``query``; ``watch=true`` is added here.
+        ``timeout`` should be ``(connect, read)`` with ``read`` longer than the
+        server-side ``timeoutSeconds`` so that a silently dead TCP connection
+        surfaces as ``urllib3.exceptions.ReadTimeoutError`` (kubernetes-client/python#1148).
+
+        ``ERROR`` events are yielded as they are; interpreting them (410 Gone) is
+        the reflector's job. Closing the generator closes the connection.
+
+        Raises:
+            ApiException: the watch request itself was refused.
+        """
+        self._count("WATCH", path)
+        q = dict(query)
+        q["watch"] = True
+        response = self._call("GET", path, q, None, None, timeout)
+        if not 200 <= response.status <= 299:
+            response.read()
+            raise ApiException.from_response(http_resp=response, body=None, data=None)
+        raw = response.response
+        try:
+            buffer = b""
+            for chunk in raw.stream(65536, decode_content=True):
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    if line.strip():
+                        yield json.loads(line)
+            if buffer.strip():
+                yield json.loads(buffer)
+        finally:
+            raw.close()
+            raw.release_conn()
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self.api_client.close()
+
+
+def _query_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
