@@ -10,8 +10,10 @@ or :meth:`KubeClient.watch`, which is also where API request counts are taken.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
 import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -21,7 +23,7 @@ import kubernetes.client
 import kubernetes.config
 from kubernetes.client.exceptions import ApiException
 
-__all__ = ["ApiException", "KubeClient", "load_api_client", "resource_path"]
+__all__ = ["ApiException", "KubeClient", "WatchStream", "load_api_client", "resource_path"]
 
 JSON = dict[str, Any]
 Timeout = float | tuple[float, float] | None
@@ -47,11 +49,15 @@ def load_api_client(kubeconfig: str | None = None, *, pool_size: int = 8) -> kub
     configuration = kubernetes.client.Configuration()
     path = kubeconfig or os.environ.get("KUBECONFIG")
     if path:
-        kubernetes.config.load_kube_config(config_file=path, client_configuration=configuration)
+        kubernetes.config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=path, client_configuration=configuration
+        )
     elif os.environ.get("KUBERNETES_SERVICE_HOST"):
-        kubernetes.config.load_incluster_config(client_configuration=configuration)
+        kubernetes.config.load_incluster_config(  # type: ignore[no-untyped-call]
+            client_configuration=configuration
+        )
     else:
-        kubernetes.config.load_kube_config(client_configuration=configuration)
+        kubernetes.config.load_kube_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
     configuration.connection_pool_maxsize = max(pool_size, 4)
     return kubernetes.client.ApiClient(configuration)
 
@@ -147,20 +153,17 @@ class KubeClient:
         result: JSON = json.loads(data)
         return result
 
-    def watch(self, path: str, *, query: Mapping[str, Any], timeout: Timeout) -> Iterator[JSON]:
-        """Open a watch and yield its events as dicts ``{"type": ..., "object": {...}}``.
+    def watch(self, path: str, *, query: Mapping[str, Any], timeout: Timeout) -> WatchStream:
+        """Open a watch; iterate the returned :class:`WatchStream` for its events.
 
         The caller passes ``resourceVersion``, ``timeoutSeconds`` and
         ``allowWatchBookmarks`` in ``query``; ``watch=true`` is added here.
-        ``timeout`` should be ``(connect, read)`` with ``read`` longer than the
-        server-side ``timeoutSeconds`` so that a silently dead TCP connection
-        surfaces as ``urllib3.exceptions.ReadTimeoutError`` (kubernetes-client/python#1148).
-
-        ``ERROR`` events are yielded as they are; interpreting them (410 Gone) is
-        the reflector's job. Closing the generator closes the connection.
+        ``timeout`` should be ``(connect, read)``: a stream silent for ``read``
+        seconds raises ``urllib3.exceptions.ReadTimeoutError``, so a silently dead
+        TCP connection is noticed (kubernetes-client/python#1148).
 
         Raises:
-            ApiException: the watch request itself was refused.
+            ApiException: the watch request itself was refused (e.g. 410, 403, 429).
         """
         self._count("WATCH", path)
         q = dict(query)
@@ -169,24 +172,52 @@ class KubeClient:
         if not 200 <= response.status <= 299:
             response.read()
             raise ApiException.from_response(http_resp=response, body=None, data=None)
-        raw = response.response
+        return WatchStream(response.response)
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self.api_client.close()  # type: ignore[no-untyped-call]
+
+
+class WatchStream:
+    """The events of one watch request, as dicts ``{"type": ..., "object": {...}}``.
+
+    ``ERROR`` events are yielded as they are; interpreting them (410 Gone) is the
+    reflector's job. :meth:`close` may be called from another thread to unblock
+    a reader (it shuts the socket down, like the official client's ``Watch.stop``).
+    """
+
+    def __init__(self, response: Any) -> None:
+        self._response = response
+        self._closed = False
+
+    def __iter__(self) -> Iterator[JSON]:
+        raw = self._response
+        buffer = b""
         try:
-            buffer = b""
             for chunk in raw.stream(65536, decode_content=True):
                 buffer += chunk
                 while b"\n" in buffer:
                     line, buffer = buffer.split(b"\n", 1)
                     if line.strip():
                         yield json.loads(line)
-            if buffer.strip():
+            if buffer.strip() and not self._closed:
                 yield json.loads(buffer)
         finally:
-            raw.close()
-            raw.release_conn()
+            self.close()
 
     def close(self) -> None:
-        """Close the connection pool."""
-        self.api_client.close()
+        """Close the stream; safe to call more than once and from any thread."""
+        if self._closed:
+            return
+        self._closed = True
+        conn = getattr(self._response, "connection", None)
+        sock = getattr(conn, "sock", None)
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(Exception):
+            self._response.close()
 
 
 def _query_value(value: Any) -> str:

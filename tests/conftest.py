@@ -1,0 +1,78 @@
+"""Shared fixtures: real ZooKeeper servers from :mod:`zkop.testing.zookeeper`.
+
+- ``zk_server``: one standalone server for the whole session. Do not stop or restart it;
+  build your own ``ZooKeeperServer()`` for that.
+- ``zk_base``: a fresh znode path ``/t-<uuid hex>`` per test, deleted (recursively)
+  afterwards. Put everything a test writes below it. For a chrooted client use
+  ``f"{zk_server.hosts}{zk_base}"`` as connect string.
+- ``zk``: a connected ``KazooClient`` on ``zk_server`` (not chrooted), per test.
+- ``zk_ensemble``: a 3-member quorum shared by a module, started only if requested.
+  Tests that stop members must call ``zk_ensemble.heal()`` (in a ``finally``).
+
+Missing ``java``/ZooKeeper fails the tests (never skips): ``apt-get install -y zookeeper``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+
+from zkop.testing.zookeeper import (
+    ZooKeeperEnsemble,
+    ZooKeeperNotInstalledError,
+    ZooKeeperServer,
+    find_zookeeper,
+)
+
+
+def _require_zookeeper() -> None:
+    try:
+        find_zookeeper()
+    except ZooKeeperNotInstalledError as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def zk_server() -> Iterator[ZooKeeperServer]:
+    _require_zookeeper()
+    with ZooKeeperServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def _zk_admin(zk_server: ZooKeeperServer) -> Iterator[KazooClient]:
+    client = KazooClient(hosts=zk_server.hosts)
+    client.start(timeout=15)
+    yield client
+    client.stop()
+    client.close()
+
+
+@pytest.fixture
+def zk_base(_zk_admin: KazooClient) -> Iterator[str]:
+    path = f"/t-{uuid.uuid4().hex}"
+    _zk_admin.ensure_path(path)
+    yield path
+    with contextlib.suppress(NoNodeError):
+        _zk_admin.delete(path, recursive=True)
+
+
+@pytest.fixture
+def zk(zk_server: ZooKeeperServer, zk_base: str) -> Iterator[KazooClient]:
+    client = KazooClient(hosts=zk_server.hosts)
+    client.start(timeout=15)
+    yield client
+    client.stop()
+    client.close()
+
+
+@pytest.fixture(scope="module")
+def zk_ensemble() -> Iterator[ZooKeeperEnsemble]:
+    _require_zookeeper()
+    with ZooKeeperEnsemble(3) as ensemble:
+        yield ensemble

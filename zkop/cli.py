@@ -1,0 +1,137 @@
+"""Command line: ``zkop run`` (the operator) and its flags.
+
+Flag names follow controller-runtime (``--leader-elect``, ``--metrics-bind-address``,
+``--health-probe-bind-address``); where an environment variable is named in
+the help, it is the fallback when the flag is absent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from types import FrameType
+
+from zkop import __version__
+from zkop.logging_setup import configure_logging
+from zkop.zkconfig.spec import DEFAULT_MAX_DATA_BYTES
+from zkop.zookeeper.adapter import ConnectionOptions
+
+__all__ = ["build_parser", "main"]
+
+log = logging.getLogger("zkop")
+
+
+def _env(name: str, default: str | None = None) -> str | None:
+    return os.environ.get(name) or default
+
+
+def _read_auth_file(path: str | None) -> tuple[tuple[str, str], ...]:
+    """Read ``user:password`` (digest) from a file, as mounted from a Secret."""
+    if not path:
+        return ()
+    with open(path, encoding="utf-8") as f:
+        credential = f.read().strip()
+    if ":" not in credential:
+        raise SystemExit(f"--zk-auth-file {path}: expected 'user:password'")
+    return (("digest", credential),)
+
+
+def add_zookeeper_flags(parser: argparse.ArgumentParser) -> None:
+    """Flags shared by every command that talks to ZooKeeper."""
+    group = parser.add_argument_group("ZooKeeper")
+    group.add_argument("--zk-hosts", default=_env("ZOOKEEPER_HOSTS", "127.0.0.1:2181"),
+                       help="connect string host:port[,host:port...][/chroot] [ZOOKEEPER_HOSTS]")
+    group.add_argument("--zk-session-timeout", type=float, default=10.0, help="session timeout, seconds")
+    group.add_argument("--zk-auth-file", default=_env("ZOOKEEPER_AUTH_FILE"),
+                       help="file holding digest credentials user:password [ZOOKEEPER_AUTH_FILE]")
+    group.add_argument("--zk-tls-ca-file", default=None, help="CA bundle for TLS to ZooKeeper")
+    group.add_argument("--zk-tls-cert-file", default=None, help="client certificate for TLS")
+    group.add_argument("--zk-tls-key-file", default=None, help="client key for TLS")
+
+
+def connection_options(args: argparse.Namespace) -> ConnectionOptions:
+    """Build :class:`ConnectionOptions` from parsed ZooKeeper flags."""
+    use_tls = bool(args.zk_tls_ca_file or args.zk_tls_cert_file)
+    return ConnectionOptions(
+        hosts=args.zk_hosts, session_timeout=args.zk_session_timeout, auth=_read_auth_file(args.zk_auth_file),
+        use_tls=use_tls, tls_ca_file=args.zk_tls_ca_file, tls_cert_file=args.zk_tls_cert_file,
+        tls_key_file=args.zk_tls_key_file,
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``zkop`` argument parser with its subcommands."""
+    parser = argparse.ArgumentParser(prog="zkop", description="Kubernetes operator that puts ZooKeeper under GitOps.")
+    parser.add_argument("--version", action="version", version=f"zkop {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run the operator")
+    run.add_argument("--kubeconfig", default=None,
+                     help="kubeconfig path [KUBECONFIG]; else in-cluster config, else ~/.kube/config")
+    add_zookeeper_flags(run)
+    run.add_argument("--namespace", action="append", default=[], dest="namespaces",
+                     help="watch only this namespace (repeatable; default: all namespaces)")
+    run.add_argument("--workers", type=int, default=4, help="concurrent reconciles (default 4)")
+    run.add_argument("--sync-period", type=float, default=600.0,
+                     help="seconds between full resyncs from the cache (default 600, jittered)")
+    run.add_argument("--max-data-bytes", type=int, default=DEFAULT_MAX_DATA_BYTES,
+                     help=f"largest znode value accepted, bytes (default {DEFAULT_MAX_DATA_BYTES})")
+    run.add_argument("--metrics-bind-address", default=":8080", help="Prometheus /metrics address; 0 disables")
+    run.add_argument("--health-probe-bind-address", default=":8081", help="/healthz and /readyz address; 0 disables")
+    run.add_argument("--leader-elect", action="store_true", help="elect a leader through a Lease (for replicas > 1)")
+    run.add_argument("--leader-election-id", default="zkop-leader", help="name of the Lease")
+    run.add_argument("--leader-election-namespace", default=None,
+                     help="namespace of the Lease (default: the pod's namespace)")
+    run.add_argument("--leader-election-lease-duration", type=float, default=15.0, help="seconds (default 15)")
+    run.add_argument("--leader-election-renew-deadline", type=float, default=10.0, help="seconds (default 10)")
+    run.add_argument("--leader-election-retry-period", type=float, default=2.0, help="seconds (default 2)")
+    run.add_argument("--graceful-shutdown-timeout", type=float, default=30.0,
+                     help="seconds to drain in-flight reconciles on SIGTERM (default 30)")
+    run.add_argument("--log-level", default=_env("ZKOP_LOG_LEVEL", "info"), help="debug|info|warning|error")
+    run.add_argument("--log-format", default=_env("ZKOP_LOG_FORMAT", "text"), choices=["text", "json"])
+    return parser
+
+
+def _run(args: argparse.Namespace) -> int:
+    from zkop.manager import Manager, ManagerOptions
+
+    if args.workers < 1:
+        raise SystemExit("--workers must be at least 1")
+    options = ManagerOptions(
+        kubeconfig=args.kubeconfig, zookeeper=connection_options(args), namespaces=args.namespaces,
+        workers=args.workers, metrics_bind_address=args.metrics_bind_address,
+        health_probe_bind_address=args.health_probe_bind_address, leader_elect=args.leader_elect,
+        leader_election_id=args.leader_election_id, leader_election_namespace=args.leader_election_namespace,
+        lease_duration=args.leader_election_lease_duration, renew_deadline=args.leader_election_renew_deadline,
+        retry_period=args.leader_election_retry_period, sync_period=args.sync_period,
+        graceful_shutdown_timeout=args.graceful_shutdown_timeout, max_data_bytes=args.max_data_bytes,
+    )
+    manager = Manager(options)
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        log.info("received %s; shutting down", signal.Signals(signum).name)
+        manager.stop()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    log.info("zkop %s starting (identity %s)", __version__, manager.identity)
+    code = manager.run()
+    log.info("zkop stopped (exit code %d)", code)
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``zkop`` console script; returns the process exit code."""
+    args = build_parser().parse_args(argv)
+    configure_logging(getattr(args, "log_level", "info"), getattr(args, "log_format", "text"))
+    if args.command == "run":
+        return _run(args)
+    raise SystemExit(f"unknown command {args.command}")  # pragma: no cover
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

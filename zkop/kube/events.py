@@ -1,0 +1,134 @@
+"""Kubernetes Events for the objects zkop manages (``kubectl describe`` shows them).
+
+Events are ``core/v1`` Events written from a background thread so a slow API
+never stalls a reconcile; repeats of the same (object, type, reason, message)
+within ``dedupe_window`` seconds are folded into one Event whose ``count`` goes
+up, like client-go's ``EventCorrelator``. Messages must never carry secret data.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from zkop.kube.client import JSON, ApiException, KubeClient, resource_path
+
+__all__ = ["EventRecorder"]
+
+log = logging.getLogger(__name__)
+
+EventType = Literal["Normal", "Warning"]
+
+
+def now_rfc3339() -> str:
+    """The current UTC time as RFC 3339 with seconds (``metav1.Time``)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class EventRecorder:
+    """Record Events about objects, asynchronously and deduplicated.
+
+    Args:
+        client: JSON client; ``None`` makes a recorder that only logs (``zkop sync``).
+        component: ``source.component`` / ``reportingController``.
+        dedupe_window: seconds within which identical events are folded.
+        max_pending: events waiting to be written; more are dropped (and logged).
+    """
+
+    def __init__(self, client: KubeClient | None, component: str = "zkop", *, dedupe_window: float = 600.0,
+                 max_pending: int = 1000) -> None:
+        self.client = client
+        self.component = component
+        self.dedupe_window = dedupe_window
+        self._queue: queue.Queue[tuple[JSON, EventType, str, str] | None] = queue.Queue(max_pending)
+        self._seen: dict[tuple[str, str, str, str], tuple[str, str, int, float]] = {}
+        self._thread: threading.Thread | None = None
+        self.recorded: list[tuple[str, EventType, str, str]] = []
+
+    def start(self) -> None:
+        """Start the writer thread."""
+        if self.client is not None and self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="event-recorder", daemon=True)
+            self._thread.start()
+
+    def stop(self, timeout: float = 2.0) -> None:
+        """Flush what is queued (up to ``timeout`` seconds) and stop."""
+        if self._thread is not None:
+            try:
+                self._queue.put(None, timeout=timeout)
+            except queue.Full:
+                return
+            self._thread.join(timeout)
+
+    def event(self, obj: JSON, type_: EventType, reason: str, message: str) -> None:
+        """Queue an Event about ``obj`` (a dict with ``kind``, ``apiVersion`` and ``metadata``)."""
+        meta = obj.get("metadata") or {}
+        log.log(
+            logging.WARNING if type_ == "Warning" else logging.INFO, "event %s %s/%s %s: %s",
+            type_, meta.get("namespace"), meta.get("name"), reason, message,
+        )
+        self.recorded.append((f"{meta.get('namespace')}/{meta.get('name')}", type_, reason, message))
+        del self.recorded[:-1000]
+        if self.client is None:
+            return
+        try:
+            self._queue.put_nowait((obj, type_, reason, message))
+        except queue.Full:
+            log.warning("event queue full; dropped %s event for %s", reason, meta.get("name"))
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            try:
+                self._write(*item)
+            except Exception as err:  # never let events break anything
+                log.warning("could not record event: %s", err)
+
+    def _write(self, obj: JSON, type_: EventType, reason: str, message: str) -> None:
+        assert self.client is not None
+        meta = obj.get("metadata") or {}
+        namespace = meta.get("namespace") or "default"
+        key = (str(meta.get("uid")), type_, reason, message)
+        now = now_rfc3339()
+        seen = self._seen.get(key)
+        mono = time.monotonic()
+        if seen is not None and mono - seen[3] < self.dedupe_window:
+            name, first, count, _ = seen
+            try:
+                self.client.request(
+                    "PATCH", resource_path("", "v1", "events", namespace, name),
+                    body={"count": count + 1, "lastTimestamp": now}, content_type="application/merge-patch+json",
+                )
+                self._seen[key] = (name, first, count + 1, mono)
+                return
+            except ApiException as err:
+                if err.status != 404:
+                    raise
+        name = f"{meta.get('name')}.{time.time_ns():x}"
+        body: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": name, "namespace": namespace},
+            "involvedObject": {
+                "apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "namespace": meta.get("namespace"),
+                "name": meta.get("name"), "uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion"),
+            },
+            "reason": reason,
+            "message": message[:1024],
+            "type": type_,
+            "source": {"component": self.component},
+            "reportingComponent": self.component,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        self.client.request("POST", resource_path("", "v1", "events", namespace), body=body)
+        if len(self._seen) > 10_000:
+            self._seen.clear()
+        self._seen[key] = (name, now, 1, mono)

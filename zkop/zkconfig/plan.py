@@ -1,0 +1,153 @@
+"""The pure planning functions of the ZooKeeperConfig controller.
+
+``plan_sync`` and ``plan_delete`` take what a ZooKeeperConfig declares and what
+ZooKeeper holds, and return the actions to execute plus the outcome to report.
+No I/O happens here: the reconciler reads, plans, hands the actions to the
+ZooKeeper adapter, and writes status from the outcome (the external-dns
+"source → plan → provider" split). The same functions serve ``zkop sync``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from zkop.zkconfig.spec import DesiredZnode
+from zkop.zookeeper.actions import Action, CreateNode, DeleteNode, Observed, SetAcl, SetData
+
+__all__ = ["Outcome", "Plan", "plan_delete", "plan_sync"]
+
+State = Literal["Pending", "Synced", "Error", "OutOfSync"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a reconcile achieved, in the words of ``status``.
+
+    Attributes:
+        state: ``status.state`` (the prototype's field): Pending, Synced, Error or OutOfSync.
+        reason: one CamelCase word for the ``Ready`` condition (API conventions, "Typical status properties").
+        message: a sentence for people; never contains znode data.
+        ready: the ``Ready`` condition's status.
+        stalled: retrying cannot help until the spec or the world changes (kstatus ``Stalled``).
+    """
+
+    state: State
+    reason: str
+    message: str
+    ready: bool
+    stalled: bool = False
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Actions to execute, in order, and the outcome once they succeed."""
+
+    actions: tuple[Action, ...]
+    outcome: Outcome
+    changes: tuple[str, ...] = field(default=())
+
+    @property
+    def writes(self) -> bool:
+        """True if executing the plan changes ZooKeeper."""
+        return bool(self.actions)
+
+
+def plan_sync(desired: DesiredZnode, observed: Observed | None) -> Plan:
+    """Plan the convergence of one znode towards ``desired``.
+
+    Table (``observed`` → actions, state):
+
+    ======================  =================  ==========================================
+    observed                createOrUpdate     createOnly
+    ======================  =================  ==========================================
+    absent                  create             create
+    same bytes              nothing, Synced    nothing, Synced
+    other bytes             set (CAS), Synced  nothing, OutOfSync (left alone on purpose)
+    other ACL               setACL (CAS)       nothing
+    ephemeral node          nothing, Error     nothing, Error
+    ======================  =================  ==========================================
+
+    ``observed.acl is None`` means the adapter knows the ACL is unchanged since
+    creation and did not read it; it is then taken to match.
+
+    Args:
+        desired: parsed spec.
+        observed: the znode as read, or ``None`` if it does not exist.
+    """
+    path = desired.path
+    if observed is None:
+        return Plan(
+            (CreateNode(path, desired.data, desired.acl),),
+            Outcome("Synced", "Created", f"znode {path} created ({len(desired.data)} bytes)", True),
+            ("created",),
+        )
+    if observed.ephemeral_owner:
+        return Plan(
+            (),
+            Outcome(
+                "Error", "EphemeralNode",
+                f"znode {path} is an ephemeral node owned by session 0x{observed.ephemeral_owner:x}; "
+                "zkop manages persistent znodes only",
+                False, stalled=True,
+            ),
+        )
+    acl_drift = observed.acl is not None and tuple(sorted(observed.acl)) != desired.acl
+    if observed.data == desired.data and not acl_drift:
+        return Plan((), Outcome("Synced", "Synced", f"znode {path} matches the spec", True))
+    if desired.sync_policy == "createOnly":
+        return Plan(
+            (),
+            Outcome(
+                "OutOfSync", "CreateOnly",
+                f"znode {path} exists with other {'data' if observed.data != desired.data else 'ACL'} "
+                f"({len(observed.data)} bytes, version {observed.version}); syncPolicy createOnly leaves it unchanged",
+                True,
+            ),
+        )
+    actions: list[Action] = []
+    changed: list[str] = []
+    if observed.data != desired.data:
+        actions.append(SetData(path, desired.data, observed.version))
+        changed.append(f"data {len(observed.data)} → {len(desired.data)} bytes, "
+                       f"version {observed.version} → {observed.version + 1}")
+    if acl_drift:
+        actions.append(SetAcl(path, desired.acl, observed.acl_version))
+        changed.append(f"ACL restored (aversion {observed.acl_version})")
+    return Plan(
+        tuple(actions),
+        Outcome("Synced", "Updated", f"znode {path} updated ({'; '.join(changed)})", True),
+        ("updated",),
+    )
+
+
+def plan_delete(desired: DesiredZnode, observed: Observed | None) -> Plan:
+    """Plan what deleting a ZooKeeperConfig does to its znode.
+
+    ``Delete`` removes a childless znode (compare-and-set on its version); a
+    znode with children is never deleted (no recursive delete), so the plan
+    is empty and the outcome says why. ``Orphan`` and an absent znode need nothing.
+    Parents are never deleted.
+    """
+    path = desired.path
+    if observed is None:
+        return Plan((), Outcome("Synced", "Deleted", f"znode {path} does not exist", True))
+    if desired.deletion_policy == "Orphan":
+        return Plan((), Outcome("Synced", "Orphaned", f"znode {path} left in place (deletionPolicy Orphan)", True))
+    if observed.ephemeral_owner:
+        return Plan((), Outcome("Synced", "Orphaned", f"znode {path} is ephemeral and not zkop's; left in place", True))
+    if observed.num_children:
+        return Plan(
+            (),
+            Outcome(
+                "Error", "HasChildren",
+                f"znode {path} has {observed.num_children} children; zkop never deletes recursively, "
+                "waiting for them to be removed",
+                False,
+            ),
+        )
+    return Plan(
+        (DeleteNode(path, observed.version),),
+        Outcome("Synced", "Deleted", f"znode {path} deleted", True),
+        ("deleted",),
+    )

@@ -1,0 +1,161 @@
+"""ZooKeeperConfig: the resource's identity and the parsing of its ``spec``.
+
+A ZooKeeperConfig (``platform.example.com/v1alpha1``, short name ``zkc``)
+declares one znode. :func:`parse_spec` turns the ``spec`` dict of a custom
+resource into a :class:`DesiredZnode`, enforcing every rule the CRD schema
+cannot express, so a bad object is refused before ZooKeeper is called.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from zkop.zookeeper.actions import OPEN_ACL, AclEntry, acl_from_spec
+from zkop.zookeeper.paths import InvalidPath, validate_path
+
+__all__ = [
+    "FINALIZER",
+    "GROUP",
+    "KIND",
+    "PLURAL",
+    "VERSION",
+    "DesiredZnode",
+    "InvalidSpec",
+    "parse_spec",
+]
+
+GROUP = "platform.example.com"
+VERSION = "v1alpha1"
+KIND = "ZooKeeperConfig"
+PLURAL = "zookeeperconfigs"
+FINALIZER = "zookeeperconfigs.platform.example.com/finalizer"
+
+#: Default cap on decoded data, bytes. ZooKeeper's ``jute.maxbuffer`` is
+#: 1 MiB (1,048,575 bytes) for a whole packet; the server answers an oversize
+#: request by closing the session, so zkop never sends one.
+DEFAULT_MAX_DATA_BYTES = 1_000_000
+
+SyncPolicy = Literal["createOrUpdate", "createOnly"]
+DeletionPolicy = Literal["Delete", "Orphan"]
+Encoding = Literal["utf-8", "binary"]
+
+
+class InvalidSpec(ValueError):
+    """The spec breaks a rule; retrying cannot help until the spec changes.
+
+    Attributes:
+        field: the offending field, e.g. ``spec.path``.
+        rule: a human sentence naming the rule.
+    """
+
+    def __init__(self, field: str, rule: str) -> None:
+        super().__init__(f"{field}: {rule}")
+        self.field = field
+        self.rule = rule
+
+
+@dataclass(frozen=True)
+class DesiredZnode:
+    """What a ZooKeeperConfig asks for.
+
+    Attributes:
+        path: validated absolute znode path.
+        data: the exact bytes the znode must hold.
+        sync_policy: ``createOrUpdate`` restores drift; ``createOnly`` never overwrites.
+        deletion_policy: ``Delete`` removes the znode with the CR; ``Orphan`` leaves it.
+        encoding: ``utf-8`` (data is text) or ``binary``.
+        acl: the znode's ACL, sorted; ZooKeeper's open ACL unless ``spec.acl`` is set.
+    """
+
+    path: str
+    data: bytes
+    sync_policy: SyncPolicy = "createOrUpdate"
+    deletion_policy: DeletionPolicy = "Delete"
+    encoding: Encoding = "utf-8"
+    acl: tuple[AclEntry, ...] = OPEN_ACL
+
+
+def strict_b64decode(value: str) -> bytes:
+    """Decode standard base64 (RFC 4648 §4), refusing anything but the alphabet and padding.
+
+    Python's default decoder silently skips junk characters; Kubernetes' ``format: byte``
+    does not, so neither does zkop.
+
+    Raises:
+        binascii.Error: the text is not strict base64.
+    """
+    return base64.b64decode(value, validate=True)
+
+
+def parse_spec(spec: Any, *, max_data_bytes: int = DEFAULT_MAX_DATA_BYTES) -> DesiredZnode:
+    """Validate a ZooKeeperConfig ``spec`` and return the znode it declares.
+
+    Args:
+        spec: the ``spec`` mapping of the custom resource (after CRD defaulting).
+        max_data_bytes: largest decoded value allowed, bytes.
+
+    Raises:
+        InvalidSpec: naming the field and the rule (path rules, strict base64,
+            UTF-8 for ``encoding: utf-8``, size, exactly one data source, enums).
+    """
+    if not isinstance(spec, dict):
+        raise InvalidSpec("spec", "must be an object")
+    path = spec.get("path")
+    if not isinstance(path, str):
+        raise InvalidSpec("spec.path", "must be a string")
+    try:
+        validate_path(path)
+    except InvalidPath as err:
+        raise InvalidSpec("spec.path", str(err)) from None
+
+    encoding = spec.get("encoding", "utf-8")
+    if encoding not in ("utf-8", "binary"):
+        raise InvalidSpec("spec.encoding", f"must be 'utf-8' or 'binary', not {encoding!r}")
+    sync_policy = spec.get("syncPolicy", "createOrUpdate")
+    if sync_policy not in ("createOrUpdate", "createOnly"):
+        raise InvalidSpec("spec.syncPolicy", f"must be 'createOrUpdate' or 'createOnly', not {sync_policy!r}")
+    deletion_policy = spec.get("deletionPolicy", "Delete")
+    if deletion_policy not in ("Delete", "Orphan"):
+        raise InvalidSpec("spec.deletionPolicy", f"must be 'Delete' or 'Orphan', not {deletion_policy!r}")
+
+    sources = [name for name in ("data", "stringData") if spec.get(name) is not None]
+    if len(sources) != 1:
+        raise InvalidSpec("spec", "exactly one of spec.data and spec.stringData must be set")
+    if sources[0] == "data":
+        raw = spec["data"]
+        if not isinstance(raw, str):
+            raise InvalidSpec("spec.data", "must be a base64 string")
+        try:
+            data = strict_b64decode(raw)
+        except (binascii.Error, ValueError):
+            raise InvalidSpec("spec.data", "is not valid base64 (RFC 4648, standard alphabet, padded)") from None
+    else:
+        text = spec["stringData"]
+        if not isinstance(text, str):
+            raise InvalidSpec("spec.stringData", "must be a string")
+        data = text.encode("utf-8", errors="surrogatepass")
+    if encoding == "utf-8":
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise InvalidSpec(
+                "spec.data", f"is not valid UTF-8 at byte {err.start}; set spec.encoding: binary for binary data"
+            ) from None
+    if len(data) > max_data_bytes:
+        raise InvalidSpec(
+            "spec.data", f"decodes to {len(data)} bytes, more than the limit of {max_data_bytes} bytes"
+        )
+    acl = OPEN_ACL
+    if spec.get("acl") is not None:
+        if not isinstance(spec["acl"], list):
+            raise InvalidSpec("spec.acl", "must be a list of {scheme, id, permissions}")
+        try:
+            acl = acl_from_spec(spec["acl"])
+        except ValueError as err:
+            raise InvalidSpec("spec.acl", str(err)) from None
+    return DesiredZnode(
+        path=path, data=data, sync_policy=sync_policy, deletion_policy=deletion_policy, encoding=encoding, acl=acl
+    )

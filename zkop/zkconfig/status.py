@@ -1,0 +1,98 @@
+"""``status`` of a ZooKeeperConfig: the prototype's fields plus kstatus conditions.
+
+Fields: ``state`` (Pending|Synced|Error|OutOfSync), ``message``,
+``lastSyncedTime``, ``observedGeneration`` (all from the prototype) and
+``conditions`` in ``metav1.Condition`` shape:
+
+* ``Ready`` — True/False with a CamelCase reason (``Synced``, ``InvalidSpec``, …).
+* ``Reconciling`` — present (True) only while work is pending (a retry is queued).
+* ``Stalled`` — present (True) only for failures retrying cannot fix.
+
+Rules from apimachinery ``meta.SetStatusCondition``: ``lastTransitionTime``
+changes only when a condition's status flips. kstatus (cli-utils
+``pkg/kstatus/status``) reads Reconciling → InProgress, Stalled → Failed,
+Ready=True → Current. ``lastSyncedTime`` moves only when something is written,
+so an unchanged outcome never produces a status write (the prototype refreshed
+it every pass — a write storm and a watch-event loop).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from zkop.zkconfig.plan import Outcome
+
+__all__ = ["desired_status", "status_patch"]
+
+JSON = dict[str, Any]
+
+
+def _condition(old: list[JSON], type_: str, status: str, reason: str, message: str, generation: int,
+               now: str) -> JSON:
+    previous = next((c for c in old if c.get("type") == type_), None)
+    transition = now
+    if previous is not None and previous.get("status") == status and previous.get("lastTransitionTime"):
+        transition = previous["lastTransitionTime"]
+    return {
+        "type": type_,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "observedGeneration": generation,
+        "lastTransitionTime": transition,
+    }
+
+
+def desired_status(old: JSON | None, outcome: Outcome, generation: int, now: str, *, wrote: bool,
+                   retrying: bool = False) -> JSON:
+    """Return the status a ZooKeeperConfig should have after a reconcile.
+
+    Args:
+        old: the current ``status`` (may be ``None`` or schema-defaulted).
+        outcome: what the reconcile achieved.
+        generation: ``metadata.generation`` that was acted on.
+        now: RFC 3339 timestamp for changed fields.
+        wrote: ZooKeeper was changed in this reconcile (moves ``lastSyncedTime``).
+        retrying: a retry is queued (sets ``Reconciling=True``).
+    """
+    old = old or {}
+    old_conditions: list[JSON] = [c for c in old.get("conditions") or [] if isinstance(c, dict)]
+    conditions = [
+        _condition(old_conditions, "Ready", "True" if outcome.ready else "False", outcome.reason,
+                   outcome.message, generation, now)
+    ]
+    if retrying and not outcome.stalled:
+        conditions.append(_condition(old_conditions, "Reconciling", "True", "ProgressingWithRetry",
+                                     outcome.message, generation, now))
+    if outcome.stalled:
+        conditions.append(_condition(old_conditions, "Stalled", "True", outcome.reason, outcome.message,
+                                     generation, now))
+    status: JSON = {
+        "state": outcome.state,
+        "message": outcome.message,
+        "observedGeneration": generation,
+        "conditions": conditions,
+    }
+    if old.get("lastSyncedTime"):
+        status["lastSyncedTime"] = old["lastSyncedTime"]
+    comparable_old = {k: v for k, v in old.items() if k != "lastSyncedTime"}
+    comparable_new = {k: v for k, v in status.items() if k != "lastSyncedTime"}
+    if outcome.state in ("Synced", "OutOfSync") and (wrote or comparable_old != comparable_new):
+        status["lastSyncedTime"] = now
+    return status
+
+
+def status_patch(old: JSON | None, new: JSON) -> JSON | None:
+    """A JSON merge patch (RFC 7386) body for ``/status`` turning ``old`` into ``new``, or ``None`` if equal.
+
+    Keys present in ``old`` but not in ``new`` are set to ``null`` so they are removed.
+    """
+    old = old or {}
+    if old == new:
+        return None
+    patch: JSON = copy.deepcopy(new)
+    for key in old:
+        if key not in new:
+            patch[key] = None
+    return {"status": patch}

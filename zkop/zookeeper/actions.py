@@ -1,0 +1,124 @@
+"""The ZooKeeper operations a plan may contain, as plain values.
+
+Planning functions return these; :class:`zkop.zookeeper.adapter.ZooKeeperAdapter`
+is the only code that executes them. Every write is conditional (ZooKeeper
+Programmer's Guide, "Conditional updates"): ``expected_version`` is the
+``Stat.version`` the plan was made from, so a concurrent hand edit turns into
+``BadVersion`` and a re-plan instead of a lost update.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "OPEN_ACL", "AclEntry", "Action", "CreateNode", "DeleteNode", "Observed", "SetAcl", "SetData", "acl_from_spec",
+]
+
+PERMISSIONS = {"read": 1, "write": 2, "create": 4, "delete": 8, "admin": 16}
+
+
+@dataclass(frozen=True, order=True)
+class AclEntry:
+    """One ZooKeeper ACL entry (Programmer's Guide, "ZooKeeper access control using ACLs").
+
+    Attributes:
+        scheme: ``world``, ``auth``, ``digest``, ``ip``, ``x509``, ``sasl``.
+        id: scheme-specific id, e.g. ``anyone`` or ``user:base64(sha1(user:password))``.
+        perms: bitmask READ=1, WRITE=2, CREATE=4, DELETE=8, ADMIN=16.
+    """
+
+    scheme: str
+    id: str
+    perms: int
+
+    def permission_names(self) -> list[str]:
+        """The permission names in the CRD's vocabulary, e.g. ``["read", "write"]``."""
+        return [name for name, bit in PERMISSIONS.items() if self.perms & bit]
+
+
+#: ZooKeeper's ``OPEN_ACL_UNSAFE``: world:anyone with every permission.
+OPEN_ACL: tuple[AclEntry, ...] = (AclEntry("world", "anyone", 31),)
+
+
+def acl_from_spec(entries: list[dict[str, object]]) -> tuple[AclEntry, ...]:
+    """Turn ``spec.acl`` (``[{scheme, id, permissions: [...]}]``) into sorted entries.
+
+    Raises:
+        ValueError: an unknown permission, an empty list, or a missing scheme/id.
+    """
+    result = []
+    for index, entry in enumerate(entries):
+        scheme, ident, perms = entry.get("scheme"), entry.get("id"), entry.get("permissions")
+        if not isinstance(scheme, str) or not scheme or not isinstance(ident, str):
+            raise ValueError(f"acl[{index}] needs a scheme and an id")
+        if not isinstance(perms, list) or not perms:
+            raise ValueError(f"acl[{index}].permissions must list at least one of {', '.join(PERMISSIONS)}")
+        mask = 0
+        for name in perms:
+            if name not in PERMISSIONS:
+                raise ValueError(f"acl[{index}].permissions: unknown permission {name!r}")
+            mask |= PERMISSIONS[str(name)]
+        result.append(AclEntry(scheme, ident, mask))
+    if not result:
+        raise ValueError("acl must not be empty (omit it for the open ACL)")
+    return tuple(sorted(set(result)))
+
+
+@dataclass(frozen=True)
+class Observed:
+    """A znode as read from ZooKeeper.
+
+    Attributes:
+        data: the znode's bytes.
+        version: ``Stat.version`` (data version), used for compare-and-set.
+        num_children: ``Stat.numChildren``.
+        ephemeral_owner: ``Stat.ephemeralOwner`` session id, 0 for a persistent node.
+        acl_version: ``Stat.aversion``; 0 means the ACL is the one set at creation.
+        acl: the node's ACL if it was read (``None`` if not needed, see the adapter).
+    """
+
+    data: bytes
+    version: int
+    num_children: int = 0
+    ephemeral_owner: int = 0
+    acl_version: int = 0
+    acl: tuple[AclEntry, ...] | None = None
+
+
+@dataclass(frozen=True)
+class CreateNode:
+    """Create a persistent znode holding ``data``; parents that are missing are created empty."""
+
+    path: str
+    data: bytes
+    acl: tuple[AclEntry, ...] = OPEN_ACL
+
+
+@dataclass(frozen=True)
+class SetData:
+    """Replace the data of ``path`` if its version is still ``expected_version``."""
+
+    path: str
+    data: bytes
+    expected_version: int
+
+
+@dataclass(frozen=True)
+class DeleteNode:
+    """Delete the (childless) znode ``path`` if its version is still ``expected_version``."""
+
+    path: str
+    expected_version: int
+
+
+@dataclass(frozen=True)
+class SetAcl:
+    """Replace the ACL of ``path`` if its ACL version is still ``expected_acl_version``."""
+
+    path: str
+    acl: tuple[AclEntry, ...]
+    expected_acl_version: int
+
+
+Action = CreateNode | SetData | SetAcl | DeleteNode

@@ -1,0 +1,393 @@
+"""The ZooKeeper adapter: the one place where zkop reads and writes znodes.
+
+It owns a kazoo session, executes :mod:`zkop.zookeeper.actions` with
+compare-and-set semantics, makes retried writes idempotent, and maps kazoo's
+exceptions to a small hierarchy the reconcilers understand. It plans nothing.
+
+Session states follow the ZooKeeper Programmer's Guide ("ZooKeeper Sessions")
+and kazoo's ``KazooState``: CONNECTED, SUSPENDED (connection lost, session may
+still be alive) and LOST (session expired). Writes are refused while not
+CONNECTED; listeners registered with :meth:`ZooKeeperAdapter.add_session_listener`
+are called from a separate thread, never inside kazoo's own state callback.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from typing import Any
+
+from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import (
+    AuthFailedError,
+    BadVersionError,
+    ConnectionLoss,
+    KazooException,
+    NoAuthError,
+    NodeExistsError,
+    NoNodeError,
+    NotEmptyError,
+    OperationTimeoutError,
+    SessionExpiredError,
+)
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.security import ACL, Id
+
+from zkop.zookeeper.actions import OPEN_ACL, AclEntry, Action, CreateNode, DeleteNode, Observed, SetAcl, SetData
+from zkop.zookeeper.paths import parent_paths
+
+__all__ = [
+    "ConcurrentModification",
+    "ConnectionOptions",
+    "ZooKeeperAdapter",
+    "ZooKeeperError",
+    "ZooKeeperNoAuth",
+    "ZooKeeperUnavailable",
+    "split_chroot",
+]
+
+log = logging.getLogger(__name__)
+
+
+class ZooKeeperError(Exception):
+    """Base of the adapter's errors."""
+
+
+class ZooKeeperUnavailable(ZooKeeperError):
+    """No usable session: connection lost, session expired, request timed out, or chroot missing."""
+
+
+class ZooKeeperNoAuth(ZooKeeperError):
+    """The server refused the operation for lack of permission (``NoAuth``) or the auth data was rejected."""
+
+
+class ConcurrentModification(ZooKeeperError):
+    """The znode changed between read and write (``BadVersion``, ``NodeExists``, ``NotEmpty``); re-plan."""
+
+
+@dataclass(frozen=True)
+class ConnectionOptions:
+    """How to reach the ensemble.
+
+    Attributes:
+        hosts: connect string ``host:port[,host:port…][/chroot]`` (ZooKeeper Programmer's Guide,
+            "Connecting"); the chroot must already exist.
+        session_timeout: requested session timeout, seconds (the server clamps it to
+            [2, 20] × tickTime by default).
+        auth: ``(scheme, credential)`` pairs, e.g. ``("digest", "user:password")``.
+        use_tls, tls_ca_file, tls_cert_file, tls_key_file: TLS to the client port.
+        connect_timeout: seconds to wait for the first session in :meth:`ZooKeeperAdapter.start`.
+        parent_acl: ACL for parent znodes zkop creates (default: the open ACL).
+    """
+
+    hosts: str = "127.0.0.1:2181"
+    session_timeout: float = 10.0
+    auth: tuple[tuple[str, str], ...] = ()
+    use_tls: bool = False
+    tls_ca_file: str | None = None
+    tls_cert_file: str | None = None
+    tls_key_file: str | None = None
+    connect_timeout: float = 15.0
+    parent_acl: tuple[AclEntry, ...] = OPEN_ACL
+
+
+def to_kazoo_acl(acl: Sequence[AclEntry]) -> list[ACL]:
+    """Convert entries to kazoo's ``ACL`` objects."""
+    return [ACL(entry.perms, Id(entry.scheme, entry.id)) for entry in acl]
+
+
+def from_kazoo_acl(acl: Sequence[ACL]) -> tuple[AclEntry, ...]:
+    """Convert kazoo's ``ACL`` objects to sorted entries."""
+    return tuple(sorted({AclEntry(str(a.id.scheme), str(a.id.id), int(a.perms)) for a in acl}))
+
+
+def split_chroot(hosts: str) -> tuple[str, str]:
+    """Split ``"h1:2181,h2:2181/app"`` into ``("h1:2181,h2:2181", "/app")``; chroot ``""`` if none."""
+    index = hosts.find("/")
+    if index < 0:
+        return hosts, ""
+    return hosts[:index], hosts[index:].rstrip("/")
+
+
+SessionListener = Callable[[str], None]
+
+
+class ZooKeeperAdapter:
+    """A kazoo session plus conditional, idempotent execution of plan actions.
+
+    Thread-safe: kazoo multiplexes calls from many worker threads over one session.
+
+    Args:
+        options: connection settings.
+        client: an already built :class:`KazooClient` (tests); built from ``options`` if ``None``.
+    """
+
+    def __init__(self, options: ConnectionOptions, client: KazooClient | None = None) -> None:
+        self.options = options
+        self.client = client or self._build_client(options)
+        self._listeners: list[SessionListener] = []
+        self._state = "LOST"
+        self._state_lock = threading.Lock()
+        self._events: list[str] = []
+        self._event_cond = threading.Condition(self._state_lock)
+        self._stopped = False
+        self._dispatcher = threading.Thread(target=self._dispatch, name="zk-session-events", daemon=True)
+        self.client.add_listener(self._on_state)
+
+    @staticmethod
+    def _build_client(options: ConnectionOptions) -> KazooClient:
+        kwargs: dict[str, Any] = {
+            "hosts": options.hosts,
+            "timeout": options.session_timeout,
+            "auth_data": list(options.auth) or None,
+            "connection_retry": {"max_tries": -1, "delay": 0.2, "backoff": 2, "max_delay": 5.0},
+        }
+        if options.use_tls:
+            kwargs.update(
+                use_ssl=True, ca=options.tls_ca_file, certfile=options.tls_cert_file,
+                keyfile=options.tls_key_file, verify_certs=options.tls_ca_file is not None,
+            )
+        return KazooClient(**kwargs)
+
+    # --- session -----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Open the session and check that the chroot (if any) exists.
+
+        Raises:
+            ZooKeeperUnavailable: no session within ``connect_timeout`` seconds, or the chroot is missing.
+            ZooKeeperNoAuth: the server rejected the auth data.
+        """
+        if not self._dispatcher.is_alive():
+            self._dispatcher.start()
+        try:
+            with warnings.catch_warnings():
+                # kazoo only warns about a missing chroot; it becomes a clear error below.
+                warnings.filterwarnings("ignore", message="No chroot path exists", category=UserWarning)
+                self.client.start(timeout=self.options.connect_timeout)
+        except KazooTimeoutError as err:
+            raise ZooKeeperUnavailable(
+                f"could not connect to ZooKeeper at {self.options.hosts} within "
+                f"{self.options.connect_timeout:g} s"
+            ) from err
+        except AuthFailedError as err:
+            raise ZooKeeperNoAuth(f"ZooKeeper rejected the credentials: {err!r}") from err
+        _, chroot = split_chroot(self.options.hosts)
+        if chroot:
+            with self._mapped("exists", "/"):
+                # Inside a chroot "/" is the chroot node itself.
+                exists = self.client.exists("/")
+            if exists is None:
+                raise ZooKeeperUnavailable(
+                    f"the chroot {chroot} does not exist on the ensemble; create it first "
+                    f"(zkCli.sh create {chroot})"
+                )
+
+    def stop(self) -> None:
+        """Close the session (ephemeral nodes of this session, if any, go away) and stop the dispatcher."""
+        self._stopped = True
+        try:
+            self.client.stop()
+            self.client.close()
+        finally:
+            with self._event_cond:
+                self._event_cond.notify_all()
+
+    @property
+    def connected(self) -> bool:
+        """True while the session is CONNECTED (not SUSPENDED or LOST)."""
+        return bool(self.client.connected) and self.client.state == KazooState.CONNECTED
+
+    @property
+    def session_id(self) -> int | None:
+        """The current session id, or ``None`` before the first session."""
+        cid = self.client.client_id
+        return int(cid[0]) if cid else None
+
+    def add_session_listener(self, listener: SessionListener) -> None:
+        """Call ``listener(state)`` with ``"CONNECTED"``, ``"SUSPENDED"`` or ``"LOST"`` on every change.
+
+        Listeners run on the adapter's dispatcher thread, so they may call ZooKeeper
+        (kazoo forbids blocking calls inside its own state listener).
+        """
+        self._listeners.append(listener)
+
+    def _on_state(self, state: str) -> None:
+        # Runs inside kazoo's event thread: no ZooKeeper calls here, just hand over.
+        with self._event_cond:
+            self._state = str(state)
+            self._events.append(str(state))
+            self._event_cond.notify_all()
+
+    def _dispatch(self) -> None:
+        from zkop.machinery import metrics
+
+        while True:
+            with self._event_cond:
+                while not self._events and not self._stopped:
+                    self._event_cond.wait()
+                if self._stopped and not self._events:
+                    return
+                state = self._events.pop(0)
+            metrics.ZOOKEEPER_CONNECTED.set(1 if state == "CONNECTED" else 0)
+            log.info("ZooKeeper session state: %s", state)
+            for listener in list(self._listeners):
+                try:
+                    listener(state)
+                except Exception:
+                    log.exception("session listener failed")
+
+    # --- reads -------------------------------------------------------------------------------
+
+    def read(self, path: str, expected_acl: tuple[AclEntry, ...] | None = OPEN_ACL) -> Observed | None:
+        """Read a znode's data and stat, and its ACL when it may differ from ``expected_acl``.
+
+        The ACL costs a second round trip, so it is read only when the stat's
+        ``aversion`` shows it changed since creation or a non-default ACL is
+        expected; otherwise ``Observed.acl`` is ``None`` ("as created"). Pass
+        ``expected_acl=None`` to always read it.
+
+        Returns:
+            The znode, or ``None`` if it does not exist.
+
+        Raises:
+            ZooKeeperUnavailable, ZooKeeperNoAuth.
+        """
+        with self._mapped("get", path):
+            try:
+                data, stat = self.client.get(path)
+            except NoNodeError:
+                return None
+        acl: tuple[AclEntry, ...] | None = None
+        if expected_acl is None or stat.aversion > 0 or expected_acl != OPEN_ACL:
+            with self._mapped("get_acls", path):
+                try:
+                    acls, stat2 = self.client.get_acls(path)
+                except NoNodeError:
+                    return None
+            acl = from_kazoo_acl(acls)
+            if stat2.version != stat.version:
+                raise ConcurrentModification(f"znode {path} changed while being read")
+        return Observed(
+            data=data or b"", version=stat.version, num_children=stat.numChildren,
+            ephemeral_owner=stat.ephemeralOwner, acl_version=stat.aversion, acl=acl,
+        )
+
+    def children(self, path: str) -> list[str] | None:
+        """Children names of ``path`` (unsorted), or ``None`` if it does not exist."""
+        with self._mapped("get_children", path):
+            try:
+                return list(self.client.get_children(path))
+            except NoNodeError:
+                return None
+
+    # --- writes ------------------------------------------------------------------------------
+
+    def execute(self, actions: Sequence[Action]) -> None:
+        """Execute plan actions in order, each conditional on the version it was planned from.
+
+        Idempotent under retries after a lost reply: a create that finds the node
+        holding the intended bytes succeeds; a delete that finds nothing succeeds.
+
+        Raises:
+            ConcurrentModification: the node changed since it was read; read and plan again.
+            ZooKeeperUnavailable: not connected (SUSPENDED/LOST) or the request failed in transit.
+            ZooKeeperNoAuth: the ACL forbids the write.
+        """
+        for action in actions:
+            if not self.connected:
+                raise ZooKeeperUnavailable(f"ZooKeeper session is {self.client.state}; writes are paused")
+            if isinstance(action, CreateNode):
+                self._create(action)
+            elif isinstance(action, SetData):
+                self._set(action)
+            elif isinstance(action, SetAcl):
+                self._set_acl(action)
+            elif isinstance(action, DeleteNode):
+                self._delete(action)
+            else:  # pragma: no cover - exhaustive
+                raise TypeError(f"unknown action {action!r}")
+
+    def _create(self, action: CreateNode) -> None:
+        # Try the node itself first: when its parents exist (the common case) that is one round trip.
+        for attempt in range(2):
+            with self._mapped("create", action.path):
+                try:
+                    self.client.create(action.path, action.data, acl=to_kazoo_acl(action.acl))
+                    return
+                except NodeExistsError:
+                    break
+                except NoNodeError:
+                    if attempt:
+                        raise ConcurrentModification(f"a parent of {action.path} vanished during create") from None
+            parent_acl = to_kazoo_acl(self.options.parent_acl)
+            for parent in parent_paths(action.path):
+                with self._mapped("create", parent), suppress(NodeExistsError):
+                    self.client.create(parent, b"", acl=parent_acl)
+        current = self.read(action.path)
+        if current is not None and current.data == action.data and not current.ephemeral_owner:
+            return  # our earlier create whose reply was lost, or someone wrote the same bytes
+        raise ConcurrentModification(f"znode {action.path} appeared with other data before it could be created")
+
+    def _set(self, action: SetData) -> None:
+        with self._mapped("set", action.path):
+            try:
+                self.client.set(action.path, action.data, version=action.expected_version)
+                return
+            except BadVersionError:
+                pass
+            except NoNodeError:
+                raise ConcurrentModification(f"znode {action.path} was deleted before it could be updated") from None
+        current = self.read(action.path)
+        if current is not None and current.data == action.data:
+            return  # the write went through and the reply was lost
+        raise ConcurrentModification(f"znode {action.path} changed (version is no longer {action.expected_version})")
+
+    def _set_acl(self, action: SetAcl) -> None:
+        with self._mapped("set_acls", action.path):
+            try:
+                self.client.set_acls(action.path, to_kazoo_acl(action.acl), version=action.expected_acl_version)
+            except BadVersionError:
+                raise ConcurrentModification(f"ACL of znode {action.path} changed meanwhile") from None
+            except NoNodeError:
+                raise ConcurrentModification(f"znode {action.path} was deleted before its ACL was set") from None
+
+    def _delete(self, action: DeleteNode) -> None:
+        with self._mapped("delete", action.path):
+            try:
+                self.client.delete(action.path, version=action.expected_version)
+            except NoNodeError:
+                return
+            except BadVersionError:
+                raise ConcurrentModification(
+                    f"znode {action.path} changed (version is no longer {action.expected_version})"
+                ) from None
+            except NotEmptyError:
+                raise ConcurrentModification(f"znode {action.path} has children; not deleted") from None
+
+    # --- error mapping and metrics -----------------------------------------------------------
+
+    @contextmanager
+    def _mapped(self, operation: str, path: str) -> Iterator[None]:
+        from zkop.machinery import metrics
+
+        started = time.monotonic()
+        try:
+            yield
+        except (ConnectionLoss, SessionExpiredError, OperationTimeoutError, KazooTimeoutError) as err:
+            metrics.ZOOKEEPER_REQUEST_ERRORS.labels(operation, type(err).__name__).inc()
+            raise ZooKeeperUnavailable(f"ZooKeeper {operation} {path} failed: {type(err).__name__}") from err
+        except NoAuthError as err:
+            metrics.ZOOKEEPER_REQUEST_ERRORS.labels(operation, "NoAuthError").inc()
+            raise ZooKeeperNoAuth(f"ZooKeeper refused {operation} on {path}: not authorised (NoAuth)") from err
+        except KazooException as err:
+            if not isinstance(err, (NoNodeError, NodeExistsError, BadVersionError, NotEmptyError)):
+                metrics.ZOOKEEPER_REQUEST_ERRORS.labels(operation, type(err).__name__).inc()
+            raise
+        finally:
+            metrics.ZOOKEEPER_REQUEST_DURATION.labels(operation).observe(time.monotonic() - started)
