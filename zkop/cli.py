@@ -18,6 +18,7 @@ from types import FrameType
 from zkop import __version__
 from zkop.logging_setup import configure_logging
 from zkop.zkconfig.spec import DEFAULT_MAX_DATA_BYTES
+from zkop.zookeeper.actions import OPEN_ACL, AclEntry
 from zkop.zookeeper.adapter import ConnectionOptions
 
 __all__ = ["build_parser", "main"]
@@ -51,15 +52,45 @@ def add_zookeeper_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--zk-tls-ca-file", default=None, help="CA bundle for TLS to ZooKeeper")
     group.add_argument("--zk-tls-cert-file", default=None, help="client certificate for TLS")
     group.add_argument("--zk-tls-key-file", default=None, help="client key for TLS")
+    group.add_argument("--zk-parent-acl", action="append", default=[], metavar="SCHEME:ID:PERMS",
+                       help="ACL entry for parent znodes zkop creates, zkCli style, e.g. world:anyone:cdrwa or "
+                            "digest:ops:HASH:cdrwa (repeatable; default: the open ACL)")
+
+
+def parse_acl_entry(text: str) -> AclEntry:
+    """Parse ``scheme:id:perms`` (zkCli's ``setAcl`` notation; perms from ``crwda``).
+
+    The id may itself contain ``:`` (``digest:user:hash``), so the scheme is the first
+    field and the permissions the last.
+
+    Raises:
+        ValueError: fewer than three fields or an unknown permission letter.
+    """
+    scheme, _, rest = text.partition(":")
+    ident, _, perms = rest.rpartition(":")
+    if not scheme or not ident or not perms:
+        raise ValueError(f"ACL entry {text!r}: want scheme:id:perms")
+    letters = {"r": 1, "w": 2, "c": 4, "d": 8, "a": 16}
+    if any(ch not in letters for ch in perms):
+        raise ValueError(f"ACL entry {text!r}: permissions are letters from 'crwda'")
+    return AclEntry(scheme, ident, sum(letters[ch] for ch in set(perms)))
 
 
 def connection_options(args: argparse.Namespace) -> ConnectionOptions:
-    """Build :class:`ConnectionOptions` from parsed ZooKeeper flags."""
+    """Build :class:`ConnectionOptions` from parsed ZooKeeper flags.
+
+    Raises:
+        SystemExit: an unreadable auth file or a malformed ``--zk-parent-acl``.
+    """
     use_tls = bool(args.zk_tls_ca_file or args.zk_tls_cert_file)
+    try:
+        parent_acl = tuple(sorted(parse_acl_entry(e) for e in args.zk_parent_acl)) or OPEN_ACL
+    except ValueError as err:
+        raise SystemExit(f"--zk-parent-acl: {err}") from None
     return ConnectionOptions(
         hosts=args.zk_hosts, session_timeout=args.zk_session_timeout, auth=_read_auth_file(args.zk_auth_file),
         use_tls=use_tls, tls_ca_file=args.zk_tls_ca_file, tls_cert_file=args.zk_tls_cert_file,
-        tls_key_file=args.zk_tls_key_file,
+        tls_key_file=args.zk_tls_key_file, parent_acl=parent_acl,
     )
 
 
@@ -76,6 +107,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--namespace", action="append", default=[], dest="namespaces",
                      help="watch only this namespace (repeatable; default: all namespaces)")
     run.add_argument("--workers", type=int, default=4, help="concurrent reconciles (default 4)")
+    run.add_argument("--cluster-id", default=_env("ZKOP_CLUSTER_ID", "default"),
+                     help="names this installation in ZooKeeper ownership records; give every cluster sharing "
+                          "an ensemble its own [ZKOP_CLUSTER_ID]")
+    run.add_argument("--registry-root", default="/zkop/owners",
+                     help="znode under which ownership records are kept (default /zkop/owners)")
     run.add_argument("--sync-period", type=float, default=600.0,
                      help="seconds between full resyncs from the cache (default 600, jittered)")
     run.add_argument("--max-data-bytes", type=int, default=DEFAULT_MAX_DATA_BYTES,
@@ -93,6 +129,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="seconds to drain in-flight reconciles on SIGTERM (default 30)")
     run.add_argument("--log-level", default=_env("ZKOP_LOG_LEVEL", "info"), help="debug|info|warning|error")
     run.add_argument("--log-format", default=_env("ZKOP_LOG_FORMAT", "text"), choices=["text", "json"])
+    run.set_defaults(func=_run)
+
+    from zkop.gitops.cli import add_commands
+
+    add_commands(sub)
     return parser
 
 
@@ -109,6 +150,7 @@ def _run(args: argparse.Namespace) -> int:
         lease_duration=args.leader_election_lease_duration, renew_deadline=args.leader_election_renew_deadline,
         retry_period=args.leader_election_retry_period, sync_period=args.sync_period,
         graceful_shutdown_timeout=args.graceful_shutdown_timeout, max_data_bytes=args.max_data_bytes,
+        cluster_id=args.cluster_id, registry_root=args.registry_root,
     )
     manager = Manager(options)
 
@@ -128,9 +170,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``zkop`` console script; returns the process exit code."""
     args = build_parser().parse_args(argv)
     configure_logging(getattr(args, "log_level", "info"), getattr(args, "log_format", "text"))
-    if args.command == "run":
-        return _run(args)
-    raise SystemExit(f"unknown command {args.command}")  # pragma: no cover
+    code: int = args.func(args)
+    return code
 
 
 if __name__ == "__main__":  # pragma: no cover

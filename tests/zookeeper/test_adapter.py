@@ -88,3 +88,59 @@ def test_unreachable_server_is_unavailable() -> None:
 def test_split_chroot() -> None:
     assert split_chroot("h1:1,h2:2/app/x") == ("h1:1,h2:2", "/app/x")
     assert split_chroot("h1:1") == ("h1:1", "")
+
+
+def test_watched_reads_are_cached_until_the_watch_fires(adapter: ZooKeeperAdapter, zk: KazooClient,
+                                                        zk_base: str) -> None:
+    from zkop.testing.waiting import wait_for
+
+    fired: list[str] = []
+    adapter.add_watch_listener(fired.append)
+    adapter.execute([CreateNode("/w", b"v1")])
+    first = adapter.read("/w", watch=True)
+    reads = adapter.reads
+    assert adapter.read("/w", watch=True) == first
+    assert adapter.reads == reads  # answered from memory: the watch has not fired
+    zk.set(zk_base + "/w", b"hand edit")
+    wait_for(lambda: "/w" in fired, timeout=5, message="data watch fired")
+    observed = adapter.read("/w", watch=True)
+    assert observed is not None and observed.data == b"hand edit" and adapter.reads == reads + 1
+    # Deletion and re-creation are seen too (exists watch on an absent node).
+    fired.clear()
+    zk.delete(zk_base + "/w")
+    wait_for(lambda: "/w" in fired, timeout=5, message="delete watch fired")
+    assert adapter.read("/w", watch=True) is None
+    fired.clear()
+    zk.create(zk_base + "/w", b"back")
+    wait_for(lambda: "/w" in fired, timeout=5, message="create watch fired")
+    observed = adapter.read("/w", watch=True)
+    assert observed is not None and observed.data == b"back"
+
+
+def test_acl_is_read_and_restored(adapter: ZooKeeperAdapter, zk: KazooClient, zk_base: str) -> None:
+    from kazoo.security import make_acl, make_digest_acl
+
+    from zkop.zookeeper.actions import OPEN_ACL, AclEntry, acl_matches
+
+    ops = make_digest_acl("ops", "pw", all=True)
+    ops_entry = AclEntry("digest", ops.id.id, 31)
+    restricted = (ops_entry, AclEntry("world", "anyone", 1))  # world may read (and list children)
+    adapter.execute([CreateNode("/acl", b"x", tuple(sorted(restricted)))])
+    observed = adapter.read("/acl", tuple(sorted(restricted)))
+    # Without ADMIN on the node ZooKeeper redacts digest hashes (ZOOKEEPER-1392); they still match.
+    assert observed is not None and observed.acl is not None
+    assert acl_matches(observed.acl, tuple(sorted(restricted)))
+    assert not acl_matches(observed.acl, OPEN_ACL)
+    # A client without the digest can read but not write.
+    from kazoo.exceptions import NoAuthError
+
+    with pytest.raises(NoAuthError):
+        zk.set(zk_base + "/acl", b"y")
+    # Open ACL nodes that were never changed are not read twice.
+    adapter.execute([CreateNode("/open", b"x")])
+    observed = adapter.read("/open")
+    assert observed is not None and observed.acl is None and observed.acl_version == 0
+    zk.set_acls(zk_base + "/open", [make_digest_acl("ops", "pw", all=True), make_acl("world", "anyone", read=True)])
+    observed = adapter.read("/open")
+    assert observed is not None and observed.acl_version == 1 and observed.acl is not None
+    assert not acl_matches(observed.acl, OPEN_ACL)

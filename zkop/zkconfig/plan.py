@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from zkop.zkconfig.spec import DesiredZnode
-from zkop.zookeeper.actions import Action, CreateNode, DeleteNode, Observed, SetAcl, SetData
+from zkop.zookeeper.actions import Action, CreateNode, DeleteNode, Observed, SetAcl, SetData, acl_matches
 
 __all__ = ["Outcome", "Plan", "plan_delete", "plan_sync"]
 
@@ -92,7 +92,7 @@ def plan_sync(desired: DesiredZnode, observed: Observed | None) -> Plan:
                 False, stalled=True,
             ),
         )
-    acl_drift = observed.acl is not None and tuple(sorted(observed.acl)) != desired.acl
+    acl_drift = observed.acl is not None and not acl_matches(observed.acl, desired.acl)
     if observed.data == desired.data and not acl_drift:
         return Plan((), Outcome("Synced", "Synced", f"znode {path} matches the spec", True))
     if desired.sync_policy == "createOnly":

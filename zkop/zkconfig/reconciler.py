@@ -1,4 +1,4 @@
-"""Reconcile one ZooKeeperConfig: read the cache, plan, execute, report.
+"""Reconcile one ZooKeeperConfig: read the cache, check ownership, plan, execute, report.
 
 ``reconcile(key)`` is level-triggered and idempotent (controller-runtime's
 ``Reconciler`` contract): it reads the object from the informer cache, never
@@ -6,23 +6,33 @@ from the event that woke it, so any number of events for a key collapse into
 one pass that converges whatever changed. The order of a pass:
 
 1. object gone from the cache → nothing to do (the finalizer already ran);
-2. being deleted → :func:`plan_delete`, execute, then release the finalizer;
+2. being deleted → :func:`plan_delete`, execute, release ownership, then the finalizer;
 3. add the finalizer before ZooKeeper is touched;
-4. parse the spec; an invalid one is reported (Stalled) and never retried hot;
-5. read the znode, :func:`plan_sync`, execute (compare-and-set; a concurrent
-   change re-reads and re-plans), then write status only if it changed.
+4. parse the spec (resolving ``dataFrom`` from the ConfigMap/Secret caches); an
+   invalid spec is reported (Stalled) and never retried hot;
+5. ownership: the oldest object declaring a path owns it in the cluster, and the
+   registry record (:mod:`zkop.zookeeper.registry`) must be ours across installations;
+6. read the znode (watched: a hand edit wakes this key at once), :func:`plan_sync`,
+   execute with compare-and-set (a concurrent change re-reads and re-plans);
+7. write status only if it changed, and an Event for every change made.
+
+This module is the external-dns "source → plan → registry → provider" chain for znodes.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from zkop.kube.client import JSON, MERGE_PATCH, ApiException, KubeClient, resource_path
 from zkop.kube.events import EventRecorder, now_rfc3339
+from zkop.machinery import metrics
 from zkop.machinery.controller import Result
-from zkop.machinery.informer import Indexer, split_key
+from zkop.machinery.informer import Indexer, meta_namespace_key
 from zkop.zkconfig.plan import Outcome, Plan, plan_delete, plan_sync
 from zkop.zkconfig.spec import (
     DEFAULT_MAX_DATA_BYTES,
@@ -30,11 +40,15 @@ from zkop.zkconfig.spec import (
     GROUP,
     PLURAL,
     VERSION,
+    DataRef,
     DesiredZnode,
     InvalidSpec,
+    RefNotFound,
+    parse_data_ref,
     parse_spec,
 )
 from zkop.zkconfig.status import desired_status, status_patch
+from zkop.zookeeper.actions import Observed
 from zkop.zookeeper.adapter import (
     ConcurrentModification,
     ZooKeeperAdapter,
@@ -42,17 +56,45 @@ from zkop.zookeeper.adapter import (
     ZooKeeperNoAuth,
     ZooKeeperUnavailable,
 )
+from zkop.zookeeper.registry import DEFAULT_REGISTRY_ROOT, OwnershipRegistry, OwnerStamp
 
-__all__ = ["RetryableError", "ZooKeeperConfigReconciler"]
+__all__ = [
+    "PATH_INDEX",
+    "REF_INDEX",
+    "ReconcilerOptions",
+    "RetryableError",
+    "ZooKeeperConfigReconciler",
+    "index_by_path",
+    "index_by_ref",
+]
 
 log = logging.getLogger(__name__)
 
 #: Plans re-made after a concurrent change before giving up to the rate limiter.
 MAX_REPLANS = 3
+#: Informer index: ``spec.path`` → ZooKeeperConfigs declaring it.
+PATH_INDEX = "path"
+#: Informer index: ``ConfigMap/<ns>/<name>`` or ``Secret/<ns>/<name>`` → ZooKeeperConfigs reading it.
+REF_INDEX = "ref"
+
+
+def index_by_path(obj: JSON) -> list[str]:
+    """Index function for :data:`PATH_INDEX` (the raw string, valid or not)."""
+    path = (obj.get("spec") or {}).get("path")
+    return [path] if isinstance(path, str) else []
+
+
+def index_by_ref(obj: JSON) -> list[str]:
+    """Index function for :data:`REF_INDEX`."""
+    try:
+        ref = parse_data_ref((obj.get("spec") or {}).get("dataFrom"))
+    except InvalidSpec:
+        return []
+    return [f"{ref.kind}/{(obj.get('metadata') or {}).get('namespace')}/{ref.name}"]
 
 
 class RetryableError(Exception):
-    """A failure already reported in status; the key goes back to the rate limiter."""
+    """A failure already reported (or deliberately not yet reported); the key goes back to the rate limiter."""
 
     expected = True
 
@@ -62,30 +104,42 @@ class ReconcilerOptions:
     """Settings of the ZooKeeperConfig reconciler.
 
     Attributes:
-        max_data_bytes: largest decoded ``spec.data``, bytes.
+        max_data_bytes: largest decoded data, bytes.
+        cluster_id: this installation's id in ownership records (``--cluster-id``).
+        registry_root: where ownership records live.
+        failure_threshold: consecutive ZooKeeper failures before status shows
+            ``ZooKeeperUnavailable`` (a blip is retried quietly).
     """
 
     max_data_bytes: int = DEFAULT_MAX_DATA_BYTES
+    cluster_id: str = "default"
+    registry_root: str = DEFAULT_REGISTRY_ROOT
+    failure_threshold: int = 3
 
 
 class ZooKeeperConfigReconciler:
     """Converges ZooKeeper to the ZooKeeperConfig objects in ``cache``.
 
     Args:
-        cache: the informer's indexer (read-only use).
+        cache: the ZooKeeperConfig informer's indexer, with :data:`PATH_INDEX` and :data:`REF_INDEX`.
         client: JSON client for finalizer and status writes.
         zookeeper: the adapter that executes plans.
         recorder: Kubernetes Events.
-        options: limits.
+        options: limits and identity.
+        configmaps, secrets: caches of ConfigMaps and Secrets for ``spec.dataFrom`` (``None``: refs unresolvable).
     """
 
     def __init__(self, cache: Indexer, client: KubeClient, zookeeper: ZooKeeperAdapter,
-                 recorder: EventRecorder, options: ReconcilerOptions | None = None) -> None:
+                 recorder: EventRecorder, options: ReconcilerOptions | None = None, *,
+                 configmaps: Indexer | None = None, secrets: Indexer | None = None) -> None:
         self.cache = cache
         self.client = client
         self.zookeeper = zookeeper
         self.recorder = recorder
         self.options = options or ReconcilerOptions()
+        self.registry = OwnershipRegistry(zookeeper, self.options.registry_root)
+        self.configmaps = configmaps
+        self.secrets = secrets
 
     # --- entry point -------------------------------------------------------------------------
 
@@ -93,8 +147,8 @@ class ZooKeeperConfigReconciler:
         """Reconcile the ZooKeeperConfig ``namespace/name``.
 
         Raises:
-            RetryableError: ZooKeeper unavailable or refused, or a write conflict persisted;
-                status says so and the controller requeues with backoff.
+            RetryableError: ZooKeeper unavailable or refused, a write conflict persisted, or a
+                znode with children blocks deletion; the controller requeues with backoff.
             ApiException: an API write failed (409 on a stale object included); requeued.
         """
         obj = self.cache.get(key)
@@ -103,57 +157,138 @@ class ZooKeeperConfigReconciler:
         if (obj.get("metadata") or {}).get("deletionTimestamp"):
             return self._finalize(obj)
         if FINALIZER not in _finalizers(obj):
-            obj = self._set_finalizers(obj, [*_finalizers(obj), FINALIZER])
+            updated = self._set_finalizers(obj, [*_finalizers(obj), FINALIZER])
+            if updated is None:
+                return Result()
+            obj = updated
         try:
-            desired = parse_spec(obj.get("spec"), max_data_bytes=self.options.max_data_bytes)
+            desired = self._parse(obj)
         except InvalidSpec as err:
-            outcome = Outcome("Error", "InvalidSpec", f"invalid spec: {err}", False, stalled=True)
-            if self._report(obj, outcome, wrote=False):
-                self.recorder.event(obj, "Warning", "InvalidSpec", outcome.message)
+            self._report_with_event(obj, Outcome("Error", "InvalidSpec", f"invalid spec: {err}", False, stalled=True))
+            return Result()
+        except RefNotFound as err:
+            # Not stalled: the ConfigMap/Secret informer re-enqueues this object when the key appears.
+            self._report_with_event(obj, Outcome("Error", "RefNotFound", str(err), False), retrying=True)
+            return Result()
+        owner = self._cluster_owner(desired.path)
+        if owner is not None and meta_namespace_key(owner) != key:
+            self._report_conflict(obj, f"{meta_namespace_key(owner)} (older object in this cluster)")
             return Result()
         try:
-            plan = self._converge(desired, plan_sync)
+            claim = self.registry.claim(desired.path, self._stamp(obj), self._stamp_exists)
+            if claim.conflict is not None:
+                self._report_conflict(obj, claim.conflict.describe())
+                return Result()
+            plan, observed = self._converge(desired, plan_sync)
         except ZooKeeperError as err:
             self._report_failure(obj, err)
             raise RetryableError(str(err)) from err
+        if claim.new and observed is not None:
+            self.recorder.event(obj, "Normal", "Adopted",
+                                f"adopted existing znode {desired.path} (version {observed.version})")
         self._announce(obj, plan)
         self._report(obj, plan.outcome, wrote=plan.writes)
         return Result()
 
+    # --- parsing and ownership ---------------------------------------------------------------
+
+    def _parse(self, obj: JSON) -> DesiredZnode:
+        namespace = str((obj.get("metadata") or {}).get("namespace"))
+
+        def lookup(ref: DataRef) -> bytes | None:
+            return self._lookup(namespace, ref)
+
+        return parse_spec(obj.get("spec"), max_data_bytes=self.options.max_data_bytes, lookup=lookup)
+
+    def _lookup(self, namespace: str, ref: DataRef) -> bytes | None:
+        cache = self.secrets if ref.secret else self.configmaps
+        if cache is None:
+            return None
+        source = cache.get(f"{namespace}/{ref.name}")
+        if source is None:
+            return None
+        if ref.kind == "ConfigMap":
+            text = (source.get("data") or {}).get(ref.key)
+            if isinstance(text, str):
+                return text.encode("utf-8")
+            encoded = (source.get("binaryData") or {}).get(ref.key)
+        else:
+            encoded = (source.get("data") or {}).get(ref.key)
+        if not isinstance(encoded, str):
+            return None
+        try:
+            return base64.b64decode(encoded, validate=True)
+        except (binascii.Error, ValueError):
+            return None
+
+    def _cluster_owner(self, path: str) -> JSON | None:
+        """The oldest ZooKeeperConfig in the cache declaring ``path`` (creationTimestamp, then namespace/name)."""
+        candidates = self.cache.by_index(PATH_INDEX, path)
+        if not candidates:
+            return None
+        return min(candidates, key=lambda o: (str(o["metadata"].get("creationTimestamp", "")), meta_namespace_key(o)))
+
+    def _stamp(self, obj: JSON) -> OwnerStamp:
+        meta = obj["metadata"]
+        return OwnerStamp(self.options.cluster_id, str(meta.get("namespace")), str(meta["name"]), str(meta.get("uid")))
+
+    def _stamp_exists(self, stamp: OwnerStamp) -> bool:
+        return self.cache.get(f"{stamp.namespace}/{stamp.name}") is not None
+
+    def _report_conflict(self, obj: JSON, owner: str) -> None:
+        path = (obj.get("spec") or {}).get("path")
+        message = f"path {path} is owned by {owner}; this object writes nothing"
+        self._report_with_event(obj, Outcome("Error", "PathConflict", message, False, stalled=True))
+
     # --- steps -------------------------------------------------------------------------------
 
-    def _converge(self, desired: DesiredZnode, planner: Any) -> Plan:
-        """Read, plan, execute; re-plan on a concurrent change up to :data:`MAX_REPLANS` times."""
+    def _converge(self, desired: DesiredZnode,
+                  planner: Callable[[DesiredZnode, Observed | None], Plan]) -> tuple[Plan, Observed | None]:
+        """Read (watched), plan, execute; re-plan on a concurrent change up to :data:`MAX_REPLANS` times."""
+        last: ConcurrentModification | None = None
         for attempt in range(MAX_REPLANS):
-            observed = self.zookeeper.read(desired.path)
-            plan: Plan = planner(desired, observed)
             try:
+                observed = self.zookeeper.read(desired.path, desired.acl, watch=True)
+                plan = planner(desired, observed)
                 self.zookeeper.execute(plan.actions)
-                return plan
+                return plan, observed
             except ConcurrentModification as err:
                 log.info("%s changed during reconcile (attempt %d): %s", desired.path, attempt + 1, err)
+                self.zookeeper.forget(desired.path)
                 last = err
+        assert last is not None
         raise last
 
     def _finalize(self, obj: JSON) -> Result:
         if FINALIZER not in _finalizers(obj):
             return Result()
         try:
-            desired = parse_spec(obj.get("spec"), max_data_bytes=self.options.max_data_bytes)
+            desired = self._parse(obj)
         except InvalidSpec:
             # Nothing was ever written for an invalid spec: just let the object go.
             self._set_finalizers(obj, [f for f in _finalizers(obj) if f != FINALIZER])
             return Result()
+        except RefNotFound as err:
+            # The bytes do not matter for deletion.
+            desired = DesiredZnode(path=obj["spec"]["path"], data=b"", source=err.ref,
+                                   deletion_policy=obj["spec"].get("deletionPolicy", "Delete"))
+        key = meta_namespace_key(obj)
+        owner = self._cluster_owner(desired.path)
         try:
-            plan = self._converge(desired, plan_delete)
+            stamp = self._stamp(obj)
+            record = self.registry.adapter.read(self.registry.record_path(desired.path), watch=True)
+            record_owner = OwnerStamp.from_bytes(record.data) if record is not None else None
+            ours = record_owner is not None and record_owner.same_object(stamp)
+            if (owner is None or meta_namespace_key(owner) == key) and ours:
+                plan, _ = self._converge(desired, plan_delete)
+                if not plan.outcome.ready:
+                    self._report_with_event(obj, plan.outcome, retrying=True)
+                    raise RetryableError(plan.outcome.message)
+                self.registry.release(desired.path, stamp)
+                self._announce(obj, plan)
         except ZooKeeperError as err:
             self._report_failure(obj, err)
             raise RetryableError(str(err)) from err
-        if not plan.outcome.ready:
-            if self._report(obj, plan.outcome, wrote=False, retrying=True):
-                self.recorder.event(obj, "Warning", plan.outcome.reason, plan.outcome.message)
-            raise RetryableError(plan.outcome.message)
-        self._announce(obj, plan)
         self._set_finalizers(obj, [f for f in _finalizers(obj) if f != FINALIZER])
         return Result()
 
@@ -161,11 +296,9 @@ class ZooKeeperConfigReconciler:
         if not plan.changes:
             return
         reason = {"created": "Created", "updated": "Updated", "deleted": "Deleted"}[plan.changes[0]]
-        if reason == "Updated" and _was_synced_at_generation(obj):
-            # The spec did not change since the last sync: someone edited the znode by hand.
+        if reason in ("Updated", "Created") and _was_synced_at_generation(obj):
+            # The spec did not change since the last sync: someone edited or deleted the znode by hand.
             reason = "DriftCorrected"
-            from zkop.machinery import metrics
-
             metrics.DRIFT_CORRECTIONS.labels("zookeeperconfig").inc()
         self.recorder.event(obj, "Normal", reason, plan.outcome.message)
 
@@ -173,10 +306,15 @@ class ZooKeeperConfigReconciler:
         if isinstance(err, ZooKeeperNoAuth):
             outcome = Outcome("Error", "NoAuth", str(err), False)
         elif isinstance(err, ZooKeeperUnavailable):
+            if self.zookeeper.consecutive_failures < self.options.failure_threshold:
+                return  # a blip: retry quietly before telling anyone
             outcome = Outcome("Error", "ZooKeeperUnavailable", str(err), False)
         else:
             outcome = Outcome("Error", "Conflict", f"znode kept changing during reconcile: {err}", False)
-        if self._report(obj, outcome, wrote=False, retrying=True):
+        self._report_with_event(obj, outcome, retrying=True)
+
+    def _report_with_event(self, obj: JSON, outcome: Outcome, *, retrying: bool = False) -> None:
+        if self._report(obj, outcome, wrote=False, retrying=retrying):
             self.recorder.event(obj, "Warning", outcome.reason, outcome.message)
 
     def _report(self, obj: JSON, outcome: Outcome, *, wrote: bool, retrying: bool = False) -> bool:
@@ -188,10 +326,9 @@ class ZooKeeperConfigReconciler:
         patch = status_patch(old, new)
         if patch is None:
             return False
-        namespace, name = split_key(f"{meta.get('namespace')}/{meta['name']}")
         try:
             self.client.request(
-                "PATCH", resource_path(GROUP, VERSION, PLURAL, namespace, name, "status"),
+                "PATCH", resource_path(GROUP, VERSION, PLURAL, meta["namespace"], meta["name"], "status"),
                 body=patch, content_type=MERGE_PATCH,
             )
         except ApiException as err:
@@ -200,19 +337,24 @@ class ZooKeeperConfigReconciler:
             raise
         return True
 
-    def _set_finalizers(self, obj: JSON, finalizers: list[str]) -> JSON:
-        """Write ``metadata.finalizers`` with optimistic locking on ``resourceVersion``; return the new object."""
+    def _set_finalizers(self, obj: JSON, finalizers: list[str]) -> JSON | None:
+        """Write ``metadata.finalizers`` with optimistic locking on ``resourceVersion``.
+
+        Returns:
+            The updated object, or ``None`` if it no longer exists.
+        """
         meta = obj["metadata"]
         body = {"metadata": {"finalizers": finalizers or None, "resourceVersion": meta["resourceVersion"]}}
         try:
-            return self.client.request(
+            updated: JSON = self.client.request(
                 "PATCH", resource_path(GROUP, VERSION, PLURAL, meta["namespace"], meta["name"]),
                 body=body, content_type=MERGE_PATCH,
             )
         except ApiException as err:
             if err.status == 404:
-                return obj
+                return None
             raise
+        return updated
 
 
 def _finalizers(obj: JSON) -> list[str]:
@@ -220,7 +362,7 @@ def _finalizers(obj: JSON) -> list[str]:
 
 
 def _was_synced_at_generation(obj: JSON) -> bool:
-    status = obj.get("status") or {}
+    status: dict[str, Any] = obj.get("status") or {}
     return bool(
         status.get("state") == "Synced"
         and status.get("observedGeneration") == (obj.get("metadata") or {}).get("generation")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -22,8 +23,10 @@ __all__ = [
     "KIND",
     "PLURAL",
     "VERSION",
+    "DataRef",
     "DesiredZnode",
     "InvalidSpec",
+    "RefNotFound",
     "parse_spec",
 ]
 
@@ -58,6 +61,40 @@ class InvalidSpec(ValueError):
 
 
 @dataclass(frozen=True)
+class DataRef:
+    """``spec.dataFrom``: a key of a ConfigMap or Secret in the object's namespace.
+
+    Attributes:
+        kind: ``ConfigMap`` or ``Secret``.
+        name, key: the object and the key in it.
+    """
+
+    kind: Literal["ConfigMap", "Secret"]
+    name: str
+    key: str
+
+    @property
+    def secret(self) -> bool:
+        """True if the bytes come from a Secret (never log, print or report them)."""
+        return self.kind == "Secret"
+
+
+class RefNotFound(Exception):
+    """``spec.dataFrom`` names a ConfigMap/Secret or key that does not exist (yet); not a spec error.
+
+    The object is reconciled again when the referenced object appears.
+    """
+
+    def __init__(self, ref: DataRef) -> None:
+        super().__init__(f"{ref.kind} {ref.name!r} has no key {ref.key!r} (or does not exist)")
+        self.ref = ref
+
+
+#: Looks up ``(kind, name, key)`` in the object's namespace; returns the bytes or ``None``.
+RefLookup = Callable[[DataRef], bytes | None]
+
+
+@dataclass(frozen=True)
 class DesiredZnode:
     """What a ZooKeeperConfig asks for.
 
@@ -76,6 +113,7 @@ class DesiredZnode:
     deletion_policy: DeletionPolicy = "Delete"
     encoding: Encoding = "utf-8"
     acl: tuple[AclEntry, ...] = OPEN_ACL
+    source: DataRef | None = None
 
 
 def strict_b64decode(value: str) -> bytes:
@@ -90,16 +128,39 @@ def strict_b64decode(value: str) -> bytes:
     return base64.b64decode(value, validate=True)
 
 
-def parse_spec(spec: Any, *, max_data_bytes: int = DEFAULT_MAX_DATA_BYTES) -> DesiredZnode:
+def parse_data_ref(value: Any) -> DataRef:
+    """Parse ``spec.dataFrom`` (``{configMapKeyRef: {name, key}}`` or ``{secretKeyRef: {name, key}}``).
+
+    Raises:
+        InvalidSpec: not exactly one reference, or a missing name/key.
+    """
+    if not isinstance(value, dict):
+        raise InvalidSpec("spec.dataFrom", "must be an object")
+    refs = [k for k in ("configMapKeyRef", "secretKeyRef") if value.get(k) is not None]
+    if len(refs) != 1:
+        raise InvalidSpec("spec.dataFrom", "exactly one of configMapKeyRef and secretKeyRef must be set")
+    ref = value[refs[0]]
+    if not isinstance(ref, dict) or not ref.get("name") or not ref.get("key"):
+        raise InvalidSpec(f"spec.dataFrom.{refs[0]}", "needs a name and a key")
+    kind: Literal["ConfigMap", "Secret"] = "ConfigMap" if refs[0] == "configMapKeyRef" else "Secret"
+    return DataRef(kind, str(ref["name"]), str(ref["key"]))
+
+
+def parse_spec(
+    spec: Any, *, max_data_bytes: int = DEFAULT_MAX_DATA_BYTES, lookup: RefLookup | None = None
+) -> DesiredZnode:
     """Validate a ZooKeeperConfig ``spec`` and return the znode it declares.
 
     Args:
         spec: the ``spec`` mapping of the custom resource (after CRD defaulting).
         max_data_bytes: largest decoded value allowed, bytes.
+        lookup: resolves ``spec.dataFrom`` from the informer caches; without it a
+            ``dataFrom`` spec raises :class:`RefNotFound`.
 
     Raises:
         InvalidSpec: naming the field and the rule (path rules, strict base64,
             UTF-8 for ``encoding: utf-8``, size, exactly one data source, enums).
+        RefNotFound: the ConfigMap/Secret key of ``spec.dataFrom`` is missing.
     """
     if not isinstance(spec, dict):
         raise InvalidSpec("spec", "must be an object")
@@ -121,10 +182,17 @@ def parse_spec(spec: Any, *, max_data_bytes: int = DEFAULT_MAX_DATA_BYTES) -> De
     if deletion_policy not in ("Delete", "Orphan"):
         raise InvalidSpec("spec.deletionPolicy", f"must be 'Delete' or 'Orphan', not {deletion_policy!r}")
 
-    sources = [name for name in ("data", "stringData") if spec.get(name) is not None]
+    sources = [name for name in ("data", "stringData", "dataFrom") if spec.get(name) is not None]
     if len(sources) != 1:
-        raise InvalidSpec("spec", "exactly one of spec.data and spec.stringData must be set")
-    if sources[0] == "data":
+        raise InvalidSpec("spec", "exactly one of spec.data, spec.stringData and spec.dataFrom must be set")
+    source: DataRef | None = None
+    if sources[0] == "dataFrom":
+        source = parse_data_ref(spec["dataFrom"])
+        found = lookup(source) if lookup is not None else None
+        if found is None:
+            raise RefNotFound(source)
+        data = found
+    elif sources[0] == "data":
         raw = spec["data"]
         if not isinstance(raw, str):
             raise InvalidSpec("spec.data", "must be a base64 string")
@@ -142,11 +210,12 @@ def parse_spec(spec: Any, *, max_data_bytes: int = DEFAULT_MAX_DATA_BYTES) -> De
             data.decode("utf-8")
         except UnicodeDecodeError as err:
             raise InvalidSpec(
-                "spec.data", f"is not valid UTF-8 at byte {err.start}; set spec.encoding: binary for binary data"
+                f"spec.{sources[0]}",
+                f"is not valid UTF-8 at byte {err.start}; set spec.encoding: binary for binary data",
             ) from None
     if len(data) > max_data_bytes:
         raise InvalidSpec(
-            "spec.data", f"decodes to {len(data)} bytes, more than the limit of {max_data_bytes} bytes"
+            f"spec.{sources[0]}", f"decodes to {len(data)} bytes, more than the limit of {max_data_bytes} bytes"
         )
     acl = OPEN_ACL
     if spec.get("acl") is not None:
@@ -157,5 +226,6 @@ def parse_spec(spec: Any, *, max_data_bytes: int = DEFAULT_MAX_DATA_BYTES) -> De
         except ValueError as err:
             raise InvalidSpec("spec.acl", str(err)) from None
     return DesiredZnode(
-        path=path, data=data, sync_policy=sync_policy, deletion_policy=deletion_policy, encoding=encoding, acl=acl
+        path=path, data=data, sync_policy=sync_policy, deletion_policy=deletion_policy, encoding=encoding, acl=acl,
+        source=source,
     )

@@ -12,7 +12,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
-    "OPEN_ACL", "AclEntry", "Action", "CreateNode", "DeleteNode", "Observed", "SetAcl", "SetData", "acl_from_spec",
+    "OPEN_ACL",
+    "AclEntry",
+    "Action",
+    "CreateNode",
+    "DeleteNode",
+    "Observed",
+    "SetAcl",
+    "SetData",
+    "acl_from_spec",
+    "acl_matches",
 ]
 
 PERMISSIONS = {"read": 1, "write": 2, "create": 4, "delete": 8, "admin": 16}
@@ -39,6 +48,25 @@ class AclEntry:
 
 #: ZooKeeper's ``OPEN_ACL_UNSAFE``: world:anyone with every permission.
 OPEN_ACL: tuple[AclEntry, ...] = (AclEntry("world", "anyone", 31),)
+
+
+def acl_matches(observed: tuple[AclEntry, ...], desired: tuple[AclEntry, ...]) -> bool:
+    """True if an ACL read from ZooKeeper equals the desired one.
+
+    ZooKeeper (3.6+, ZOOKEEPER-1392) answers ``getACL`` from a client without
+    ADMIN permission with digest ids redacted to ``user:x``; such an entry
+    matches a desired digest entry of the same user and permissions.
+    """
+    if len(observed) != len(desired):
+        return False
+
+    def key(entry: AclEntry, redact: bool) -> tuple[str, str, int]:
+        if entry.scheme == "digest" and redact:
+            return (entry.scheme, entry.id.split(":", 1)[0] + ":x", entry.perms)
+        return (entry.scheme, entry.id, entry.perms)
+
+    redacted = any(e.scheme == "digest" and e.id.endswith(":x") for e in observed)
+    return sorted(key(e, redacted) for e in observed) == sorted(key(e, redacted) for e in desired)
 
 
 def acl_from_spec(entries: list[dict[str, object]]) -> tuple[AclEntry, ...]:

@@ -138,6 +138,15 @@ class ZooKeeperAdapter:
         self._stopped = False
         self._dispatcher = threading.Thread(target=self._dispatch, name="zk-session-events", daemon=True)
         self.client.add_listener(self._on_state)
+        # Watch-validated cache of znodes: path -> Observed (or None for "absent"), valid while
+        # the ZooKeeper watch armed by the read that filled it has not fired.
+        self._known: dict[str, Observed | None] = {}
+        self._invalidations: dict[str, int] = {}
+        self._known_lock = threading.Lock()
+        self._watch_listeners: list[Callable[[str], None]] = []
+        self.consecutive_failures = 0
+        self.reads = 0
+        self.cache_hits = 0
 
     @staticmethod
     def _build_client(options: ConnectionOptions) -> KazooClient:
@@ -219,6 +228,9 @@ class ZooKeeperAdapter:
 
     def _on_state(self, state: str) -> None:
         # Runs inside kazoo's event thread: no ZooKeeper calls here, just hand over.
+        if state == KazooState.LOST:
+            # The session is gone and with it every watch: nothing cached can be trusted.
+            self.forget_all()
         with self._event_cond:
             self._state = str(state)
             self._events.append(str(state))
@@ -242,9 +254,34 @@ class ZooKeeperAdapter:
                 except Exception:
                     log.exception("session listener failed")
 
+    def probe(self, scratch_root: str = "/zkop/probe") -> None:
+        """Write, read back and delete a scratch znode under ``scratch_root`` (parents created).
+
+        Catches credentials or ACLs that let zkop connect but not read what it
+        writes, before any managed znode is touched.
+
+        Raises:
+            ZooKeeperNoAuth: a step was refused, or the bytes read back differ.
+            ZooKeeperUnavailable: the session failed meanwhile.
+        """
+        import os
+        import uuid
+
+        path = f"{scratch_root.rstrip('/')}/{uuid.uuid4().hex}"
+        payload = os.urandom(16)
+        self.execute([CreateNode(path, payload)])
+        try:
+            observed = self._read(path, OPEN_ACL, False)
+            if observed is None or observed.data != payload:
+                raise ZooKeeperNoAuth(f"start-up probe: {path} did not read back what was written")
+        finally:
+            with suppress(NoNodeError):
+                self.execute([DeleteNode(path, 0)])
+
     # --- reads -------------------------------------------------------------------------------
 
-    def read(self, path: str, expected_acl: tuple[AclEntry, ...] | None = OPEN_ACL) -> Observed | None:
+    def read(self, path: str, expected_acl: tuple[AclEntry, ...] | None = OPEN_ACL, *,
+             watch: bool = False) -> Observed | None:
         """Read a znode's data and stat, and its ACL when it may differ from ``expected_acl``.
 
         The ACL costs a second round trip, so it is read only when the stat's
@@ -252,24 +289,59 @@ class ZooKeeperAdapter:
         expected; otherwise ``Observed.acl`` is ``None`` ("as created"). Pass
         ``expected_acl=None`` to always read it.
 
+        With ``watch=True`` the read arms a ZooKeeper watch on the path (a data
+        watch, or an exists watch if the node is absent) and remembers the
+        result: until the watch fires (the node changed, was created or
+        deleted — ZooKeeper Programmer's Guide, "ZooKeeper Watches") or the
+        session is lost, the next watched read of the path is answered from
+        memory without a round trip. Watch events are passed to the
+        listeners of :meth:`add_watch_listener`.
+
         Returns:
             The znode, or ``None`` if it does not exist.
 
         Raises:
-            ZooKeeperUnavailable, ZooKeeperNoAuth.
+            ZooKeeperUnavailable, ZooKeeperNoAuth, ConcurrentModification (changed between data and ACL reads).
         """
+        if watch:
+            with self._known_lock:
+                if path in self._known:
+                    cached = self._known[path]
+                    if cached is None or cached.acl is not None or (
+                        expected_acl == OPEN_ACL and cached.acl_version == 0
+                    ):
+                        self.cache_hits += 1
+                        return cached
+                generation = self._invalidations.get(path, 0)
+        self._require_connected("read")
+        observed = self._read(path, expected_acl, watch)
+        if watch:
+            with self._known_lock:
+                if self._invalidations.get(path, 0) == generation:
+                    self._known[path] = observed
+        return observed
+
+    def _read(self, path: str, expected_acl: tuple[AclEntry, ...] | None, watch: bool) -> Observed | None:
+        watcher = self._on_watch if watch else None
+        self.reads += 1
         with self._mapped("get", path):
             try:
-                data, stat = self.client.get(path)
+                data, stat = self.client.get(path, watch=watcher)
             except NoNodeError:
-                return None
+                stat = None
+        if stat is None:
+            if watch:
+                with self._mapped("exists", path):
+                    if self.client.exists(path, watch=watcher) is not None:
+                        raise ConcurrentModification(f"znode {path} appeared while being read")
+            return None
         acl: tuple[AclEntry, ...] | None = None
         if expected_acl is None or stat.aversion > 0 or expected_acl != OPEN_ACL:
             with self._mapped("get_acls", path):
                 try:
                     acls, stat2 = self.client.get_acls(path)
                 except NoNodeError:
-                    return None
+                    raise ConcurrentModification(f"znode {path} vanished while being read") from None
             acl = from_kazoo_acl(acls)
             if stat2.version != stat.version:
                 raise ConcurrentModification(f"znode {path} changed while being read")
@@ -277,6 +349,41 @@ class ZooKeeperAdapter:
             data=data or b"", version=stat.version, num_children=stat.numChildren,
             ephemeral_owner=stat.ephemeralOwner, acl_version=stat.aversion, acl=acl,
         )
+
+    def add_watch_listener(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener(path)`` whenever a watch armed by a watched :meth:`read` fires.
+
+        Runs on kazoo's event thread: the listener must not block or call ZooKeeper
+        (enqueue a key and return).
+        """
+        self._watch_listeners.append(listener)
+
+    def _on_watch(self, event: Any) -> None:
+        path = str(event.path)
+        self.forget(path)
+        for listener in list(self._watch_listeners):
+            try:
+                listener(path)
+            except Exception:
+                log.exception("watch listener failed")
+
+    def forget(self, path: str) -> None:
+        """Drop what is remembered about ``path`` (the next watched read goes to ZooKeeper)."""
+        with self._known_lock:
+            self._known.pop(path, None)
+            self._invalidations[path] = self._invalidations.get(path, 0) + 1
+
+    def forget_all(self) -> None:
+        """Drop everything remembered (after a session loss every watch is gone)."""
+        with self._known_lock:
+            for path in self._known:
+                self._invalidations[path] = self._invalidations.get(path, 0) + 1
+            self._known.clear()
+
+    def _require_connected(self, what: str) -> None:
+        if not self.connected:
+            self.consecutive_failures += 1
+            raise ZooKeeperUnavailable(f"ZooKeeper session is {self.client.state}; {what} refused until it is back")
 
     def children(self, path: str) -> list[str] | None:
         """Children names of ``path`` (unsorted), or ``None`` if it does not exist."""
@@ -300,8 +407,8 @@ class ZooKeeperAdapter:
             ZooKeeperNoAuth: the ACL forbids the write.
         """
         for action in actions:
-            if not self.connected:
-                raise ZooKeeperUnavailable(f"ZooKeeper session is {self.client.state}; writes are paused")
+            self._require_connected("writes")
+            self.forget(action.path)
             if isinstance(action, CreateNode):
                 self._create(action)
             elif isinstance(action, SetData):
@@ -379,7 +486,9 @@ class ZooKeeperAdapter:
         started = time.monotonic()
         try:
             yield
+            self.consecutive_failures = 0
         except (ConnectionLoss, SessionExpiredError, OperationTimeoutError, KazooTimeoutError) as err:
+            self.consecutive_failures += 1
             metrics.ZOOKEEPER_REQUEST_ERRORS.labels(operation, type(err).__name__).inc()
             raise ZooKeeperUnavailable(f"ZooKeeper {operation} {path} failed: {type(err).__name__}") from err
         except NoAuthError as err:
@@ -388,6 +497,8 @@ class ZooKeeperAdapter:
         except KazooException as err:
             if not isinstance(err, (NoNodeError, NodeExistsError, BadVersionError, NotEmptyError)):
                 metrics.ZOOKEEPER_REQUEST_ERRORS.labels(operation, type(err).__name__).inc()
+            else:
+                self.consecutive_failures = 0
             raise
         finally:
             metrics.ZOOKEEPER_REQUEST_DURATION.labels(operation).observe(time.monotonic() - started)

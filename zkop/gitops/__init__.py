@@ -1,0 +1,1 @@
+"""GitOps adoption commands: ``zkop export``, ``diff``, ``validate`` and ``sync``."""

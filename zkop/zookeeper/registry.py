@@ -1,0 +1,174 @@
+"""Ownership registry: which installation and which object own a managed znode.
+
+Like external-dns's TXT registry, zkop keeps ownership beside the data, in
+ZooKeeper itself, so it survives restarts and is visible to every
+installation sharing an ensemble: the znode ``/app/x`` is owned by whoever's
+stamp sits in ``<root>/app/x`` (default root ``/zkop/owners``). A stamp is JSON
+``{"clusterId", "managedBy": "zkop", "name", "namespace", "uid"}``.
+
+Rules (:func:`plan_claim`, pure):
+
+* no record → create ours (a pre-existing znode is thereby *adopted*);
+* our record (same cluster id, namespace and name) → nothing, or refresh the
+  uid if the object was re-created under the same name;
+* a record of our cluster for an object that no longer exists (its finalizer
+  was removed by hand) → take it over;
+* an empty record (a registry parent, or released) → nobody owns the path: claim it;
+* anything else — another cluster, another object that still exists, or
+  unreadable data — is a conflict: zkop writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from zkop.zookeeper.actions import Action, CreateNode, DeleteNode, Observed, SetData
+from zkop.zookeeper.adapter import ZooKeeperAdapter
+from zkop.zookeeper.paths import is_within
+
+__all__ = ["DEFAULT_REGISTRY_ROOT", "Claim", "OwnerStamp", "OwnershipRegistry", "plan_claim"]
+
+DEFAULT_REGISTRY_ROOT = "/zkop/owners"
+
+
+@dataclass(frozen=True)
+class OwnerStamp:
+    """Who owns a znode.
+
+    Attributes:
+        cluster_id: the installation (``--cluster-id``).
+        namespace, name, uid: the owning object.
+    """
+
+    cluster_id: str
+    namespace: str
+    name: str
+    uid: str
+
+    def to_bytes(self) -> bytes:
+        """Canonical JSON bytes (sorted keys), so an unchanged stamp is byte-identical."""
+        return json.dumps(
+            {"clusterId": self.cluster_id, "managedBy": "zkop", "name": self.name, "namespace": self.namespace,
+             "uid": self.uid},
+            sort_keys=True, separators=(",", ":"),
+        ).encode()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> OwnerStamp | None:
+        """Parse a stamp; ``None`` if the bytes are not a zkop stamp."""
+        try:
+            raw = json.loads(data)
+        except (ValueError, UnicodeDecodeError):
+            return None
+        if not isinstance(raw, dict) or raw.get("managedBy") != "zkop":
+            return None
+        try:
+            return cls(str(raw["clusterId"]), str(raw["namespace"]), str(raw["name"]), str(raw.get("uid", "")))
+        except KeyError:
+            return None
+
+    def same_object(self, other: OwnerStamp) -> bool:
+        """Same installation and same namespace/name (uid may differ after re-creation)."""
+        return (self.cluster_id, self.namespace, self.name) == (other.cluster_id, other.namespace, other.name)
+
+    def describe(self) -> str:
+        """``namespace/name in cluster <id>``."""
+        return f"{self.namespace}/{self.name} in cluster {self.cluster_id!r}"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """Outcome of :func:`plan_claim`.
+
+    Attributes:
+        actions: writes to the registry record.
+        conflict: the other owner's stamp (``None`` if the claim is ours), or a placeholder for unreadable data.
+        new: the record did not exist before (adoption of a pre-existing znode, if it exists).
+    """
+
+    actions: tuple[Action, ...]
+    conflict: OwnerStamp | None = None
+    new: bool = False
+
+
+def plan_claim(record_path: str, ours: OwnerStamp, record: Observed | None,
+               owner_exists: Callable[[OwnerStamp], bool]) -> Claim:
+    """Decide how to claim ``record_path`` for ``ours`` given the current record (pure).
+
+    Args:
+        record_path: the registry znode.
+        ours: our stamp.
+        record: the registry znode as read, or ``None``.
+        owner_exists: whether an object of *our* cluster named in a stamp still exists (from the cache).
+    """
+    if record is None:
+        return Claim((CreateNode(record_path, ours.to_bytes()),), new=True)
+    if record.data == b"":
+        # An empty record is a registry parent or a released record: nobody owns the path.
+        return Claim((SetData(record_path, ours.to_bytes(), record.version),), new=True)
+    theirs = OwnerStamp.from_bytes(record.data)
+    if theirs is None:
+        return Claim((), conflict=OwnerStamp("?", "?", "unreadable ownership record", ""))
+    if theirs.same_object(ours):
+        if theirs == ours:
+            return Claim(())
+        return Claim((SetData(record_path, ours.to_bytes(), record.version),))
+    if theirs.cluster_id == ours.cluster_id and not owner_exists(theirs):
+        return Claim((SetData(record_path, ours.to_bytes(), record.version),))
+    return Claim((), conflict=theirs)
+
+
+class OwnershipRegistry:
+    """Reads and writes ownership records through the adapter (watched, so cached reads are free).
+
+    Args:
+        adapter: the ZooKeeper adapter.
+        root: registry root, e.g. ``/zkop/owners``.
+    """
+
+    def __init__(self, adapter: ZooKeeperAdapter, root: str = DEFAULT_REGISTRY_ROOT) -> None:
+        self.adapter = adapter
+        self.root = root.rstrip("/")
+
+    def record_path(self, path: str) -> str:
+        """Registry znode for a managed path: ``/app/x`` → ``/zkop/owners/app/x``."""
+        return self.root + path
+
+    def managed_path(self, record_path: str) -> str | None:
+        """Inverse of :meth:`record_path`; ``None`` if ``record_path`` is not a record."""
+        if record_path != self.root and is_within(record_path, self.root):
+            return record_path[len(self.root):]
+        return None
+
+    def is_registry_path(self, path: str) -> bool:
+        """True for paths inside the registry (they can never be managed znodes)."""
+        return is_within(path, self.root)
+
+    def claim(self, path: str, ours: OwnerStamp, owner_exists: Callable[[OwnerStamp], bool]) -> Claim:
+        """Make sure ``path`` is ours; return the claim (check ``conflict``; ``new`` means first claim).
+
+        Raises:
+            ZooKeeperError: from the adapter (a lost race surfaces as ConcurrentModification).
+        """
+        record_path = self.record_path(path)
+        record = self.adapter.read(record_path, watch=True)
+        claim = plan_claim(record_path, ours, record, owner_exists)
+        self.adapter.execute(claim.actions)
+        return claim
+
+    def release(self, path: str, ours: OwnerStamp) -> None:
+        """Delete the record of ``path`` if it is ours (same object); anything else is left alone."""
+        record_path = self.record_path(path)
+        record = self.adapter.read(record_path, watch=True)
+        if record is None:
+            return
+        theirs = OwnerStamp.from_bytes(record.data)
+        if theirs is None or not theirs.same_object(ours):
+            return
+        # A record with children is also the parent of other records: empty it instead of deleting.
+        action: Action = DeleteNode(record_path, record.version)
+        if record.num_children:
+            action = SetData(record_path, b"", record.version)
+        self.adapter.execute([action])
