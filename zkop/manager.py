@@ -24,13 +24,20 @@ from dataclasses import dataclass, field
 from tenacity import Retrying, retry_if_exception_type, stop_any, wait_exponential
 from tenacity.stop import stop_base
 
-from zkop.kube.client import KubeClient, load_api_client
+from zkop.kube.client import JSON, KubeClient, load_api_client
 from zkop.kube.events import EventRecorder
 from zkop.machinery import metrics
 from zkop.machinery.controller import Controller
 from zkop.machinery.health import HealthServer
-from zkop.machinery.informer import Informer, ResourceRef
-from zkop.zkconfig.reconciler import ReconcilerOptions, ZooKeeperConfigReconciler
+from zkop.machinery.informer import Informer, ResourceRef, meta_namespace_key
+from zkop.zkconfig.reconciler import (
+    PATH_INDEX,
+    REF_INDEX,
+    ReconcilerOptions,
+    ZooKeeperConfigReconciler,
+    index_by_path,
+    index_by_ref,
+)
 from zkop.zkconfig.spec import DEFAULT_MAX_DATA_BYTES, GROUP, PLURAL, VERSION
 from zkop.zookeeper.adapter import ConnectionOptions, ZooKeeperAdapter, ZooKeeperError
 
@@ -39,6 +46,8 @@ __all__ = ["Manager", "ManagerOptions"]
 log = logging.getLogger(__name__)
 
 ZOOKEEPERCONFIGS = ResourceRef(GROUP, VERSION, PLURAL)
+CONFIGMAPS = ResourceRef("", "v1", "configmaps")
+SECRETS = ResourceRef("", "v1", "secrets")
 
 
 @dataclass
@@ -64,6 +73,9 @@ class ManagerOptions:
     graceful_shutdown_timeout: float = 30.0
     max_data_bytes: int = DEFAULT_MAX_DATA_BYTES
     watch_inactivity_timeout: float = 90.0
+    cluster_id: str = "default"
+    registry_root: str = "/zkop/owners"
+    startup_probe: bool = True
 
 
 def default_leader_election_namespace() -> str:
@@ -99,26 +111,60 @@ class Manager:
         self.identity = f"{socket.gethostname()}_{uuid.uuid4()}"
         self.client = KubeClient(load_api_client(options.kubeconfig, pool_size=options.workers + 4))
         self.zookeeper = ZooKeeperAdapter(options.zookeeper)
+        # Each periodic resync (jittered ±10 %) re-reads every znode once, catching ACL drift.
+        self.zookeeper.known_max_age = options.sync_period * 0.5
         self.recorder = EventRecorder(self.client)
         namespaces = options.namespaces or None
         self.informer = Informer(
-            self.client, ZOOKEEPERCONFIGS, namespaces=namespaces, resync_period=options.sync_period,
-            name="zookeeperconfigs", inactivity_timeout=options.watch_inactivity_timeout,
+            self.client, ZOOKEEPERCONFIGS, name="zookeeperconfigs", namespaces=namespaces,
+            indexers={PATH_INDEX: index_by_path, REF_INDEX: index_by_ref}, resync_period=options.sync_period,
+            inactivity_timeout=options.watch_inactivity_timeout,
         )
+        # ConfigMaps and Secrets feed spec.dataFrom; their own resync is off (the ZooKeeperConfig one covers it).
+        self.configmaps = Informer(self.client, CONFIGMAPS, name="configmaps", namespaces=namespaces,
+                                   resync_period=0, inactivity_timeout=options.watch_inactivity_timeout)
+        self.secrets = Informer(self.client, SECRETS, name="secrets", namespaces=namespaces,
+                                resync_period=0, inactivity_timeout=options.watch_inactivity_timeout)
         self.reconciler = ZooKeeperConfigReconciler(
             self.informer.indexer, self.client, self.zookeeper, self.recorder,
-            ReconcilerOptions(max_data_bytes=options.max_data_bytes),
+            ReconcilerOptions(max_data_bytes=options.max_data_bytes, cluster_id=options.cluster_id,
+                              registry_root=options.registry_root),
+            configmaps=self.configmaps.indexer, secrets=self.secrets.indexer,
         )
-        self.controllers: list[Controller] = [
-            Controller("zookeeperconfig", self.reconciler, workers=options.workers)
-        ]
-        self.controllers[0].watch(self.informer)
-        self.informers = [self.informer]
+        controller = Controller("zookeeperconfig", self.reconciler, workers=options.workers)
+        self.controllers: list[Controller] = [controller]
+        controller.watch(self.informer, self._keys_sharing_path)
+        controller.watch(self.configmaps, lambda obj: self._keys_referencing("ConfigMap", obj))
+        controller.watch(self.secrets, lambda obj: self._keys_referencing("Secret", obj))
+        self.informers = [self.informer, self.configmaps, self.secrets]
+        self.zookeeper.add_watch_listener(self._on_znode_changed)
         self.leading = threading.Event()
         self.health: HealthServer | None = None
         self._metrics_server: object | None = None
         self._session_lost = False
         self.zookeeper.add_session_listener(self._on_session_state)
+
+    # --- event mapping (handlers only enqueue) ------------------------------------------------
+
+    def _keys_sharing_path(self, obj: JSON) -> list[str]:
+        """The object itself plus every other object declaring the same path (ownership may move)."""
+        keys = [meta_namespace_key(obj)]
+        for path in index_by_path(obj):
+            keys.extend(k for k in self.informer.indexer.index_keys(PATH_INDEX, path) if k != keys[0])
+        return keys
+
+    def _keys_referencing(self, kind: str, obj: JSON) -> list[str]:
+        meta = obj.get("metadata") or {}
+        return self.informer.indexer.index_keys(REF_INDEX, f"{kind}/{meta.get('namespace')}/{meta.get('name')}")
+
+    def _on_znode_changed(self, path: str) -> None:
+        """A ZooKeeper watch fired (kazoo's event thread): enqueue the objects declaring that path."""
+        registry = self.reconciler.registry
+        managed = registry.managed_path(path) if registry.is_registry_path(path) else path
+        if managed is None:
+            return
+        for key in self.informer.indexer.index_keys(PATH_INDEX, managed):
+            self.controllers[0].queue.add(key)
 
     # --- probes ------------------------------------------------------------------------------
 
@@ -141,14 +187,15 @@ class Manager:
         return None
 
     def _on_session_state(self, state: str) -> None:
-        if state == "LOST":
+        if state in ("LOST", "SUSPENDED"):
             self._session_lost = True
         elif state == "CONNECTED" and self._session_lost:
-            # A new session: every ZooKeeper watch is gone and the data may have changed.
+            # Back after an outage: after a LOST session every watch is gone and the data may have
+            # changed; after SUSPENDED, keys may sit in long backoffs. Either way: resync everything
+            # (cheap where the watch-validated cache still holds).
             self._session_lost = False
-            log.info("new ZooKeeper session; resyncing everything")
-            for informer in self.informers:
-                informer.resync()
+            log.info("ZooKeeper session re-established; resyncing everything")
+            self.informer.resync()
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -178,6 +225,13 @@ class Manager:
                     self.zookeeper.start()
         except ZooKeeperError:
             return False
+        if self.options.startup_probe:
+            try:
+                self.zookeeper.probe(f"{self.options.registry_root.rsplit('/', 1)[0] or '/zkop'}/probe")
+            except ZooKeeperError as err:
+                log.error("ZooKeeper start-up probe failed: %s", err)
+                self.exit_code = 2
+                return False
         return True
 
     def start_controllers(self) -> None:

@@ -166,12 +166,14 @@ class LeaderElector:
         }
         old_spec = (old or {}).get("spec") or {}
         transitions = int(old_spec.get("leaseTransitions") or 0)
-        if old_spec.get("holderIdentity") == self.identity and old_spec.get("acquireTime"):
-            spec["acquireTime"] = old_spec["acquireTime"]
+        if old is not None and self._leader.is_set() and old_spec.get("holderIdentity") == self.identity:
+            # Renewal (client-go: IsLeader): keep acquireTime and the transition count.
+            spec["acquireTime"] = old_spec.get("acquireTime") or now_wall
             spec["leaseTransitions"] = transitions
         else:
+            # Takeover, from another holder or from a released (empty) Lease: a new transition.
             spec["acquireTime"] = now_wall
-            spec["leaseTransitions"] = transitions + 1 if old_spec.get("holderIdentity") else transitions
+            spec["leaseTransitions"] = transitions + 1 if old is not None else 0
         return spec
 
     def _try_acquire_or_renew(self) -> bool:

@@ -140,7 +140,11 @@ class ZooKeeperAdapter:
         self.client.add_listener(self._on_state)
         # Watch-validated cache of znodes: path -> Observed (or None for "absent"), valid while
         # the ZooKeeper watch armed by the read that filled it has not fired.
-        self._known: dict[str, Observed | None] = {}
+        self._known: dict[str, tuple[float, Observed | None]] = {}
+        #: Seconds a remembered znode is trusted. Data changes fire watches, but ACL changes do not
+        #: (ZooKeeper Programmer's Guide: watches are set by getData/exists/getChildren only), so a
+        #: bounded age makes the periodic resync re-read and catch ACL drift.
+        self.known_max_age = 300.0
         self._invalidations: dict[str, int] = {}
         self._known_lock = threading.Lock()
         self._watch_listeners: list[Callable[[str], None]] = []
@@ -306,19 +310,21 @@ class ZooKeeperAdapter:
         if watch:
             with self._known_lock:
                 if path in self._known:
-                    cached = self._known[path]
-                    if cached is None or cached.acl is not None or (
+                    at, cached = self._known[path]
+                    fresh = time.monotonic() - at < self.known_max_age
+                    if fresh and (cached is None or cached.acl is not None or (
                         expected_acl == OPEN_ACL and cached.acl_version == 0
-                    ):
+                    )):
                         self.cache_hits += 1
                         return cached
                 generation = self._invalidations.get(path, 0)
+            read_at = time.monotonic()
         self._require_connected("read")
         observed = self._read(path, expected_acl, watch)
         if watch:
             with self._known_lock:
                 if self._invalidations.get(path, 0) == generation:
-                    self._known[path] = observed
+                    self._known[path] = (read_at, observed)
         return observed
 
     def _read(self, path: str, expected_acl: tuple[AclEntry, ...] | None, watch: bool) -> Observed | None:

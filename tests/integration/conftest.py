@@ -1,0 +1,33 @@
+"""Fixtures for integration tests: the in-memory API server with zkop's CRD, and a kubeconfig for it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from zkop.kube.client import KubeClient
+from zkop.testing.apiserver import ApiServer
+from zkop.testing.crds import install_crds
+
+
+@pytest.fixture
+def apiserver() -> Iterator[ApiServer]:
+    with ApiServer() as server:
+        yield server
+
+
+@pytest.fixture
+def kubeconfig(apiserver: ApiServer, tmp_path: Path) -> str:
+    path = tmp_path / "kubeconfig"
+    apiserver.write_kubeconfig(str(path))
+    return str(path)
+
+
+@pytest.fixture
+def kube(apiserver: ApiServer) -> Iterator[KubeClient]:
+    client = KubeClient(apiserver.api_client())
+    install_crds(client)
+    yield client
+    client.close()

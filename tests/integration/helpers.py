@@ -1,0 +1,79 @@
+"""Shared helpers for integration tests: ZooKeeperConfig manifests, reads and status predicates."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+
+from zkop.kube.client import ApiException, KubeClient, resource_path
+
+ZKC = ("platform.example.com", "v1alpha1", "zookeeperconfigs")
+
+
+def zkc(name: str, path: str, data: bytes | None = None, namespace: str = "default", **spec: Any) -> dict[str, Any]:
+    """A ZooKeeperConfig manifest; ``data`` becomes base64 ``spec.data`` when given."""
+    body: dict[str, Any] = {"path": path, **spec}
+    if data is not None:
+        body["data"] = base64.b64encode(data).decode()
+    return {
+        "apiVersion": "platform.example.com/v1alpha1",
+        "kind": "ZooKeeperConfig",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": body,
+    }
+
+
+def create(kube: KubeClient, obj: dict[str, Any]) -> dict[str, Any]:
+    """POST a ZooKeeperConfig."""
+    return kube.request("POST", resource_path(*ZKC, obj["metadata"]["namespace"]), body=obj)
+
+
+def get(kube: KubeClient, name: str, namespace: str = "default") -> dict[str, Any] | None:
+    """GET a ZooKeeperConfig, ``None`` if absent."""
+    try:
+        return kube.request("GET", resource_path(*ZKC, namespace, name))
+    except ApiException as err:
+        if err.status == 404:
+            return None
+        raise
+
+
+def read(zk: KazooClient, path: str) -> bytes | None:
+    """A znode's bytes, ``None`` if absent."""
+    try:
+        return bytes(zk.get(path)[0])
+    except NoNodeError:
+        return None
+
+
+def conditions(obj: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """``status.conditions`` by type."""
+    return {c["type"]: c for c in ((obj or {}).get("status") or {}).get("conditions") or []}
+
+
+def state(kube: KubeClient, name: str, namespace: str = "default") -> str | None:
+    """``status.state`` of a ZooKeeperConfig."""
+    return ((get(kube, name, namespace) or {}).get("status") or {}).get("state")
+
+
+def synced(kube: KubeClient, name: str, namespace: str = "default") -> dict[str, Any] | None:
+    """The object if Synced at its current generation, else ``None``."""
+    obj = get(kube, name, namespace)
+    status = (obj or {}).get("status") or {}
+    if obj and status.get("state") == "Synced" and status.get("observedGeneration") == obj["metadata"]["generation"]:
+        return obj
+    return None
+
+
+def events(kube: KubeClient, name: str, namespace: str = "default") -> list[dict[str, Any]]:
+    """core/v1 Events about the named object."""
+    items: list[dict[str, Any]] = kube.request("GET", resource_path("", "v1", "events", namespace))["items"]
+    return [e for e in items if e.get("involvedObject", {}).get("name") == name]
+
+
+def reasons(kube: KubeClient, name: str, namespace: str = "default") -> list[str]:
+    """Event reasons about the named object, oldest first."""
+    return [e["reason"] for e in events(kube, name, namespace)]

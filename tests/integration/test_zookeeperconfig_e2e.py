@@ -1,0 +1,138 @@
+"""The walking skeleton end to end: CRs in the API server, ``zkop run`` as a process, real ZooKeeper."""
+
+from __future__ import annotations
+
+import base64
+import copy
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+
+from zkop.kube.client import MERGE_PATCH, ApiException, KubeClient, resource_path
+from zkop.testing.operator import OperatorProcess
+from zkop.testing.waiting import wait_for
+from zkop.testing.zookeeper import ZooKeeperServer
+
+FLAG = "/app/features/new-recommendation-engine/enabled"
+ZKC = ("platform.example.com", "v1alpha1", "zookeeperconfigs")
+
+
+def zkc(name: str, path: str, data: bytes, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "platform.example.com/v1alpha1",
+        "kind": "ZooKeeperConfig",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"path": path, "data": base64.b64encode(data).decode(), **spec},
+    }
+
+
+def get(kube: KubeClient, name: str) -> dict[str, Any] | None:
+    try:
+        return kube.request("GET", resource_path(*ZKC, "default", name))
+    except ApiException as err:
+        if err.status == 404:
+            return None
+        raise
+
+
+def read(zk: KazooClient, path: str) -> bytes | None:
+    try:
+        return bytes(zk.get(path)[0])
+    except NoNodeError:
+        return None
+
+
+@pytest.fixture
+def operator(kubeconfig: str, kube: KubeClient, zk_server: ZooKeeperServer, zk_base: str) -> Iterator[OperatorProcess]:
+    """``zkop run`` chrooted at this test's base path, so paths in CRs are the real ones."""
+    with OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}", ["--workers", "2"]) as proc:
+        yield proc
+    assert proc.proc is not None and proc.proc.returncode == 0, proc.log_tail()
+
+
+def test_feature_flag_lifecycle(operator: OperatorProcess, kube: KubeClient, zk: KazooClient, zk_base: str) -> None:
+    kube.request("POST", resource_path(*ZKC, "default"), body=zkc("new-reco", FLAG, b"true"))
+    assert wait_for(lambda: read(zk, zk_base + FLAG) == b"true", timeout=15, message="znode created")
+
+    def synced() -> dict[str, Any] | None:
+        obj = get(kube, "new-reco")
+        status = (obj or {}).get("status") or {}
+        ok = status.get("state") == "Synced" and status.get("observedGeneration") == obj["metadata"]["generation"]
+        return obj if ok else None
+
+    obj = wait_for(synced, timeout=15, message="status Synced")
+    assert "zookeeperconfigs.platform.example.com/finalizer" in obj["metadata"]["finalizers"]
+    ready = {c["type"]: c for c in obj["status"]["conditions"]}["Ready"]
+    assert ready["status"] == "True"
+
+    # Changing spec.data updates the znode and observedGeneration follows the new generation.
+    kube.request("PATCH", resource_path(*ZKC, "default", "new-reco"),
+                 body={"spec": {"data": base64.b64encode(b"false").decode()}}, content_type=MERGE_PATCH)
+    assert wait_for(lambda: read(zk, zk_base + FLAG) == b"false", timeout=15, message="znode updated")
+    obj = wait_for(synced, timeout=15, message="status follows generation 2")
+    assert obj["metadata"]["generation"] == 2
+
+    # Deleting the CR removes the znode and releases the finalizer.
+    kube.request("DELETE", resource_path(*ZKC, "default", "new-reco"))
+    wait_for(lambda: read(zk, zk_base + FLAG) is None, timeout=15, message="znode deleted")
+    wait_for(lambda: get(kube, "new-reco") is None, timeout=15, message="CR gone")
+    # Parents zkop created are left in place.
+    assert zk.exists(zk_base + "/app/features") is not None
+
+
+def test_create_only_leaves_existing_znode_untouched(operator: OperatorProcess, kube: KubeClient,
+                                                     zk: KazooClient, zk_base: str) -> None:
+    zk.create(zk_base + "/legacy/switch", b"hand-made", makepath=True)
+    before = zk.get(zk_base + "/legacy/switch")[1]
+    kube.request("POST", resource_path(*ZKC, "default"),
+                 body=zkc("legacy", "/legacy/switch", b"declared", syncPolicy="createOnly"))
+
+    def state() -> str | None:
+        return ((get(kube, "legacy") or {}).get("status") or {}).get("state")
+
+    wait_for(lambda: state() == "OutOfSync", timeout=15, message="createOnly reports OutOfSync")
+    data, stat = zk.get(zk_base + "/legacy/switch")
+    assert data == b"hand-made"
+    assert stat.mzxid == before.mzxid and stat.version == before.version
+
+    # createOnly still creates an absent znode.
+    kube.request("POST", resource_path(*ZKC, "default"),
+                 body=zkc("fresh", "/legacy/fresh", b"declared", syncPolicy="createOnly"))
+    assert wait_for(lambda: read(zk, zk_base + "/legacy/fresh") == b"declared", timeout=15)
+
+
+def test_invalid_spec_is_reported_and_writes_nothing(operator: OperatorProcess, kube: KubeClient,
+                                                     zk: KazooClient, zk_base: str) -> None:
+    # Passes the CRD schema (pattern) but breaks ZooKeeper's character rules.
+    bad = zkc("bad", "/app/bad\u0001name", b"x")
+    kube.request("POST", resource_path(*ZKC, "default"), body=bad)
+    good = zkc("good", "/app/good", b"x")
+    kube.request("POST", resource_path(*ZKC, "default"), body=good)
+
+    def stalled() -> dict[str, Any] | None:
+        obj = get(kube, "bad") or {}
+        conditions = {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or []}
+        return conditions if conditions.get("Stalled", {}).get("status") == "True" else None
+
+    conditions = wait_for(stalled, timeout=15, message="bad CR stalled")
+    assert conditions["Ready"]["reason"] == "InvalidSpec"
+    assert "forbidden character" in conditions["Ready"]["message"]
+    assert wait_for(lambda: read(zk, zk_base + "/app/good") == b"x", timeout=15)
+    assert zk.get_children(zk_base + "/app") == ["good"]
+
+    # Deleting an invalid CR just releases its finalizer.
+    kube.request("DELETE", resource_path(*ZKC, "default", "bad"))
+    wait_for(lambda: get(kube, "bad") is None, timeout=15, message="invalid CR deleted")
+
+
+def test_schema_rejects_bad_manifests(kube: KubeClient) -> None:
+    for spec in ({"path": "relative", "data": "eA=="}, {"path": "/a", "data": "eA==", "syncPolicy": "sometimes"},
+                 {"path": "/a/", "data": "eA=="}, {"path": "/a"}):
+        body = copy.deepcopy(zkc("bad", "/a", b""))
+        body["spec"] = spec
+        with pytest.raises(ApiException) as info:
+            kube.request("POST", resource_path(*ZKC, "default"), body=body)
+        assert info.value.status == 422, spec

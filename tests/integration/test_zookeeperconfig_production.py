@@ -1,0 +1,271 @@
+"""ZooKeeperConfig for production: drift, conditions, validation, ownership, ACLs, dataFrom, sessions.
+
+Real ZooKeeper, the in-memory API server, and ``zkop run`` as a separate process
+(in-process :class:`~zkop.manager.Manager` where a test needs its session).
+"""
+
+from __future__ import annotations
+
+import base64
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from helpers import ZKC, conditions, create, get, read, reasons, state, synced, zkc
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoAuthError
+from kazoo.security import make_acl, make_digest_acl, make_digest_acl_credential
+
+from zkop.kube.client import MERGE_PATCH, KubeClient, resource_path
+from zkop.manager import Manager, ManagerOptions
+from zkop.testing.apiserver import ApiServer
+from zkop.testing.crds import install_crds
+from zkop.testing.operator import OperatorProcess
+from zkop.testing.waiting import wait_for
+from zkop.testing.zookeeper import ZooKeeperEnsemble, ZooKeeperServer, expire_session
+from zkop.zookeeper.adapter import ConnectionOptions
+
+
+@pytest.fixture
+def operator(kubeconfig: str, kube: KubeClient, zk_server: ZooKeeperServer, zk_base: str) -> Iterator[OperatorProcess]:
+    with OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}", ["--workers", "4"]) as proc:
+        yield proc
+
+
+def test_hand_edit_and_hand_delete_are_restored_within_a_second(operator: OperatorProcess, kube: KubeClient,
+                                                                zk: KazooClient, zk_base: str) -> None:
+    create(kube, zkc("flag", "/app/flag", b"true"))
+    wait_for(lambda: synced(kube, "flag"), timeout=15, message="synced")
+    zk.set(zk_base + "/app/flag", b"false")
+    started = time.monotonic()
+    wait_for(lambda: read(zk, zk_base + "/app/flag") == b"true", timeout=1.0, message="hand edit restored")
+    restored_in = time.monotonic() - started
+    zk.delete(zk_base + "/app/flag")
+    wait_for(lambda: read(zk, zk_base + "/app/flag") == b"true", timeout=1.0, message="hand delete restored")
+    wait_for(lambda: reasons(kube, "flag").count("DriftCorrected") >= 2, timeout=5, message="DriftCorrected events")
+    assert restored_in < 1.0
+    assert _sample(operator.metrics(), 'zkop_drift_corrections_total{controller="zookeeperconfig"}') >= 2
+
+
+def test_create_only_hand_edit_is_left_alone(operator: OperatorProcess, kube: KubeClient, zk: KazooClient,
+                                            zk_base: str) -> None:
+    create(kube, zkc("switch", "/app/switch", b"off", syncPolicy="createOnly"))
+    wait_for(lambda: synced(kube, "switch"), timeout=15)
+    zk.set(zk_base + "/app/switch", b"on")
+    wait_for(lambda: state(kube, "switch") == "OutOfSync", timeout=5, message="createOnly says so in status")
+    assert read(zk, zk_base + "/app/switch") == b"on"
+    assert conditions(get(kube, "switch"))["Ready"]["reason"] == "CreateOnly"
+
+
+@pytest.mark.parametrize(
+    ("spec", "fragment"),
+    [
+        ({"path": "/app/x\u0001y", "data": "eA=="}, "forbidden character"),
+        ({"path": "/app/../etc", "data": "eA=="}, "relative segment"),
+        ({"path": "/zookeeper/config", "data": "eA=="}, "reserved"),
+        ({"path": "/app/bin", "data": base64.b64encode(b"\xff\xfe").decode()}, "UTF-8"),
+        ({"path": "/app/big", "stringData": "x" * 2000}, "more than the limit"),
+    ],
+)
+def test_invalid_specs_get_their_reason_and_no_znode(kubeconfig: str, kube: KubeClient, zk_server: ZooKeeperServer,
+                                                     zk_base: str, zk: KazooClient, spec: dict[str, str],
+                                                     fragment: str) -> None:
+    with OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}", ["--max-data-bytes", "1000"]):
+        obj = zkc("bad", "/x")
+        obj["spec"] = spec
+        create(kube, obj)
+        cond = wait_for(lambda: conditions(get(kube, "bad")).get("Stalled"), timeout=15, message="stalled")
+        ready = conditions(get(kube, "bad"))["Ready"]
+        assert cond["status"] == "True" and ready["reason"] == "InvalidSpec" and fragment in ready["message"]
+        assert "Reconciling" not in conditions(get(kube, "bad"))
+        wait_for(lambda: "InvalidSpec" in reasons(kube, "bad"), timeout=5, message="Warning event")
+        assert zk.get_children(zk_base) in ([], ["zkop"])
+
+
+def test_path_conflict_oldest_wins_and_successor_takes_over(operator: OperatorProcess, kube: KubeClient,
+                                                            zk: KazooClient, zk_base: str) -> None:
+    create(kube, zkc("first", "/app/shared", b"one"))
+    wait_for(lambda: synced(kube, "first"), timeout=15)
+    create(kube, zkc("second", "/app/shared", b"two"))
+    wait_for(lambda: conditions(get(kube, "second")).get("Ready", {}).get("reason") == "PathConflict", timeout=10)
+    assert "default/first" in conditions(get(kube, "second"))["Ready"]["message"]
+    assert conditions(get(kube, "second"))["Stalled"]["status"] == "True"
+    assert read(zk, zk_base + "/app/shared") == b"one"
+    # The owner goes away (its znode with it); the next one takes over.
+    kube.request("DELETE", resource_path(*ZKC, "default", "first"))
+    wait_for(lambda: read(zk, zk_base + "/app/shared") == b"two", timeout=15, message="successor wrote")
+    wait_for(lambda: synced(kube, "second"), timeout=10)
+
+
+def test_two_installations_on_one_ensemble_do_not_fight(zk_server: ZooKeeperServer, zk_base: str, zk: KazooClient,
+                                                        tmp_path: Path) -> None:
+    with ApiServer() as east, ApiServer() as west:
+        clients = []
+        for name, server in (("east", east), ("west", west)):
+            server.write_kubeconfig(str(tmp_path / name))
+            client = KubeClient(server.api_client())
+            install_crds(client)
+            clients.append(client)
+        hosts = f"{zk_server.hosts}{zk_base}"
+        with OperatorProcess(str(tmp_path / "east"), hosts, ["--cluster-id", "east"]), \
+                OperatorProcess(str(tmp_path / "west"), hosts, ["--cluster-id", "west"]):
+            create(clients[0], zkc("flag", "/app/flag", b"east"))
+            wait_for(lambda: synced(clients[0], "flag"), timeout=15)
+            create(clients[1], zkc("flag", "/app/flag", b"west"))
+            wait_for(lambda: conditions(get(clients[1], "flag")).get("Ready", {}).get("reason") == "PathConflict",
+                     timeout=15, message="second installation reports PathConflict")
+            assert "east" in conditions(get(clients[1], "flag"))["Ready"]["message"]
+            assert read(zk, zk_base + "/app/flag") == b"east"
+            # Deleting the loser never touches the winner's znode.
+            clients[1].request("DELETE", resource_path(*ZKC, "default", "flag"))
+            wait_for(lambda: get(clients[1], "flag") is None, timeout=15)
+            assert read(zk, zk_base + "/app/flag") == b"east"
+
+
+def test_adopting_a_legacy_znode_is_recorded(operator: OperatorProcess, kube: KubeClient, zk: KazooClient,
+                                             zk_base: str) -> None:
+    zk.create(zk_base + "/legacy/flag", b"old", makepath=True)
+    create(kube, zkc("legacy", "/legacy/flag", b"new"))
+    wait_for(lambda: read(zk, zk_base + "/legacy/flag") == b"new", timeout=15)
+    wait_for(lambda: "Adopted" in reasons(kube, "legacy"), timeout=5, message="Adopted event")
+
+
+def test_acl_is_enforced_and_acl_drift_corrected(kubeconfig: str, kube: KubeClient, zk_server: ZooKeeperServer,
+                                                 zk: KazooClient, zk_base: str, tmp_path: Path) -> None:
+    auth_file = tmp_path / "credentials"
+    auth_file.write_text("ops:ops-pw\n")
+    # ACL changes fire no ZooKeeper watch: they are caught by the periodic resync (here every ~2 s).
+    args = ["--sync-period", "2", "--zk-auth-file", str(auth_file)]
+    with OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}", args):
+        ops_id = make_digest_acl_credential("ops", "ops-pw")
+        acl = [{"scheme": "digest", "id": ops_id, "permissions": ["read", "write", "create", "delete", "admin"]},
+               {"scheme": "world", "id": "anyone", "permissions": ["read"]}]
+        create(kube, zkc("guarded", "/app/guarded", b"v1", acl=acl))
+        wait_for(lambda: synced(kube, "guarded"), timeout=15)
+        with pytest.raises(NoAuthError):
+            zk.set(zk_base + "/app/guarded", b"hacked")  # a client without the digest is refused
+        ops = KazooClient(hosts=zk_server.hosts, auth_data=[("digest", "ops:ops-pw")])
+        ops.start(timeout=10)
+        try:
+            # Someone with the password opens the node up to the world.
+            ops.set_acls(zk_base + "/app/guarded", [make_digest_acl("ops", "ops-pw", all=True),
+                                                      make_acl("world", "anyone", all=True)])
+            zk.set(zk_base + "/app/guarded", b"now anyone can write")
+
+            def restored() -> bool:
+                entries = ops.get_acls(zk_base + "/app/guarded")[0]
+                world = [a for a in entries if a.id.scheme == "world"]
+                return len(entries) == 2 and world[0].perms == 1 and read(zk, zk_base + "/app/guarded") == b"v1"
+
+            wait_for(restored, timeout=10, message="ACL and data drift corrected")
+            with pytest.raises(NoAuthError):
+                zk.set(zk_base + "/app/guarded", b"hacked again")
+        finally:
+            ops.stop()
+            ops.close()
+
+
+def test_configmap_edit_propagates_and_missing_ref_waits(operator: OperatorProcess, kube: KubeClient,
+                                                         zk: KazooClient, zk_base: str) -> None:
+    create(kube, zkc("from-cm", "/app/rules", dataFrom={"configMapKeyRef": {"name": "rules", "key": "json"}}))
+    wait_for(lambda: conditions(get(kube, "from-cm")).get("Ready", {}).get("reason") == "RefNotFound", timeout=15)
+    assert conditions(get(kube, "from-cm"))["Reconciling"]["status"] == "True"
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "rules", "namespace": "default"},
+          "data": {"json": '{"v":1}'}}
+    kube.request("POST", resource_path("", "v1", "configmaps", "default"), body=cm)
+    wait_for(lambda: read(zk, zk_base + "/app/rules") == b'{"v":1}', timeout=10, message="znode from ConfigMap")
+    kube.request("PATCH", resource_path("", "v1", "configmaps", "default", "rules"),
+                 body={"data": {"json": '{"v":2}'}}, content_type=MERGE_PATCH)
+    wait_for(lambda: read(zk, zk_base + "/app/rules") == b'{"v":2}', timeout=10, message="ConfigMap edit propagated")
+
+
+def test_secret_bytes_never_leak(operator: OperatorProcess, kube: KubeClient, zk: KazooClient, zk_base: str) -> None:
+    secret_value = b"hunter2-very-secret"
+    kube.request("POST", resource_path("", "v1", "secrets", "default"), body={
+        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db", "namespace": "default"},
+        "data": {"password": base64.b64encode(secret_value).decode()}})
+    create(kube, zkc("db-pass", "/app/db/password", dataFrom={"secretKeyRef": {"name": "db", "key": "password"}},
+                     encoding="binary"))
+    wait_for(lambda: read(zk, zk_base + "/app/db/password") == secret_value, timeout=15)
+    zk.set(zk_base + "/app/db/password", b"tampered")
+    wait_for(lambda: read(zk, zk_base + "/app/db/password") == secret_value, timeout=5)
+    text = str(get(kube, "db-pass")) + str(kube.request("GET", resource_path("", "v1", "events", "default")))
+    for leak in (secret_value.decode(), base64.b64encode(secret_value).decode(), "tampered"):
+        assert leak not in text and leak not in operator.log_tail(10_000) and leak not in operator.metrics()
+
+
+def test_idle_operator_and_warm_restart_write_nothing(kubeconfig: str, kube: KubeClient,
+                                                      zk_server: ZooKeeperServer, zk_base: str,
+                                                      zk: KazooClient) -> None:
+    hosts = f"{zk_server.hosts}{zk_base}"
+    success = 'controller_runtime_reconcile_total{controller="zookeeperconfig",result="success"}'
+    with OperatorProcess(kubeconfig, hosts, ["--sync-period", "1"]) as proc:
+        for i in range(10):
+            create(kube, zkc(f"f{i}", f"/app/f{i}", b"on"))
+        for i in range(10):
+            wait_for(lambda i=i: synced(kube, f"f{i}"), timeout=15)  # type: ignore[misc]
+        mzxids = {i: zk.get(f"{zk_base}/app/f{i}")[1].mzxid for i in range(10)}
+        rv = kube.request("GET", resource_path(*ZKC))["metadata"]["resourceVersion"]
+        # Several resync periods pass (every object reconciled again): nothing is written anywhere.
+        count = _sample(proc.metrics(), success)
+        wait_for(lambda: _sample(proc.metrics(), success) >= count + 30, timeout=15, message="resyncs happened")
+        assert kube.request("GET", resource_path(*ZKC))["metadata"]["resourceVersion"] == rv
+    with OperatorProcess(kubeconfig, hosts) as proc:
+        wait_for(lambda: _sample(proc.metrics(), success) >= 10, timeout=15, message="warm start reconciled all")
+    assert {i: zk.get(f"{zk_base}/app/f{i}")[1].mzxid for i in range(10)} == mzxids
+    assert kube.request("GET", resource_path(*ZKC))["metadata"]["resourceVersion"] == rv
+
+
+def _sample(text: str, series: str) -> float:
+    for line in text.splitlines():
+        if line.startswith(series + " "):
+            return float(line.split()[-1])
+    return 0.0
+
+
+def test_session_expiry_rearms_watches(kubeconfig: str, kube: KubeClient, zk_server: ZooKeeperServer, zk_base: str,
+                                       zk: KazooClient) -> None:
+    options = ManagerOptions(kubeconfig=kubeconfig, zookeeper=ConnectionOptions(hosts=f"{zk_server.hosts}{zk_base}",
+                                                                               session_timeout=4),
+                             metrics_bind_address="0", health_probe_bind_address="0", workers=2)
+    manager = Manager(options)
+    thread = threading.Thread(target=manager.run, daemon=True)
+    thread.start()
+    try:
+        create(kube, zkc("flag", "/app/flag", b"true"))
+        wait_for(lambda: synced(kube, "flag"), timeout=15)
+        old_session = manager.zookeeper.session_id
+        expire_session(manager.zookeeper.client, zk_server.hosts)
+        wait_for(lambda: manager.zookeeper.connected and manager.zookeeper.session_id != old_session, timeout=15,
+                 message="new session")
+        # The watch was re-armed by the full resync after the new session: a hand edit is still noticed.
+        wait_for(lambda: "/app/flag" in manager.zookeeper._known, timeout=10,
+                 message="watch re-armed")
+        zk.set(zk_base + "/app/flag", b"false")
+        wait_for(lambda: read(zk, zk_base + "/app/flag") == b"true", timeout=2, message="drift noticed after expiry")
+    finally:
+        manager.stop()
+        thread.join(30)
+
+
+def test_ensemble_leader_killed_mid_stream_converges(kubeconfig: str, kube: KubeClient,
+                                                     zk_ensemble: ZooKeeperEnsemble) -> None:
+    admin = KazooClient(hosts=zk_ensemble.hosts)
+    admin.start(timeout=15)
+    admin.ensure_path("/failover")
+    try:
+        with OperatorProcess(kubeconfig, f"{zk_ensemble.hosts}/failover", ["--workers", "4"]):
+            for i in range(40):
+                create(kube, zkc(f"n{i}", f"/svc/n{i}", f"v{i}".encode()))
+                if i == 15:
+                    zk_ensemble.kill_leader()
+            for i in range(40):
+                wait_for(lambda i=i: synced(kube, f"n{i}"), timeout=60,  # type: ignore[misc]
+                         message=f"n{i} synced after failover")
+            assert all(admin.get(f"/failover/svc/n{i}")[0] == f"v{i}".encode() for i in range(40))
+    finally:
+        zk_ensemble.heal()
+        admin.stop()
+        admin.close()

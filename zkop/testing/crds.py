@@ -1,0 +1,30 @@
+"""zkop's CustomResourceDefinitions, for tests, the demo and ``zkop validate``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from zkop.kube.client import KubeClient, resource_path
+
+__all__ = ["CRD_FILE", "install_crds", "load_crd"]
+
+#: The ZooKeeperConfig CRD as shipped in ``manifests/crd/``.
+CRD_FILE = Path(__file__).resolve().parents[2] / "manifests" / "crd" / "zookeeperconfigs.yaml"
+
+
+def load_crd() -> dict[str, Any]:
+    """The ZooKeeperConfig CRD as a dict.
+
+    Raises:
+        FileNotFoundError: zkop runs from an installation without the repository's ``manifests/``.
+    """
+    crd: dict[str, Any] = yaml.safe_load(CRD_FILE.read_text(encoding="utf-8"))
+    return crd
+
+
+def install_crds(kube: KubeClient) -> None:
+    """Create zkop's CRDs in an API server (``kubectl apply -f manifests/crd/`` for tests)."""
+    kube.request("POST", resource_path("apiextensions.k8s.io", "v1", "customresourcedefinitions"), body=load_crd())
