@@ -109,7 +109,7 @@ class Manager:
         self.stop_event = threading.Event()
         self.exit_code = 0
         self.identity = f"{socket.gethostname()}_{uuid.uuid4()}"
-        self.client = KubeClient(load_api_client(options.kubeconfig, pool_size=options.workers + 4))
+        self.client = KubeClient(load_api_client(options.kubeconfig, pool_size=options.workers + 10))
         self.zookeeper = ZooKeeperAdapter(options.zookeeper)
         # Each periodic resync (jittered ±10 %) re-reads every znode once, catching ACL drift.
         self.zookeeper.known_max_age = options.sync_period * 0.5

@@ -82,6 +82,7 @@ class Controller:
         self._active = 0
         self._active_lock = threading.Lock()
         self.started = threading.Event()
+        self._stopping = threading.Event()
 
     # --- sources -----------------------------------------------------------------------------
 
@@ -126,7 +127,8 @@ class Controller:
             if key is None:
                 continue
             try:
-                self.process(key)
+                if not self._stopping.is_set():
+                    self.process(key)
             finally:
                 self.queue.done(key)
 
@@ -171,9 +173,13 @@ class Controller:
     def stop(self, drain_timeout: float = 30.0) -> bool:
         """Stop taking work and wait up to ``drain_timeout`` seconds for in-flight reconciles.
 
+        Keys still queued are dropped, not reconciled: a replica shutting down hands
+        over quickly, and the next leader's initial list enqueues everything anyway.
+
         Returns:
             True if every in-flight reconcile finished in time.
         """
+        self._stopping.set()
         drained = self.queue.shutdown_with_drain(drain_timeout)
         for thread in self._threads:
             thread.join(max(0.0, 1.0))
