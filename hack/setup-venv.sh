@@ -6,5 +6,5 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 .venv/bin/pip install -q --upgrade pip >/dev/null 2>&1 || true
-.venv/bin/pip install -q -e '.[test]' 2>&1 | grep -v "^WARNING: Location" || true
+.venv/bin/pip install -q -c constraints.txt -e '.[test]' 2>&1 | grep -v "^WARNING: Location" || true
 .venv/bin/python -c "import zkop, kazoo, kubernetes" 

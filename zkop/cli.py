@@ -31,11 +31,22 @@ def _env(name: str, default: str | None = None) -> str | None:
 
 
 def _read_auth_file(path: str | None) -> tuple[tuple[str, str], ...]:
-    """Read ``user:password`` (digest) from a file, as mounted from a Secret."""
+    """Read ``user:password`` (digest) from a file, as mounted from a Secret.
+
+    A missing file means no authentication: the Deployment mounts the Secret as an
+    optional volume, so an install without credentials has an empty directory.
+
+    Raises:
+        SystemExit: the file exists but does not hold ``user:password``.
+    """
     if not path:
         return ()
-    with open(path, encoding="utf-8") as f:
-        credential = f.read().strip()
+    try:
+        with open(path, encoding="utf-8") as f:
+            credential = f.read().strip()
+    except FileNotFoundError:
+        log.info("--zk-auth-file %s does not exist; connecting without authentication", path)
+        return ()
     if ":" not in credential:
         raise SystemExit(f"--zk-auth-file {path}: expected 'user:password'")
     return (("digest", credential),)
@@ -130,6 +141,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--log-level", default=_env("ZKOP_LOG_LEVEL", "info"), help="debug|info|warning|error")
     run.add_argument("--log-format", default=_env("ZKOP_LOG_FORMAT", "text"), choices=["text", "json"])
     run.set_defaults(func=_run)
+    from zkop.bridge.cli import add_flags as add_bridge_flags
+
+    add_bridge_flags(run)
 
     from zkop.gitops.cli import add_commands
 
@@ -138,6 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from zkop.bridge.cli import options_from_args as bridge_options_from_args
     from zkop.manager import Manager, ManagerOptions
 
     if args.workers < 1:
@@ -150,7 +165,7 @@ def _run(args: argparse.Namespace) -> int:
         lease_duration=args.leader_election_lease_duration, renew_deadline=args.leader_election_renew_deadline,
         retry_period=args.leader_election_retry_period, sync_period=args.sync_period,
         graceful_shutdown_timeout=args.graceful_shutdown_timeout, max_data_bytes=args.max_data_bytes,
-        cluster_id=args.cluster_id, registry_root=args.registry_root,
+        cluster_id=args.cluster_id, registry_root=args.registry_root, bridge=bridge_options_from_args(args),
     )
     manager = Manager(options)
 

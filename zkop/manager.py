@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from tenacity import Retrying, retry_if_exception_type, stop_any, wait_exponential
 from tenacity.stop import stop_base
 
+from zkop.bridge.builder import ServiceBridge, build_service_bridge
+from zkop.bridge.options import BridgeOptions
 from zkop.kube.client import JSON, KubeClient, load_api_client
 from zkop.kube.events import EventRecorder
 from zkop.machinery import metrics
@@ -76,6 +78,7 @@ class ManagerOptions:
     cluster_id: str = "default"
     registry_root: str = "/zkop/owners"
     startup_probe: bool = True
+    bridge: BridgeOptions | None = None
 
 
 def default_leader_election_namespace() -> str:
@@ -138,6 +141,14 @@ class Manager:
         controller.watch(self.secrets, lambda obj: self._keys_referencing("Secret", obj))
         self.informers = [self.informer, self.configmaps, self.secrets]
         self.zookeeper.add_watch_listener(self._on_znode_changed)
+        self.bridge: ServiceBridge | None = None
+        if options.bridge is not None:
+            self.bridge = build_service_bridge(
+                self.client, self.zookeeper, self.recorder, options.bridge, cluster_id=options.cluster_id,
+                resync_period=options.sync_period, inactivity_timeout=options.watch_inactivity_timeout,
+            )
+            self.informers.extend(self.bridge.informers)
+            self.controllers.extend(self.bridge.controllers)
         self.leading = threading.Event()
         self.health: HealthServer | None = None
         self._metrics_server: object | None = None
@@ -196,6 +207,8 @@ class Manager:
             self._session_lost = False
             log.info("ZooKeeper session re-established; resyncing everything")
             self.informer.resync()
+            if self.bridge is not None:
+                self.bridge.on_session_reconnected()
 
     # --- lifecycle ---------------------------------------------------------------------------
 

@@ -1,0 +1,46 @@
+# syntax=docker/dockerfile:1
+# zkop's image. Build: docker build -t ghcr.io/example/zkop:0.1.0 .
+# The base is pinned by tag; pin it by digest too (python:...@sha256:...) in
+# your registry mirror if you need byte-for-byte rebuilds.
+ARG PYTHON_IMAGE=python:3.11.11-slim-bookworm
+
+# --- build: zkop's wheel and wheels of every pinned dependency -------------------------------
+FROM ${PYTHON_IMAGE} AS build
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PYTHONDONTWRITEBYTECODE=1
+WORKDIR /src
+COPY pyproject.toml README.md constraints.txt ./
+COPY zkop ./zkop
+RUN pip wheel --wheel-dir /wheels -c constraints.txt .
+
+# --- runtime: the wheels installed, no build tools, a non-root user --------------------------
+FROM ${PYTHON_IMAGE}
+ARG VERSION=0.1.0
+ARG REVISION=unknown
+ARG CREATED=unknown
+LABEL org.opencontainers.image.title="zkop" \
+      org.opencontainers.image.description="Kubernetes operator that puts ZooKeeper under GitOps" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.created="${CREATED}" \
+      org.opencontainers.image.source="https://github.com/example/zkop" \
+      org.opencontainers.image.url="https://github.com/example/zkop" \
+      org.opencontainers.image.documentation="https://github.com/example/zkop/blob/main/docs/operations.md" \
+      org.opencontainers.image.vendor="example" \
+      org.opencontainers.image.licenses="Apache-2.0"
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_NO_CACHE_DIR=1
+COPY constraints.txt /tmp/constraints.txt
+RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
+    pip install --no-cache-dir --no-index --find-links=/wheels -c /tmp/constraints.txt zkop \
+    && rm /tmp/constraints.txt \
+    && zkop --version
+# 65532: the conventional "nonroot" uid/gid (distroless); the Deployment runs as it too.
+USER 65532:65532
+WORKDIR /tmp
+EXPOSE 8080 8081
+ENTRYPOINT ["zkop"]
+CMD ["run"]
