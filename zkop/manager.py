@@ -21,6 +21,7 @@ import threading
 import uuid
 from dataclasses import dataclass, field
 
+from prometheus_client import REGISTRY
 from tenacity import Retrying, retry_if_exception_type, stop_any, wait_exponential
 from tenacity.stop import stop_base
 
@@ -41,6 +42,7 @@ from zkop.zkconfig.reconciler import (
     index_by_ref,
 )
 from zkop.zkconfig.spec import DEFAULT_MAX_DATA_BYTES, GROUP, PLURAL, VERSION
+from zkop.zkconfig.status_metrics import ZooKeeperConfigStatusCollector
 from zkop.zookeeper.adapter import ConnectionOptions, ZooKeeperAdapter, ZooKeeperError
 
 __all__ = ["Manager", "ManagerOptions"]
@@ -141,6 +143,7 @@ class Manager:
         controller.watch(self.secrets, lambda obj: self._keys_referencing("Secret", obj))
         self.informers = [self.informer, self.configmaps, self.secrets]
         self.zookeeper.add_watch_listener(self._on_znode_changed)
+        self._status_collector = ZooKeeperConfigStatusCollector(self.informer.indexer)
         self.bridge: ServiceBridge | None = None
         if options.bridge is not None:
             self.bridge = build_service_bridge(
@@ -221,6 +224,8 @@ class Manager:
             self.health.readiness["informers-and-zookeeper"] = self._ready
             self.health.start()
             log.info("health probes on %s:%d", bind[0], self.health.port)
+        with contextlib.suppress(ValueError):  # already registered by another in-process manager (tests)
+            REGISTRY.register(self._status_collector)
         self._metrics_server = metrics.start_metrics_server(self.options.metrics_bind_address)
 
     def _connect_zookeeper(self) -> bool:
@@ -325,6 +330,8 @@ class Manager:
         self.recorder.stop()
         with contextlib.suppress(Exception):
             self.zookeeper.stop()
+        with contextlib.suppress(KeyError):
+            REGISTRY.unregister(self._status_collector)
         if self.health is not None:
             self.health.shutdown()
         shutdown = getattr(self._metrics_server, "shutdown", None)

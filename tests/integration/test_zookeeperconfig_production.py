@@ -72,7 +72,7 @@ def test_create_only_hand_edit_is_left_alone(operator: OperatorProcess, kube: Ku
 def test_invalid_specs_get_their_reason_and_no_znode(kubeconfig: str, kube: KubeClient, zk_server: ZooKeeperServer,
                                                      zk_base: str, zk: KazooClient, spec: dict[str, str],
                                                      fragment: str) -> None:
-    with OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}", ["--max-data-bytes", "1000"]):
+    with OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}", ["--max-data-bytes", "1000"]) as proc:
         obj = zkc("bad", "/x")
         obj["spec"] = spec
         create(kube, obj)
@@ -81,6 +81,8 @@ def test_invalid_specs_get_their_reason_and_no_znode(kubeconfig: str, kube: Kube
         assert cond["status"] == "True" and ready["reason"] == "InvalidSpec" and fragment in ready["message"]
         assert "Reconciling" not in conditions(get(kube, "bad"))
         wait_for(lambda: "InvalidSpec" in reasons(kube, "bad"), timeout=5, message="Warning event")
+        stalled = 'zkop_zookeeperconfig_condition{status="True",type="Stalled"}'
+        wait_for(lambda: _sample(proc.metrics(), stalled) == 1.0, timeout=5, message="stalled gauge for alerts")
         assert zk.get_children(zk_base) in ([], ["zkop"])
 
 
@@ -126,10 +128,14 @@ def test_two_installations_on_one_ensemble_do_not_fight(zk_server: ZooKeeperServ
 
 def test_adopting_a_legacy_znode_is_recorded(operator: OperatorProcess, kube: KubeClient, zk: KazooClient,
                                              zk_base: str) -> None:
-    zk.create(zk_base + "/legacy/flag", b"old", makepath=True)
+    # A legacy znode created with a narrower ACL (no version change since): adoption notices it.
+    zk.ensure_path(zk_base + "/legacy")
+    zk.create(zk_base + "/legacy/flag", b"old", acl=[make_acl("world", "anyone", read=True, write=True, admin=True)])
     create(kube, zkc("legacy", "/legacy/flag", b"new"))
     wait_for(lambda: read(zk, zk_base + "/legacy/flag") == b"new", timeout=15)
     wait_for(lambda: "Adopted" in reasons(kube, "legacy"), timeout=5, message="Adopted event")
+    wait_for(lambda: [a.perms for a in zk.get_acls(zk_base + "/legacy/flag")[0]] == [31], timeout=5,
+             message="declared (open) ACL applied on adoption")
 
 
 def test_acl_is_enforced_and_acl_drift_corrected(kubeconfig: str, kube: KubeClient, zk_server: ZooKeeperServer,

@@ -57,6 +57,11 @@ def zkop_metric_names() -> frozenset[str]:
     from zkop.machinery import metrics
 
     assert metrics.RECONCILE_TOTAL is not None  # imported for its registrations
-    names = frozenset(REGISTRY._names_to_collectors)
+    from zkop.machinery.informer import Indexer
+    from zkop.zkconfig.status_metrics import ZooKeeperConfigStatusCollector
+
+    # Registered by the manager at start-up, computed from the cache at scrape time.
+    scrape_time = {family.name for family in ZooKeeperConfigStatusCollector(Indexer()).collect()}
+    names = frozenset(REGISTRY._names_to_collectors) | scrape_time
     assert "controller_runtime_reconcile_total" in names
     return names

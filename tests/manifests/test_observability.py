@@ -93,7 +93,7 @@ def test_required_alerts(alert_rules: dict[str, Obj]) -> None:
     by_metric = {metric: name for name, rule in alert_rules.items() for metric in metric_names(rule["expr"])}
     expected = {
         "controller_runtime_reconcile_errors_total": ("warning", "15m"),
-        "controller_runtime_terminal_reconcile_errors_total": ("warning", None),
+        "zkop_zookeeperconfig_condition": ("warning", "5m"),
         "zkop_zookeeper_connected": ("critical", "2m"),
         "leader_election_master_status": ("critical", "5m"),
         "zkop_drift_corrections_total": ("info", None),

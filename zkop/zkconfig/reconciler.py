@@ -179,7 +179,9 @@ class ZooKeeperConfigReconciler:
             if claim.conflict is not None:
                 self._report_conflict(obj, claim.conflict.describe())
                 return Result()
-            plan, observed = self._converge(desired, plan_sync)
+            # On the first claim (adoption of a legacy znode) read the ACL too: a node created
+            # with another ACL shows no ACL version change, so it would otherwise look in sync.
+            plan, observed = self._converge(desired, plan_sync, read_acl=claim.new)
         except ZooKeeperError as err:
             self._report_failure(obj, err)
             raise RetryableError(str(err)) from err
@@ -242,13 +244,18 @@ class ZooKeeperConfigReconciler:
 
     # --- steps -------------------------------------------------------------------------------
 
-    def _converge(self, desired: DesiredZnode,
-                  planner: Callable[[DesiredZnode, Observed | None], Plan]) -> tuple[Plan, Observed | None]:
-        """Read (watched), plan, execute; re-plan on a concurrent change up to :data:`MAX_REPLANS` times."""
+    def _converge(self, desired: DesiredZnode, planner: Callable[[DesiredZnode, Observed | None], Plan], *,
+                  read_acl: bool = False) -> tuple[Plan, Observed | None]:
+        """Read (watched), plan, execute; re-plan on a concurrent change up to :data:`MAX_REPLANS` times.
+
+        ``read_acl`` forces the ACL to be read even when its version says it is unchanged.
+        """
         last: ConcurrentModification | None = None
         for attempt in range(MAX_REPLANS):
             try:
-                observed = self.zookeeper.read(desired.path, desired.acl, watch=True)
+                if read_acl:
+                    self.zookeeper.forget(desired.path)
+                observed = self.zookeeper.read(desired.path, None if read_acl else desired.acl, watch=True)
                 plan = planner(desired, observed)
                 self.zookeeper.execute(plan.actions)
                 return plan, observed

@@ -1,0 +1,223 @@
+"""``zkop export``: a live znode subtree as ZooKeeperConfig manifests.
+
+Which znodes become objects (:func:`plan_export`):
+
+* every *leaf* — a node with no exported descendant — empty or not;
+* every interior node holding data or an ACL other than the open ACL (an empty,
+  open interior node comes back anyway as a parent; ``include_empty`` exports it too);
+* never: the root ``/``, ``/zookeeper``, excluded subtrees, zkop's ownership
+  registry, ephemeral nodes (``ephemeralOwner != 0``) and sequential nodes (10-digit
+  suffix) with their subtrees — they belong to running clients, not to Git. Each
+  skipped ephemeral or sequential node gets a note.
+
+Each manifest is plain ZooKeeperConfig YAML (``apiVersion``, ``kind``,
+``metadata.name`` [, ``namespace``], ``spec``): ``stringData`` for printable
+UTF-8, else base64 ``data`` with ``encoding: binary``; ``spec.acl`` unless the
+ACL is the open ACL. Before anything is written, every rendered manifest is
+read back and put through the same checks as ``zkop validate`` (CRD schema and
+:func:`zkop.zkconfig.spec.parse_spec`), and its bytes and ACL compared with the
+live node; a node failing this is reported as a problem instead of exported.
+
+Layout (:func:`zkop.gitops.names.manifest_file`): ``<dir>/app/features/x.yaml``
+for ``/app/features/x``, plus ``<dir>/kustomization.yaml`` listing every file.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from zkop.gitops.encoding import data_fields
+from zkop.gitops.manifests import Location, ManifestObject, Manifests, dump_yaml, load_yaml
+from zkop.gitops.names import manifest_file, object_name
+from zkop.gitops.schema import SchemaChecker
+from zkop.gitops.tree import Tree, ZNode, is_sequential_name
+from zkop.gitops.validate import validate_manifests
+from zkop.zkconfig.spec import DEFAULT_MAX_DATA_BYTES, GROUP, KIND, VERSION
+from zkop.zookeeper.actions import OPEN_ACL, AclEntry
+
+__all__ = [
+    "KUSTOMIZATION",
+    "Export",
+    "ExportConflict",
+    "ExportNote",
+    "ExportedZnode",
+    "manifest_object",
+    "plan_export",
+    "write_export",
+]
+
+KUSTOMIZATION = "kustomization.yaml"
+
+
+class ExportConflict(Exception):
+    """Files to be written already exist and ``force`` was not given; nothing was written."""
+
+    def __init__(self, files: list[Path]) -> None:
+        shown = ", ".join(map(str, files[:5])) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
+        super().__init__(f"{len(files)} file(s) already exist: {shown}; use --force to overwrite")
+        self.files = files
+
+
+@dataclass(frozen=True)
+class ExportedZnode:
+    """One manifest: the znode's path, the object name, its file (relative to the export dir), the YAML."""
+
+    path: str
+    name: str
+    file: PurePosixPath
+    text: str
+
+
+@dataclass(frozen=True)
+class ExportNote:
+    """A znode not exported. ``problem``: it should have been (exit 1); else skipped by rule."""
+
+    path: str
+    reason: str
+    problem: bool = False
+
+
+@dataclass
+class Export:
+    """What :func:`plan_export` decided: manifests in path order, and notes."""
+
+    root: str
+    znodes: list[ExportedZnode] = field(default_factory=list)
+    notes: list[ExportNote] = field(default_factory=list)
+
+    @property
+    def problems(self) -> list[ExportNote]:
+        """Notes about znodes that could not be exported."""
+        return [n for n in self.notes if n.problem]
+
+    def kustomization(self) -> str:
+        """``kustomization.yaml`` listing every manifest (kustomize ``Kustomization`` v1beta1)."""
+        return dump_yaml({
+            "apiVersion": "kustomize.config.k8s.io/v1beta1",
+            "kind": "Kustomization",
+            "resources": [str(z.file) for z in self.znodes],
+        })
+
+
+def _acl_spec(acl: tuple[AclEntry, ...]) -> list[dict[str, Any]]:
+    return [{"scheme": e.scheme, "id": e.id, "permissions": e.permission_names()} for e in acl]
+
+
+def manifest_object(path: str, data: bytes, acl: tuple[AclEntry, ...], *, namespace: str | None = None,
+                    force_binary: bool = False) -> dict[str, Any]:
+    """The ZooKeeperConfig declaring a znode with ``data`` and ``acl`` (see the module docstring)."""
+    metadata: dict[str, Any] = {"name": object_name(path)}
+    if namespace:
+        metadata["namespace"] = namespace
+    spec: dict[str, Any] = {"path": path, **data_fields(data, force_binary=force_binary)}
+    if acl != OPEN_ACL:
+        spec["acl"] = _acl_spec(acl)
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": KIND, "metadata": metadata, "spec": spec}
+
+
+def _render(node: ZNode, namespace: str | None, checker: SchemaChecker, max_data_bytes: int) -> str | ExportNote:
+    """YAML for ``node``, verified by reading it back; or a problem note."""
+    rule = "could not be rendered"
+    for force_binary in (False, True):
+        text = dump_yaml(manifest_object(node.path, node.data, node.acl, namespace=namespace,
+                                         force_binary=force_binary))
+        loaded = load_yaml(text)
+        manifests = Manifests(objects=[ManifestObject(Location(node.path, 1), loaded)])
+        result = validate_manifests(manifests, checker, max_data_bytes=max_data_bytes, strict=True)
+        if result.errors:
+            first = result.errors[0]
+            return ExportNote(node.path, f"cannot be declared: {first.field}: {first.rule}", problem=True)
+        desired = result.objects[0].desired
+        if desired is not None and desired.data == node.data and desired.acl == node.acl:
+            return text
+        rule = "YAML round trip changed the data"
+    return ExportNote(node.path, rule, problem=True)  # pragma: no cover - binary form always round-trips
+
+
+def plan_export(tree: Tree, checker: SchemaChecker, *, namespace: str | None = None, include_empty: bool = False,
+                max_data_bytes: int = DEFAULT_MAX_DATA_BYTES) -> Export:
+    """Decide and render the manifests for a walked tree (pure: no I/O).
+
+    Args:
+        tree: from :func:`zkop.gitops.tree.walk` (with reserved and excluded subtrees skipped
+            and sequential nodes not descended).
+        checker: the CRD schema, to verify every manifest.
+        namespace: ``metadata.namespace`` of every object (omitted if ``None``).
+        include_empty: also export empty interior znodes with the open ACL.
+        max_data_bytes: larger znodes are problems (the operator would refuse them).
+    """
+    export = Export(tree.root)
+    present: dict[str, bool] = {}  # the node or a descendant is exported
+    chosen: list[ZNode] = []
+    for node in reversed(tree.nodes.values()):  # children before parents
+        below = any(present[c.path] for c in tree.children(node))
+        present[node.path] = below
+        if node.path == "/":
+            continue
+        if node.ephemeral_owner:
+            export.notes.append(ExportNote(node.path, f"ephemeral node (session 0x{node.ephemeral_owner:x}): "
+                                                      "belongs to a running client, not to Git"))
+            continue
+        if is_sequential_name(node.name):
+            export.notes.append(ExportNote(node.path, "sequential node: belongs to running clients, not to Git"))
+            continue
+        if below and not node.data and node.acl == OPEN_ACL and not include_empty:
+            continue
+        present[node.path] = True
+        chosen.append(node)
+    export.notes.extend(ExportNote(u.path, u.reason, problem=True) for u in tree.unreadable)
+    names: dict[str, str] = {}
+    files: dict[str, str] = {}
+    for node in reversed(chosen):  # parents first
+        rendered = _render(node, namespace, checker, max_data_bytes)
+        if isinstance(rendered, ExportNote):
+            export.notes.append(rendered)
+            continue
+        name, file = object_name(node.path), manifest_file(node.path)
+        if name in names:  # a 40-bit digest collision
+            export.notes.append(ExportNote(node.path, f"object name {name} is also derived from {names[name]}",
+                                           problem=True))
+            continue
+        names[name] = node.path
+        folded = str(file).casefold()
+        if folded in files:
+            export.notes.append(ExportNote(node.path, f"file {file} differs from {files[folded]} only in case; "
+                                                      "check out on case-sensitive file systems only"))
+        files.setdefault(folded, str(file))
+        export.znodes.append(ExportedZnode(node.path, name, file, rendered))
+    export.notes.sort(key=lambda n: n.path)
+    return export
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.zkop-tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def write_export(export: Export, directory: Path, *, force: bool = False) -> list[Path]:
+    """Write the manifests and ``kustomization.yaml`` under ``directory`` (created if needed).
+
+    Without ``force`` nothing is written if any target file exists; with ``force``
+    those files are overwritten. Other files in ``directory`` are never touched
+    (a manifest of a znode deleted since an earlier export stays; remove it by hand).
+
+    Returns:
+        The files written, manifests in path order, ``kustomization.yaml`` last.
+
+    Raises:
+        ExportConflict: targets exist and ``force`` is false.
+        OSError: the directory or a file cannot be written.
+    """
+    targets = {directory / z.file: z.text for z in export.znodes}
+    targets[directory / KUSTOMIZATION] = export.kustomization()
+    existing = [p for p in targets if p.exists() or p.is_symlink()]
+    if existing and not force:
+        raise ExportConflict(existing)
+    for path, text in targets.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _write_atomically(path, text)
+    return list(targets)

@@ -1,0 +1,238 @@
+"""Reading and writing manifest YAML.
+
+Input follows ``kubectl apply -f``: files, directories (walked recursively for
+``*.yaml``, ``*.yml`` and ``*.json``; hidden entries such as ``.git`` skipped)
+and ``-`` for standard input (e.g. the output of ``kustomize build``). A file
+may hold several YAML documents; a document may be a ``List`` (any kind ending
+in ``List`` with ``items``). Only ZooKeeperConfig objects of zkop's API group are
+returned; every other object (a Kustomization, a ConfigMap, …) is counted and
+ignored.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import yaml
+
+from zkop.zkconfig.spec import GROUP, KIND
+
+__all__ = [
+    "MANIFEST_SUFFIXES",
+    "LoadProblem",
+    "Location",
+    "ManifestObject",
+    "ManifestSourceError",
+    "Manifests",
+    "dump_yaml",
+    "load_manifests",
+    "load_yaml",
+]
+
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+STDIN = "-"
+
+_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class ManifestSourceError(Exception):
+    """An input path cannot be read (missing, unreadable, or ``-`` given twice)."""
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where an object was read.
+
+    Attributes:
+        source: the file as given (or found in a directory); ``<stdin>`` for ``-``.
+        line: 1-based line where the YAML document starts.
+        item: index in the ``items`` of a ``List`` document, if it came from one.
+    """
+
+    source: str
+    line: int
+    item: int | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.source}:{self.line}"
+        return where if self.item is None else f"{where} items[{self.item}]"
+
+
+@dataclass(frozen=True)
+class ManifestObject:
+    """One ZooKeeperConfig object as written in a manifest (not validated)."""
+
+    location: Location
+    obj: dict[str, Any]
+
+    @property
+    def name(self) -> str | None:
+        """``metadata.name`` if it is a string."""
+        meta = self.obj.get("metadata")
+        name = meta.get("name") if isinstance(meta, dict) else None
+        return name if isinstance(name, str) else None
+
+    @property
+    def namespace(self) -> str | None:
+        """``metadata.namespace`` if it is a string (``None``: the namespace of the kubectl context)."""
+        meta = self.obj.get("metadata")
+        namespace = meta.get("namespace") if isinstance(meta, dict) else None
+        return namespace if isinstance(namespace, str) else None
+
+    def describe(self) -> str:
+        """``ZooKeeperConfig namespace/name`` (or just the name) for messages."""
+        name = self.name or "<no name>"
+        return f"{KIND} {self.namespace}/{name}" if self.namespace else f"{KIND} {name}"
+
+
+@dataclass(frozen=True)
+class LoadProblem:
+    """A document that could not be read as an object (YAML syntax, not a mapping)."""
+
+    location: Location
+    message: str
+
+
+@dataclass
+class Manifests:
+    """What :func:`load_manifests` found.
+
+    Attributes:
+        objects: ZooKeeperConfig objects in input order.
+        problems: unreadable documents.
+        ignored: number of other objects (other kinds or API groups).
+        files: number of files (and stdin) read.
+    """
+
+    objects: list[ManifestObject] = field(default_factory=list)
+    problems: list[LoadProblem] = field(default_factory=list)
+    ignored: int = 0
+    files: int = 0
+
+
+def _expand(paths: Sequence[str]) -> Iterator[str]:
+    seen_stdin = False
+    for given in paths:
+        if given == STDIN:
+            if seen_stdin:
+                raise ManifestSourceError("'-' (standard input) can be given only once")
+            seen_stdin = True
+            yield STDIN
+            continue
+        path = Path(given)
+        if path.is_dir():
+            found: list[str] = []
+            for dirpath, dirnames, filenames in os.walk(path):
+                dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+                found.extend(
+                    os.path.join(dirpath, f) for f in filenames
+                    if not f.startswith(".") and f.endswith(MANIFEST_SUFFIXES)
+                )
+            yield from sorted(found)
+        elif path.is_file():
+            yield given
+        else:
+            raise ManifestSourceError(f"{given}: no such file or directory")
+
+
+def _documents(text: str, source: str) -> Iterator[tuple[Location, Any]]:
+    """Yield ``(location, document)`` for each YAML document; a syntax error ends the file."""
+    loader = _Loader(text)
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            line = node.start_mark.line + 1 if node is not None else 1
+            yield Location(source, line), loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _is_ours(obj: dict[str, Any]) -> bool:
+    api_version = obj.get("apiVersion")
+    return obj.get("kind") == KIND and isinstance(api_version, str) and api_version.split("/")[0] == GROUP
+
+
+def _collect(result: Manifests, location: Location, doc: Any) -> None:
+    if doc is None:
+        return
+    if not isinstance(doc, dict):
+        result.problems.append(LoadProblem(location, f"document is a {type(doc).__name__}, not an object"))
+        return
+    kind = doc.get("kind")
+    items = doc.get("items")
+    if isinstance(kind, str) and kind.endswith("List") and isinstance(items, list):
+        for index, item in enumerate(items):
+            item_location = Location(location.source, location.line, index)
+            if isinstance(item, dict):
+                if _is_ours(item):
+                    result.objects.append(ManifestObject(item_location, item))
+                else:
+                    result.ignored += 1
+            else:
+                result.problems.append(LoadProblem(item_location, "list item is not an object"))
+        return
+    if _is_ours(doc):
+        result.objects.append(ManifestObject(location, doc))
+    else:
+        result.ignored += 1
+
+
+def load_manifests(paths: Sequence[str], stdin: TextIO | None = None) -> Manifests:
+    """Read ZooKeeperConfig objects from files, directories and ``-`` (``stdin``, default ``sys.stdin``).
+
+    YAML problems are collected in :attr:`Manifests.problems` (with file and line),
+    not raised: a syntax error stops reading that file only.
+
+    Raises:
+        ManifestSourceError: a path does not exist or cannot be read.
+    """
+    result = Manifests()
+    for source in _expand(paths):
+        if source == STDIN:
+            name, text = "<stdin>", (stdin or sys.stdin).read()
+        else:
+            name = source
+            try:
+                text = Path(source).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as err:
+                raise ManifestSourceError(f"{source}: {err}") from err
+        result.files += 1
+        try:
+            for location, doc in _documents(text, name):
+                _collect(result, location, doc)
+        except yaml.YAMLError as err:
+            mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+            line = mark.line + 1 if mark is not None else 1
+            problem = " ".join(str(getattr(err, "problem", None) or err).split())
+            result.problems.append(LoadProblem(Location(name, line), f"YAML syntax: {problem}"))
+    return result
+
+
+class _Dumper(yaml.SafeDumper):
+    """Block style (``|``) for multi-line strings; the emitter falls back to quoting when a block cannot
+    round-trip. PyYAML's own emitter on purpose: libyaml's escapes characters outside the BMP (emoji)."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
+def dump_yaml(obj: Any) -> str:
+    """One YAML document, keys in insertion order, UTF-8 text as is, long lines unfolded."""
+    text: str = yaml.dump(obj, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1 << 30,
+                          default_flow_style=False)
+    return text
+
+
+def load_yaml(text: str) -> Any:
+    """One YAML document, read with the same (safe) loader as manifests."""
+    return yaml.load(text, Loader=_Loader)

@@ -1,0 +1,204 @@
+"""``zkop sync``: apply manifests straight to ZooKeeper, as the operator would.
+
+Each object goes through the operator's own steps: :func:`zkop.zkconfig.spec.parse_spec`
+(done by validation), read, :func:`zkop.zkconfig.plan.plan_sync`, and
+:meth:`ZooKeeperAdapter.execute` (compare-and-set; a concurrent change is read
+and planned again, up to :data:`MAX_REPLANS` times). So ``syncPolicy``
+(``createOnly`` never overwrites), ACLs, size and path rules are the operator's.
+Objects are applied parents first. The ACL is always read, so an ACL set by
+hand at creation (``aversion`` 0) is seen and restored too.
+
+Not done: ownership records (``sync`` has no Kubernetes object to stamp and
+writes none), ``deletionPolicy`` (nothing is deleted except by ``--prune``,
+see :mod:`zkop.gitops.prune`), ``dataFrom`` (cannot be resolved without a
+cluster: reported as skipped, never read or printed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from zkop.gitops.tree import ZNode, path_key
+from zkop.gitops.validate import CheckedObject
+from zkop.zkconfig.plan import Plan, plan_delete, plan_sync
+from zkop.zkconfig.spec import DataRef, DesiredZnode
+from zkop.zookeeper.actions import OPEN_ACL, AclEntry, Action, CreateNode, DeleteNode, Observed, SetAcl, SetData
+from zkop.zookeeper.adapter import ConcurrentModification, ZooKeeperAdapter, ZooKeeperError, ZooKeeperNoAuth
+
+__all__ = ["MAX_REPLANS", "SyncResult", "describe_acl", "describe_acl_entry", "describe_action", "prune_znodes",
+           "skipped_ref", "sync_objects"]
+
+#: Plans re-made after a concurrent change before giving up on one znode (as the reconciler).
+MAX_REPLANS = 3
+
+ResultKind = Literal["unchanged", "created", "updated", "outOfSync", "pruned", "skipped", "error"]
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    """What happened (or, in a dry run, would happen) to one znode.
+
+    Attributes:
+        path: the znode.
+        result: ``unchanged``, ``created``, ``updated``, ``outOfSync`` (createOnly, left alone),
+            ``pruned``, ``skipped`` (``dataFrom``) or ``error``.
+        message: a sentence; never contains znode data.
+        object: ``file:line ZooKeeperConfig ns/name``; empty for pruned znodes.
+        actions: the actions as text, e.g. ``set /a (4 → 5 bytes, version 2)``.
+    """
+
+    path: str
+    result: ResultKind
+    message: str
+    object: str = ""
+    actions: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """The result as a JSON object with the attribute names as keys."""
+        return {"path": self.path, "result": self.result, "message": self.message, "object": self.object,
+                "actions": list(self.actions)}
+
+
+def describe_acl_entry(entry: AclEntry) -> str:
+    """``digest:alice:HASH= read,write`` (scheme, id, permissions in the CRD's words)."""
+    return f"{entry.scheme}:{entry.id} {','.join(entry.permission_names()) or 'none'}"
+
+
+def describe_acl(acl: tuple[AclEntry, ...]) -> str:
+    """``world:anyone read,write,create,delete,admin; digest:u:h= read`` — one line, in order."""
+    return "; ".join(describe_acl_entry(e) for e in acl)
+
+
+def describe_action(action: Action) -> str:
+    """One line for an action, without data: ``create /a (5 bytes)``, ``delete /a (version 3)``."""
+    if isinstance(action, CreateNode):
+        acl = "" if action.acl == OPEN_ACL else f", ACL {describe_acl(action.acl)}"
+        return f"create {action.path} ({len(action.data)} bytes{acl})"
+    if isinstance(action, SetData):
+        return f"set {action.path} ({len(action.data)} bytes, if version {action.expected_version})"
+    if isinstance(action, SetAcl):
+        return f"setAcl {action.path} ({describe_acl(action.acl)}, if aversion {action.expected_acl_version})"
+    return f"delete {action.path} (if version {action.expected_version})"
+
+
+def skipped_ref(ref: DataRef) -> str:
+    """The message for an unresolvable ``dataFrom`` (names the key, never any bytes)."""
+    kind = "Secret" if ref.secret else "ConfigMap"
+    redacted = " (redacted)" if ref.secret else ""
+    return (f"data from {kind} {ref.name!r} key {ref.key!r} cannot be resolved without a cluster; "
+            f"skipped{redacted}")
+
+
+#: A read made in advance: the znode, absent (``None``), or the error reading it.
+PreRead = Observed | ZooKeeperError | None
+
+
+def _converge(adapter: ZooKeeperAdapter, desired: DesiredZnode,
+              planner: Callable[[DesiredZnode, Observed | None], Plan], dry_run: bool,
+              pre_read: PreRead | Literal[False] = False) -> Plan:
+    """Read (or take ``pre_read`` the first time), plan, execute; re-read and re-plan on a conflict."""
+    last: ConcurrentModification | None = None
+    for attempt in range(MAX_REPLANS):
+        if attempt == 0 and pre_read is not False:
+            if isinstance(pre_read, ZooKeeperError):
+                raise pre_read
+            observed = pre_read
+        else:
+            observed = adapter.read(desired.path, None)
+        plan = planner(desired, observed)
+        if dry_run:
+            return plan
+        try:
+            adapter.execute(plan.actions)
+            return plan
+        except ConcurrentModification as err:
+            last = err
+    assert last is not None
+    raise last
+
+
+def _result(plan: Plan, path: str, what: str) -> SyncResult:
+    actions = tuple(describe_action(a) for a in plan.actions)
+    outcome = plan.outcome
+    if outcome.state == "Error":
+        return SyncResult(path, "error", outcome.message, what, actions)
+    if outcome.state == "OutOfSync":
+        return SyncResult(path, "outOfSync", outcome.message, what, actions)
+    if not plan.actions:
+        return SyncResult(path, "unchanged", outcome.message, what)
+    if any(isinstance(a, DeleteNode) for a in plan.actions):
+        return SyncResult(path, "pruned", outcome.message, what, actions)
+    kind: ResultKind = "created" if any(isinstance(a, CreateNode) for a in plan.actions) else "updated"
+    return SyncResult(path, kind, outcome.message, what, actions)
+
+
+def sync_objects(adapter: ZooKeeperAdapter, objects: Sequence[CheckedObject], *, dry_run: bool = False,
+                 pre_read: Mapping[str, PreRead] | None = None,
+                 on_done: Callable[[], None] | None = None) -> list[SyncResult]:
+    """Converge ZooKeeper to ``objects`` (validated), parents first; with ``dry_run`` only read and plan.
+
+    ``pre_read`` (from :func:`zkop.gitops.tree.read_nodes`) saves the first read of
+    each znode; a stale entry only costs a conflict and a re-read, as writes are conditional.
+
+    Returns:
+        One result per object, in path order. A znode that cannot be converged
+        (ephemeral in the way, NoAuth, still changing after :data:`MAX_REPLANS`
+        plans) is an ``error`` result; the others are still applied.
+
+    Raises:
+        ZooKeeperUnavailable: the session was lost; results so far are not returned.
+    """
+    results = []
+    for checked in sorted(objects, key=lambda c: path_key(c.path)):
+        what = checked.describe()
+        if checked.desired is None:
+            assert checked.unresolved is not None
+            results.append(SyncResult(checked.path, "skipped", skipped_ref(checked.unresolved), what))
+        else:
+            try:
+                first: PreRead | Literal[False] = False
+                if pre_read is not None and checked.path in pre_read:
+                    first = pre_read[checked.path]
+                plan = _converge(adapter, checked.desired, plan_sync, dry_run, first)
+                results.append(_result(plan, checked.path, what))
+            except (ConcurrentModification, ZooKeeperNoAuth) as err:
+                results.append(SyncResult(checked.path, "error", str(err), what))
+        if on_done is not None:
+            on_done()
+    return results
+
+
+def prune_znodes(adapter: ZooKeeperAdapter, candidates: Sequence[ZNode], *, dry_run: bool = False,
+                 on_done: Callable[[], None] | None = None) -> list[SyncResult]:
+    """Delete ``candidates`` (from :func:`zkop.gitops.prune.plan_prune`, leaves first) one by one.
+
+    Each deletion is :func:`zkop.zkconfig.plan.plan_delete` on a fresh read: never
+    recursive, conditional on the version read; a znode that gained a child or turned
+    out ephemeral is kept and reported as an ``error``. A dry run plans from the walked
+    state, taking the candidates' children as already deleted.
+
+    Raises:
+        ZooKeeperUnavailable: the session was lost.
+    """
+    results = []
+    for node in candidates:
+        desired = DesiredZnode(path=node.path, data=b"", deletion_policy="Delete")
+        walked = Observed(data=node.data, version=node.version, num_children=0,
+                          ephemeral_owner=node.ephemeral_owner, acl_version=node.acl_version, acl=node.acl)
+        try:
+            plan = _converge(adapter, desired, plan_delete, dry_run, walked if dry_run else False)
+        except (ConcurrentModification, ZooKeeperNoAuth) as err:
+            results.append(SyncResult(node.path, "error", str(err)))
+        else:
+            if not plan.outcome.ready:
+                results.append(SyncResult(node.path, "error", plan.outcome.message))
+            elif plan.actions:
+                results.append(SyncResult(node.path, "pruned", "no manifest declares it",
+                                          actions=tuple(describe_action(a) for a in plan.actions)))
+            else:
+                results.append(SyncResult(node.path, "unchanged", plan.outcome.message))
+        if on_done is not None:
+            on_done()
+    return results

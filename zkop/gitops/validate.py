@@ -1,0 +1,245 @@
+"""``zkop validate``: manifests against the CRD schema and zkop's own rules, offline.
+
+Checks, per ZooKeeperConfig object (after the CRD's defaults are applied):
+
+1. ``apiVersion`` is ``platform.example.com/v1alpha1``;
+2. ``metadata.name`` is a DNS-1123 subdomain and ``metadata.namespace`` (if set) a
+   DNS-1123 label (Kubernetes "Object Names and IDs");
+3. the CRD's ``openAPIV3Schema`` (:mod:`zkop.gitops.schema`);
+4. :func:`zkop.zkconfig.spec.parse_spec` — the operator's own rules: ZooKeeper path
+   rules, strict base64, UTF-8 for ``encoding: utf-8``, ``--max-data-bytes``, ACL entries.
+   ``dataFrom`` cannot be resolved offline: its reference is checked, its bytes are not;
+5. across all objects: no znode path declared twice, no ``namespace/name`` defined twice.
+
+Fields the schema does not declare are warnings, or errors with ``strict``
+(kubeconform's ``-strict``; the API server rejects them under kubectl's default
+``--validate=strict``).
+
+``diff`` and ``sync`` run the same checks first and refuse invalid input.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from zkop.gitops.manifests import Location, ManifestObject, Manifests
+from zkop.gitops.names import is_dns1123_label, is_dns1123_subdomain
+from zkop.gitops.schema import SchemaChecker
+from zkop.zkconfig.spec import (
+    DEFAULT_MAX_DATA_BYTES,
+    GROUP,
+    KIND,
+    VERSION,
+    DataRef,
+    DesiredZnode,
+    InvalidSpec,
+    parse_spec,
+)
+
+__all__ = ["CheckedObject", "Problem", "Validation", "validate_manifests"]
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem: where, which object, which field, which rule.
+
+    Attributes:
+        location: ``file:line`` (plus ``items[i]`` inside a List).
+        object: ``ZooKeeperConfig namespace/name``; empty for unreadable documents.
+        field: e.g. ``spec.data``; empty when the whole document is concerned.
+        rule: the rule broken, as a sentence.
+        severity: ``error`` (validation fails) or ``warning``.
+        order: sort key (file, line, list item) so problems print in file order.
+    """
+
+    location: str
+    object: str
+    field: str
+    rule: str
+    severity: Severity = "error"
+    order: tuple[str, int, int] = dataclasses.field(default=("", 0, 0), compare=False, repr=False)
+
+    def __str__(self) -> str:
+        parts = [self.location, self.object, self.field, self.rule]
+        line = ": ".join(p for p in parts if p)
+        return f"warning: {line}" if self.severity == "warning" else line
+
+    def to_json(self) -> dict[str, str]:
+        """The problem as a JSON object with the attribute names as keys."""
+        return {"location": self.location, "object": self.object, "field": self.field, "rule": self.rule,
+                "severity": self.severity}
+
+
+@dataclass(frozen=True)
+class CheckedObject:
+    """A ZooKeeperConfig object that passed every check.
+
+    Attributes:
+        manifest: the object as read.
+        path: ``spec.path``.
+        desired: the parsed spec; ``None`` when the data comes from ``dataFrom``.
+        unresolved: the ``dataFrom`` reference that cannot be resolved without a cluster.
+    """
+
+    manifest: ManifestObject
+    path: str
+    desired: DesiredZnode | None
+    unresolved: DataRef | None = None
+
+    def describe(self) -> str:
+        """``file:line ZooKeeperConfig namespace/name`` for messages."""
+        return f"{self.manifest.location} {self.manifest.describe()}"
+
+
+@dataclass
+class Validation:
+    """Result of :func:`validate_manifests`.
+
+    Attributes:
+        objects: the objects without errors, in input order.
+        problems: errors and warnings, in input order.
+        total: ZooKeeperConfig objects found.
+        ignored: other objects skipped.
+    """
+
+    objects: list[CheckedObject] = dataclasses.field(default_factory=list)
+    problems: list[Problem] = dataclasses.field(default_factory=list)
+    total: int = 0
+    ignored: int = 0
+
+    @property
+    def errors(self) -> list[Problem]:
+        """Problems of severity ``error``."""
+        return [p for p in self.problems if p.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Problem]:
+        """Problems of severity ``warning``."""
+        return [p for p in self.problems if p.severity == "warning"]
+
+
+def _metadata_problems(obj: dict[str, Any]) -> list[tuple[str, str]]:
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        return [("metadata", "is required and must be an object")]
+    problems = []
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        problems.append(("metadata.name", "is required"))
+    elif not is_dns1123_subdomain(name):
+        problems.append(("metadata.name", "must be a DNS-1123 subdomain: at most 253 characters, lowercase "
+                                          "alphanumerics, '-' or '.', starting and ending alphanumeric"))
+    namespace = meta.get("namespace")
+    if namespace is not None and (not isinstance(namespace, str) or not is_dns1123_label(namespace)):
+        problems.append(("metadata.namespace", "must be a DNS-1123 label: at most 63 characters, lowercase "
+                                               "alphanumerics or '-', starting and ending alphanumeric"))
+    return problems
+
+
+def _order(location: Location) -> tuple[str, int, int]:
+    return (location.source, location.line, -1 if location.item is None else location.item)
+
+
+def _same_field(a: str, b: str) -> bool:
+    """True if ``a`` and ``b`` name the same field or one lies inside the other (``spec`` itself aside)."""
+    if a == b:
+        return True
+    outer, inner = (a, b) if len(a) < len(b) else (b, a)
+    return outer != "spec" and inner.startswith((outer + ".", outer + "["))
+
+
+def _check_one(manifest: ManifestObject, checker: SchemaChecker, max_data_bytes: int,
+               strict: bool) -> tuple[list[Problem], CheckedObject | None]:
+    where, what = str(manifest.location), manifest.describe()
+
+    def problem(field_: str, rule: str, severity: Severity = "error") -> Problem:
+        return Problem(where, what, field_, rule, severity, _order(manifest.location))
+
+    obj = manifest.obj
+    if obj.get("apiVersion") != f"{GROUP}/{VERSION}":
+        return [problem("apiVersion", f"must be {GROUP}/{VERSION}, not {obj.get('apiVersion')!r}")], None
+    problems = [problem(f, r) for f, r in _metadata_problems(obj)]
+    defaulted = checker.with_defaults(obj)
+    schema_problems = checker.check(defaulted)
+    problems.extend(problem(p.field, p.rule) for p in schema_problems)
+    problems.extend(
+        problem(name, "unknown field: not in the CRD schema (the API server rejects it with "
+                      "kubectl --validate=strict, or prunes it)", "error" if strict else "warning")
+        for name in checker.unknown_fields(obj)
+    )
+    refs: list[DataRef] = []
+
+    def placeholder(ref: DataRef) -> bytes:
+        refs.append(ref)
+        return b""
+
+    desired: DesiredZnode | None = None
+    try:
+        desired = parse_spec(defaulted.get("spec"), max_data_bytes=max_data_bytes, lookup=placeholder)
+    except InvalidSpec as err:
+        if not any(_same_field(p.field, err.field) for p in schema_problems):
+            problems.append(problem(err.field, err.rule))
+    if desired is None or any(p.severity == "error" for p in problems):
+        return problems, None
+    unresolved = refs[0] if refs else None
+    checked = CheckedObject(manifest, desired.path, None if unresolved else desired, unresolved)
+    return problems, checked
+
+
+def validate_manifests(manifests: Manifests, checker: SchemaChecker, *,
+                       max_data_bytes: int = DEFAULT_MAX_DATA_BYTES, strict: bool = False) -> Validation:
+    """Check every ZooKeeperConfig in ``manifests``; never touches ZooKeeper or Kubernetes.
+
+    Args:
+        manifests: as loaded by :func:`zkop.gitops.manifests.load_manifests` (load
+            problems become problems without an object).
+        checker: the CRD schema.
+        max_data_bytes: the operator's ``--max-data-bytes``.
+        strict: unknown fields are errors instead of warnings.
+
+    Returns:
+        The valid objects and all problems; validation failed if ``errors`` is non-empty.
+    """
+    result = Validation(total=len(manifests.objects), ignored=manifests.ignored)
+    result.problems.extend(Problem(str(p.location), "", "", p.message, order=_order(p.location))
+                           for p in manifests.problems)
+    candidates: list[CheckedObject] = []
+    for manifest in manifests.objects:
+        problems, checked = _check_one(manifest, checker, max_data_bytes, strict)
+        result.problems.extend(problems)
+        if checked is not None:
+            candidates.append(checked)
+    result.problems.extend(_duplicates(manifests.objects))
+    result.problems.sort(key=lambda p: p.order)
+    flagged = {p.location for p in result.errors}
+    result.objects = [c for c in candidates if str(c.manifest.location) not in flagged]
+    return result
+
+
+def _duplicates(objects: Sequence[ManifestObject]) -> list[Problem]:
+    problems = []
+    by_path: dict[str, ManifestObject] = {}
+    by_name: dict[tuple[str, str], ManifestObject] = {}
+    for manifest in objects:
+        spec = manifest.obj.get("spec")
+        path = spec.get("path") if isinstance(spec, dict) else None
+        if isinstance(path, str):
+            first = by_path.setdefault(path, manifest)
+            if first is not manifest:
+                problems.append(Problem(str(manifest.location), manifest.describe(), "spec.path",
+                                        f"duplicate path {path}: also declared at {first.location} "
+                                        f"({first.describe()}); one znode, one object",
+                                        order=_order(manifest.location)))
+        if manifest.name:
+            key = (manifest.namespace or "", manifest.name)
+            first = by_name.setdefault(key, manifest)
+            if first is not manifest:
+                problems.append(Problem(str(manifest.location), manifest.describe(), "metadata.name",
+                                        f"duplicate {KIND} {'/'.join(filter(None, key))}: also defined at "
+                                        f"{first.location}", order=_order(manifest.location)))
+    return problems
