@@ -1,0 +1,23 @@
+"""The service bridge: publish Kubernetes Services into ZooKeeper for consumers outside the cluster.
+
+Pipeline (external-dns's source → plan → registry → provider):
+
+==================  ==============================================================
+module              role
+==================  ==============================================================
+``options``         :class:`BridgeOptions` and fixed names (annotations, defaults)
+``cli``             ``zkop run`` flags → options
+``records``         selection rules; Service → format-neutral :class:`ServiceRecord`
+``endpoints``       ready EndpointSlice addresses and their debounce
+``naming``          layouts (flat / nested key paths) and the collision rule
+``formats``         record formats (``json``, ``curator``) and owner stamps
+``plan``            pure planning: per-Service plan, garbage-collection sweep, breaker
+``reconciler``      reads cache and ZooKeeper, plans, executes through the adapter
+``builder``         informers + the ``service-bridge`` controller for the manager
+==================  ==============================================================
+"""
+
+from zkop.bridge.builder import ServiceBridge, build_service_bridge
+from zkop.bridge.options import BridgeOptions
+
+__all__ = ["BridgeOptions", "ServiceBridge", "build_service_bridge"]
