@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from helpers import ZKC, synced
 from kazoo.client import KazooClient
 from kazoo.security import make_acl, make_digest_acl
 
@@ -12,6 +11,7 @@ from zkop.cli import main as zkop_main
 from zkop.gitops.manifests import load_manifests
 from zkop.kube.client import KubeClient, resource_path
 from zkop.testing.operator import OperatorProcess
+from zkop.testing.resources import ZKC, synced
 from zkop.testing.txnlog import read_txn_log
 from zkop.testing.waiting import wait_for
 from zkop.testing.zookeeper import ZooKeeperServer

@@ -8,10 +8,10 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from helpers import create, synced, zkc
 
 from zkop.kube.client import KubeClient
 from zkop.testing.operator import OperatorProcess
+from zkop.testing.resources import create, synced, zkc
 from zkop.testing.txnlog import read_txn_log
 from zkop.testing.waiting import wait_for
 from zkop.testing.zookeeper import ZooKeeperServer

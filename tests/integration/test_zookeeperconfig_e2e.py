@@ -9,40 +9,15 @@ from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError
 
 from zkop.kube.client import MERGE_PATCH, ApiException, KubeClient, resource_path
 from zkop.testing.operator import OperatorProcess
+from zkop.testing.resources import ZKC, get, read, zkc
+from zkop.testing.resources import synced as synced_at_generation
 from zkop.testing.waiting import wait_for
 from zkop.testing.zookeeper import ZooKeeperServer
 
 FLAG = "/app/features/new-recommendation-engine/enabled"
-ZKC = ("platform.example.com", "v1alpha1", "zookeeperconfigs")
-
-
-def zkc(name: str, path: str, data: bytes, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "platform.example.com/v1alpha1",
-        "kind": "ZooKeeperConfig",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {"path": path, "data": base64.b64encode(data).decode(), **spec},
-    }
-
-
-def get(kube: KubeClient, name: str) -> dict[str, Any] | None:
-    try:
-        return kube.request("GET", resource_path(*ZKC, "default", name))
-    except ApiException as err:
-        if err.status == 404:
-            return None
-        raise
-
-
-def read(zk: KazooClient, path: str) -> bytes | None:
-    try:
-        return bytes(zk.get(path)[0])
-    except NoNodeError:
-        return None
 
 
 @pytest.fixture
@@ -58,10 +33,7 @@ def test_feature_flag_lifecycle(operator: OperatorProcess, kube: KubeClient, zk:
     assert wait_for(lambda: read(zk, zk_base + FLAG) == b"true", timeout=15, message="znode created")
 
     def synced() -> dict[str, Any] | None:
-        obj = get(kube, "new-reco")
-        status = (obj or {}).get("status") or {}
-        ok = status.get("state") == "Synced" and status.get("observedGeneration") == obj["metadata"]["generation"]
-        return obj if ok else None
+        return synced_at_generation(kube, "new-reco")
 
     obj = wait_for(synced, timeout=15, message="status Synced")
     assert "zookeeperconfigs.platform.example.com/finalizer" in obj["metadata"]["finalizers"]
@@ -91,7 +63,7 @@ def test_create_only_leaves_existing_znode_untouched(operator: OperatorProcess, 
                  body=zkc("legacy", "/legacy/switch", b"declared", syncPolicy="createOnly"))
 
     def state() -> str | None:
-        return ((get(kube, "legacy") or {}).get("status") or {}).get("state")
+        return str(((get(kube, "legacy") or {}).get("status") or {}).get("state"))
 
     wait_for(lambda: state() == "OutOfSync", timeout=15, message="createOnly reports OutOfSync")
     data, stat = zk.get(zk_base + "/legacy/switch")
@@ -113,8 +85,7 @@ def test_invalid_spec_is_reported_and_writes_nothing(operator: OperatorProcess, 
     kube.request("POST", resource_path(*ZKC, "default"), body=good)
 
     def stalled() -> dict[str, Any] | None:
-        obj = get(kube, "bad") or {}
-        conditions = {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or []}
+        conditions = {c["type"]: c for c in ((get(kube, "bad") or {}).get("status") or {}).get("conditions") or []}
         return conditions if conditions.get("Stalled", {}).get("status") == "True" else None
 
     conditions = wait_for(stalled, timeout=15, message="bad CR stalled")

@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import ZKC, conditions, create, get, read, reasons, state, synced, zkc
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 from kazoo.security import make_acl, make_digest_acl, make_digest_acl_credential
@@ -23,6 +22,7 @@ from zkop.manager import Manager, ManagerOptions
 from zkop.testing.apiserver import ApiServer
 from zkop.testing.crds import install_crds
 from zkop.testing.operator import OperatorProcess
+from zkop.testing.resources import ZKC, conditions, create, get, read, reasons, state, synced, zkc
 from zkop.testing.waiting import wait_for
 from zkop.testing.zookeeper import ZooKeeperEnsemble, ZooKeeperServer, expire_session
 from zkop.zookeeper.adapter import ConnectionOptions

@@ -11,7 +11,7 @@ INVALID = Outcome("Error", "InvalidSpec", "bad path", False, stalled=True)
 
 
 def conditions(status: dict[str, object]) -> dict[str, dict[str, object]]:
-    return {c["type"]: c for c in status["conditions"]}  # type: ignore[index, union-attr, attr-defined]
+    return {c["type"]: c for c in status["conditions"]}  # type: ignore[attr-defined]
 
 
 def test_fresh_object_gets_ready_and_last_synced_time() -> None:

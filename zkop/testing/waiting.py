@@ -17,7 +17,7 @@ T = TypeVar("T")
 
 
 def wait_for(
-    predicate: Callable[[], T],
+    predicate: Callable[[], T | None],
     timeout: float = 10.0,
     interval: float = 0.02,
     message: str = "",

@@ -1,4 +1,4 @@
-"""Shared helpers for integration tests: ZooKeeperConfig manifests, reads and status predicates."""
+"""Test support: ZooKeeperConfig manifests, znode reads and status predicates for integration tests."""
 
 from __future__ import annotations
 
