@@ -1,0 +1,82 @@
+"""What operators of zkop see: probes, metrics, kstatus for Flux, and ZooKeeper outages."""
+
+from __future__ import annotations
+
+import urllib.request
+
+from kazoo.client import KazooClient
+
+from zkop.kube.client import KubeClient
+from zkop.testing.kstatus import compute
+from zkop.testing.operator import OperatorProcess
+from zkop.testing.resources import conditions, create, get, read, synced, zkc
+from zkop.testing.waiting import wait_for
+from zkop.testing.zookeeper import ZooKeeperServer
+
+
+def test_probes_and_metrics_use_controller_runtime_names(kubeconfig: str, kube: KubeClient,
+                                                         zk_server: ZooKeeperServer, zk_base: str) -> None:
+    with OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}", ["--workers", "3"]) as proc:
+        assert proc.probe("/healthz") == 200 and proc.probe("/readyz") == 200
+        with urllib.request.urlopen(f"http://127.0.0.1:{proc.health_port}/readyz?verbose", timeout=5) as r:
+            assert "[+]informers-and-zookeeper ok" in r.read().decode()
+        create(kube, zkc("m", "/app/m", b"1"))
+        wait_for(lambda: synced(kube, "m"), timeout=15)
+        text = proc.metrics()
+        for series in (
+            'controller_runtime_reconcile_total{controller="zookeeperconfig",result="success"}',
+            'controller_runtime_reconcile_total{controller="zookeeperconfig",result="error"} 0.0',
+            'controller_runtime_max_concurrent_reconciles{controller="zookeeperconfig"} 3.0',
+            'controller_runtime_active_workers{controller="zookeeperconfig"}',
+            'controller_runtime_reconcile_time_seconds_bucket{controller="zookeeperconfig",le="0.005"}',
+            'workqueue_depth{controller="zookeeperconfig",name="zookeeperconfig",priority=""}',
+            'workqueue_adds_total{controller="zookeeperconfig",name="zookeeperconfig"}',
+            'workqueue_queue_duration_seconds_count{controller="zookeeperconfig",name="zookeeperconfig"}',
+            'workqueue_longest_running_processor_seconds{controller="zookeeperconfig",name="zookeeperconfig"}',
+            'leader_election_master_status',
+            "zkop_zookeeper_connected 1.0",
+            'zkop_zookeeper_request_duration_seconds_count{operation="create"}',
+            'zkop_zookeeperconfigs{state="Synced"} 1.0',
+        ):
+            assert series in text, series
+        assert "_created" not in text
+
+
+def test_fresh_object_is_in_progress_for_flux_until_synced(kubeconfig: str, kube: KubeClient,
+                                                           zk_server: ZooKeeperServer, zk_base: str) -> None:
+    obj = create(kube, zkc("fresh", "/app/fresh", b"1"))
+    # Before zkop has seen it: the schema default makes kstatus wait (observedGeneration -1 ≠ generation 1).
+    assert compute(get(kube, "fresh") or obj) == "InProgress"
+    bad = create(kube, zkc("bad", "/app/bad\u0002", b"1"))
+    assert compute(get(kube, "bad") or bad) == "InProgress"
+    with OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}"):
+        wait_for(lambda: compute(get(kube, "fresh") or {}) == "Current", timeout=15, message="Current once synced")
+        wait_for(lambda: compute(get(kube, "bad") or {}) == "Failed", timeout=15, message="stalled fails fast")
+
+
+def test_zookeeper_outage_is_reported_and_recovered(kubeconfig: str, kube: KubeClient) -> None:
+    server = ZooKeeperServer()
+    server.start()
+    try:
+        with OperatorProcess(kubeconfig, server.hosts, ["--zk-session-timeout", "4"]) as proc:
+            create(kube, zkc("before", "/app/before", b"1"))
+            wait_for(lambda: synced(kube, "before"), timeout=15)
+            server.kill()  # data kept; start() recovers it
+            wait_for(lambda: proc.probe("/readyz") == 500, timeout=15, message="not ready without a session")
+            assert proc.probe("/healthz") == 200  # alive: no restart storm
+            create(kube, zkc("during", "/app/during", b"2"))
+            wait_for(lambda: conditions(get(kube, "during")).get("Ready", {}).get("reason") == "ZooKeeperUnavailable",
+                     timeout=30, message="ZooKeeperUnavailable after repeated failures")
+            assert conditions(get(kube, "during"))["Reconciling"]["status"] == "True"
+            server.start()
+            wait_for(lambda: proc.probe("/readyz") == 200, timeout=30, message="ready again")
+            wait_for(lambda: synced(kube, "during"), timeout=30, message="converged after the outage")
+            zk = KazooClient(hosts=server.hosts)
+            zk.start(timeout=10)
+            try:
+                assert read(zk, "/app/during") == b"2" and read(zk, "/app/before") == b"1"
+            finally:
+                zk.stop()
+                zk.close()
+    finally:
+        server.stop()
