@@ -22,11 +22,39 @@ the fault-injection hooks and the command line::
 
     python -m zkop.testing.apiserver --port 0 --kubeconfig-out /tmp/kubeconfig
 
+Points where kube-apiserver behaves in a way one might not expect (all
+reproduced here, and checked by ``tests/contract`` against real clusters):
+
+* ``metadata.generation`` exists only for kinds whose registry strategy keeps
+  it (custom resources, CRDs, EndpointSlices); ConfigMaps, Secrets, Services,
+  Leases and Namespaces have none.
+* A PUT without ``metadata.resourceVersion`` is an unconditional update for
+  built-in kinds but 422 (``Invalid value: 0x0: must be specified for an
+  update``) for custom resources and CRDs.
+* A create carrying ``metadata.resourceVersion`` fails with 500 ``resourceVersion
+  should not be set on objects to be created``; uid, creationTimestamp,
+  generation and deletionTimestamp in a create are overwritten.
+* When an update removes the last finalizer of a terminating object, the
+  caller gets its updated object back but the ``DELETED`` watch event carries
+  the last *stored* state (still listing that finalizer) with the deletion's
+  resource version.
+* Deleting an object that is already terminating answers the object, writes nothing.
+* Services and custom resources answer DELETE with the deleted object, most
+  other kinds with a ``Status`` (``ReturnDeletedObject``).
+* Deleting a namespace (or a CRD) marks it terminating, deletes its contents
+  (or custom resources), and removes it once they are gone; new content is
+  refused meanwhile (403, or 405 for custom resources of a terminating CRD).
+* Lists of built-in kinds omit ``kind``/``apiVersion`` in items; watch events and GETs include them.
+* CRD defaults also apply "on read": a default on ``status`` appears right
+  after a create even though the status subresource dropped the request's status.
+
 Deliberately not implemented: authentication/authorization (any token is
 accepted), server-side apply (``application/apply-patch+yaml`` answers 415),
 ``managedFields``, garbage collection of dependents (``ownerReferences``) and
-``propagationPolicy``, admission webhooks, CEL validation rules, the scale
-subresource, conversion webhooks, and pods/workloads in general.
+``propagationPolicy``, admission webhooks, CEL validation rules
+(``x-kubernetes-validations``), the scale subresource, conversion webhooks,
+field selectors beyond ``metadata.name``/``metadata.namespace`` (plus a few
+per kind and CRD ``selectableFields``), and pods/workloads in general.
 """
 
 from __future__ import annotations
@@ -114,6 +142,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
+        # headers and body are separate writes: without TCP_NODELAY, Nagle + delayed ACK add ~40 ms per request
+        with contextlib.suppress(OSError):
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         with self.server.connections_lock:
             self.server.connections.add(self.connection)
 
@@ -202,7 +233,7 @@ class ApiServer:
         if self._httpd is not None:
             return self
         self._httpd = _HTTPServer(("127.0.0.1", self._requested_port), self)
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.1},
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
                                         name="zkop-apiserver", daemon=True)
         self._thread.start()
         return self
@@ -307,6 +338,12 @@ class ApiServer:
                 (``"patch"``, ``"watch"``); ``None`` means all.
 
         Watches already open are not affected; new watch requests are.
+        Discovery requests (``/api``, ``/apis``, ``/version``) never fail.
+
+        Note that urllib3, as the ``kubernetes`` client configures it, itself
+        retries idempotent requests (GET, PUT, DELETE) answered 429 or 503 with
+        a ``Retry-After`` header (after sleeping that long), so such injected
+        failures may be invisible to the caller except for the delay.
         """
         if not 0.0 <= fraction <= 1.0:
             raise ValueError("fraction must be within [0, 1]")
@@ -367,11 +404,7 @@ class ApiServer:
     def _dispatch(self, handler: _Handler, method: str) -> None:
         try:
             self._handle(handler, method)
-        except _WatchAborted:
-            handler.close_connection = True
-        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
-            handler.close_connection = True
-        except OSError:
+        except (_WatchAborted, OSError):  # the connection is gone (or was cut on purpose)
             handler.close_connection = True
 
     @staticmethod
@@ -766,7 +799,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0: pick a free one)")
     parser.add_argument("--kubeconfig-out", type=Path, default=None, help="write a kubeconfig for the server here")
     parser.add_argument("--history-size", type=int, default=10000, help="watch events retained")
-    parser.add_argument("--bookmark-interval", type=float, default=60.0,
+    parser.add_argument("--bookmark-interval", type=float, default=1.0,
                         help="seconds between watch bookmarks (kube-apiserver: about 60)")
     args = parser.parse_args(argv)
     server = ApiServer(args.port, history_size=args.history_size)

@@ -252,7 +252,8 @@ def check_model_types(obj: Mapping[str, Any], model_name: str, kind: str, versio
     try:
         cls.from_dict(dict(obj))
     except pydantic.ValidationError as exc:
-        problems = [e for e in exc.errors() if e.get("type") != "missing"]
+        # from_dict() passes None for absent fields: those are "missing", not type errors
+        problems = [e for e in exc.errors() if e.get("type") != "missing" and e.get("input") is not None]
         if problems:
             first = problems[0]
             where = ".".join(str(p) for p in first.get("loc", ()))
@@ -336,6 +337,9 @@ class Strategy:
     def validate(self, store: StoreHooks, obj: JSON, old: JSON | None, rt: ResourceType) -> list[FieldError]:
         """Kind-specific validation (``old`` is ``None`` on create)."""
         return []
+
+    def read_defaults(self, obj: JSON, rt: ResourceType) -> None:
+        """Defaults kube-apiserver applies when reading an object back from storage (custom resources)."""
 
     def commit_create(self, store: StoreHooks, obj: JSON) -> None:
         """Called right before an object is stored (allocations)."""
@@ -1154,6 +1158,12 @@ class CustomResourceStrategy(Strategy):
     def prepare_create(self, store: StoreHooks, obj: JSON, rt: ResourceType) -> None:
         if rt.has_status:
             obj.pop("status", None)
+
+    def read_defaults(self, obj: JSON, rt: ResourceType) -> None:
+        """Defaulting also runs on objects read from etcd: e.g. a ``default`` on ``status`` shows up
+        right after a create that (with the status subresource) dropped the status."""
+        if rt.schema is not None:
+            rt.schema.apply_defaults(obj)
 
     def validate(self, store: StoreHooks, obj: JSON, old: JSON | None, rt: ResourceType) -> list[FieldError]:
         if rt.schema is None:

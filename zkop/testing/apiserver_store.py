@@ -229,6 +229,8 @@ class Store:
         self._changed = threading.Condition(self._lock)
         self.rv = 0
         self.history_size = max(1, history_size)
+        #: seconds a read at a future resourceVersion waits before 504 (kube-apiserver: 3 s)
+        self.future_rv_wait = 3.0
         self._history: deque[WatchEvent] = deque()
         self._floor = 0
         self._storages: dict[tuple[str, str], _Storage] = {}
@@ -500,7 +502,7 @@ class Store:
         return state
 
     def _wait_for_rv(self, rv: int) -> None:
-        deadline = time.monotonic() + 3.0
+        deadline = time.monotonic() + self.future_rv_wait
         while self.rv < rv:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -665,6 +667,7 @@ class Store:
             raise errs.already_exists(rt.group, rt.plural, name)
         if rv_given not in (None, ""):
             raise ApiError(500, "", "resourceVersion should not be set on objects to be created")
+        strategy.read_defaults(obj, rt)
         if dry_run:
             return obj
         strategy.commit_create(self, obj)
@@ -754,6 +757,7 @@ class Store:
         errors.extend(strategy.validate(self, new, old, rt))
         if errors:
             raise errs.invalid(rt.group, rt.kind, name, errors)
+        strategy.read_defaults(new, rt)
         if new_meta.get("deletionTimestamp") and not new_meta.get("finalizers") and \
                 strategy.can_finalize(self, new):
             # The update empties the finalizers of a terminating object: it is deleted instead.

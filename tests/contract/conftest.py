@@ -1,0 +1,58 @@
+"""Contract suite fixtures: the in-memory API server by default, a real cluster with ``ZKOP_CONTRACT_KUBECONFIG``.
+
+On a real cluster the suite installs the ZooKeeperConfig CRD (unless it is
+already there), works in a scratch namespace ``zkop-contract-<random>`` and
+removes both afterwards (the CRD only if the suite created it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from contract_support import CRDS, Cluster, install_crd
+
+from zkop.kube.client import ApiException, KubeClient, load_api_client
+from zkop.testing.apiserver import ApiServer
+from zkop.testing.apiserver_fixtures import zookeeperconfig_crd
+
+KUBECONFIG_ENV = "ZKOP_CONTRACT_KUBECONFIG"
+
+
+@pytest.fixture(scope="session")
+def _real_cluster() -> Iterator[tuple[KubeClient, str] | None]:
+    path = os.environ.get(KUBECONFIG_ENV)
+    if not path:
+        yield None
+        return
+    kube = KubeClient(load_api_client(path), default_timeout=30)
+    created = install_crd(kube)
+    namespace = f"zkop-contract-{uuid.uuid4().hex[:6]}"
+    kube.request("POST", "/api/v1/namespaces", body={"metadata": {"name": namespace}})
+    try:
+        yield kube, namespace
+    finally:
+        with contextlib.suppress(ApiException):
+            kube.request("DELETE", f"/api/v1/namespaces/{namespace}")
+        if created:
+            with contextlib.suppress(ApiException):
+                kube.request("DELETE", f"{CRDS}/{zookeeperconfig_crd()['metadata']['name']}")
+        kube.close()
+
+
+@pytest.fixture
+def cluster(_real_cluster: tuple[KubeClient, str] | None) -> Iterator[Cluster]:
+    if _real_cluster is not None:
+        kube, namespace = _real_cluster
+        yield Cluster(kube, namespace, None)
+        return
+    with ApiServer() as server:
+        kube = KubeClient(server.api_client(), default_timeout=10)
+        install_crd(kube)
+        namespace = "contract"
+        kube.request("POST", "/api/v1/namespaces", body={"metadata": {"name": namespace}})
+        yield Cluster(kube, namespace, server)
+        kube.close()

@@ -1,0 +1,60 @@
+"""Support code of the contract suite (kept out of conftest.py so test modules can import it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from zkop.kube.client import ApiException, KubeClient, resource_path
+from zkop.testing.apiserver import ApiServer
+from zkop.testing.apiserver_fixtures import wait_for, zookeeperconfig_crd
+
+CRDS = resource_path("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+
+
+@dataclass
+class Cluster:
+    """What a contract test talks to.
+
+    Attributes:
+        kube: zkop's JSON client.
+        namespace: a namespace the test may write to.
+        server: the in-memory server, or ``None`` on a real cluster.
+    """
+
+    kube: KubeClient
+    namespace: str
+    server: ApiServer | None
+
+    @property
+    def real(self) -> bool:
+        """True against a real cluster."""
+        return self.server is None
+
+    def hooks(self) -> ApiServer:
+        """The in-memory server for fault-injection tests; skips the test on a real cluster."""
+        if self.server is None:
+            pytest.skip("needs the fault-injection hooks of zkop.testing.apiserver")
+        return self.server
+
+
+def install_crd(kube: KubeClient) -> bool:
+    """Create the CRD if missing and wait until it is established; True if it was created here."""
+    name = zookeeperconfig_crd()["metadata"]["name"]
+    created = False
+    try:
+        kube.request("GET", f"{CRDS}/{name}")
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+        kube.request("POST", CRDS, body=zookeeperconfig_crd())
+        created = True
+
+    def established() -> bool:
+        crd = kube.request("GET", f"{CRDS}/{name}")
+        return any(c.get("type") == "Established" and c.get("status") == "True"
+                   for c in crd.get("status", {}).get("conditions", []))
+
+    wait_for(established, timeout=60, message="CRD established")
+    return created

@@ -1,0 +1,259 @@
+"""API-server semantics zkop relies on, checked against zkop.testing.apiserver or a real cluster.
+
+Run against a cluster with ``ZKOP_CONTRACT_KUBECONFIG=~/.kube/config pytest -m contract tests/contract``.
+Resource versions are compared for equality only (they are opaque on a real cluster).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import urllib3
+from contract_support import Cluster
+
+from zkop.kube.client import JSON_PATCH, MERGE_PATCH, ApiException, KubeClient, resource_path
+from zkop.testing.apiserver_fixtures import ZKC_GROUP, ZKC_PLURAL, ZKC_VERSION, wait_for
+
+pytestmark = pytest.mark.contract
+
+JSON = dict[str, Any]
+SMP = "application/strategic-merge-patch+json"
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:6]}"
+
+
+def zkc_path(ns: str, name: str | None = None, subresource: str | None = None) -> str:
+    return resource_path(ZKC_GROUP, ZKC_VERSION, ZKC_PLURAL, ns, name, subresource)
+
+
+def zkc(name: str, **metadata: Any) -> JSON:
+    return {"apiVersion": f"{ZKC_GROUP}/{ZKC_VERSION}", "kind": "ZooKeeperConfig",
+            "metadata": {"name": name, **metadata}, "spec": {"path": f"/contract/{name}", "data": "v1"}}
+
+
+def error(call: Callable[[], Any]) -> tuple[int, JSON]:
+    with pytest.raises(ApiException) as info:
+        call()
+    return int(info.value.status), json.loads(info.value.body or "{}")
+
+
+def collect(kube: KubeClient, path: str, query: dict[str, Any], until: Callable[[list[JSON]], bool],
+            timeout_seconds: int = 20) -> list[JSON]:
+    """Watch until ``until(events)`` holds (then close the stream) or the server ends the watch."""
+    events: list[JSON] = []
+    for event in kube.watch(path, query={**query, "timeoutSeconds": timeout_seconds},
+                            timeout=(10, timeout_seconds + 10)):
+        events.append(event)
+        if until(events):
+            break
+    return events
+
+
+def test_defaults_are_applied_on_create(cluster: Cluster) -> None:
+    created = cluster.kube.request("POST", zkc_path(cluster.namespace), body=zkc(unique("d")))
+    assert created["spec"]["encoding"] == "utf-8" and created["spec"]["syncPolicy"] == "createOrUpdate"
+    assert created["metadata"]["generation"] == 1
+
+
+def test_stale_resource_version_is_a_conflict(cluster: Cluster) -> None:
+    kube, ns, name = cluster.kube, cluster.namespace, unique("c")
+    first = kube.request("POST", zkc_path(ns), body=zkc(name))
+    kube.request("PUT", zkc_path(ns, name), body={**first, "spec": {**first["spec"], "data": "v2"}})
+    status, body = error(lambda: kube.request("PUT", zkc_path(ns, name),
+                                              body={**first, "spec": {**first["spec"], "data": "v3"}}))
+    assert status == 409 and body["reason"] == "Conflict"
+    status, body = error(lambda: kube.request("PATCH", zkc_path(ns, name), body={
+        "metadata": {"resourceVersion": first["metadata"]["resourceVersion"]}, "spec": {"data": "v4"}},
+        content_type=MERGE_PATCH))
+    assert status == 409 and body["reason"] == "Conflict"
+    status, body = error(lambda: kube.request("PUT", zkc_path(ns, name), body=zkc(name)))
+    assert status == 422 and body["details"]["causes"][0]["field"] == "metadata.resourceVersion"
+
+
+def test_errors_have_kube_status_bodies(cluster: Cluster) -> None:
+    kube, ns, name = cluster.kube, cluster.namespace, unique("e")
+    kube.request("POST", zkc_path(ns), body=zkc(name))
+    status, body = error(lambda: kube.request("POST", zkc_path(ns), body=zkc(name)))
+    assert status == 409 and body["reason"] == "AlreadyExists" and body["details"]["name"] == name
+    status, body = error(lambda: kube.request("GET", zkc_path(ns, unique("missing"))))
+    assert status == 404 and body["reason"] == "NotFound" and body["kind"] == "Status"
+    bad = zkc(unique("bad"))
+    bad["spec"]["encoding"] = "latin1"
+    status, body = error(lambda: kube.request("POST", zkc_path(ns), body=bad))
+    assert status == 422 and body["reason"] == "Invalid"
+    assert body["details"]["causes"][0]["field"] == "spec.encoding"
+    assert body["details"]["causes"][0]["reason"] == "FieldValueNotSupported"
+    status, body = error(lambda: kube.request("PATCH", zkc_path(ns, name), body={"spec": {"data": "x"}},
+                                              content_type=SMP))
+    assert status == 415
+    status, body = error(lambda: kube.request("PATCH", zkc_path(ns, name), body=[
+        {"op": "test", "path": "/spec/data", "value": "not-this"}], content_type=JSON_PATCH))
+    assert status == 422
+
+
+def test_create_in_a_missing_namespace_is_not_found(cluster: Cluster) -> None:
+    missing = unique("no-such-ns")
+    status, body = error(lambda: cluster.kube.request("POST", zkc_path(missing), body=zkc("x")))
+    assert status == 404 and body["reason"] == "NotFound"
+    assert body["details"] == {"name": missing, "kind": "namespaces"}
+
+
+def test_generation_tracks_spec_only(cluster: Cluster) -> None:
+    kube, ns, name = cluster.kube, cluster.namespace, unique("g")
+    kube.request("POST", zkc_path(ns), body=zkc(name))
+    labelled = kube.request("PATCH", zkc_path(ns, name), body={"metadata": {"labels": {"a": "b"}}},
+                            content_type=MERGE_PATCH)
+    assert labelled["metadata"]["generation"] == 1
+    changed = kube.request("PATCH", zkc_path(ns, name), body={"spec": {"data": "v2"}}, content_type=MERGE_PATCH)
+    assert changed["metadata"]["generation"] == 2
+    status = kube.request("PATCH", zkc_path(ns, name, "status"), body={"status": {"observedGeneration": 2}},
+                          content_type=MERGE_PATCH)
+    assert status["metadata"]["generation"] == 2
+
+
+def test_no_op_writes_keep_the_resource_version(cluster: Cluster) -> None:
+    kube, ns, name = cluster.kube, cluster.namespace, unique("n")
+    created = kube.request("POST", zkc_path(ns), body=zkc(name))
+    same = kube.request("PUT", zkc_path(ns, name), body=created)
+    assert same["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+    same = kube.request("PATCH", zkc_path(ns, name), body={"spec": {"data": "v1"}}, content_type=MERGE_PATCH)
+    assert same["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+
+
+def test_status_subresource_splits_spec_and_status(cluster: Cluster) -> None:
+    kube, ns, name = cluster.kube, cluster.namespace, unique("s")
+    body = zkc(name)
+    body["status"] = {"observedGeneration": 5}
+    created = kube.request("POST", zkc_path(ns), body=body)
+    # the request's status is dropped (a CRD may still default one, which then shows on read)
+    assert created.get("status", {}).get("observedGeneration") != 5
+    ignored = kube.request("PATCH", zkc_path(ns, name), body={"status": {"observedGeneration": 1}},
+                           content_type=MERGE_PATCH)
+    assert ignored.get("status") == created.get("status")
+    assert ignored["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+    written = kube.request("PATCH", zkc_path(ns, name, "status"), body={
+        "status": {"observedGeneration": 1}, "spec": {"data": "ignored"}, "metadata": {"labels": {"x": "y"}}},
+        content_type=MERGE_PATCH)
+    assert written["status"]["observedGeneration"] == 1
+    assert written["spec"]["data"] == "v1" and "labels" not in written["metadata"]
+
+
+def test_finalizers_delay_deletion(cluster: Cluster) -> None:
+    kube, ns, name = cluster.kube, cluster.namespace, unique("f")
+    created = kube.request("POST", zkc_path(ns), body=zkc(name, finalizers=["zkop.example.com/contract"]))
+    start = created["metadata"]["resourceVersion"]
+    terminating = kube.request("DELETE", zkc_path(ns, name))
+    assert terminating["metadata"]["deletionTimestamp"]
+    assert terminating["metadata"]["generation"] == 2
+    again = kube.request("DELETE", zkc_path(ns, name))
+    assert again["metadata"]["resourceVersion"] == terminating["metadata"]["resourceVersion"]
+    status, body = error(lambda: kube.request("PATCH", zkc_path(ns, name), body={"metadata": {"finalizers": [
+        "zkop.example.com/contract", "zkop.example.com/late"]}}, content_type=MERGE_PATCH))
+    assert status == 422 and body["reason"] == "Invalid"
+    kube.request("PATCH", zkc_path(ns, name), body={"metadata": {"finalizers": None}}, content_type=MERGE_PATCH)
+    status, _ = error(lambda: kube.request("GET", zkc_path(ns, name)))
+    assert status == 404
+    events = collect(kube, zkc_path(ns), {"resourceVersion": start, "fieldSelector": f"metadata.name={name}"},
+                     lambda evs: evs[-1]["type"] == "DELETED")
+    assert [e["type"] for e in events] == ["MODIFIED", "DELETED"]
+
+
+def test_label_selectors_on_list_and_watch(cluster: Cluster) -> None:
+    kube, ns = cluster.kube, cluster.namespace
+    app = unique("app")
+    start = kube.request("GET", zkc_path(ns))["metadata"]["resourceVersion"]
+    a, b = unique("a"), unique("b")
+    kube.request("POST", zkc_path(ns), body=zkc(a, labels={"app": app, "tier": "x"}))
+    kube.request("POST", zkc_path(ns), body=zkc(b, labels={"app": app, "tier": "y"}))
+    listing = kube.request("GET", zkc_path(ns), query={"labelSelector": f"app={app},tier in (x)"})
+    assert [i["metadata"]["name"] for i in listing["items"]] == [a]
+    kube.request("PATCH", zkc_path(ns, a), body={"metadata": {"labels": {"tier": "z"}}}, content_type=MERGE_PATCH)
+    kube.request("PATCH", zkc_path(ns, b), body={"metadata": {"labels": {"tier": "x"}}}, content_type=MERGE_PATCH)
+    events = collect(kube, zkc_path(ns), {"resourceVersion": start, "labelSelector": f"app={app},tier=x"},
+                     lambda evs: len(evs) >= 3)
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("ADDED", a), ("DELETED", a),
+                                                                           ("ADDED", b)]
+
+
+def test_list_then_watch_misses_nothing(cluster: Cluster) -> None:
+    kube, ns = cluster.kube, cluster.namespace
+    app = unique("lw")
+    listing = kube.request("GET", zkc_path(ns), query={"labelSelector": f"app={app}"})
+    names = [unique("o") for _ in range(3)]
+    for name in names:
+        kube.request("POST", zkc_path(ns), body=zkc(name, labels={"app": app}))
+    events = collect(kube, zkc_path(ns), {"resourceVersion": listing["metadata"]["resourceVersion"],
+                                          "labelSelector": f"app={app}"}, lambda evs: len(evs) >= 3)
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("ADDED", n) for n in names]
+
+
+def test_watch_from_an_ancient_version_is_gone(cluster: Cluster) -> None:
+    events = collect(cluster.kube, zkc_path(cluster.namespace), {"resourceVersion": "1"}, lambda evs: True)
+    assert events[0]["type"] == "ERROR"
+    status = events[0]["object"]
+    assert status["kind"] == "Status" and status["code"] == 410 and status["reason"] == "Expired"
+    assert status["message"].startswith("too old resource version: 1 (")
+
+
+def test_bookmarks_arrive(cluster: Cluster) -> None:
+    # a real kube-apiserver sends one ~2 s before timeoutSeconds (and then every minute)
+    events = collect(cluster.kube, zkc_path(cluster.namespace), {
+        "allowWatchBookmarks": "true", "resourceVersion": cluster.kube.request(
+            "GET", zkc_path(cluster.namespace))["metadata"]["resourceVersion"]},
+        lambda evs: evs[-1]["type"] == "BOOKMARK", timeout_seconds=10)
+    assert events and events[-1]["type"] == "BOOKMARK"
+    bookmark = events[-1]["object"]
+    assert bookmark["kind"] == "ZooKeeperConfig" and bookmark["metadata"]["resourceVersion"]
+
+
+def test_expired_history_gives_410_for_watch_and_exact_list(cluster: Cluster) -> None:
+    server = cluster.hooks()
+    kube, ns = cluster.kube, cluster.namespace
+    rv = kube.request("POST", zkc_path(ns), body=zkc(unique("x")))["metadata"]["resourceVersion"]
+    kube.request("POST", zkc_path(ns), body=zkc(unique("y")))
+    server.expire_history()
+    events = collect(kube, zkc_path(ns), {"resourceVersion": rv}, lambda evs: True)
+    assert events[0]["object"]["code"] == 410
+    status, body = error(lambda: kube.request("GET", zkc_path(ns), query={"resourceVersion": rv,
+                                                                          "resourceVersionMatch": "Exact"}))
+    assert status == 410 and body["reason"] == "Expired"
+
+
+def test_dropped_watch_is_visible_to_the_client(cluster: Cluster) -> None:
+    server = cluster.hooks()
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            for _ in cluster.kube.watch(zkc_path(cluster.namespace), query={}, timeout=(5, 30)):
+                pass
+        except BaseException as exc:  # reported below
+            failure.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    wait_for(lambda: server.open_watch_count == 1, message="watch open")
+    server.drop_watches()
+    thread.join(timeout=10)
+    assert failure and isinstance(failure[0], urllib3.exceptions.ProtocolError)
+
+
+def test_injected_failures_are_status_errors(cluster: Cluster) -> None:
+    server = cluster.hooks()
+    server.fail_requests(1.0, codes=(500,), methods=["create"])
+    try:
+        status, body = error(lambda: cluster.kube.request("POST", zkc_path(cluster.namespace), body=zkc("z")))
+        assert status == 500 and body["reason"] == "InternalError"
+    finally:
+        server.fail_requests(0)
+    started = time.monotonic()
+    cluster.kube.request("POST", zkc_path(cluster.namespace), body=zkc("z"))
+    assert time.monotonic() - started < 5
