@@ -31,10 +31,13 @@ REPO = Path(__file__).resolve().parent.parent
 ZKC = ("platform.example.com", "v1alpha1", "zookeeperconfigs")
 
 
+KINDS = {"ZooKeeperConfig": ZKC, "ConfigMap": ("", "v1", "configmaps"), "Secret": ("", "v1", "secrets")}
+
+
 def apply(kube: KubeClient, doc: dict[str, Any]) -> None:
-    """Create one ZooKeeperConfig from a manifest."""
+    """Create one object (ZooKeeperConfig, ConfigMap or Secret) from a manifest."""
     namespace = doc["metadata"].get("namespace", "default")
-    kube.request("POST", resource_path(*ZKC, namespace), body=doc)
+    kube.request("POST", resource_path(*KINDS[doc["kind"]], namespace), body=doc)
 
 
 def main() -> int:
@@ -51,11 +54,14 @@ def main() -> int:
         install_crds(kube)
         with OperatorProcess(kubeconfig, zookeeper.hosts, log_path=str(workdir / "zkop.log")) as operator:
             print(f">> zkop run is ready (log {operator.log_path})")
-            docs = [d for f in sorted((REPO / "examples").glob("*.yaml"))
-                    for d in yaml.safe_load_all(f.read_text()) if d and d.get("kind") == "ZooKeeperConfig"]
-            for doc in docs:
+            manifests = [d for f in sorted((REPO / "examples").glob("*.yaml"))
+                         for d in yaml.safe_load_all(f.read_text()) if d and d.get("kind") in KINDS]
+            manifests.sort(key=lambda d: d["kind"] == "ZooKeeperConfig")  # referenced objects first
+            docs = [d for d in manifests if d["kind"] == "ZooKeeperConfig"]
+            for doc in manifests:
                 apply(kube, doc)
-                print(f">> applied ZooKeeperConfig {doc['metadata']['name']} -> {doc['spec']['path']}")
+                target = f" -> {doc['spec']['path']}" if doc["kind"] == "ZooKeeperConfig" else ""
+                print(f">> applied {doc['kind']} {doc['metadata']['name']}{target}")
 
             def all_settled() -> list[dict[str, Any]] | None:
                 items: list[dict[str, Any]] = kube.request("GET", resource_path(*ZKC))["items"]
@@ -69,8 +75,8 @@ def main() -> int:
             print("\n== znodes in ZooKeeper")
             for item in items:
                 path = item["spec"]["path"]
-                data, stat = zk.get(path)
-                print(f"{path}  version={stat.version}  data={data!r}")
+                found = zk.exists(path)
+                print(f"{path}  version={found.version}  data={zk.get(path)[0]!r}" if found else f"{path}  (absent)")
             print("\n== kubectl get zkc")
             print(f"{'NAME':36} {'PATH':48} {'STATE':10} READY")
             for item in items:

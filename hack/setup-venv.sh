@@ -5,6 +5,9 @@ cd "$(dirname "$0")/.."
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
-.venv/bin/pip install -q --upgrade pip >/dev/null 2>&1 || true
-.venv/bin/pip install -q -c constraints.txt -e '.[test]' 2>&1 | grep -v "^WARNING: Location" || true
-.venv/bin/python -c "import zkop, kazoo, kubernetes" 
+log=$(mktemp)
+if ! .venv/bin/pip install -c constraints.txt -e '.[test]' >"$log" 2>&1; then
+  cat "$log"; echo "pip install failed" >&2; exit 1
+fi
+rm -f "$log"
+.venv/bin/python -c "import zkop, kazoo, kubernetes"

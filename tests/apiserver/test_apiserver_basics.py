@@ -23,6 +23,12 @@ from zkop.testing.apiserver_fixtures import zookeeperconfig_crd
 REPO = Path(__file__).resolve().parents[2]
 
 
+def metadata(obj: k8s.V1Namespace) -> k8s.V1ObjectMeta:
+    """``metadata`` of a typed object, asserting it is present."""
+    assert obj.metadata is not None
+    return obj.metadata
+
+
 def test_context_manager_binds_a_free_port_and_releases_it() -> None:
     with ApiServer() as server:
         port = server.port
@@ -46,10 +52,11 @@ def test_start_returns_self_and_stop_is_idempotent() -> None:
 def test_kubeconfig_works_with_the_official_loader(server: ApiServer, tmp_path: Path) -> None:
     path = server.write_kubeconfig(tmp_path / "sub" / "kubeconfig")
     configuration = k8s.Configuration()
-    kubernetes.config.load_kube_config(config_file=str(path), client_configuration=configuration)
+    kubernetes.config.load_kube_config(  # type: ignore[no-untyped-call]
+        config_file=str(path), client_configuration=configuration)
     assert configuration.host == server.url
     with k8s.ApiClient(configuration) as client:
-        names = [n.metadata.name for n in k8s.CoreV1Api(client).list_namespace().items]
+        names = [metadata(n).name for n in k8s.CoreV1Api(client).list_namespace().items]
     assert {"default", "kube-system", "kube-public"} <= set(names)
     # zkop's own loader, through $KUBECONFIG-free explicit path
     kube = KubeClient(load_api_client(str(path)))
@@ -100,6 +107,7 @@ def test_discovery_lists_groups_versions_and_resources(api: Any, kube: KubeClien
     names = {r.name for r in core.resources}
     assert {"namespaces", "services", "services/status", "configmaps", "secrets", "events", "endpoints"} <= names
     svc = next(r for r in core.resources if r.name == "services")
+    assert svc.short_names is not None
     assert svc.namespaced and svc.kind == "Service" and "svc" in svc.short_names and "watch" in svc.verbs
     groups = {g.name: g for g in k8s.ApisApi(api).get_api_versions().groups}
     assert {"coordination.k8s.io", "discovery.k8s.io", "events.k8s.io", "apiextensions.k8s.io"} <= set(groups)
@@ -107,7 +115,9 @@ def test_discovery_lists_groups_versions_and_resources(api: Any, kube: KubeClien
     kube.request("POST", resource_path("apiextensions.k8s.io", "v1", "customresourcedefinitions"),
                  body=zookeeperconfig_crd())
     groups = {g.name: g for g in k8s.ApisApi(api).get_api_versions().groups}
-    assert groups["platform.example.com"].preferred_version.version == "v1alpha1"
+    preferred = groups["platform.example.com"].preferred_version
+    assert preferred is not None
+    assert preferred.version == "v1alpha1"
     listing = kube.request("GET", "/apis/platform.example.com/v1alpha1")
     resources = {r["name"]: r for r in listing["resources"]}
     assert resources["zookeeperconfigs"]["shortNames"] == ["zkc"]
@@ -120,9 +130,13 @@ def test_discovery_lists_groups_versions_and_resources(api: Any, kube: KubeClien
 def test_bootstrap_objects_exist(api: Any) -> None:
     core = k8s.CoreV1Api(api)
     ns = core.read_namespace("default")
+    assert ns.status is not None
     assert ns.status.phase == "Active"
-    assert ns.metadata.labels["kubernetes.io/metadata.name"] == "default"
+    labels = metadata(ns).labels
+    assert labels is not None
+    assert labels["kubernetes.io/metadata.name"] == "default"
     svc = core.read_namespaced_service("kubernetes", "default")
+    assert svc.spec is not None
     assert svc.spec.cluster_ip == "10.96.0.1"
 
 

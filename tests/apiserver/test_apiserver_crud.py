@@ -94,8 +94,10 @@ def test_already_exists_and_not_found_status_bodies(kube: KubeClient, ns: str) -
                     "message": 'configmaps "a" already exists', "reason": "AlreadyExists",
                     "details": {"name": "a", "kind": "configmaps"}, "code": 409}
     for method, body_ in (("GET", None), ("PUT", cm("missing")), ("PATCH", {"data": {}}), ("DELETE", None)):
-        status, err = api_error(lambda m=method, b=body_: kube.request(
-            m, cms(ns, "missing"), body=b, content_type=MERGE_PATCH if m == "PATCH" else None))
+        def request_missing(m: str = method, b: Any = body_) -> Any:
+            return kube.request(m, cms(ns, "missing"), body=b, content_type=MERGE_PATCH if m == "PATCH" else None)
+
+        status, err = api_error(request_missing)
         assert status == 404, method
         assert err["reason"] == "NotFound" and err["message"] == 'configmaps "missing" not found'
         assert err["details"] == {"name": "missing", "kind": "configmaps"}
@@ -336,6 +338,7 @@ def test_leases_use_micro_time(api: Any, ns: str) -> None:
         metadata=k8s.V1ObjectMeta(name="leader"),
         spec=k8s.V1LeaseSpec(holder_identity="a", lease_duration_seconds=15, renew_time=now, acquire_time=now,
                              lease_transitions=0)))
+    assert lease.spec is not None
     assert lease.spec.renew_time == now and lease.spec.lease_transitions == 0
     raw = k8s.CustomObjectsApi(api).api_client.call_api(
         "GET", f"{api.configuration.host}/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/leader")

@@ -64,7 +64,10 @@ def test_label_selectors(kube: KubeClient, ns: str, selector: str, expected: lis
 
 def test_bad_selectors_are_bad_requests(kube: KubeClient, ns: str) -> None:
     for selector in ("a in (b", "a=b=c", "=x", "a,", "Bad Key=1"):
-        status, body = api_error(lambda s=selector: kube.request("GET", cms(ns), query={"labelSelector": s}))
+        def list_with(s: str = selector) -> Any:
+            return kube.request("GET", cms(ns), query={"labelSelector": s})
+
+        status, body = api_error(list_with)
         assert status == 400 and body["reason"] == "BadRequest", selector
     status, body = api_error(lambda: kube.request("GET", cms(ns), query={"fieldSelector": "data.k=v"}))
     assert status == 400 and body["message"] == "field label not supported: data.k"

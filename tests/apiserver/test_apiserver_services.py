@@ -101,15 +101,30 @@ def test_update_keeps_allocations_and_cluster_ip_is_immutable(kube: KubeClient, 
     assert "nodePort" not in back["spec"]["ports"][0] and back["spec"]["clusterIP"] == ip
 
 
+def service_ports(service: k8s.V1Service) -> list[k8s.V1ServicePort]:
+    """``spec.ports`` of a typed Service, asserting each level is present."""
+    assert service.spec is not None
+    assert service.spec.ports is not None
+    return service.spec.ports
+
+
+def load_balancer_ingress(service: k8s.V1Service) -> list[k8s.V1LoadBalancerIngress]:
+    """``status.loadBalancer.ingress`` of a typed Service, asserting each level is present."""
+    assert service.status is not None
+    assert service.status.load_balancer is not None
+    assert service.status.load_balancer.ingress is not None
+    return service.status.load_balancer.ingress
+
+
 def test_strategic_merge_patch_merges_ports_by_port(api: Any, ns: str) -> None:
     core = k8s.CoreV1Api(api)
     core.create_namespaced_service(ns, k8s.V1Service(metadata=k8s.V1ObjectMeta(name="a"), spec=k8s.V1ServiceSpec(
         ports=[k8s.V1ServicePort(name="client", port=2181)])))
     patched = core.patch_namespaced_service("a", ns, {"spec": {"ports": [{"name": "admin", "port": 8080}]}})
-    assert [(p.name, p.port, p.target_port) for p in patched.spec.ports] == [("client", 2181, 2181),
-                                                                           ("admin", 8080, 8080)]
+    assert [(p.name, p.port, p.target_port) for p in service_ports(patched)] == [("client", 2181, 2181),
+                                                                               ("admin", 8080, 8080)]
     patched = core.patch_namespaced_service("a", ns, {"spec": {"ports": [{"port": 8080, "$patch": "delete"}]}})
-    assert [p.name for p in patched.spec.ports] == ["client"]
+    assert [p.name for p in service_ports(patched)] == ["client"]
 
 
 def test_status_subresource(api: Any, kube: KubeClient, ns: str) -> None:
@@ -122,9 +137,10 @@ def test_status_subresource(api: Any, kube: KubeClient, ns: str) -> None:
     assert ignored["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
     status = core.patch_namespaced_service_status("lb", ns, {"status": {"loadBalancer": {"ingress": [
         {"ip": "203.0.113.7"}]}}, "spec": {"type": "ClusterIP"}})
-    assert status.status.load_balancer.ingress[0].ip == "203.0.113.7"
+    assert load_balancer_ingress(status)[0].ip == "203.0.113.7"
+    assert status.spec is not None
     assert status.spec.type == "LoadBalancer"  # spec changes through /status are ignored
-    assert core.read_namespaced_service_status("lb", ns).status.load_balancer.ingress[0].ip == "203.0.113.7"
+    assert load_balancer_ingress(core.read_namespaced_service_status("lb", ns))[0].ip == "203.0.113.7"
 
 
 def test_service_validation(kube: KubeClient, ns: str) -> None:

@@ -216,10 +216,10 @@ def test_typed_watch_stream(api: Any, server: ApiServer, ns: str) -> None:
     thread = threading.Thread(target=writer)
     thread.start()
     seen = []
-    watch = kubernetes.watch.Watch()
-    for event in watch.stream(core.list_namespaced_config_map, ns, timeout_seconds=5):
+    watch = kubernetes.watch.Watch()  # type: ignore[no-untyped-call]
+    for event in watch.stream(core.list_namespaced_config_map, ns, timeout_seconds=5):  # type: ignore[no-untyped-call]
         seen.append((event["type"], event["object"].metadata.name))
-        watch.stop()
+        watch.stop()  # type: ignore[no-untyped-call]
     thread.join()
     assert seen == [("ADDED", "typed")]
 

@@ -11,8 +11,9 @@ import pytest
 from kazoo.client import KazooClient
 
 from zkop.kube.client import MERGE_PATCH, ApiException, KubeClient, resource_path
+from zkop.testing.apiserver import ApiServer
 from zkop.testing.operator import OperatorProcess
-from zkop.testing.resources import ZKC, get, read, zkc
+from zkop.testing.resources import ZKC, create, get, read, zkc
 from zkop.testing.resources import synced as synced_at_generation
 from zkop.testing.waiting import wait_for
 from zkop.testing.zookeeper import ZooKeeperServer
@@ -107,3 +108,25 @@ def test_schema_rejects_bad_manifests(kube: KubeClient) -> None:
         with pytest.raises(ApiException) as info:
             kube.request("POST", resource_path(*ZKC, "default"), body=body)
         assert info.value.status == 422, spec
+
+
+def test_a_converged_object_costs_two_api_writes(operator: OperatorProcess, kube: KubeClient, apiserver: ApiServer,
+                                                 zk: KazooClient, zk_base: str) -> None:
+    success = 'controller_runtime_reconcile_total{controller="zookeeperconfig",result="success"}'
+    apiserver.clear_request_log()
+    create(kube, zkc("cheap", "/app/cheap", b"1"))
+    wait_for(lambda: synced_at_generation(kube, "cheap"), timeout=15)
+    # Wait for the follow-up reconcile (our own writes and the znode watch wake the key again, once).
+    wait_for(lambda: _sample(operator.metrics(), success) >= 2, timeout=10, message="follow-up reconcile ran")
+    writes = [r for r in apiserver.request_log
+              if r.resource == "zookeeperconfigs" and r.verb in ("create", "update", "patch", "delete")]
+    by_subresource = sorted((r.verb, r.subresource) for r in writes)
+    # The test's own create, then zkop: one finalizer patch, one status patch, nothing more.
+    assert by_subresource == [("create", ""), ("patch", ""), ("patch", "status")]
+
+
+def _sample(text: str, series: str) -> float:
+    for line in text.splitlines():
+        if line.startswith(series + " "):
+            return float(line.split()[-1])
+    return 0.0

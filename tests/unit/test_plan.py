@@ -18,11 +18,11 @@ def desired(data: bytes = b"true", **kw: object) -> DesiredZnode:
 @pytest.mark.parametrize(
     ("policy", "observed", "actions", "state", "reason", "ready"),
     [
-        ("createOrUpdate", None, (CreateNode(PATH, b"true"),), "Synced", "Created", True),
-        ("createOnly", None, (CreateNode(PATH, b"true"),), "Synced", "Created", True),
+        ("createOrUpdate", None, (CreateNode(PATH, b"true"),), "Synced", "Synced", True),
+        ("createOnly", None, (CreateNode(PATH, b"true"),), "Synced", "Synced", True),
         ("createOrUpdate", Observed(b"true", 3), (), "Synced", "Synced", True),
         ("createOnly", Observed(b"true", 3), (), "Synced", "Synced", True),
-        ("createOrUpdate", Observed(b"false", 3), (SetData(PATH, b"true", 3),), "Synced", "Updated", True),
+        ("createOrUpdate", Observed(b"false", 3), (SetData(PATH, b"true", 3),), "Synced", "Synced", True),
         ("createOnly", Observed(b"false", 3), (), "OutOfSync", "CreateOnly", True),
         ("createOrUpdate", Observed(b"x", 0, ephemeral_owner=0x1234), (), "Error", "EphemeralNode", False),
     ],
@@ -39,7 +39,18 @@ def test_plan_sync_messages_never_contain_data() -> None:
     secret = b"s3cr3t-value"
     for observed in (None, Observed(b"other", 1), Observed(secret, 1)):
         plan = plan_sync(desired(secret), observed)
-        assert "s3cr3t" not in plan.outcome.message
+        assert "s3cr3t" not in plan.outcome.message and "s3cr3t" not in plan.note
+
+
+def test_outcome_does_not_depend_on_whether_this_pass_wrote() -> None:
+    # Converging and then confirming must produce the same status (no second status write).
+    created = plan_sync(desired(), None)
+    confirmed = plan_sync(desired(), Observed(b"true", 0))
+    updated = plan_sync(desired(), Observed(b"old", 0))
+    assert created.outcome == confirmed.outcome == updated.outcome
+    assert created.changes == ("created",) and "created" in created.note
+    assert updated.changes == ("updated",) and "updated" in updated.note
+    assert confirmed.changes == () and confirmed.note == ""
 
 
 def test_update_is_compare_and_set_on_the_read_version() -> None:

@@ -41,11 +41,17 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Plan:
-    """Actions to execute, in order, and the outcome once they succeed."""
+    """Actions to execute, in order, and the outcome once they succeed.
+
+    ``outcome`` is what status shows and is the same whether this pass wrote or not
+    (so converging and then confirming never rewrites status); ``changes`` and
+    ``note`` describe what this pass changed, for Events.
+    """
 
     actions: tuple[Action, ...]
     outcome: Outcome
     changes: tuple[str, ...] = field(default=())
+    note: str = ""
 
     @property
     def writes(self) -> bool:
@@ -76,11 +82,11 @@ def plan_sync(desired: DesiredZnode, observed: Observed | None) -> Plan:
         observed: the znode as read, or ``None`` if it does not exist.
     """
     path = desired.path
+    in_sync = Outcome("Synced", "Synced", f"znode {path} matches the spec", True)
     if observed is None:
         return Plan(
-            (CreateNode(path, desired.data, desired.acl),),
-            Outcome("Synced", "Created", f"znode {path} created ({len(desired.data)} bytes)", True),
-            ("created",),
+            (CreateNode(path, desired.data, desired.acl),), in_sync, ("created",),
+            f"znode {path} created ({len(desired.data)} bytes)",
         )
     if observed.ephemeral_owner:
         return Plan(
@@ -94,7 +100,7 @@ def plan_sync(desired: DesiredZnode, observed: Observed | None) -> Plan:
         )
     acl_drift = observed.acl is not None and not acl_matches(observed.acl, desired.acl)
     if observed.data == desired.data and not acl_drift:
-        return Plan((), Outcome("Synced", "Synced", f"znode {path} matches the spec", True))
+        return Plan((), in_sync)
     if desired.sync_policy == "createOnly":
         return Plan(
             (),
@@ -114,11 +120,7 @@ def plan_sync(desired: DesiredZnode, observed: Observed | None) -> Plan:
     if acl_drift:
         actions.append(SetAcl(path, desired.acl, observed.acl_version))
         changed.append(f"ACL restored (aversion {observed.acl_version})")
-    return Plan(
-        tuple(actions),
-        Outcome("Synced", "Updated", f"znode {path} updated ({'; '.join(changed)})", True),
-        ("updated",),
-    )
+    return Plan(tuple(actions), in_sync, ("updated",), f"znode {path} updated ({'; '.join(changed)})")
 
 
 def plan_delete(desired: DesiredZnode, observed: Observed | None) -> Plan:
@@ -150,4 +152,5 @@ def plan_delete(desired: DesiredZnode, observed: Observed | None) -> Plan:
         (DeleteNode(path, observed.version),),
         Outcome("Synced", "Deleted", f"znode {path} deleted", True),
         ("deleted",),
+        f"znode {path} deleted (version {observed.version})",
     )

@@ -24,6 +24,7 @@ from __future__ import annotations
 import base64
 import binascii
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -140,6 +141,11 @@ class ZooKeeperConfigReconciler:
         self.registry = OwnershipRegistry(zookeeper, self.options.registry_root)
         self.configmaps = configmaps
         self.secrets = secrets
+        # Status we wrote, per key, and the resourceVersions that are older than that write. The informer
+        # cache lags our own writes; a reconcile that still sees one of those versions must not write
+        # the same status again (the idea of client-go's MutationCache, without comparing versions).
+        self._written: dict[str, tuple[frozenset[str], JSON]] = {}
+        self._lock = threading.Lock()
 
     # --- entry point -------------------------------------------------------------------------
 
@@ -153,6 +159,8 @@ class ZooKeeperConfigReconciler:
         """
         obj = self.cache.get(key)
         if obj is None:
+            with self._lock:
+                self._written.pop(key, None)
             return Result()
         if (obj.get("metadata") or {}).get("deletionTimestamp"):
             return self._finalize(obj)
@@ -160,6 +168,7 @@ class ZooKeeperConfigReconciler:
             updated = self._set_finalizers(obj, [*_finalizers(obj), FINALIZER])
             if updated is None:
                 return Result()
+            self._remember_stale(key, obj)
             obj = updated
         try:
             desired = self._parse(obj)
@@ -307,7 +316,7 @@ class ZooKeeperConfigReconciler:
             # The spec did not change since the last sync: someone edited or deleted the znode by hand.
             reason = "DriftCorrected"
             metrics.DRIFT_CORRECTIONS.labels("zookeeperconfig").inc()
-        self.recorder.event(obj, "Normal", reason, plan.outcome.message)
+        self.recorder.event(obj, "Normal", reason, plan.note or plan.outcome.message)
 
     def _report_failure(self, obj: JSON, err: ZooKeeperError) -> None:
         if isinstance(err, ZooKeeperNoAuth):
@@ -324,15 +333,27 @@ class ZooKeeperConfigReconciler:
         if self._report(obj, outcome, wrote=False, retrying=retrying):
             self.recorder.event(obj, "Warning", outcome.reason, outcome.message)
 
+    def _remember_stale(self, key: str, obj: JSON) -> None:
+        """Record that ``obj``'s resourceVersion is older than a write this reconciler just made."""
+        rv = str(obj["metadata"].get("resourceVersion"))
+        with self._lock:
+            stale, written = self._written.get(key, (frozenset(), {}))
+            self._written[key] = (stale | {rv}, written)
+
     def _report(self, obj: JSON, outcome: Outcome, *, wrote: bool, retrying: bool = False) -> bool:
         """Write status if it differs from what is stored; return True if written."""
         meta = obj["metadata"]
+        key = f"{meta.get('namespace')}/{meta['name']}"
         old = obj.get("status")
         new = desired_status(old, outcome, int(meta.get("generation") or 0), now_rfc3339(),
                              wrote=wrote, retrying=retrying)
         patch = status_patch(old, new)
         if patch is None:
             return False
+        with self._lock:
+            stale, written = self._written.get(key, (frozenset(), {}))
+        if str(meta.get("resourceVersion")) in stale and _same_outcome(written, new):
+            return False  # the cache has not caught up with the identical status we already wrote
         try:
             self.client.request(
                 "PATCH", resource_path(GROUP, VERSION, PLURAL, meta["namespace"], meta["name"], "status"),
@@ -342,6 +363,8 @@ class ZooKeeperConfigReconciler:
             if err.status == 404:
                 return False  # deleted meanwhile; nothing to report on
             raise
+        with self._lock:
+            self._written[key] = (stale | {str(meta.get("resourceVersion"))}, new)
         return True
 
     def _set_finalizers(self, obj: JSON, finalizers: list[str]) -> JSON | None:
@@ -362,6 +385,14 @@ class ZooKeeperConfigReconciler:
                 return None
             raise
         return updated
+
+
+def _same_outcome(a: JSON, b: JSON) -> bool:
+    """Statuses equal but for ``lastSyncedTime``."""
+    def strip(status: JSON) -> JSON:
+        return {k: v for k, v in status.items() if k != "lastSyncedTime"}
+
+    return strip(a) == strip(b)
 
 
 def _finalizers(obj: JSON) -> list[str]:
