@@ -215,8 +215,13 @@ def test_idle_operator_and_warm_restart_write_nothing(kubeconfig: str, kube: Kub
         mzxids = {i: zk.get(f"{zk_base}/app/f{i}")[1].mzxid for i in range(10)}
         rv = _item_versions(kube)
         # Several resync periods pass (every object reconciled again): nothing is written anywhere.
-        count = _sample(proc.metrics(), success)
+        gets = 'zkop_zookeeper_request_duration_seconds_count{operation="get"}'
+        text = proc.metrics()
+        count, reads = _sample(text, success), _sample(text, gets)
         wait_for(lambda: _sample(proc.metrics(), success) >= count + 30, timeout=15, message="resyncs happened")
+        text = proc.metrics()
+        # At most one ZooKeeper read per reconcile: ownership records are trusted from their watches.
+        assert _sample(text, gets) - reads <= _sample(text, success) - count
         assert _item_versions(kube) == rv
     with OperatorProcess(kubeconfig, hosts) as proc:
         wait_for(lambda: _sample(proc.metrics(), success) >= 10, timeout=15, message="warm start reconciled all")

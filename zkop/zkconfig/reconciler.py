@@ -292,8 +292,7 @@ class ZooKeeperConfigReconciler:
         owner = self._cluster_owner(desired.path)
         try:
             stamp = self._stamp(obj)
-            record = self.registry.adapter.read(self.registry.record_path(desired.path), watch=True)
-            record_owner = OwnerStamp.from_bytes(record.data) if record is not None else None
+            record_owner = self.registry.owner(desired.path)
             ours = record_owner is not None and record_owner.same_object(stamp)
             if (owner is None or meta_namespace_key(owner) == key) and ours:
                 plan, _ = self._converge(desired, plan_delete)

@@ -285,7 +285,7 @@ class ZooKeeperAdapter:
     # --- reads -------------------------------------------------------------------------------
 
     def read(self, path: str, expected_acl: tuple[AclEntry, ...] | None = OPEN_ACL, *,
-             watch: bool = False) -> Observed | None:
+             watch: bool = False, max_age: float | None = None) -> Observed | None:
         """Read a znode's data and stat, and its ACL when it may differ from ``expected_acl``.
 
         The ACL costs a second round trip, so it is read only when the stat's
@@ -299,7 +299,8 @@ class ZooKeeperAdapter:
         deleted — ZooKeeper Programmer's Guide, "ZooKeeper Watches") or the
         session is lost, the next watched read of the path is answered from
         memory without a round trip. Watch events are passed to the
-        listeners of :meth:`add_watch_listener`.
+        listeners of :meth:`add_watch_listener`. ``max_age`` (seconds, default
+        :attr:`known_max_age`) bounds how long a remembered result is trusted.
 
         Returns:
             The znode, or ``None`` if it does not exist.
@@ -311,7 +312,7 @@ class ZooKeeperAdapter:
             with self._known_lock:
                 if path in self._known:
                     at, cached = self._known[path]
-                    fresh = time.monotonic() - at < self.known_max_age
+                    fresh = time.monotonic() - at < (self.known_max_age if max_age is None else max_age)
                     if fresh and (cached is None or cached.acl is not None or (
                         expected_acl == OPEN_ACL and cached.acl_version == 0
                     )):

@@ -21,6 +21,7 @@ Rules (:func:`plan_claim`, pure):
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -146,6 +147,11 @@ class OwnershipRegistry:
         """True for paths inside the registry (they can never be managed znodes)."""
         return is_within(path, self.root)
 
+    def owner(self, path: str) -> OwnerStamp | None:
+        """The stamp in the record of ``path``, or ``None`` (no record, empty, or unreadable)."""
+        record = self.adapter.read(self.record_path(path), watch=True, max_age=math.inf)
+        return OwnerStamp.from_bytes(record.data) if record is not None and record.data else None
+
     def claim(self, path: str, ours: OwnerStamp, owner_exists: Callable[[OwnerStamp], bool]) -> Claim:
         """Make sure ``path`` is ours; return the claim (check ``conflict``; ``new`` means first claim).
 
@@ -153,7 +159,8 @@ class OwnershipRegistry:
             ZooKeeperError: from the adapter (a lost race surfaces as ConcurrentModification).
         """
         record_path = self.record_path(path)
-        record = self.adapter.read(record_path, watch=True)
+        # Records change only through data writes, which fire the watch: trust the watch, not an age.
+        record = self.adapter.read(record_path, watch=True, max_age=math.inf)
         claim = plan_claim(record_path, ours, record, owner_exists)
         self.adapter.execute(claim.actions)
         return claim
@@ -161,7 +168,7 @@ class OwnershipRegistry:
     def release(self, path: str, ours: OwnerStamp) -> None:
         """Delete the record of ``path`` if it is ours (same object); anything else is left alone."""
         record_path = self.record_path(path)
-        record = self.adapter.read(record_path, watch=True)
+        record = self.adapter.read(record_path, watch=True, max_age=math.inf)
         if record is None:
             return
         theirs = OwnerStamp.from_bytes(record.data)
