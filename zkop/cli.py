@@ -144,6 +144,9 @@ def build_parser() -> argparse.ArgumentParser:
     from zkop.bridge.cli import add_flags as add_bridge_flags
 
     add_bridge_flags(run)
+    from zkop.importer.cli import add_flags as add_import_flags
+
+    add_import_flags(run)
 
     from zkop.gitops.cli import add_commands
 
@@ -153,6 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _run(args: argparse.Namespace) -> int:
     from zkop.bridge.cli import options_from_args as bridge_options_from_args
+    from zkop.importer.cli import options_from_args as import_options_from_args
     from zkop.manager import Manager, ManagerOptions
 
     if args.workers < 1:
@@ -166,6 +170,7 @@ def _run(args: argparse.Namespace) -> int:
         retry_period=args.leader_election_retry_period, sync_period=args.sync_period,
         graceful_shutdown_timeout=args.graceful_shutdown_timeout, max_data_bytes=args.max_data_bytes,
         cluster_id=args.cluster_id, registry_root=args.registry_root, bridge=bridge_options_from_args(args),
+        importer=import_options_from_args(args),
     )
     manager = Manager(options)
 

@@ -25,8 +25,11 @@ from prometheus_client import REGISTRY
 from tenacity import Retrying, retry_if_exception_type, stop_any, wait_exponential
 from tenacity.stop import stop_base
 
+from zkop import __version__
 from zkop.bridge.builder import ServiceBridge, build_service_bridge
 from zkop.bridge.options import BridgeOptions
+from zkop.importer.builder import ServiceImporter, build_service_importer
+from zkop.importer.options import ImportOptions
 from zkop.kube.client import JSON, KubeClient, load_api_client
 from zkop.kube.events import EventRecorder
 from zkop.machinery import metrics
@@ -81,6 +84,7 @@ class ManagerOptions:
     registry_root: str = "/zkop/owners"
     startup_probe: bool = True
     bridge: BridgeOptions | None = None
+    importer: ImportOptions | None = None
 
 
 def default_leader_election_namespace() -> str:
@@ -114,7 +118,8 @@ class Manager:
         self.stop_event = threading.Event()
         self.exit_code = 0
         self.identity = f"{socket.gethostname()}_{uuid.uuid4()}"
-        self.client = KubeClient(load_api_client(options.kubeconfig, pool_size=options.workers + 10))
+        self.client = KubeClient(load_api_client(options.kubeconfig, pool_size=options.workers + 10),
+                                 user_agent=f"zkop-operator/{__version__}")
         self.zookeeper = ZooKeeperAdapter(options.zookeeper)
         # Each periodic resync (jittered ±10 %) re-reads every znode once, catching ACL drift.
         self.zookeeper.known_max_age = options.sync_period * 0.5
@@ -152,6 +157,14 @@ class Manager:
             )
             self.informers.extend(self.bridge.informers)
             self.controllers.extend(self.bridge.controllers)
+        self.importer: ServiceImporter | None = None
+        if options.importer is not None:
+            self.importer = build_service_importer(
+                self.client, self.zookeeper, self.recorder, options.importer, cluster_id=options.cluster_id,
+                resync_period=options.sync_period, inactivity_timeout=options.watch_inactivity_timeout,
+            )
+            self.informers.extend(self.importer.informers)
+            self.controllers.extend(self.importer.controllers)
         self.leading = threading.Event()
         self.health: HealthServer | None = None
         self._metrics_server: object | None = None
@@ -212,6 +225,8 @@ class Manager:
             self.informer.resync()
             if self.bridge is not None:
                 self.bridge.on_session_reconnected()
+            if self.importer is not None:
+                self.importer.on_session_reconnected()
 
     # --- lifecycle ---------------------------------------------------------------------------
 

@@ -13,7 +13,8 @@ import os
 from pathlib import Path
 
 import pytest
-from manifest_tools import REPO, Obj, render
+
+from zkop.testing.kustomize import REPO, Obj, render
 
 COMPONENTS = ("service-bridge", "prometheus")
 

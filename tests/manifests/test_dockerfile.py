@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from importlib import metadata
 
 import pytest
-from manifest_tools import REPO, containers, find, render
 from packaging.markers import default_environment
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+
+from zkop.testing.kustomize import REPO, containers, find, render
 
 DOCKERFILE = REPO / "Dockerfile"
 COMPILERS = re.compile(r"\b(gcc|g\+\+|clang|build-essential|make|cmake|[\w.+-]+-dev)\b")

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import re
 
-from manifest_tools import REPO
 from prometheus_client import Counter, Gauge, Histogram
 
 from zkop.cli import build_parser
 from zkop.machinery import metrics
+from zkop.testing.kustomize import REPO
 
 OPERATIONS = REPO / "docs" / "operations.md"
 

@@ -18,7 +18,8 @@ import pytest
 import yaml
 from kazoo.client import KazooClient
 from kazoo.security import make_digest_acl_credential
-from manifest_tools import (
+
+from zkop.testing.kustomize import (
     REPO,
     Obj,
     containers,
@@ -29,7 +30,6 @@ from manifest_tools import (
     schema_declares,
     strip_kubernetes_extensions,
 )
-
 from zkop.testing.zookeeper import ZooKeeperServer
 
 EXAMPLES = REPO / "examples"

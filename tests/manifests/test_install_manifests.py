@@ -1,6 +1,6 @@
 """The install under ``manifests/``: it renders, every object is valid Kubernetes, RBAC is least privilege.
 
-Rendering uses :func:`manifest_tools.render`; where ``kubectl`` is installed its
+Rendering uses :func:`zkop.testing.kustomize.render`; where ``kubectl`` is installed its
 ``kubectl kustomize`` output must be identical, so the renderer cannot drift from kustomize.
 Schemas are Kubernetes' own OpenAPI schemas as shipped by ``kubernetes-validate`` (strict: an
 unknown field fails), for the oldest and newest Kubernetes versions zkop supports.
@@ -18,7 +18,9 @@ import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 from kubernetes_validate.utils import SchemaNotFoundError  # type: ignore[import-untyped]
 from kubernetes_validate.utils import ValidationError as SchemaValidationError
-from manifest_tools import (
+
+from zkop.cli import build_parser
+from zkop.testing.kustomize import (
     REPO,
     Obj,
     containers,
@@ -30,8 +32,6 @@ from manifest_tools import (
     render,
 )
 
-from zkop.cli import build_parser
-
 #: Oldest and newest Kubernetes minor versions the manifests must validate against.
 KUBERNETES_VERSIONS = ("1.29", "1.37")
 NAMESPACE = "zkop-system"
@@ -41,19 +41,18 @@ CUSTOM_KINDS = {"ServiceMonitor", "PrometheusRule"}
 
 #: What zkop's ZooKeeperConfig controller, events, dataFrom and leader election need.
 EXPECTED_CORE_RULES = {
-    *(("platform.example.com", "zookeeperconfigs", v) for v in ("get", "list", "watch", "patch", "update")),
+    *(("platform.example.com", "zookeeperconfigs", v) for v in ("list", "watch", "patch")),
     ("platform.example.com", "zookeeperconfigs/status", "patch"),
-    ("platform.example.com", "zookeeperconfigs/status", "update"),
     ("platform.example.com", "zookeeperconfigs/finalizers", "update"),
-    *(("", r, v) for r in ("configmaps", "secrets") for v in ("get", "list", "watch")),
+    *(("", r, v) for r in ("configmaps", "secrets") for v in ("list", "watch")),
     ("", "events", "create"),
     ("", "events", "patch"),
     *(("coordination.k8s.io", "leases", v) for v in ("get", "create", "update")),
 }
 #: What the service bridge adds.
 EXPECTED_BRIDGE_RULES = {
-    *(("", "services", v) for v in ("get", "list", "watch")),
-    *(("discovery.k8s.io", "endpointslices", v) for v in ("get", "list", "watch")),
+    *(("", "services", v) for v in ("list", "watch")),
+    *(("discovery.k8s.io", "endpointslices", v) for v in ("list", "watch")),
 }
 
 

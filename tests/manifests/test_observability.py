@@ -14,7 +14,8 @@ from typing import Any
 
 import promql_parser
 import pytest
-from manifest_tools import REPO, Obj, find
+
+from zkop.testing.kustomize import REPO, Obj, find
 
 DASHBOARD = REPO / "docs" / "grafana-dashboard.json"
 ALERTS_DOC = REPO / "docs" / "alerts.md"

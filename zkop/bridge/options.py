@@ -13,6 +13,7 @@ from typing import Literal
 __all__ = [
     "DEFAULT_EXCLUDED_NAMESPACES",
     "DEFAULT_ROOT",
+    "IMPORTED_LABEL",
     "MANAGED_BY",
     "PORT_ANNOTATION",
     "SERVICE_TYPES",
@@ -27,6 +28,10 @@ __all__ = [
 SYNC_ANNOTATION = "platform.example.com/zookeeper-sync"
 #: Names the port (by name or number) a Curator instance advertises; default: the first port.
 PORT_ANNOTATION = "platform.example.com/zookeeper-port"
+#: Label (value ``"true"``) on every Service and EndpointSlice the service importer
+#: (:mod:`zkop.importer`) creates from ZooKeeper; the bridge never publishes such a Service,
+#: so an imported service is never exported back (loop prevention).
+IMPORTED_LABEL = "platform.example.com/imported-from-zookeeper"
 #: The ``managedBy`` value of every node zkop writes (and the only one it ever changes or deletes).
 MANAGED_BY = "zkop"
 DEFAULT_ROOT = "/kubernetes/services"

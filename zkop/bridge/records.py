@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from zkop.bridge.endpoints import EndpointsView
-from zkop.bridge.options import SYNC_ANNOTATION, BridgeOptions
+from zkop.bridge.options import IMPORTED_LABEL, SYNC_ANNOTATION, BridgeOptions
 from zkop.kube.client import JSON
 
 __all__ = [
@@ -57,7 +57,9 @@ def is_selected(obj: JSON, options: BridgeOptions) -> bool:
 
     Rules, in order: a namespace in ``exclude_namespaces`` is never published (exclude wins);
     with a non-empty ``namespaces`` only those are; with a non-empty ``types`` only those
-    ``spec.type`` values are; a Service being deleted is not; then the
+    ``spec.type`` values are; a Service being deleted is not; a Service labelled
+    ``platform.example.com/imported-from-zookeeper: "true"`` (created by zkop's service importer
+    from ZooKeeper) never is, whatever its annotations say (loop prevention); then the
     ``platform.example.com/zookeeper-sync`` annotation decides if it parses as a boolean
     (Go ``ParseBool``), else ``default_sync`` does (consul-k8s: an unparsable value falls back
     to the default).
@@ -71,6 +73,8 @@ def is_selected(obj: JSON, options: BridgeOptions) -> bool:
     if options.types and service_type(obj) not in options.types:
         return False
     if meta.get("deletionTimestamp"):
+        return False
+    if (meta.get("labels") or {}).get(IMPORTED_LABEL) == "true":
         return False
     annotation = (meta.get("annotations") or {}).get(SYNC_ANNOTATION)
     if annotation is not None:

@@ -106,7 +106,8 @@ class RequestRecord(NamedTuple):
 
     ``verb`` is the Kubernetes verb (get, list, watch, create, update, patch,
     delete, deletecollection), ``resource`` the plural; ``subresource``,
-    ``namespace`` and ``name`` are ``""`` when absent.
+    ``namespace`` and ``name`` are ``""`` when absent. ``group`` is the API
+    group (``""`` for core) and ``user_agent`` the client's ``User-Agent``.
     """
 
     verb: str
@@ -114,6 +115,8 @@ class RequestRecord(NamedTuple):
     subresource: str
     namespace: str
     name: str
+    group: str = ""
+    user_agent: str = ""
 
 
 class _Route(NamedTuple):
@@ -604,7 +607,8 @@ class ApiServer:
         verb = self._verb(method, route, query)
         with self._state_lock:
             self._log.append(RequestRecord(verb, route.plural, route.subresource or "", route.namespace or "",
-                                           route.name or ""))
+                                           route.name or "", route.group,
+                                           handler.headers.get("User-Agent", "")))
         injected = self._maybe_fail(method, verb)
         if injected is not None:
             raise injected

@@ -1,4 +1,4 @@
-"""Helpers for the install-manifest tests: a small kustomize renderer and RBAC/schema utilities.
+"""Test support: a small kustomize renderer and RBAC/schema utilities for zkop's manifests.
 
 :func:`render` builds a kustomization directory the way ``kubectl kustomize`` does, for the
 subset of kustomize that zkop's manifests use (resources, components, namespace, labels,
@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 #: The repository root.
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[2]  # the repository (zkop/testing/ → root)
 
 Obj = dict[str, Any]
 
