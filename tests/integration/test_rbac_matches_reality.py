@@ -70,7 +70,7 @@ def test_rbac_covers_exactly_what_zkop_sends(kubeconfig: str, kube: KubeClient, 
         wait_for(lambda: any(e["reason"] == "PathConflict" for e in _events(kube)), timeout=15)
         kube.request("PATCH", resource_path(*ZKC, "default", "shadow"), body={"spec": {"data": "eQ=="}},
                      content_type=MERGE_PATCH)
-        wait_for(lambda: any(e["reason"] == "PathConflict" and e.get("count", 1) > 1 for e in _events(kube)),
+        wait_for(lambda: any(e["reason"] == "PathConflict" and int(str(e.get("count", 1))) > 1 for e in _events(kube)),
                  timeout=15, message="repeated event aggregated")
         for name in ("flag", "from-cm", "from-secret"):
             wait_for(lambda name=name: synced(kube, name), timeout=20, message=f"{name} synced")  # type: ignore[misc]
