@@ -105,9 +105,7 @@ def test_request_log_records_rbac_verbs(kube: KubeClient, server: ApiServer, crd
     assert server.count_requests("patch", "zookeeperconfigs", subresource="status") == 1
     assert server.count_requests(resource="zookeeperconfigs", name="a") == 6
     server.clear_request_log()
-    assert {r.group for r in server.request_log} == {"platform.example.com"}
-    assert all(r.user_agent == "zkop" for r in server.request_log)  # KubeClient's User-Agent
-    assert [r[:5] for r in server.request_log] == [] and server.write_counts == {}
+    assert server.request_log == [] and server.write_counts == {}
 
 
 def test_failed_requests_are_logged_too(kube: KubeClient, server: ApiServer, ns: str) -> None:
