@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
+import signal
 import sys
 import tempfile
 import threading
@@ -45,14 +46,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--keep-running", action="store_true", help="wait for Ctrl-C before stopping")
     args = parser.parse_args()
+    # SIGTERM cleans up like Ctrl-C (the operator and ZooKeeper are stopped by the with-blocks).
+    signal.signal(signal.SIGTERM, lambda signum, frame: (_ for _ in ()).throw(KeyboardInterrupt()))
     workdir = Path(tempfile.mkdtemp(prefix="zkop-demo-"))
+    # examples/acl.yaml grants write access to the digest user ops; zkop authenticates as ops.
+    credentials = workdir / "zookeeper-credentials"
+    credentials.write_text("ops:ops-password\n")
     with ZooKeeperServer() as zookeeper, ApiServer() as apiserver:
         kubeconfig = str(workdir / "kubeconfig")
         apiserver.write_kubeconfig(kubeconfig)
         print(f">> ZooKeeper {zookeeper.hosts}; API server {apiserver.url}; kubeconfig {kubeconfig}")
         kube = KubeClient(apiserver.api_client())
         install_crds(kube)
-        with OperatorProcess(kubeconfig, zookeeper.hosts, log_path=str(workdir / "zkop.log")) as operator:
+        with OperatorProcess(kubeconfig, zookeeper.hosts, ["--zk-auth-file", str(credentials)],
+                             log_path=str(workdir / "zkop.log")) as operator:
             print(f">> zkop run is ready (log {operator.log_path})")
             manifests = [d for f in sorted((REPO / "examples").glob("*.yaml"))
                          for d in yaml.safe_load_all(f.read_text()) if d and d.get("kind") in KINDS]
@@ -90,7 +97,8 @@ def main() -> int:
             ok = zk.get(first["spec"]["path"])[0] == expected and first["status"]["state"] == "Synced"
             zk.stop()
             if args.keep_running:
-                print(">> running; Ctrl-C to stop")
+                print(">> running; Ctrl-C to stop. The in-memory API server serves no OpenAPI documents, so use")
+                print(f">>   kubectl --kubeconfig {kubeconfig} apply --validate=false -f ...  and  get zkc -o yaml")
                 with contextlib.suppress(KeyboardInterrupt):
                     threading.Event().wait()
         print(">> stopped")

@@ -15,6 +15,8 @@ import sys
 from collections.abc import Sequence
 from types import FrameType
 
+from kubernetes.config.config_exception import ConfigException
+
 from zkop import __version__
 from zkop.logging_setup import configure_logging
 from zkop.zkconfig.spec import DEFAULT_MAX_DATA_BYTES
@@ -56,8 +58,9 @@ def add_zookeeper_flags(parser: argparse.ArgumentParser) -> None:
     """Flags shared by every command that talks to ZooKeeper."""
     group = parser.add_argument_group("ZooKeeper")
     group.add_argument("--zk-hosts", default=_env("ZOOKEEPER_HOSTS", "127.0.0.1:2181"),
-                       help="connect string host:port[,host:port...][/chroot] [ZOOKEEPER_HOSTS]")
-    group.add_argument("--zk-session-timeout", type=float, default=10.0, help="session timeout, seconds")
+                       help="connect string host:port[,host:port...][/chroot] [ZOOKEEPER_HOSTS] "
+                            "(default 127.0.0.1:2181)")
+    group.add_argument("--zk-session-timeout", type=float, default=10.0, help="session timeout, seconds (default 10)")
     group.add_argument("--zk-auth-file", default=_env("ZOOKEEPER_AUTH_FILE"),
                        help="file holding digest credentials user:password [ZOOKEEPER_AUTH_FILE]")
     group.add_argument("--zk-tls-ca-file", default=None, help="CA bundle for TLS to ZooKeeper")
@@ -127,10 +130,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="seconds between full resyncs from the cache (default 600, jittered)")
     run.add_argument("--max-data-bytes", type=int, default=DEFAULT_MAX_DATA_BYTES,
                      help=f"largest znode value accepted, bytes (default {DEFAULT_MAX_DATA_BYTES})")
-    run.add_argument("--metrics-bind-address", default=":8080", help="Prometheus /metrics address; 0 disables")
-    run.add_argument("--health-probe-bind-address", default=":8081", help="/healthz and /readyz address; 0 disables")
+    run.add_argument("--metrics-bind-address", default=":8080",
+                     help="Prometheus /metrics address; 0 disables (default :8080)")
+    run.add_argument("--health-probe-bind-address", default=":8081",
+                     help="/healthz and /readyz address; 0 disables (default :8081)")
     run.add_argument("--leader-elect", action="store_true", help="elect a leader through a Lease (for replicas > 1)")
-    run.add_argument("--leader-election-id", default="zkop-leader", help="name of the Lease")
+    run.add_argument("--leader-election-id", default="zkop-leader", help="name of the Lease (default zkop-leader)")
     run.add_argument("--leader-election-namespace", default=None,
                      help="namespace of the Lease (default: the pod's namespace)")
     run.add_argument("--leader-election-lease-duration", type=float, default=15.0, help="seconds (default 15)")
@@ -138,8 +143,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--leader-election-retry-period", type=float, default=2.0, help="seconds (default 2)")
     run.add_argument("--graceful-shutdown-timeout", type=float, default=30.0,
                      help="seconds to drain in-flight reconciles on SIGTERM (default 30)")
-    run.add_argument("--log-level", default=_env("ZKOP_LOG_LEVEL", "info"), help="debug|info|warning|error")
-    run.add_argument("--log-format", default=_env("ZKOP_LOG_FORMAT", "text"), choices=["text", "json"])
+    run.add_argument("--log-level", default=_env("ZKOP_LOG_LEVEL", "info"),
+                     help="debug|info|warning|error [ZKOP_LOG_LEVEL] (default info)")
+    run.add_argument("--log-format", default=_env("ZKOP_LOG_FORMAT", "text"), choices=["text", "json"],
+                     help="text for people, json for log pipelines [ZKOP_LOG_FORMAT] (default text)")
     run.set_defaults(func=_run)
     from zkop.bridge.cli import add_flags as add_bridge_flags
 
@@ -172,7 +179,13 @@ def _run(args: argparse.Namespace) -> int:
         cluster_id=args.cluster_id, registry_root=args.registry_root, bridge=bridge_options_from_args(args),
         importer=import_options_from_args(args),
     )
-    manager = Manager(options)
+    try:
+        manager = Manager(options)
+    except ConfigException as err:
+        raise SystemExit(
+            f"zkop run: no usable Kubernetes configuration ({err}); pass --kubeconfig, set KUBECONFIG, "
+            "or run in a cluster"
+        ) from None
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         log.info("received %s; shutting down", signal.Signals(signum).name)

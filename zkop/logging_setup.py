@@ -49,5 +49,6 @@ def configure_logging(level: str = "info", fmt: str = "text") -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(numeric)
-    logging.getLogger("kazoo").setLevel(max(numeric, logging.WARNING))
+    # kazoo reports every dropped connection at WARNING; zkop logs session state changes itself.
+    logging.getLogger("kazoo").setLevel(numeric if numeric <= logging.DEBUG else logging.ERROR)
     logging.getLogger("urllib3").setLevel(max(numeric, logging.WARNING))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -11,17 +12,15 @@ from zkop.kube.client import KubeClient, resource_path
 
 __all__ = ["CRD_FILE", "install_crds", "load_crd"]
 
-#: The ZooKeeperConfig CRD as shipped in ``manifests/crd/``.
+#: The ZooKeeperConfig CRD as shipped in ``manifests/crd/`` (the package carries an identical copy,
+#: ``zkop/crds/``, checked by ``tests/manifests/test_crd_copy.py``).
 CRD_FILE = Path(__file__).resolve().parents[2] / "manifests" / "crd" / "zookeeperconfigs.yaml"
 
 
 def load_crd() -> dict[str, Any]:
-    """The ZooKeeperConfig CRD as a dict.
-
-    Raises:
-        FileNotFoundError: zkop runs from an installation without the repository's ``manifests/``.
-    """
-    crd: dict[str, Any] = yaml.safe_load(CRD_FILE.read_text(encoding="utf-8"))
+    """The ZooKeeperConfig CRD as a dict, from the installed package (works outside a checkout)."""
+    text = resources.files("zkop.crds").joinpath("zookeeperconfigs.yaml").read_text(encoding="utf-8")
+    crd: dict[str, Any] = yaml.safe_load(text)
     return crd
 
 

@@ -1,0 +1,1 @@
+"""zkop's CustomResourceDefinitions as package data (identical to ``manifests/crd/``)."""
