@@ -202,3 +202,15 @@ def test_default_controller_rate_limiter_combines_exponential_and_bucket() -> No
 def test_default_controller_rate_limiter_custom_figures() -> None:
     limiter = default_controller_rate_limiter(base_delay=1.0, max_delay=3.0, qps=100.0, burst=1000)
     assert [limiter.when("a") for _ in range(4)] == pytest.approx([1.0, 2.0, 3.0, 3.0])
+
+
+def test_bucket_allow_takes_a_token_only_when_one_is_there() -> None:
+    now = [0.0]
+    bucket = BucketRateLimiter(qps=2.0, burst=3, clock=lambda: now[0])
+    assert [bucket.allow() for _ in range(4)] == [True, True, True, False]
+    now[0] += 0.4  # 0.8 tokens: still not one
+    assert not bucket.allow()
+    now[0] += 0.1
+    assert bucket.allow() and not bucket.allow()
+    now[0] += 100
+    assert sum(bucket.allow() for _ in range(10)) == 3  # refill is capped at the burst

@@ -15,9 +15,10 @@ import json
 import os
 import socket
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import kubernetes.client
 import kubernetes.config
@@ -29,6 +30,8 @@ JSON = dict[str, Any]
 Timeout = float | tuple[float, float] | None
 
 MERGE_PATCH = "application/merge-patch+json"
+#: Seconds between recomputations of the authentication headers (in-cluster tokens rotate hourly).
+AUTH_REFRESH_SECONDS = 60.0
 JSON_PATCH = "application/json-patch+json"
 
 
@@ -102,6 +105,22 @@ class KubeClient:
         self.api_client.user_agent = user_agent
         self._lock = threading.Lock()
         self.request_counts: dict[tuple[str, str], int] = {}
+        self._host = api_client.configuration.host.rstrip("/")
+        self._auth: dict[str, str] = {}
+        self._auth_at = -AUTH_REFRESH_SECONDS
+
+    def _headers(self, *, refresh: bool = False) -> dict[str, str]:
+        """Default headers plus authentication, the latter recomputed at most every
+        :data:`AUTH_REFRESH_SECONDS` (or on ``refresh``): the generated client runs its
+        token-refresh hook on every request, which costs more than the request itself.
+        """
+        now = time.monotonic()
+        with self._lock:
+            if refresh or now - self._auth_at >= AUTH_REFRESH_SECONDS:
+                auth: dict[str, str] = {}
+                self.api_client.update_params_for_auth(auth, [], ["BearerToken"], "", "GET", None)
+                self._auth, self._auth_at = auth, now
+            return {**self.api_client.default_headers, **self._auth}
 
     def _count(self, verb: str, path: str) -> None:
         with self._lock:
@@ -112,18 +131,24 @@ class KubeClient:
         self, method: str, path: str, query: Mapping[str, Any] | None, body: Any,
         content_type: str | None, timeout: Timeout,
     ) -> Any:
-        headers = {"Accept": "application/json"}
-        if body is not None:
-            headers["Content-Type"] = content_type or "application/json"
-        query_params = [(k, _query_value(v)) for k, v in (query or {}).items() if v is not None]
-        method, url, header_params, body_s, post_params = self.api_client.param_serialize(
-            method=method, resource_path=path, query_params=query_params, header_params=headers,
-            body=body, auth_settings=["BearerToken"],
-        )
-        return self.api_client.call_api(
-            method, url, header_params=header_params, body=body_s, post_params=post_params,
-            _request_timeout=timeout,
-        )
+        url = self._host + path
+        params = [(k, _query_value(v)) for k, v in (query or {}).items() if v is not None]
+        if params:
+            url += "?" + urlencode(params)
+        for attempt in range(2):
+            headers = self._headers(refresh=attempt > 0)
+            headers["Accept"] = "application/json"
+            if body is not None:
+                headers["Content-Type"] = content_type or "application/json"
+            # The official client's REST layer (its urllib3 pool, TLS and proxy settings), without the
+            # generated per-call serialisation: bodies here are plain JSON already.
+            response = self.api_client.rest_client.request(  # type: ignore[no-untyped-call]
+                method, url, headers=headers, body=body, _request_timeout=timeout,
+            )
+            if response.status != 401 or attempt:
+                return response
+            response.read()  # a rotated token: refresh the credentials once and retry
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def request(
         self, method: str, path: str, *, query: Mapping[str, Any] | None = None, body: Any = None,

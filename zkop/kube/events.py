@@ -4,6 +4,12 @@ Events are ``core/v1`` Events written from a background thread so a slow API
 never stalls a reconcile; repeats of the same (object, type, reason, message)
 within ``dedupe_window`` seconds are folded into one Event whose ``count`` goes
 up, like client-go's ``EventCorrelator``. Messages must never carry secret data.
+
+``Normal`` Events share one token bucket (``normal_qps``, ``normal_burst``): a
+cold start over thousands of objects would otherwise double the API write load
+with ``Created`` Events. Over budget they are dropped and counted
+(``zkop_events_dropped_total``), as client-go's spam filter drops Events;
+``Warning`` Events are never dropped.
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from zkop.kube.client import JSON, ApiException, KubeClient, resource_path
+from zkop.machinery import metrics
+from zkop.machinery.ratelimit import BucketRateLimiter
 
 __all__ = ["EventRecorder"]
 
@@ -37,11 +45,13 @@ class EventRecorder:
         component: ``source.component`` / ``reportingController``.
         dedupe_window: seconds within which identical events are folded.
         max_pending: events waiting to be written; more are dropped (and logged).
+        normal_qps, normal_burst: budget of ``Normal`` Events, per second and at once.
     """
 
     def __init__(self, client: KubeClient | None, component: str = "zkop", *, dedupe_window: float = 600.0,
-                 max_pending: int = 1000) -> None:
+                 max_pending: int = 1000, normal_qps: float = 1.0, normal_burst: int = 50) -> None:
         self.client = client
+        self._normal_budget = BucketRateLimiter(normal_qps, normal_burst)
         self.component = component
         self.dedupe_window = dedupe_window
         self._queue: queue.Queue[tuple[JSON, EventType, str, str] | None] = queue.Queue(max_pending)
@@ -74,6 +84,9 @@ class EventRecorder:
         self.recorded.append((f"{meta.get('namespace')}/{meta.get('name')}", type_, reason, message))
         del self.recorded[:-1000]
         if self.client is None:
+            return
+        if type_ == "Normal" and not self._normal_budget.allow():
+            metrics.EVENTS_DROPPED.labels(type_).inc()
             return
         try:
             self._queue.put_nowait((obj, type_, reason, message))

@@ -359,6 +359,11 @@ ZOOKEEPER_REQUEST_ERRORS = Counter(
     "Total number of failed ZooKeeper requests, by operation and error class.",
     ["operation", "error"],
 )
+EVENTS_DROPPED = Counter(
+    "zkop_events_dropped_total",
+    "Kubernetes Events not written because the Normal-event budget was spent.",
+    ["type"],
+)
 DRIFT_CORRECTIONS = Counter(
     "zkop_drift_corrections_total",
     "Total number of times a controller found ZooKeeper out of line with the desired state and corrected it.",

@@ -170,20 +170,34 @@ class BucketRateLimiter:
         self._last = clock()
         self._lock = threading.Lock()
 
+    def _advance(self, now: float) -> float:
+        # x/time/rate advance(): a clock that went backwards counts as "no time passed".
+        last = min(self._last, now)
+        return min(float(self._burst), self._tokens + (now - last) * self._qps)
+
     def when(self, item: object) -> float:
         """Reserve one token and return the wait (seconds) until it is available."""
         with self._lock:
             now = self._clock()
             if math.isinf(self._qps):
                 return 0.0
-            # x/time/rate advance(): a clock that went backwards counts as "no time passed".
-            last = min(self._last, now)
-            tokens = min(float(self._burst), self._tokens + (now - last) * self._qps)
-            tokens -= 1.0
+            tokens = self._advance(now) - 1.0
             wait = -tokens / self._qps if tokens < 0 else 0.0
             self._tokens = tokens
             self._last = now
             return wait
+
+    def allow(self) -> bool:
+        """Take a token if one is available now (x/time/rate ``Allow()``); never waits, never goes negative."""
+        with self._lock:
+            now = self._clock()
+            tokens = self._advance(now)
+            self._last = now
+            if tokens >= 1.0:
+                self._tokens = tokens - 1.0
+                return True
+            self._tokens = tokens
+            return False
 
     def forget(self, item: object) -> None:
         """No-op: the bucket is shared, there is nothing per item to forget."""
