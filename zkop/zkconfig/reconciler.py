@@ -264,9 +264,13 @@ class ZooKeeperConfigReconciler:
             try:
                 if read_acl:
                     self.zookeeper.forget(desired.path)
-                observed = self.zookeeper.read(desired.path, None if read_acl else desired.acl, watch=True)
+                expected_acl = None if read_acl else desired.acl
+                # An absent znode is about to be created: no exists watch, a data watch after the create.
+                observed = self.zookeeper.read(desired.path, expected_acl, watch=True, watch_absent=False)
                 plan = planner(desired, observed)
                 self.zookeeper.execute(plan.actions)
+                if observed is None and plan.actions:
+                    self.zookeeper.read(desired.path, desired.acl, watch=True)
                 return plan, observed
             except ConcurrentModification as err:
                 log.info("%s changed during reconcile (attempt %d): %s", desired.path, attempt + 1, err)

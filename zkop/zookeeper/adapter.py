@@ -285,7 +285,7 @@ class ZooKeeperAdapter:
     # --- reads -------------------------------------------------------------------------------
 
     def read(self, path: str, expected_acl: tuple[AclEntry, ...] | None = OPEN_ACL, *,
-             watch: bool = False, max_age: float | None = None) -> Observed | None:
+             watch: bool = False, max_age: float | None = None, watch_absent: bool = True) -> Observed | None:
         """Read a znode's data and stat, and its ACL when it may differ from ``expected_acl``.
 
         The ACL costs a second round trip, so it is read only when the stat's
@@ -301,6 +301,9 @@ class ZooKeeperAdapter:
         memory without a round trip. Watch events are passed to the
         listeners of :meth:`add_watch_listener`. ``max_age`` (seconds, default
         :attr:`known_max_age`) bounds how long a remembered result is trusted.
+        ``watch_absent=False`` skips the exists watch (one round trip) when the node
+        is missing and the caller is about to create it; the caller then re-reads
+        after the create to arm a data watch, and "absent" is not remembered.
 
         Returns:
             The znode, or ``None`` if it does not exist.
@@ -321,14 +324,15 @@ class ZooKeeperAdapter:
                 generation = self._invalidations.get(path, 0)
             read_at = time.monotonic()
         self._require_connected("read")
-        observed = self._read(path, expected_acl, watch)
-        if watch:
+        observed = self._read(path, expected_acl, watch, watch_absent)
+        if watch and (observed is not None or watch_absent):
             with self._known_lock:
                 if self._invalidations.get(path, 0) == generation:
                     self._known[path] = (read_at, observed)
         return observed
 
-    def _read(self, path: str, expected_acl: tuple[AclEntry, ...] | None, watch: bool) -> Observed | None:
+    def _read(self, path: str, expected_acl: tuple[AclEntry, ...] | None, watch: bool,
+              watch_absent: bool = True) -> Observed | None:
         watcher = self._on_watch if watch else None
         self.reads += 1
         with self._mapped("get", path):
@@ -337,7 +341,7 @@ class ZooKeeperAdapter:
             except NoNodeError:
                 stat = None
         if stat is None:
-            if watch:
+            if watch and watch_absent:
                 with self._mapped("exists", path):
                     if self.client.exists(path, watch=watcher) is not None:
                         raise ConcurrentModification(f"znode {path} appeared while being read")

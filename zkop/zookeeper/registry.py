@@ -160,9 +160,12 @@ class OwnershipRegistry:
         """
         record_path = self.record_path(path)
         # Records change only through data writes, which fire the watch: trust the watch, not an age.
-        record = self.adapter.read(record_path, watch=True, max_age=math.inf)
+        record = self.adapter.read(record_path, watch=True, max_age=math.inf, watch_absent=False)
         claim = plan_claim(record_path, ours, record, owner_exists)
         self.adapter.execute(claim.actions)
+        if record is None:
+            # Created just now without an exists watch: arm a data watch (and remember the record).
+            self.adapter.read(record_path, watch=True, max_age=math.inf)
         return claim
 
     def release(self, path: str, ours: OwnerStamp) -> None:
