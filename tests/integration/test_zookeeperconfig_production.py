@@ -286,3 +286,23 @@ def test_ensemble_leader_killed_mid_stream_converges(kubeconfig: str, kube: Kube
         zk_ensemble.heal()
         admin.stop()
         admin.close()
+
+
+def test_deleting_a_whole_tree_converges_leaves_first(operator: OperatorProcess, kube: KubeClient, zk: KazooClient,
+                                                      zk_base: str) -> None:
+    names = {"root": "/tree", "mid": "/tree/mid", "leaf": "/tree/mid/leaf"}
+    for name, path in names.items():
+        create(kube, zkc(name, path, name.encode()))
+    for name in names:
+        wait_for(lambda name=name: synced(kube, name), timeout=15)  # type: ignore[misc]
+    zk.create(zk_base + "/tree/unmanaged", b"keep me")  # a child zkop does not own
+    for name in names:  # parents first: the worst order
+        kube.request("DELETE", resource_path(*ZKC, "default", name))
+    wait_for(lambda: get(kube, "leaf") is None and get(kube, "mid") is None, timeout=15, message="leaves gone")
+    assert read(zk, zk_base + "/tree/mid") is None
+    # The root still has a child zkop does not own: never deleted recursively, reported, retried.
+    wait_for(lambda: conditions(get(kube, "root")).get("Ready", {}).get("reason") == "HasChildren", timeout=15)
+    assert read(zk, zk_base + "/tree/unmanaged") == b"keep me"
+    zk.delete(zk_base + "/tree/unmanaged")
+    wait_for(lambda: get(kube, "root") is None, timeout=30, message="root deleted once empty")
+    assert read(zk, zk_base + "/tree") is None

@@ -301,6 +301,10 @@ class ZooKeeperConfigReconciler:
             if (owner is None or meta_namespace_key(owner) == key) and ours:
                 plan, _ = self._converge(desired, plan_delete)
                 if not plan.outcome.ready:
+                    if plan.outcome.reason == "HasChildren":
+                        # Wake up when the children go (a namespace deleting a whole tree converges
+                        # leaves first), not only when the backoff expires.
+                        self.zookeeper.watch_children(desired.path)
                     self._report_with_event(obj, plan.outcome, retrying=True)
                     raise RetryableError(plan.outcome.message)
                 self.registry.release(desired.path, stamp)

@@ -361,6 +361,22 @@ class ZooKeeperAdapter:
             ephemeral_owner=stat.ephemeralOwner, acl_version=stat.aversion, acl=acl,
         )
 
+    def watch_children(self, path: str) -> list[str] | None:
+        """List the children of ``path`` and arm a child watch on it.
+
+        When the children change the watch fires and the listeners of
+        :meth:`add_watch_listener` get ``path`` — used to retry a deletion that
+        waits for its children to go, without waiting for backoff.
+
+        Returns:
+            The children's names, or ``None`` if ``path`` does not exist.
+        """
+        with self._mapped("get_children", path):
+            try:
+                return list(self.client.get_children(path, watch=self._on_watch))
+            except NoNodeError:
+                return None
+
     def add_watch_listener(self, listener: Callable[[str], None]) -> None:
         """Call ``listener(path)`` whenever a watch armed by a watched :meth:`read` fires.
 
