@@ -155,3 +155,14 @@ def test_service_validation(kube: KubeClient, ns: str) -> None:
         "ports": [{"port": 70000}], "type": "Weird"}}))
     fields = {c["field"] for c in body["details"]["causes"]}
     assert status == 422 and {"spec.type", "spec.ports[0].port"} <= fields
+
+
+def test_dual_stack_allocates_an_ipv6_secondary(kube: KubeClient, ns: str) -> None:
+    single = kube.request("POST", svc_path(ns), body=svc("single", 80))
+    assert single["spec"]["ipFamilies"] == ["IPv4"] and single["spec"]["ipFamilyPolicy"] == "SingleStack"
+    dual = kube.request("POST", svc_path(ns), body=svc("dual", 80, ipFamilyPolicy="PreferDualStack"))
+    ips = dual["spec"]["clusterIPs"]
+    assert dual["spec"]["ipFamilies"] == ["IPv4", "IPv6"] and ips[0] == dual["spec"]["clusterIP"]
+    assert ipaddress.ip_address(ips[0]).version == 4 and ipaddress.ip_address(ips[1]).version == 6
+    other = kube.request("POST", svc_path(ns), body=svc("dual2", 80, ipFamilyPolicy="RequireDualStack"))
+    assert other["spec"]["clusterIPs"][1] != ips[1]

@@ -190,9 +190,9 @@ def test_every_kind_of_service_is_published_and_the_original_client_still_works(
         assert lb["externalAddresses"] == ["203.0.113.7", "lb.example.com", "198.51.100.7"]
         assert lb["ports"][0]["nodePort"] is not None
         ds = record(zk, zk_base, "default-ds") or {}
-        # clusterIPs/ipFamilies mirror the API object (the in-memory API server allocates IPv4 only;
-        # the two-family mapping is pinned by test_bridge_records.test_dual_stack_cluster_ips).
-        assert ds["clusterIPs"] == dual["spec"]["clusterIPs"] and ds["ipFamilies"] == dual["spec"]["ipFamilies"]
+        # Dual-stack: both families published, the IPv4 primary also as clusterIP.
+        assert ds["clusterIPs"] == dual["spec"]["clusterIPs"] and ds["ipFamilies"] == ["IPv4", "IPv6"]
+        assert len(ds["clusterIPs"]) == 2 and ":" in ds["clusterIPs"][1] and ds["clusterIP"] == ds["clusterIPs"][0]
 
         # The original bridge script's consumer, unchanged: read <root>/default-my-web-app, use clusterIP + ports.
         data, _ = zk.get(f"{zk_base}{ROOT}/default-my-web-app")

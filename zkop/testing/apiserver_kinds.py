@@ -54,6 +54,8 @@ JSON = dict[str, Any]
 
 CRD_CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 SERVICE_CIDR = ipaddress.ip_network("10.96.0.0/12")
+#: Secondary (IPv6) service range for dual-stack Services, as in kubeadm's dual-stack examples.
+SERVICE_CIDR_V6 = ipaddress.ip_network("fd00:10:96::/108")
 NODE_PORT_RANGE = (30000, 32767)
 _MICRO_TIME_FIELDS = {
     ("V1LeaseSpec", "acquire_time"), ("V1LeaseSpec", "renew_time"),
@@ -781,8 +783,14 @@ class ServiceStrategy(Strategy):
                 self.allocated_ips.add(int(ipaddress.ip_address(ip)))
             spec["clusterIP"] = ip
             spec["clusterIPs"] = [ip]
-            spec.setdefault("ipFamilies", ["IPv4"])
             spec.setdefault("ipFamilyPolicy", "SingleStack")
+            if ip != "None" and spec["ipFamilyPolicy"] in ("PreferDualStack", "RequireDualStack"):
+                # Dual-stack (Kubernetes "IPv4/IPv6 dual-stack"): IPv4 primary, IPv6 secondary.
+                self._next_ip6 = getattr(self, "_next_ip6", 1) + 1
+                spec["clusterIPs"] = [ip, str(SERVICE_CIDR_V6.network_address + self._next_ip6)]
+                spec["ipFamilies"] = ["IPv4", "IPv6"]
+            else:
+                spec["ipFamilies"] = ["IPv4"]
         if _needs_node_ports(spec):
             for port in spec.get("ports") or []:
                 if isinstance(port, dict):
