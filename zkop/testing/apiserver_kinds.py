@@ -582,6 +582,7 @@ class ServiceStrategy(Strategy):
         self._size = SERVICE_CIDR.num_addresses
         self._next_ip = 256  # dynamic allocations start in the upper band, as kube-apiserver prefers
         self._next_port = NODE_PORT_RANGE[0]
+        self._next_ip6 = 1  # offset of the last IPv6 secondary handed out (dual-stack Services)
         self.allocated_ips.add(self._base)  # network address
         self.allocated_ips.add(self._base + self._size - 1)  # broadcast
 
@@ -786,7 +787,7 @@ class ServiceStrategy(Strategy):
             spec.setdefault("ipFamilyPolicy", "SingleStack")
             if ip != "None" and spec["ipFamilyPolicy"] in ("PreferDualStack", "RequireDualStack"):
                 # Dual-stack (Kubernetes "IPv4/IPv6 dual-stack"): IPv4 primary, IPv6 secondary.
-                self._next_ip6 = getattr(self, "_next_ip6", 1) + 1
+                self._next_ip6 += 1
                 spec["clusterIPs"] = [ip, str(SERVICE_CIDR_V6.network_address + self._next_ip6)]
                 spec["ipFamilies"] = ["IPv4", "IPv6"]
             else:
