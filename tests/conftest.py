@@ -6,6 +6,7 @@
   afterwards. Put everything a test writes below it. For a chrooted client use
   ``f"{zk_server.hosts}{zk_base}"`` as connect string.
 - ``zk``: a connected ``KazooClient`` on ``zk_server`` (not chrooted), per test.
+- ``adapter``: a started :class:`~zkop.zookeeper.adapter.ZooKeeperAdapter` whose ``/`` is ``zk_base``.
 - ``zk_ensemble``: a 3-member quorum shared by a module, started only if requested.
   Tests that stop members must call ``zk_ensemble.heal()`` (in a ``finally``).
 
@@ -28,6 +29,7 @@ from zkop.testing.zookeeper import (
     ZooKeeperServer,
     find_zookeeper,
 )
+from zkop.zookeeper.adapter import ConnectionOptions, ZooKeeperAdapter
 
 
 def _require_zookeeper() -> None:
@@ -69,6 +71,15 @@ def zk(zk_server: ZooKeeperServer, zk_base: str) -> Iterator[KazooClient]:
     yield client
     client.stop()
     client.close()
+
+
+@pytest.fixture
+def adapter(zk_server: ZooKeeperServer, zk_base: str) -> Iterator[ZooKeeperAdapter]:
+    """An adapter whose ``/`` is this test's ``zk_base``."""
+    a = ZooKeeperAdapter(ConnectionOptions(hosts=f"{zk_server.hosts}{zk_base}", connect_timeout=10))
+    a.start()
+    yield a
+    a.stop()
 
 
 @pytest.fixture(scope="module")

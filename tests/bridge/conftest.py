@@ -10,22 +10,11 @@ from prometheus_client import REGISTRY
 
 from zkop.kube.client import KubeClient
 from zkop.testing.apiserver import ApiServer
-from zkop.testing.zookeeper import ZooKeeperServer
-from zkop.zookeeper.adapter import ConnectionOptions, ZooKeeperAdapter
 
 
 def sample(name: str, labels: dict[str, str] | None = None) -> float:
     """The current value of a metric sample (0 if it was never set)."""
     return REGISTRY.get_sample_value(name, labels or {}) or 0.0
-
-
-@pytest.fixture
-def adapter(zk_server: ZooKeeperServer, zk_base: str) -> Iterator[ZooKeeperAdapter]:
-    """An adapter whose ``/`` is this test's ``zk_base``."""
-    a = ZooKeeperAdapter(ConnectionOptions(hosts=f"{zk_server.hosts}{zk_base}", connect_timeout=10))
-    a.start()
-    yield a
-    a.stop()
 
 
 @pytest.fixture

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from kazoo.client import KazooClient
 
@@ -16,14 +14,6 @@ from zkop.zookeeper.adapter import (
     ZooKeeperUnavailable,
     split_chroot,
 )
-
-
-@pytest.fixture
-def adapter(zk_server: ZooKeeperServer, zk_base: str) -> Iterator[ZooKeeperAdapter]:
-    a = ZooKeeperAdapter(ConnectionOptions(hosts=f"{zk_server.hosts}{zk_base}", connect_timeout=10))
-    a.start()
-    yield a
-    a.stop()
 
 
 def test_create_makes_parents_and_is_idempotent(adapter: ZooKeeperAdapter, zk: KazooClient, zk_base: str) -> None:
