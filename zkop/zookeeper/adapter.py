@@ -194,7 +194,7 @@ class ZooKeeperAdapter:
         if chroot:
             with self._mapped("exists", "/"):
                 # Inside a chroot "/" is the chroot node itself.
-                exists = self.client.exists("/")
+                exists = self._wait(self.client.exists_async("/"))
             if exists is None:
                 raise ZooKeeperUnavailable(
                     f"the chroot {chroot} does not exist on the ensemble; create it first "
@@ -337,20 +337,20 @@ class ZooKeeperAdapter:
         self.reads += 1
         with self._mapped("get", path):
             try:
-                data, stat = self.client.get(path, watch=watcher)
+                data, stat = self._wait(self.client.get_async(path, watch=watcher))
             except NoNodeError:
                 stat = None
         if stat is None:
             if watch and watch_absent:
                 with self._mapped("exists", path):
-                    if self.client.exists(path, watch=watcher) is not None:
+                    if self._wait(self.client.exists_async(path, watch=watcher)) is not None:
                         raise ConcurrentModification(f"znode {path} appeared while being read")
             return None
         acl: tuple[AclEntry, ...] | None = None
         if expected_acl is None or stat.aversion > 0 or expected_acl != OPEN_ACL:
             with self._mapped("get_acls", path):
                 try:
-                    acls, stat2 = self.client.get_acls(path)
+                    acls, stat2 = self._wait(self.client.get_acls_async(path))
                 except NoNodeError:
                     raise ConcurrentModification(f"znode {path} vanished while being read") from None
             acl = from_kazoo_acl(acls)
@@ -373,7 +373,7 @@ class ZooKeeperAdapter:
         """
         with self._mapped("get_children", path):
             try:
-                return list(self.client.get_children(path, watch=self._on_watch))
+                return list(self._wait(self.client.get_children_async(path, watch=self._on_watch)))
             except NoNodeError:
                 return None
 
@@ -416,7 +416,7 @@ class ZooKeeperAdapter:
         """Children names of ``path`` (unsorted), or ``None`` if it does not exist."""
         with self._mapped("get_children", path):
             try:
-                return list(self.client.get_children(path))
+                return list(self._wait(self.client.get_children_async(path)))
             except NoNodeError:
                 return None
 
@@ -452,7 +452,7 @@ class ZooKeeperAdapter:
         for attempt in range(2):
             with self._mapped("create", action.path):
                 try:
-                    self.client.create(action.path, action.data, acl=to_kazoo_acl(action.acl))
+                    self._wait(self.client.create_async(action.path, action.data, acl=to_kazoo_acl(action.acl)))
                     return
                 except NodeExistsError:
                     break
@@ -462,7 +462,7 @@ class ZooKeeperAdapter:
             parent_acl = to_kazoo_acl(self.options.parent_acl)
             for parent in parent_paths(action.path):
                 with self._mapped("create", parent), suppress(NodeExistsError):
-                    self.client.create(parent, b"", acl=parent_acl)
+                    self._wait(self.client.create_async(parent, b"", acl=parent_acl))
         current = self.read(action.path)
         if current is not None and current.data == action.data and not current.ephemeral_owner:
             return  # our earlier create whose reply was lost, or someone wrote the same bytes
@@ -471,7 +471,7 @@ class ZooKeeperAdapter:
     def _set(self, action: SetData) -> None:
         with self._mapped("set", action.path):
             try:
-                self.client.set(action.path, action.data, version=action.expected_version)
+                self._wait(self.client.set_async(action.path, action.data, version=action.expected_version))
                 return
             except BadVersionError:
                 pass
@@ -485,7 +485,8 @@ class ZooKeeperAdapter:
     def _set_acl(self, action: SetAcl) -> None:
         with self._mapped("set_acls", action.path):
             try:
-                self.client.set_acls(action.path, to_kazoo_acl(action.acl), version=action.expected_acl_version)
+                acl = to_kazoo_acl(action.acl)
+                self._wait(self.client.set_acls_async(action.path, acl, version=action.expected_acl_version))
             except BadVersionError:
                 raise ConcurrentModification(f"ACL of znode {action.path} changed meanwhile") from None
             except NoNodeError:
@@ -494,7 +495,7 @@ class ZooKeeperAdapter:
     def _delete(self, action: DeleteNode) -> None:
         with self._mapped("delete", action.path):
             try:
-                self.client.delete(action.path, version=action.expected_version)
+                self._wait(self.client.delete_async(action.path, version=action.expected_version))
             except NoNodeError:
                 return
             except BadVersionError:
@@ -505,6 +506,15 @@ class ZooKeeperAdapter:
                 raise ConcurrentModification(f"znode {action.path} has children; not deleted") from None
 
     # --- error mapping and metrics -----------------------------------------------------------
+
+    def _wait(self, result: Any) -> Any:
+        """Wait for a kazoo async result at most the session timeout.
+
+        kazoo's synchronous calls wait without a bound; a request caught in a
+        connection hand-over must not hold a worker forever. A timeout raises
+        kazoo's timeout error, which :meth:`_mapped` turns into ZooKeeperUnavailable.
+        """
+        return result.get(timeout=self.options.session_timeout)
 
     @contextmanager
     def _mapped(self, operation: str, path: str) -> Iterator[None]:
