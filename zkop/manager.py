@@ -46,7 +46,7 @@ from zkop.zkconfig.reconciler import (
 )
 from zkop.zkconfig.spec import DEFAULT_MAX_DATA_BYTES, GROUP, PLURAL, VERSION
 from zkop.zkconfig.status_metrics import ZooKeeperConfigStatusCollector
-from zkop.zookeeper.adapter import ConnectionOptions, ZooKeeperAdapter, ZooKeeperError
+from zkop.zookeeper.adapter import ConnectionOptions, ZooKeeperAdapter, ZooKeeperError, ZooKeeperUnavailable
 
 __all__ = ["Manager", "ManagerOptions"]
 
@@ -166,6 +166,7 @@ class Manager:
             self.informers.extend(self.importer.informers)
             self.controllers.extend(self.importer.controllers)
         self.leading = threading.Event()
+        self._zookeeper_ready = threading.Event()
         self.health: HealthServer | None = None
         self._metrics_server: object | None = None
         self._session_lost = False
@@ -199,6 +200,8 @@ class Manager:
         unsynced = [i.name for i in self.informers if not i.has_synced()]
         if unsynced:
             return f"informers not synced: {', '.join(unsynced)}"
+        if not self._zookeeper_ready.is_set():
+            return "ZooKeeper start-up (session and probe) not complete"
         if not self.zookeeper.connected:
             return "ZooKeeper session not connected"
         return None
@@ -244,8 +247,26 @@ class Manager:
         self._metrics_server = metrics.start_metrics_server(self.options.metrics_bind_address)
 
     def _connect_zookeeper(self) -> bool:
+        """Open the session and run the start-up probe, retrying while ZooKeeper is unavailable.
+
+        Only a probe that ZooKeeper refuses (credentials that cannot read what they write) is
+        fatal (exit code 2); connection trouble — an ensemble electing a leader — is retried.
+        """
+        probe_root = f"{self.options.registry_root.rsplit('/', 1)[0] or '/zkop'}/probe"
+
+        started = threading.Event()
+
+        def connect_and_probe() -> None:
+            if not started.is_set():
+                self.zookeeper.start()  # safe to repeat after it raised (kazoo stops itself on timeout)
+                started.set()
+            if not self.zookeeper.connected:
+                raise ZooKeeperUnavailable("ZooKeeper session not connected yet")
+            if self.options.startup_probe:
+                self.zookeeper.probe(probe_root)
+
         retrying = Retrying(
-            retry=retry_if_exception_type(ZooKeeperError),
+            retry=retry_if_exception_type(ZooKeeperUnavailable),
             wait=wait_exponential(multiplier=0.5, max=10),
             stop=stop_any(_StopWhenSet(self.stop_event)),
             reraise=True,
@@ -255,16 +276,14 @@ class Manager:
         try:
             for attempt in retrying:
                 with attempt:
-                    self.zookeeper.start()
-        except ZooKeeperError:
+                    connect_and_probe()
+        except ZooKeeperUnavailable:
+            return False  # stopped while waiting
+        except ZooKeeperError as err:
+            log.error("ZooKeeper start-up probe failed: %s", err)
+            self.exit_code = 2
             return False
-        if self.options.startup_probe:
-            try:
-                self.zookeeper.probe(f"{self.options.registry_root.rsplit('/', 1)[0] or '/zkop'}/probe")
-            except ZooKeeperError as err:
-                log.error("ZooKeeper start-up probe failed: %s", err)
-                self.exit_code = 2
-                return False
+        self._zookeeper_ready.set()
         return True
 
     def start_controllers(self) -> None:

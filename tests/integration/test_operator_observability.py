@@ -80,3 +80,23 @@ def test_zookeeper_outage_is_reported_and_recovered(kubeconfig: str, kube: KubeC
                 zk.close()
     finally:
         server.stop()
+
+
+def test_start_while_zookeeper_is_down_waits_not_ready_then_converges(kubeconfig: str, kube: KubeClient) -> None:
+    server = ZooKeeperServer()
+    server.start()
+    hosts = server.hosts
+    server.kill()  # data kept; the port stays ours
+    proc = OperatorProcess(kubeconfig, hosts, ["--zk-session-timeout", "4"])
+    try:
+        proc.start(wait_ready=False)
+        wait_for(lambda: proc.probe("/healthz") == 200, timeout=15, message="alive while ZooKeeper is down")
+        assert proc.probe("/readyz") == 500  # not ready before the session and the start-up probe
+        create(kube, zkc("early", "/app/early", b"1"))
+        server.start()
+        wait_for(lambda: proc.probe("/readyz") == 200, timeout=30, message="ready once ZooKeeper is up")
+        wait_for(lambda: synced(kube, "early"), timeout=30, message="converged")
+        assert proc.proc is not None and proc.proc.poll() is None
+    finally:
+        proc.stop()
+        server.stop()
