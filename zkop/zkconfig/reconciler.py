@@ -299,12 +299,15 @@ class ZooKeeperConfigReconciler:
             record_owner = self.registry.owner(desired.path)
             ours = record_owner is not None and record_owner.same_object(stamp)
             if (owner is None or meta_namespace_key(owner) == key) and ours:
+                # Deletion depends on numChildren, which data watches do not cover: read afresh.
+                self.zookeeper.forget(desired.path)
                 plan, _ = self._converge(desired, plan_delete)
+                # Wake up when the children go (a namespace deleting a whole tree converges leaves
+                # first), not only when the backoff expires; if they went meanwhile, go on at once.
+                if plan.outcome.reason == "HasChildren" and self.zookeeper.watch_children(desired.path) == []:
+                    self.zookeeper.forget(desired.path)
+                    plan, _ = self._converge(desired, plan_delete)
                 if not plan.outcome.ready:
-                    if plan.outcome.reason == "HasChildren":
-                        # Wake up when the children go (a namespace deleting a whole tree converges
-                        # leaves first), not only when the backoff expires.
-                        self.zookeeper.watch_children(desired.path)
                     self._report_with_event(obj, plan.outcome, retrying=True)
                     raise RetryableError(plan.outcome.message)
                 self.registry.release(desired.path, stamp)
