@@ -25,6 +25,7 @@ from zkop.bridge.options import SYNC_ANNOTATION, BridgeOptions
 from zkop.kube.client import MERGE_PATCH, ApiException, KubeClient, WatchStream, resource_path
 from zkop.kube.events import EventRecorder
 from zkop.testing.apiserver import ApiServer
+from zkop.testing.controllers import running
 from zkop.testing.operator import OperatorProcess
 from zkop.testing.waiting import wait_for
 from zkop.testing.zookeeper import ZooKeeperServer
@@ -115,19 +116,10 @@ def running_bridge(apiserver: ApiServer, adapter: ZooKeeperAdapter, options: Bri
     recorder.start()
     bridge = build_service_bridge(client, adapter, recorder, options, cluster_id=cluster_id, resync_period=30.0,
                                   inactivity_timeout=10.0)
-    for informer in bridge.informers:
-        informer.start()
     try:
-        for informer in bridge.informers:
-            assert informer.wait_for_sync(10), f"{informer.name} did not sync"
-        for controller in bridge.controllers:
-            controller.start()
-        yield bridge
+        with running(bridge.informers, bridge.controllers):
+            yield bridge
     finally:
-        for controller in bridge.controllers:
-            controller.stop(2.0)
-        for informer in bridge.informers:
-            informer.stop(1.0)
         recorder.stop()
         client.close()
 

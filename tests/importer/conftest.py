@@ -18,6 +18,7 @@ from zkop.importer.options import ImportOptions
 from zkop.kube.client import ApiException, KubeClient, resource_path
 from zkop.kube.events import EventRecorder
 from zkop.testing.apiserver import ApiServer
+from zkop.testing.controllers import running
 from zkop.testing.zookeeper import ZooKeeperServer
 from zkop.zookeeper.adapter import ZooKeeperAdapter
 
@@ -84,19 +85,10 @@ def running_importer(apiserver: ApiServer, adapter: ZooKeeperAdapter, options: I
             importer.on_session_reconnected()
 
     adapter.add_session_listener(on_state)
-    for informer in importer.informers:
-        informer.start()
     try:
-        for informer in importer.informers:
-            assert informer.wait_for_sync(10), f"{informer.name} did not sync"
-        for controller in importer.controllers:
-            controller.start()
-        yield importer
+        with running(importer.informers, importer.controllers):
+            yield importer
     finally:
-        for controller in importer.controllers:
-            controller.stop(2.0)
-        for informer in importer.informers:
-            informer.stop(1.0)
         recorder.stop()
         client.close()
 

@@ -23,6 +23,7 @@ from zkop.importer.options import ImportOptions
 from zkop.kube.client import KubeClient, resource_path
 from zkop.kube.events import EventRecorder
 from zkop.testing.apiserver import ApiServer
+from zkop.testing.controllers import running
 from zkop.testing.waiting import wait_for
 from zkop.testing.zookeeper import ZooKeeperServer, expire_session
 from zkop.zookeeper.adapter import ZooKeeperAdapter
@@ -184,19 +185,10 @@ def running_bridge(apiserver: ApiServer, adapter: ZooKeeperAdapter, options: Bri
     recorder.start()
     bridge = build_service_bridge(client, adapter, recorder, options, cluster_id="test", resync_period=30.0,
                                   inactivity_timeout=10.0)
-    for informer in bridge.informers:
-        informer.start()
     try:
-        for informer in bridge.informers:
-            assert informer.wait_for_sync(10)
-        for controller in bridge.controllers:
-            controller.start()
-        yield bridge
+        with running(bridge.informers, bridge.controllers):
+            yield bridge
     finally:
-        for controller in bridge.controllers:
-            controller.stop(2.0)
-        for informer in bridge.informers:
-            informer.stop(1.0)
         recorder.stop()
         client.close()
 
