@@ -81,6 +81,7 @@ from zkop.testing.zookeeper import ZooKeeperServer  # noqa: E402
 from zkop.zkconfig.plan import Outcome  # noqa: E402
 from zkop.zkconfig.spec import FINALIZER, GROUP, PLURAL, VERSION  # noqa: E402
 from zkop.zkconfig.status import desired_status  # noqa: E402
+from zkop.zookeeper.handler import SelectHandler  # noqa: E402
 
 log = logging.getLogger("bench")
 
@@ -413,7 +414,7 @@ def server_packets(server: ZooKeeperServer) -> int:
 @contextlib.contextmanager
 def zk_client(server: ZooKeeperServer) -> Iterator[KazooClient]:
     """A connected, unchrooted kazoo client on ``server`` for the bench's own use."""
-    client = KazooClient(hosts=server.hosts, timeout=10.0)
+    client = KazooClient(hosts=server.hosts, timeout=10.0, handler=SelectHandler())
     client.start(timeout=15)
     try:
         yield client
@@ -569,7 +570,7 @@ def floor_client(spec: JSON) -> JSON:
     n = int(spec["n"])
     threads = int(spec["threads"])
     kube = KubeClient(load_api_client(str(spec["kubeconfig"]), pool_size=threads + 2), user_agent="zkop-bench-floor")
-    zk = KazooClient(hosts=str(spec["zk_hosts"]), timeout=10.0)
+    zk = KazooClient(hosts=str(spec["zk_hosts"]), timeout=10.0, handler=SelectHandler())
     zk.start(timeout=15)
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 

@@ -143,7 +143,9 @@ class Manager:
         )
         controller = Controller("zookeeperconfig", self.reconciler, workers=options.workers)
         self.controllers: list[Controller] = [controller]
-        controller.watch(self.informer, self._keys_sharing_path)
+        controller.watch(self.informer, self._keys_sharing_path, update_filter=self.reconciler.wants_update)
+        # An update held while our own write of it was in flight, and not its echo after all, is enqueued.
+        self.reconciler.own_writes.release = controller.queue.add
         controller.watch(self.configmaps, lambda obj: self._keys_referencing("ConfigMap", obj))
         controller.watch(self.secrets, lambda obj: self._keys_referencing("Secret", obj))
         self.informers = [self.informer, self.configmaps, self.secrets]
@@ -292,6 +294,7 @@ class Manager:
             while not informer.wait_for_sync(1.0):
                 if self.stop_event.is_set():
                     return
+        self.reconciler.learn_absent()
         for controller in self.controllers:
             controller.start()
         log.info("controllers started")

@@ -306,3 +306,29 @@ def test_deleting_a_whole_tree_converges_leaves_first(operator: OperatorProcess,
     zk.delete(zk_base + "/tree/unmanaged")
     wait_for(lambda: get(kube, "root") is None, timeout=30, message="root deleted once empty")
     assert read(zk, zk_base + "/tree") is None
+
+
+def test_cold_start_over_existing_objects_is_batched_and_correct(kubeconfig: str, kube: KubeClient,
+                                                                 zk_server: ZooKeeperServer, zk: KazooClient,
+                                                                 zk_base: str) -> None:
+    # Objects exist before zkop starts: one listing per parent replaces the first reads of their znodes
+    # and records, and the cases a listing must not get wrong are among them.
+    for i in range(6):
+        create(kube, zkc(f"flag-{i}", f"/cold/flag-{i}", f"v{i}".encode()))
+    zk.create(zk_base + "/cold/flag-0", b"legacy", makepath=True)  # adopted, not blindly created
+    zk.create(zk_base + "/zkop/owners/cold/flag-1", b'{"clusterId":"other","managedBy":"zkop","name":"x",'
+              b'"namespace":"y","uid":"z"}', makepath=True)  # owned by another installation
+    with OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}", ["--workers", "4"]) as operator:
+        for i in (0, 2, 3, 4, 5):
+            wait_for(lambda i=i: synced(kube, f"flag-{i}"), timeout=15, message=f"flag-{i} synced")
+            assert read(zk, f"{zk_base}/cold/flag-{i}") == f"v{i}".encode()
+        wait_for(lambda: conditions(get(kube, "flag-1")).get("Ready", {}).get("reason") == "PathConflict",
+                 timeout=15, message="the foreign record is respected")
+        assert zk.exists(zk_base + "/cold/flag-1") is None
+        assert "Adopted" in reasons(kube, "flag-0")
+        # 12 paths (6 znodes, 6 records) minus the legacy znode and the foreign record.
+        assert "10 of 12 znodes and ownership records of unsynced objects do not exist yet" in operator.log_tail(200)
+        gets = _sample(operator.metrics(), 'zkop_zookeeper_request_duration_seconds_count{operation="get"}')
+        # Reads left: the legacy znode (and its ACL), the foreign record, and the watch-arming read behind
+        # each of the 5 creates (2 nodes each) — no first read of an absent node.
+        assert gets <= 2 + 5 * 2 + 2, gets

@@ -134,3 +134,103 @@ def test_acl_is_read_and_restored(adapter: ZooKeeperAdapter, zk: KazooClient, zk
     observed = adapter.read("/open")
     assert observed is not None and observed.acl_version == 1 and observed.acl is not None
     assert not acl_matches(observed.acl, OPEN_ACL)
+
+
+def test_atomic_execute_writes_all_or_nothing(adapter: ZooKeeperAdapter, zk: KazooClient, zk_base: str) -> None:
+    # Parents are missing: the multi fails with NoNode, the parents are made and it is retried once.
+    adapter.execute([CreateNode("/reg/a/x", b"record"), CreateNode("/a/x", b"data")], atomic=True)
+    assert zk.get(zk_base + "/reg/a/x")[0] == b"record" and zk.get(zk_base + "/a/x")[0] == b"data"
+    # The second create fails (the node exists): the first is rolled back, nothing is written.
+    with pytest.raises(ConcurrentModification, match="NodeExistsError"):
+        adapter.execute([CreateNode("/reg/a/y", b"record"), CreateNode("/a/x", b"other")], atomic=True)
+    assert zk.exists(zk_base + "/reg/a/y") is None
+    assert zk.get(zk_base + "/a/x")[0] == b"data"
+    # A stale version in one part refuses the whole multi too.
+    with pytest.raises(ConcurrentModification, match="BadVersionError"):
+        adapter.execute([SetData("/reg/a/x", b"new record", 0), SetData("/a/x", b"v2", 7)], atomic=True)
+    assert zk.get(zk_base + "/reg/a/x")[0] == b"record"
+    adapter.execute([SetData("/reg/a/x", b"new record", 0), SetData("/a/x", b"v2", 0)], atomic=True)
+    assert zk.get(zk_base + "/reg/a/x")[0] == b"new record" and zk.get(zk_base + "/a/x")[0] == b"v2"
+
+
+def test_arm_watches_after_create_remembers_and_sees_hand_edits(adapter: ZooKeeperAdapter, zk: KazooClient,
+                                                                zk_base: str) -> None:
+    from zkop.testing.waiting import wait_for
+
+    fired: list[str] = []
+    adapter.add_watch_listener(fired.append)
+    adapter.execute([CreateNode("/armed/r", b"record"), CreateNode("/armed/n", b"data")], atomic=True,
+                    arm_watches=True)
+    reads = adapter.reads
+    observed = adapter.read("/armed/n", watch=True)
+    assert observed is not None and observed.data == b"data" and observed.version == 0
+    assert adapter.reads == reads  # remembered by the read sent behind the multi
+    assert not fired  # zkop's own create fired no watch of its own
+    zk.set(zk_base + "/armed/n", b"hand edit")
+    wait_for(lambda: "/armed/n" in fired, timeout=5, message="data watch armed after the create fired")
+    observed = adapter.read("/armed/n", watch=True)
+    assert observed is not None and observed.data == b"hand edit" and adapter.reads == reads + 1
+    zk.delete(zk_base + "/armed/r")
+    wait_for(lambda: "/armed/r" in fired, timeout=5, message="the record's watch fired on delete")
+
+
+def test_read_async_pipelines_reads(adapter: ZooKeeperAdapter) -> None:
+    adapter.execute([CreateNode("/p1", b"1"), CreateNode("/p2", b"2")])
+    first, second, missing = (adapter.read_async("/p1", watch=True), adapter.read_async("/p2"),
+                              adapter.read_async("/p3", watch=True, watch_absent=False))
+    one, two = first.result(), second.result()
+    assert one is not None and one.data == b"1" and two is not None and two.data == b"2"
+    assert missing.result() is None
+    reads = adapter.reads
+    assert adapter.read_async("/p1", watch=True).result() == one and adapter.reads == reads
+
+
+def test_select_handler_falls_back_past_fd_setsize() -> None:
+    import os
+    import resource
+    import socket
+
+    from zkop.zookeeper.handler import SelectHandler
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1100:
+        pytest.skip(f"cannot open a descriptor past FD_SETSIZE (hard limit {hard})")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1100), hard))
+    left, right = socket.socketpair()
+    high = os.dup2(left.fileno(), 1050)
+    try:
+        right.send(b"x")
+        handler = SelectHandler()
+        readable, _, _ = handler.select([high], [], [], 1.0)
+        assert readable == [high]  # plain select(2) cannot take fd 1050: the stock selector answered
+        assert handler.select([left], [], [], 0)[0] == [left]
+    finally:
+        os.close(high)
+        left.close()
+        right.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_learn_absent_answers_first_reads_from_one_listing(adapter: ZooKeeperAdapter, zk: KazooClient,
+                                                           zk_base: str) -> None:
+    adapter.execute([CreateNode("/many/present", b"p")])
+    paths = ["/many/present", "/many/a", "/many/b", "/nowhere/x", "/nowhere/y", "/single/z"]
+    assert adapter.learn_absent(paths) == 4  # /single holds one path only: not listed
+    reads = adapter.reads
+    assert adapter.read("/many/a", watch=True, watch_absent=False) is None
+    assert adapter.read("/nowhere/x", watch=True, watch_absent=False) is None
+    assert adapter.reads == reads and adapter.absent_hits == 2
+    # Once only, and never for a present node or a read that wants an exists watch.
+    assert adapter.read("/many/a", watch=True, watch_absent=False) is None and adapter.reads == reads + 1
+    present = adapter.read("/many/present", watch=True, watch_absent=False)
+    assert present is not None and present.data == b"p"
+    assert adapter.read("/many/b", watch=True) is None and adapter.absent_hits == 2
+    # A stale hint can only cost a refused create: the node appeared after the listing.
+    adapter.learn_absent(["/nowhere/x", "/nowhere/y"])
+    zk.create(zk_base + "/nowhere/y", b"someone else", makepath=True)
+    assert adapter.read("/nowhere/y", watch=True, watch_absent=False) is None  # the stale hint
+    with pytest.raises(ConcurrentModification):
+        adapter.execute([CreateNode("/reg/nowhere/y", b"record"), CreateNode("/nowhere/y", b"mine")], atomic=True)
+    assert zk.get(zk_base + "/nowhere/y")[0] == b"someone else" and zk.exists(zk_base + "/reg/nowhere/y") is None
+    observed = adapter.read("/nowhere/y", watch=True, watch_absent=False)
+    assert observed is not None and observed.data == b"someone else"

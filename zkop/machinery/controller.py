@@ -86,13 +86,16 @@ class Controller:
 
     # --- sources -----------------------------------------------------------------------------
 
-    def watch(self, informer: Informer, map_func: Callable[[JSON], list[str]] | None = None) -> None:
+    def watch(self, informer: Informer, map_func: Callable[[JSON], list[str]] | None = None, *,
+              update_filter: Callable[[JSON, JSON], bool] | None = None) -> None:
         """Enqueue keys for every event of ``informer``.
 
         Args:
             informer: the source.
             map_func: maps an object to the keys to reconcile (default: its own ``namespace/name``),
                 like controller-runtime's ``handler.EnqueueRequestsFromMapFunc``.
+            update_filter: ``(old, new) -> bool``; False drops an update event (a predicate,
+                e.g. :meth:`zkop.machinery.ownwrites.OwnWrites.is_echo` negated).
         """
         mapper = map_func or (lambda obj: [meta_namespace_key(obj)])
 
@@ -100,7 +103,7 @@ class Controller:
             for key in mapper(obj):
                 self.queue.add(key)
 
-        informer.add_event_handler(FuncHandler(enqueue))
+        informer.add_event_handler(FuncHandler(enqueue, update_filter))
         if informer not in self.informers:
             self.informers.append(informer)
 

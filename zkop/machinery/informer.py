@@ -180,15 +180,21 @@ class EventHandler(Protocol):
 
 @dataclass
 class FuncHandler:
-    """An :class:`EventHandler` that maps every event to ``enqueue(obj)``."""
+    """An :class:`EventHandler` that maps every event to ``enqueue(obj)``.
+
+    ``update_filter(old, new)`` returning False drops an update (controller-runtime's
+    ``predicate.Funcs.UpdateFunc``); adds and deletes always pass.
+    """
 
     enqueue: Callable[[JSON], None]
+    update_filter: Callable[[JSON, JSON], bool] | None = None
 
     def on_add(self, obj: JSON) -> None:
         self.enqueue(obj)
 
     def on_update(self, old: JSON, new: JSON) -> None:
-        self.enqueue(new)
+        if self.update_filter is None or self.update_filter(old, new):
+            self.enqueue(new)
 
     def on_delete(self, obj: JSON) -> None:
         self.enqueue(obj)

@@ -364,6 +364,11 @@ EVENTS_DROPPED = Counter(
     "Kubernetes Events not written because the Normal-event budget was spent.",
     ["type"],
 )
+OWN_WRITE_ECHOES_DROPPED = Counter(
+    "zkop_own_write_echoes_dropped_total",
+    "Watch events not enqueued because they only echoed the controller's own finalizer or status write.",
+    ["controller"],
+)
 DRIFT_CORRECTIONS = Counter(
     "zkop_drift_corrections_total",
     "Total number of times a controller found ZooKeeper out of line with the desired state and corrected it.",

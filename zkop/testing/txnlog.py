@@ -17,16 +17,40 @@ from zkop.testing.zookeeper import find_zookeeper
 __all__ = ["Txn", "read_txn_log"]
 
 _LINE = re.compile(r"session (0x[0-9a-f]+) cxid \S+ zxid (0x[0-9a-f]+) (\w+)(?: ([^,\s]*))?")
+# A multi prints as ``multi <op>:<serialised record>;<op>:…``; every record but ``error`` starts with its path.
+_MULTI_OP = re.compile(r"(?:^|;)(create|create2|createContainer|createTTL|delete|deleteContainer|setData|check|error):")
 
 
 @dataclass(frozen=True)
 class Txn:
-    """One transaction: ``session`` id, ``zxid``, operation (``create``, ``setData``, ``delete``, …) and path."""
+    """One transaction: ``session`` id, ``zxid``, operation (``create``, ``setData``, ``delete``, …) and path.
+
+    A ``multi`` becomes one entry per operation, all with the multi's zxid and ``multi=True``.
+    """
 
     session: int
     zxid: int
     op: str
     path: str
+    multi: bool = False
+
+
+def _multi_ops(session: int, zxid: int, payload: str) -> list[Txn]:
+    """The operations of one ``multi`` transaction; a failed multi (any ``error`` part) wrote nothing.
+
+    ZooKeeper logs a failed multi with its parts turned into error records (``DataTree.processTxn``),
+    so it becomes one ``error`` entry, like a failed single write.
+    """
+    ops: list[Txn] = []
+    for match in _MULTI_OP.finditer(payload):
+        op = match[1]
+        if op == "error":
+            return [Txn(session, zxid, "error", "multi", multi=True)]
+        start = match.end()
+        raw = payload[start:start + 4].encode("latin-1", "replace")
+        length = int.from_bytes(raw, "big") if len(raw) == 4 else 0
+        ops.append(Txn(session, zxid, op, payload[start + 4:start + 4 + length], multi=True))
+    return ops
 
 
 def read_txn_log(data_dir: Path) -> list[Txn]:
@@ -45,6 +69,11 @@ def read_txn_log(data_dir: Path) -> list[Txn]:
         ).stdout
         for line in out.splitlines():
             match = _LINE.search(line)
-            if match:
-                txns.append(Txn(int(match[1], 16), int(match[2], 16), match[3], match[4] or ""))
-    return sorted(set(txns), key=lambda t: t.zxid)
+            if not match:
+                continue
+            session, zxid = int(match[1], 16), int(match[2], 16)
+            if match[3] == "multi":
+                txns.extend(_multi_ops(session, zxid, line[match.start(4):] if match[4] is not None else ""))
+            else:
+                txns.append(Txn(session, zxid, match[3], match[4] or ""))
+    return sorted(dict.fromkeys(txns), key=lambda t: t.zxid)  # stable: a multi keeps its order

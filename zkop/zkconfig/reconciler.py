@@ -34,6 +34,7 @@ from zkop.kube.events import EventRecorder, now_rfc3339
 from zkop.machinery import metrics
 from zkop.machinery.controller import Result
 from zkop.machinery.informer import Indexer, meta_namespace_key
+from zkop.machinery.ownwrites import OwnWrites
 from zkop.zkconfig.plan import Outcome, Plan, plan_delete, plan_sync
 from zkop.zkconfig.spec import (
     DEFAULT_MAX_DATA_BYTES,
@@ -52,12 +53,14 @@ from zkop.zkconfig.status import desired_status, status_patch
 from zkop.zookeeper.actions import Observed
 from zkop.zookeeper.adapter import (
     ConcurrentModification,
+    PendingRead,
     ZooKeeperAdapter,
     ZooKeeperError,
     ZooKeeperNoAuth,
     ZooKeeperUnavailable,
 )
-from zkop.zookeeper.registry import DEFAULT_REGISTRY_ROOT, OwnershipRegistry, OwnerStamp
+from zkop.zookeeper.paths import validate_path
+from zkop.zookeeper.registry import DEFAULT_REGISTRY_ROOT, Claim, OwnershipRegistry, OwnerStamp
 
 __all__ = [
     "PATH_INDEX",
@@ -146,6 +149,8 @@ class ZooKeeperConfigReconciler:
         # the same status again (the idea of client-go's MutationCache, without comparing versions).
         self._written: dict[str, tuple[frozenset[str], JSON]] = {}
         self._lock = threading.Lock()
+        #: Our finalizer and status writes; :meth:`wants_update` drops the watch events that only echo them.
+        self.own_writes = OwnWrites()
 
     # --- entry point -------------------------------------------------------------------------
 
@@ -161,45 +166,108 @@ class ZooKeeperConfigReconciler:
         if obj is None:
             with self._lock:
                 self._written.pop(key, None)
+            self.own_writes.forget(key)
             return Result()
         if (obj.get("metadata") or {}).get("deletionTimestamp"):
             return self._finalize(obj)
-        if FINALIZER not in _finalizers(obj):
-            updated = self._set_finalizers(obj, [*_finalizers(obj), FINALIZER])
-            if updated is None:
-                return Result()
-            self._remember_stale(key, obj)
-            obj = updated
         try:
             desired = self._parse(obj)
         except InvalidSpec as err:
-            self._report_with_event(obj, Outcome("Error", "InvalidSpec", f"invalid spec: {err}", False, stalled=True))
-            return Result()
+            return self._report_unsynced(key, obj, Outcome("Error", "InvalidSpec", f"invalid spec: {err}", False,
+                                                           stalled=True))
         except RefNotFound as err:
             # Not stalled: the ConfigMap/Secret informer re-enqueues this object when the key appears.
-            self._report_with_event(obj, Outcome("Error", "RefNotFound", str(err), False), retrying=True)
-            return Result()
+            return self._report_unsynced(key, obj, Outcome("Error", "RefNotFound", str(err), False), retrying=True)
         owner = self._cluster_owner(desired.path)
         if owner is not None and meta_namespace_key(owner) != key:
-            self._report_conflict(obj, f"{meta_namespace_key(owner)} (older object in this cluster)")
-            return Result()
+            return self._report_unsynced(key, obj, self._conflict(obj, f"{meta_namespace_key(owner)} "
+                                                                        "(older object in this cluster)"))
+        # Both reads go out at once and are answered while the finalizer is written (if it must be):
+        # the first reconcile of an object waits for one ZooKeeper round trip less, or two.
         try:
-            claim = self.registry.claim(desired.path, self._stamp(obj), self._stamp_exists)
-            if claim.conflict is not None:
-                self._report_conflict(obj, claim.conflict.describe())
-                return Result()
-            # On the first claim (adoption of a legacy znode) read the ACL too: a node created
-            # with another ACL shows no ACL version change, so it would otherwise look in sync.
-            plan, observed = self._converge(desired, plan_sync, read_acl=claim.new)
+            reads: tuple[PendingRead, PendingRead] | ZooKeeperError = self._start_reads(desired)
+        except ZooKeeperError as err:
+            reads = err
+        updated = self._ensure_finalizer(key, obj)
+        if updated is None:
+            return Result()
+        obj = updated
+        try:
+            if isinstance(reads, ZooKeeperError):
+                raise reads
+            claim, plan, observed = self._claim_and_converge(desired, self._stamp(obj), reads)
         except ZooKeeperError as err:
             self._report_failure(obj, err)
             raise RetryableError(str(err)) from err
+        if plan is None:
+            assert claim.conflict is not None
+            self._report_with_event(obj, self._conflict(obj, claim.conflict.describe()))
+            return Result()
         if claim.new and observed is not None:
             self.recorder.event(obj, "Normal", "Adopted",
                                 f"adopted existing znode {desired.path} (version {observed.version})")
         self._announce(obj, plan)
         self._report(obj, plan.outcome, wrote=plan.writes)
         return Result()
+
+    def _ensure_finalizer(self, key: str, obj: JSON) -> JSON | None:
+        """Add the finalizer if missing (before ZooKeeper is written); the object to go on with, or None if gone."""
+        if FINALIZER in _finalizers(obj):
+            return obj
+        updated = self._set_finalizers(obj, [*_finalizers(obj), FINALIZER])
+        if updated is not None:
+            self._remember_stale(key, obj)
+        return updated
+
+    def _report_unsynced(self, key: str, obj: JSON, outcome: Outcome, *, retrying: bool = False) -> Result:
+        """Report an outcome that writes nothing to ZooKeeper (the finalizer is added all the same)."""
+        updated = self._ensure_finalizer(key, obj)
+        if updated is not None:
+            self._report_with_event(updated, outcome, retrying=retrying)
+        return Result()
+
+    def learn_absent(self) -> int:
+        """Before the workers start: learn which znodes and records of unsynced objects do not exist yet.
+
+        The objects not Synced at their generation (all of them on a first start, none
+        on a warm restart) are the ones whose first reconcile would read a znode and
+        a record that are probably absent; :meth:`ZooKeeperAdapter.learn_absent` lists
+        their parents once instead. Best effort: a failure only means those reads
+        happen one by one.
+
+        Returns:
+            How many paths were learned absent.
+        """
+        paths: list[str] = []
+        for obj in self.cache.list():
+            if (obj.get("metadata") or {}).get("deletionTimestamp") or _was_synced_at_generation(obj):
+                continue
+            path = (obj.get("spec") or {}).get("path")
+            try:
+                valid = validate_path(path) if isinstance(path, str) else None
+            except ValueError:
+                valid = None
+            if valid is not None and not self.registry.is_registry_path(valid):
+                paths += [valid, self.registry.record_path(valid)]
+        if not paths:
+            return 0
+        try:
+            absent = self.zookeeper.learn_absent(paths)
+        except ZooKeeperError as err:
+            log.info("could not list the parents of unsynced znodes (reading them one by one): %s", err)
+            return 0
+        log.info("%d of %d znodes and ownership records of unsynced objects do not exist yet",
+                 absent, len(paths))
+        return absent
+
+    def wants_update(self, old: JSON, new: JSON) -> bool:
+        """Update-event filter for the controller: False for an event that only echoes our own write.
+
+        The reconcile that wrote the finalizer or status went on with the API server's
+        response, so the watch event of that very write holds nothing it did not see
+        (:class:`zkop.machinery.ownwrites.OwnWrites`). Any other change is delivered.
+        """
+        return not self.own_writes.is_echo(meta_namespace_key(new), old, new)
 
     # --- parsing and ownership ---------------------------------------------------------------
 
@@ -246,31 +314,64 @@ class ZooKeeperConfigReconciler:
     def _stamp_exists(self, stamp: OwnerStamp) -> bool:
         return self.cache.get(f"{stamp.namespace}/{stamp.name}") is not None
 
-    def _report_conflict(self, obj: JSON, owner: str) -> None:
+    @staticmethod
+    def _conflict(obj: JSON, owner: str) -> Outcome:
         path = (obj.get("spec") or {}).get("path")
         message = f"path {path} is owned by {owner}; this object writes nothing"
-        self._report_with_event(obj, Outcome("Error", "PathConflict", message, False, stalled=True))
+        return Outcome("Error", "PathConflict", message, False, stalled=True)
 
     # --- steps -------------------------------------------------------------------------------
 
-    def _converge(self, desired: DesiredZnode, planner: Callable[[DesiredZnode, Observed | None], Plan], *,
-                  read_acl: bool = False) -> tuple[Plan, Observed | None]:
-        """Read (watched), plan, execute; re-plan on a concurrent change up to :data:`MAX_REPLANS` times.
+    def _start_reads(self, desired: DesiredZnode) -> tuple[PendingRead, PendingRead]:
+        """Start the watched reads of the ownership record and of the znode (answered from memory if known)."""
+        # An absent znode is about to be created: no exists watch, a data watch after the create.
+        return (self.registry.read_record_async(desired.path),
+                self.zookeeper.read_async(desired.path, desired.acl, watch=True, watch_absent=False))
 
-        ``read_acl`` forces the ACL to be read even when its version says it is unchanged.
+    def _claim_and_converge(self, desired: DesiredZnode, stamp: OwnerStamp, reads: tuple[PendingRead, PendingRead]
+                            ) -> tuple[Claim, Plan | None, Observed | None]:
+        """Plan the ownership record and the znode from ``reads``; write both in one ``multi``.
+
+        One transaction makes the claim and the write atomic: a record is never left
+        without its znode, nor a znode written without the record. A concurrent change
+        (the multi fails as a whole) re-reads both and re-plans, up to :data:`MAX_REPLANS` times.
+
+        Returns:
+            ``(claim, plan, observed)``; ``plan`` is ``None`` when the claim is a conflict.
         """
         last: ConcurrentModification | None = None
         for attempt in range(MAX_REPLANS):
             try:
-                if read_acl:
+                claim = self.registry.plan(desired.path, stamp, reads[0].result(), self._stamp_exists)
+                if claim.conflict is not None:
+                    return claim, None, None
+                observed = reads[1].result()
+                if claim.new and observed is not None and observed.acl is None:
+                    # First claim (adoption of a legacy znode): read the ACL too; a node created
+                    # with another ACL shows no ACL version change, so it would otherwise look in sync.
                     self.zookeeper.forget(desired.path)
-                expected_acl = None if read_acl else desired.acl
-                # An absent znode is about to be created: no exists watch, a data watch after the create.
-                observed = self.zookeeper.read(desired.path, expected_acl, watch=True, watch_absent=False)
+                    observed = self.zookeeper.read(desired.path, None, watch=True)
+                plan = plan_sync(desired, observed)
+                self.zookeeper.execute([*claim.actions, *plan.actions], atomic=True, arm_watches=True)
+                return claim, plan, observed
+            except ConcurrentModification as err:
+                log.info("%s changed during reconcile (attempt %d): %s", desired.path, attempt + 1, err)
+                self.zookeeper.forget(desired.path)
+                self.zookeeper.forget(self.registry.record_path(desired.path))
+                last = err
+                reads = self._start_reads(desired)
+        assert last is not None
+        raise last
+
+    def _converge(self, desired: DesiredZnode, planner: Callable[[DesiredZnode, Observed | None], Plan]
+                  ) -> tuple[Plan, Observed | None]:
+        """Read (watched), plan, execute; re-plan on a concurrent change up to :data:`MAX_REPLANS` times."""
+        last: ConcurrentModification | None = None
+        for attempt in range(MAX_REPLANS):
+            try:
+                observed = self.zookeeper.read(desired.path, desired.acl, watch=True, watch_absent=False)
                 plan = planner(desired, observed)
-                self.zookeeper.execute(plan.actions)
-                if observed is None and plan.actions:
-                    self.zookeeper.read(desired.path, desired.acl, watch=True)
+                self.zookeeper.execute(plan.actions, arm_watches=True)
                 return plan, observed
             except ConcurrentModification as err:
                 log.info("%s changed during reconcile (attempt %d): %s", desired.path, attempt + 1, err)
@@ -365,10 +466,11 @@ class ZooKeeperConfigReconciler:
         if str(meta.get("resourceVersion")) in stale and _same_outcome(written, new):
             return False  # the cache has not caught up with the identical status we already wrote
         try:
-            self.client.request(
-                "PATCH", resource_path(GROUP, VERSION, PLURAL, meta["namespace"], meta["name"], "status"),
-                body=patch, content_type=MERGE_PATCH,
-            )
+            with self.own_writes.writing(key, obj) as respond:
+                respond(self.client.request(
+                    "PATCH", resource_path(GROUP, VERSION, PLURAL, meta["namespace"], meta["name"], "status"),
+                    body=patch, content_type=MERGE_PATCH,
+                ))
         except ApiException as err:
             if err.status == 404:
                 return False  # deleted meanwhile; nothing to report on
@@ -386,10 +488,12 @@ class ZooKeeperConfigReconciler:
         meta = obj["metadata"]
         body = {"metadata": {"finalizers": finalizers or None, "resourceVersion": meta["resourceVersion"]}}
         try:
-            updated: JSON = self.client.request(
-                "PATCH", resource_path(GROUP, VERSION, PLURAL, meta["namespace"], meta["name"]),
-                body=body, content_type=MERGE_PATCH,
-            )
+            with self.own_writes.writing(meta_namespace_key(obj), obj) as respond:
+                updated: JSON = self.client.request(
+                    "PATCH", resource_path(GROUP, VERSION, PLURAL, meta["namespace"], meta["name"]),
+                    body=body, content_type=MERGE_PATCH,
+                )
+                respond(updated)
         except ApiException as err:
             if err.status == 404:
                 return None

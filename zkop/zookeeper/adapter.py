@@ -17,7 +17,7 @@ import logging
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
@@ -33,17 +33,20 @@ from kazoo.exceptions import (
     NoNodeError,
     NotEmptyError,
     OperationTimeoutError,
+    RolledBackError,
     SessionExpiredError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.security import ACL, Id
 
 from zkop.zookeeper.actions import OPEN_ACL, AclEntry, Action, CreateNode, DeleteNode, Observed, SetAcl, SetData
+from zkop.zookeeper.handler import SelectHandler
 from zkop.zookeeper.paths import parent_paths
 
 __all__ = [
     "ConcurrentModification",
     "ConnectionOptions",
+    "PendingRead",
     "ZooKeeperAdapter",
     "ZooKeeperError",
     "ZooKeeperNoAuth",
@@ -117,6 +120,39 @@ def split_chroot(hosts: str) -> tuple[str, str]:
 SessionListener = Callable[[str], None]
 
 
+def _join(parent: str, name: str) -> str:
+    return f"{parent.rstrip('/')}/{name}"
+
+
+class PendingRead:
+    """A :meth:`ZooKeeperAdapter.read_async` in flight; :meth:`result` waits for it.
+
+    Not built directly. ``result()`` may be called once per read; it raises what
+    :meth:`ZooKeeperAdapter.read` raises.
+    """
+
+    def __init__(self, adapter: ZooKeeperAdapter, path: str, *, cached: Observed | None = None,
+                 request: Any = None, issued: float = 0.0, expected_acl: tuple[AclEntry, ...] | None = OPEN_ACL,
+                 watch: bool = False, watch_absent: bool = True, generation: int | None = None,
+                 read_at: float = 0.0) -> None:
+        self.adapter = adapter
+        self.path = path
+        self.cached = cached
+        self.request = request
+        self.issued = issued
+        self.expected_acl = expected_acl
+        self.watch = watch
+        self.watch_absent = watch_absent
+        self.generation = generation
+        self.read_at = read_at
+
+    def result(self) -> Observed | None:
+        """The znode, or ``None`` if it does not exist (waits at most the session timeout, seconds)."""
+        if self.request is None:
+            return self.cached
+        return self.adapter._finish_read(self)
+
+
 class ZooKeeperAdapter:
     """A kazoo session plus conditional, idempotent execution of plan actions.
 
@@ -147,10 +183,15 @@ class ZooKeeperAdapter:
         self.known_max_age = 300.0
         self._invalidations: dict[str, int] = {}
         self._known_lock = threading.Lock()
+        # Paths a child listing showed absent (see learn_absent): path -> monotonic time learned.
+        self._absent: dict[str, float] = {}
+        #: Seconds an absence learned from a listing may stand in for a read.
+        self.absent_max_age = 120.0
         self._watch_listeners: list[Callable[[str], None]] = []
         self.consecutive_failures = 0
         self.reads = 0
         self.cache_hits = 0
+        self.absent_hits = 0
 
     @staticmethod
     def _build_client(options: ConnectionOptions) -> KazooClient:
@@ -159,6 +200,7 @@ class ZooKeeperAdapter:
             "timeout": options.session_timeout,
             "auth_data": list(options.auth) or None,
             "connection_retry": {"max_tries": -1, "delay": 0.2, "backoff": 2, "max_delay": 5.0},
+            "handler": SelectHandler(),
         }
         if options.use_tls:
             kwargs.update(
@@ -275,7 +317,7 @@ class ZooKeeperAdapter:
         payload = os.urandom(16)
         self.execute([CreateNode(path, payload)])
         try:
-            observed = self._read(path, OPEN_ACL, False)
+            observed = self.read(path, OPEN_ACL)
             if observed is None or observed.data != payload:
                 raise ZooKeeperNoAuth(f"start-up probe: {path} did not read back what was written")
         finally:
@@ -302,8 +344,9 @@ class ZooKeeperAdapter:
         listeners of :meth:`add_watch_listener`. ``max_age`` (seconds, default
         :attr:`known_max_age`) bounds how long a remembered result is trusted.
         ``watch_absent=False`` skips the exists watch (one round trip) when the node
-        is missing and the caller is about to create it; the caller then re-reads
-        after the create to arm a data watch, and "absent" is not remembered.
+        is missing and the caller is about to create it; the caller then arms a
+        data watch after the create (:meth:`execute` with ``arm_watches=True``), and
+        "absent" is not remembered.
 
         Returns:
             The znode, or ``None`` if it does not exist.
@@ -311,8 +354,29 @@ class ZooKeeperAdapter:
         Raises:
             ZooKeeperUnavailable, ZooKeeperNoAuth, ConcurrentModification (changed between data and ACL reads).
         """
+        return self.read_async(path, expected_acl, watch=watch, max_age=max_age, watch_absent=watch_absent).result()
+
+    def read_async(self, path: str, expected_acl: tuple[AclEntry, ...] | None = OPEN_ACL, *,
+                   watch: bool = False, max_age: float | None = None, watch_absent: bool = True) -> PendingRead:
+        """Start :meth:`read` and return at once; :meth:`PendingRead.result` waits for it.
+
+        ZooKeeper answers one session's requests in the order they were sent
+        (Programmer's Guide, "ZooKeeper guarantees": sequential consistency), so
+        several reads started back to back cost one round trip of latency instead
+        of one each, and a caller can do other I/O (an API request) meanwhile.
+        A remembered result (see :meth:`read`) completes at once, without a request.
+
+        Raises:
+            ZooKeeperUnavailable: not connected (raised here, not by ``result()``).
+        """
+        generation: int | None = None
+        read_at = 0.0
         if watch:
             with self._known_lock:
+                learned = self._absent.pop(path, None) if not watch_absent else None
+                if learned is not None and time.monotonic() - learned < self.absent_max_age:
+                    self.absent_hits += 1
+                    return PendingRead(self, path, cached=None)
                 if path in self._known:
                     at, cached = self._known[path]
                     fresh = time.monotonic() - at < (self.known_max_age if max_age is None else max_age)
@@ -320,46 +384,106 @@ class ZooKeeperAdapter:
                         expected_acl == OPEN_ACL and cached.acl_version == 0
                     )):
                         self.cache_hits += 1
-                        return cached
+                        return PendingRead(self, path, cached=cached)
                 generation = self._invalidations.get(path, 0)
             read_at = time.monotonic()
         self._require_connected("read")
-        observed = self._read(path, expected_acl, watch, watch_absent)
-        if watch and (observed is not None or watch_absent):
-            with self._known_lock:
-                if self._invalidations.get(path, 0) == generation:
-                    self._known[path] = (read_at, observed)
-        return observed
-
-    def _read(self, path: str, expected_acl: tuple[AclEntry, ...] | None, watch: bool,
-              watch_absent: bool = True) -> Observed | None:
-        watcher = self._on_watch if watch else None
         self.reads += 1
-        with self._mapped("get", path):
+        request = self.client.get_async(path, watch=self._on_watch if watch else None)
+        return PendingRead(self, path, request=request, issued=time.monotonic(), expected_acl=expected_acl,
+                           watch=watch, watch_absent=watch_absent, generation=generation, read_at=read_at)
+
+    def _finish_read(self, pending: PendingRead) -> Observed | None:
+        """Wait for a started read, complete it (exists watch, ACL) and remember it if watched."""
+        path = pending.path
+        with self._mapped("get", path, started=pending.issued):
             try:
-                data, stat = self._wait(self.client.get_async(path, watch=watcher))
+                data, stat = self._wait(pending.request)
             except NoNodeError:
                 stat = None
+        observed: Observed | None = None
         if stat is None:
-            if watch and watch_absent:
+            if pending.watch and pending.watch_absent:
                 with self._mapped("exists", path):
-                    if self._wait(self.client.exists_async(path, watch=watcher)) is not None:
+                    if self._wait(self.client.exists_async(path, watch=self._on_watch)) is not None:
                         raise ConcurrentModification(f"znode {path} appeared while being read")
-            return None
-        acl: tuple[AclEntry, ...] | None = None
-        if expected_acl is None or stat.aversion > 0 or expected_acl != OPEN_ACL:
-            with self._mapped("get_acls", path):
+        else:
+            acl: tuple[AclEntry, ...] | None = None
+            expected_acl = pending.expected_acl
+            if expected_acl is None or stat.aversion > 0 or expected_acl != OPEN_ACL:
+                with self._mapped("get_acls", path):
+                    try:
+                        acls, stat2 = self._wait(self.client.get_acls_async(path))
+                    except NoNodeError:
+                        raise ConcurrentModification(f"znode {path} vanished while being read") from None
+                acl = from_kazoo_acl(acls)
+                if stat2.version != stat.version:
+                    raise ConcurrentModification(f"znode {path} changed while being read")
+            observed = Observed(
+                data=data or b"", version=stat.version, num_children=stat.numChildren,
+                ephemeral_owner=stat.ephemeralOwner, acl_version=stat.aversion, acl=acl,
+            )
+        if pending.watch and (observed is not None or pending.watch_absent):
+            self._remember(path, pending.generation, pending.read_at, observed)
+        return observed
+
+    def _remember(self, path: str, generation: int | None, read_at: float, observed: Observed | None) -> None:
+        """Remember ``observed`` unless ``path`` was invalidated since ``generation`` was taken."""
+        with self._known_lock:
+            if self._invalidations.get(path, 0) == generation:
+                self._known[path] = (read_at, observed)
+
+    def learn_absent(self, paths: Iterable[str], *, min_per_parent: int = 2, max_children: int = 10_000) -> int:
+        """Batch the first reads of a cold start: list each parent once and remember which paths are absent.
+
+        For every parent directory holding at least ``min_per_parent`` of ``paths``,
+        one ``exists`` (for ``numChildren``) and one ``getChildren`` — all sent back to
+        back — replace a ``getData`` per path. A path found absent is answered
+        ``None`` by the next :meth:`read_async` with ``watch=True, watch_absent=False``
+        (the caller is about to create it), once, within :attr:`absent_max_age`
+        seconds. That is only ever a hint for a create, and a create is conditional
+        on absence by nature: if the node appeared meanwhile the create fails with
+        ``NodeExists`` (:class:`ConcurrentModification`), and the caller reads again.
+        Parents with more than ``max_children`` children are not listed (a reply
+        that large is not worth it). Nothing is watched.
+
+        Returns:
+            How many paths were learned absent.
+
+        Raises:
+            ZooKeeperUnavailable, ZooKeeperNoAuth: as a read.
+        """
+        by_parent: dict[str, set[str]] = {}
+        for path in paths:
+            parent, _, name = path.rpartition("/")
+            by_parent.setdefault(parent or "/", set()).add(name)
+        parents = sorted(p for p, names in by_parent.items() if len(names) >= min_per_parent)
+        if not parents:
+            return 0
+        self._require_connected("read")
+        learned_at = time.monotonic()
+        stats = [(parent, time.monotonic(), self.client.exists_async(parent)) for parent in parents]
+        absent: list[str] = []
+        listings: list[tuple[str, float, Any]] = []
+        for parent, started, request in stats:
+            with self._mapped("exists", parent, started=started):
+                stat = self._wait(request)
+            if stat is None:
+                absent.extend(_join(parent, name) for name in by_parent[parent])
+            elif stat.numChildren <= max_children:
+                listings.append((parent, time.monotonic(), self.client.get_children_async(parent)))
+        for parent, started, request in listings:
+            with self._mapped("get_children", parent, started=started):
                 try:
-                    acls, stat2 = self._wait(self.client.get_acls_async(path))
+                    children = set(self._wait(request))
                 except NoNodeError:
-                    raise ConcurrentModification(f"znode {path} vanished while being read") from None
-            acl = from_kazoo_acl(acls)
-            if stat2.version != stat.version:
-                raise ConcurrentModification(f"znode {path} changed while being read")
-        return Observed(
-            data=data or b"", version=stat.version, num_children=stat.numChildren,
-            ephemeral_owner=stat.ephemeralOwner, acl_version=stat.aversion, acl=acl,
-        )
+                    children = set()
+            absent.extend(_join(parent, name) for name in by_parent[parent] if name not in children)
+        with self._known_lock:
+            for path in absent:
+                if path not in self._known:
+                    self._absent[path] = learned_at
+        return len(absent)
 
     def watch_children(self, path: str) -> list[str] | None:
         """List the children of ``path`` and arm a child watch on it.
@@ -398,6 +522,7 @@ class ZooKeeperAdapter:
         """Drop what is remembered about ``path`` (the next watched read goes to ZooKeeper)."""
         with self._known_lock:
             self._known.pop(path, None)
+            self._absent.pop(path, None)
             self._invalidations[path] = self._invalidations.get(path, 0) + 1
 
     def forget_all(self) -> None:
@@ -406,6 +531,7 @@ class ZooKeeperAdapter:
             for path in self._known:
                 self._invalidations[path] = self._invalidations.get(path, 0) + 1
             self._known.clear()
+            self._absent.clear()
 
     def _require_connected(self, what: str) -> None:
         if not self.connected:
@@ -422,17 +548,34 @@ class ZooKeeperAdapter:
 
     # --- writes ------------------------------------------------------------------------------
 
-    def execute(self, actions: Sequence[Action]) -> None:
+    def execute(self, actions: Sequence[Action], *, atomic: bool = False, arm_watches: bool = False) -> None:
         """Execute plan actions in order, each conditional on the version it was planned from.
 
         Idempotent under retries after a lost reply: a create that finds the node
         holding the intended bytes succeeds; a delete that finds nothing succeeds.
+
+        Args:
+            actions: the writes, in order.
+            atomic: run several actions as one ZooKeeper ``multi`` (all succeed or none
+                does, one round trip; Programmer's Guide, "multi"), creating missing
+                parents and retrying once if a create finds no parent. ``multi`` has no
+                setACL operation, so a batch with a :class:`SetAcl` runs one by one.
+                After a failed ``multi`` nothing was written: read and plan again.
+            arm_watches: after the writes, arm a data watch on every node created (a
+                watched read sent right behind the writes, so it adds a request but no
+                round trip of latency) and remember what it read, like a watched :meth:`read`.
 
         Raises:
             ConcurrentModification: the node changed since it was read; read and plan again.
             ZooKeeperUnavailable: not connected (SUSPENDED/LOST) or the request failed in transit.
             ZooKeeperNoAuth: the ACL forbids the write.
         """
+        if atomic and len(actions) > 1 and not any(isinstance(a, SetAcl) for a in actions):
+            self._require_connected("writes")
+            for action in actions:
+                self.forget(action.path)
+            self._commit(actions, arm_watches)
+            return
         for action in actions:
             self._require_connected("writes")
             self.forget(action.path)
@@ -446,6 +589,55 @@ class ZooKeeperAdapter:
                 self._delete(action)
             else:  # pragma: no cover - exhaustive
                 raise TypeError(f"unknown action {action!r}")
+        if arm_watches:
+            reads = [self.read_async(a.path, a.acl, watch=True) for a in actions if isinstance(a, CreateNode)]
+            for pending in reads:
+                pending.result()
+
+    def _commit(self, actions: Sequence[Action], arm_watches: bool) -> None:
+        """Run ``actions`` as one ``multi``; see :meth:`execute`."""
+        creates = [a for a in actions if isinstance(a, CreateNode)]
+        for attempt in range(2):
+            transaction = self.client.transaction()
+            for action in actions:
+                if isinstance(action, CreateNode):
+                    transaction.create(action.path, action.data, acl=to_kazoo_acl(action.acl))
+                elif isinstance(action, SetData):
+                    transaction.set_data(action.path, action.data, version=action.expected_version)
+                elif isinstance(action, DeleteNode):
+                    transaction.delete(action.path, version=action.expected_version)
+                else:  # pragma: no cover - execute() never sends SetAcl here
+                    raise TypeError(f"{action!r} cannot run in a multi")
+            started = time.monotonic()
+            request = transaction.commit_async()
+            # Sent behind the multi on the same session, so answered after it (in order).
+            reads = [self.read_async(a.path, a.acl, watch=True) for a in creates] if arm_watches else []
+            try:
+                with self._mapped("multi", actions[0].path, started=started):
+                    results = list(self._wait(request))
+            except (NoNodeError, NodeExistsError, BadVersionError, NotEmptyError) as err:
+                results = [err]  # a server that reports the failure in the reply header
+            failed = next(((a, r) for a, r in zip(actions, results, strict=False)
+                           if isinstance(r, Exception) and not isinstance(r, RolledBackError)), None)
+            if failed is None:
+                for pending in reads:
+                    pending.result()
+                return
+            action, error = failed
+            for pending in reads:
+                self.forget(pending.path)  # what the reads saw belongs to no write of ours
+            if isinstance(error, NoNodeError) and isinstance(action, CreateNode) and not attempt:
+                parent_acl = to_kazoo_acl(self.options.parent_acl)
+                for parent in sorted({p for a in creates for p in parent_paths(a.path)}, key=len):
+                    with self._mapped("create", parent), suppress(NodeExistsError):
+                        self._wait(self.client.create_async(parent, b"", acl=parent_acl))
+                continue
+            if isinstance(error, NoAuthError):
+                raise ZooKeeperNoAuth(f"ZooKeeper refused the write of {action.path}: not authorised (NoAuth)")
+            raise ConcurrentModification(
+                f"znode {action.path} changed since it was read ({type(error).__name__}); nothing was written"
+            )
+        raise ConcurrentModification(f"a parent of {creates[0].path} vanished during create")  # pragma: no cover
 
     def _create(self, action: CreateNode) -> None:
         # Try the node itself first: when its parents exist (the common case) that is one round trip.
@@ -517,10 +709,12 @@ class ZooKeeperAdapter:
         return result.get(timeout=self.options.session_timeout)
 
     @contextmanager
-    def _mapped(self, operation: str, path: str) -> Iterator[None]:
+    def _mapped(self, operation: str, path: str, started: float | None = None) -> Iterator[None]:
+        """Map kazoo's errors to the adapter's and time the request (from ``started``, default now)."""
         from zkop.machinery import metrics
 
-        started = time.monotonic()
+        if started is None:
+            started = time.monotonic()
         try:
             yield
             self.consecutive_failures = 0

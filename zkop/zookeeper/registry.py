@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from zkop.zookeeper.actions import Action, CreateNode, DeleteNode, Observed, SetData
-from zkop.zookeeper.adapter import ZooKeeperAdapter
+from zkop.zookeeper.adapter import PendingRead, ZooKeeperAdapter
 from zkop.zookeeper.paths import is_within
 
 __all__ = ["DEFAULT_REGISTRY_ROOT", "Claim", "OwnerStamp", "OwnershipRegistry", "plan_claim"]
@@ -152,21 +152,23 @@ class OwnershipRegistry:
         record = self.adapter.read(self.record_path(path), watch=True, max_age=math.inf)
         return OwnerStamp.from_bytes(record.data) if record is not None and record.data else None
 
-    def claim(self, path: str, ours: OwnerStamp, owner_exists: Callable[[OwnerStamp], bool]) -> Claim:
-        """Make sure ``path`` is ours; return the claim (check ``conflict``; ``new`` means first claim).
+    def read_record_async(self, path: str) -> PendingRead:
+        """Start reading the record of ``path`` (watched; see :meth:`ZooKeeperAdapter.read_async`).
+
+        Records change only through data writes, which fire the watch, so a remembered
+        record is trusted until its watch fires, not for a bounded age. An absent record
+        arms no watch: the claim creates it and arms one then.
 
         Raises:
-            ZooKeeperError: from the adapter (a lost race surfaces as ConcurrentModification).
+            ZooKeeperUnavailable: not connected.
         """
-        record_path = self.record_path(path)
-        # Records change only through data writes, which fire the watch: trust the watch, not an age.
-        record = self.adapter.read(record_path, watch=True, max_age=math.inf, watch_absent=False)
-        claim = plan_claim(record_path, ours, record, owner_exists)
-        self.adapter.execute(claim.actions)
-        if record is None:
-            # Created just now without an exists watch: arm a data watch (and remember the record).
-            self.adapter.read(record_path, watch=True, max_age=math.inf)
-        return claim
+        return self.adapter.read_async(self.record_path(path), watch=True, max_age=math.inf, watch_absent=False)
+
+    def plan(self, path: str, ours: OwnerStamp, record: Observed | None,
+             owner_exists: Callable[[OwnerStamp], bool]) -> Claim:
+        """:func:`plan_claim` for the record of ``path``; execute ``claim.actions`` with the znode's own
+        (one ``multi``, ``arm_watches=True``: a new record is watched from then on)."""
+        return plan_claim(self.record_path(path), ours, record, owner_exists)
 
     def release(self, path: str, ours: OwnerStamp) -> None:
         """Delete the record of ``path`` if it is ours (same object); anything else is left alone."""
