@@ -7,6 +7,7 @@ Real ZooKeeper, the in-memory API server, and ``zkop run`` as a separate process
 from __future__ import annotations
 
 import base64
+import functools
 import threading
 import time
 from collections.abc import Iterator
@@ -320,7 +321,7 @@ def test_cold_start_over_existing_objects_is_batched_and_correct(kubeconfig: str
               b'"namespace":"y","uid":"z"}', makepath=True)  # owned by another installation
     with OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}", ["--workers", "4"]) as operator:
         for i in (0, 2, 3, 4, 5):
-            wait_for(lambda i=i: synced(kube, f"flag-{i}"), timeout=15, message=f"flag-{i} synced")
+            wait_for(functools.partial(synced, kube, f"flag-{i}"), timeout=15, message=f"flag-{i} synced")
             assert read(zk, f"{zk_base}/cold/flag-{i}") == f"v{i}".encode()
         wait_for(lambda: conditions(get(kube, "flag-1")).get("Ready", {}).get("reason") == "PathConflict",
                  timeout=15, message="the foreign record is respected")
@@ -332,3 +333,20 @@ def test_cold_start_over_existing_objects_is_batched_and_correct(kubeconfig: str
         # Reads left: the legacy znode (and its ACL), the foreign record, and the watch-arming read behind
         # each of the 5 creates (2 nodes each) — no first read of an absent node.
         assert gets <= 2 + 5 * 2 + 2, gets
+
+
+def test_ownership_record_changed_behind_zkops_back_fences_the_next_write(operator: OperatorProcess,
+                                                                         kube: KubeClient, zk: KazooClient,
+                                                                         zk_base: str) -> None:
+    create(kube, zkc("fenced", "/app/fenced", b"one"))
+    wait_for(lambda: synced(kube, "fenced"), timeout=15, message="synced")
+    # Another installation's stamp replaces zkop's record by hand; zkop holds the record without a watch...
+    foreign = b'{"clusterId":"other","managedBy":"zkop","name":"x","namespace":"y","uid":"z"}'
+    zk.set(zk_base + "/zkop/owners/app/fenced", foreign)
+    # ...so its next write carries a check of the record's version and is refused as a whole.
+    kube.request("PATCH", resource_path(*ZKC, "default", "fenced"),
+                 body={"spec": {"data": base64.b64encode(b"two").decode()}}, content_type=MERGE_PATCH)
+    wait_for(lambda: conditions(get(kube, "fenced")).get("Ready", {}).get("reason") == "PathConflict",
+             timeout=15, message="the changed record is seen as a conflict")
+    assert read(zk, zk_base + "/app/fenced") == b"one"
+    assert zk.get(zk_base + "/zkop/owners/app/fenced")[0] == foreign

@@ -234,3 +234,19 @@ def test_learn_absent_answers_first_reads_from_one_listing(adapter: ZooKeeperAda
     assert zk.get(zk_base + "/nowhere/y")[0] == b"someone else" and zk.exists(zk_base + "/reg/nowhere/y") is None
     observed = adapter.read("/nowhere/y", watch=True, watch_absent=False)
     assert observed is not None and observed.data == b"someone else"
+
+
+def test_required_versions_guard_writes(adapter: ZooKeeperAdapter, zk: KazooClient, zk_base: str) -> None:
+    from zkop.zookeeper.actions import OPEN_ACL, CheckVersion, SetAcl
+
+    adapter.execute([CreateNode("/guard/record", b"mine"), CreateNode("/guard/node", b"v1")], atomic=True)
+    adapter.execute([SetData("/guard/node", b"v2", 0)], require=[CheckVersion("/guard/record", 0)])
+    assert zk.get(zk_base + "/guard/node")[0] == b"v2"
+    zk.set(zk_base + "/guard/record", b"theirs")
+    with pytest.raises(ConcurrentModification, match="guard/record"):
+        adapter.execute([SetData("/guard/node", b"v3", 1)], require=[CheckVersion("/guard/record", 0)])
+    assert zk.get(zk_base + "/guard/node")[0] == b"v2"
+    # With a SetAcl (no multi for it) the check is a read first.
+    with pytest.raises(ConcurrentModification, match="guard/record"):
+        adapter.execute([SetAcl("/guard/node", OPEN_ACL, 0)], require=[CheckVersion("/guard/record", 0)])
+    adapter.execute([], require=[CheckVersion("/guard/record", 0)])  # nothing to write: nothing checked

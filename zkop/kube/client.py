@@ -2,7 +2,9 @@
 
 zkop talks to the API server through :class:`kubernetes.client.ApiClient`
 (its configuration, authentication, TLS and urllib3 connection pool) but keeps
-objects as plain ``dict`` values instead of the generated Pydantic models:
+objects as plain ``dict`` values instead of the generated Pydantic models, and
+sends requests straight to the urllib3 connection pool the official client
+configured (no per-request URL parsing, serialisation hooks or token refresh):
 the models of client 37.x reject unknown fields and cost memory and CPU per
 object (see docs/performance.md). Every call goes through :meth:`KubeClient.request`
 or :meth:`KubeClient.watch`, which is also where API request counts are taken.
@@ -22,6 +24,7 @@ from urllib.parse import quote, urlencode
 
 import kubernetes.client
 import kubernetes.config
+import urllib3
 from kubernetes.client.exceptions import ApiException
 
 __all__ = ["ApiException", "KubeClient", "WatchStream", "load_api_client", "resource_path"]
@@ -108,6 +111,21 @@ class KubeClient:
         self._host = api_client.configuration.host.rstrip("/")
         self._auth: dict[str, str] = {}
         self._auth_at = -AUTH_REFRESH_SECONDS
+        self._pool: urllib3.HTTPConnectionPool | None = None
+
+    def _connection_pool(self) -> urllib3.HTTPConnectionPool | None:
+        """The official client's urllib3 pool for the API server, or ``None`` behind an HTTP proxy.
+
+        A proxy needs urllib3's ``ProxyManager`` to rewrite each request, so then every
+        request takes the official client's own REST path instead.
+        """
+        manager = self.api_client.rest_client.pool_manager
+        if isinstance(manager, urllib3.ProxyManager):
+            return None
+        pool = self._pool
+        if pool is None or pool.pool is None:  # first use, or closed (PoolManager eviction, close())
+            pool = self._pool = manager.connection_from_url(self._host)
+        return pool
 
     def _headers(self, *, refresh: bool = False) -> dict[str, str]:
         """Default headers plus authentication, the latter recomputed at most every
@@ -129,25 +147,39 @@ class KubeClient:
 
     def _call(
         self, method: str, path: str, query: Mapping[str, Any] | None, body: Any,
-        content_type: str | None, timeout: Timeout,
+        content_type: str | None, timeout: Timeout, *, stream: bool = False,
     ) -> Any:
-        url = self._host + path
+        """Send one request; return the urllib3 response (``status``, ``reason``, ``headers``, ``data``).
+
+        ``stream=True`` leaves the body unread (a watch); otherwise ``data`` holds it.
+        """
+        url = path
         params = [(k, _query_value(v)) for k, v in (query or {}).items() if v is not None]
         if params:
             url += "?" + urlencode(params)
+        payload = None if body is None else json.dumps(body).encode()
+        if timeout is None or isinstance(timeout, (int, float)):
+            request_timeout = urllib3.Timeout(total=timeout)
+        else:
+            request_timeout = urllib3.Timeout(connect=timeout[0], read=timeout[1])
         for attempt in range(2):
             headers = self._headers(refresh=attempt > 0)
             headers["Accept"] = "application/json"
             if body is not None:
                 headers["Content-Type"] = content_type or "application/json"
-            # The official client's REST layer (its urllib3 pool, TLS and proxy settings), without the
-            # generated per-call serialisation: bodies here are plain JSON already.
-            response = self.api_client.rest_client.request(  # type: ignore[no-untyped-call]
-                method, url, headers=headers, body=body, _request_timeout=timeout,
-            )
+            pool = self._connection_pool()
+            if pool is not None:
+                response = pool.urlopen(method, url, body=payload, headers=headers, retries=False, redirect=False,
+                                        timeout=request_timeout, preload_content=not stream)
+            else:
+                response = self.api_client.rest_client.request(  # type: ignore[no-untyped-call]
+                    method, self._host + url, headers=headers, body=body, _request_timeout=timeout,
+                ).response
+                if not stream:
+                    response.data  # noqa: B018 - read it now, like preload_content
             if response.status != 401 or attempt:
                 return response
-            response.read()  # a rotated token: refresh the credentials once and retry
+            response.drain_conn()  # a rotated token: refresh the credentials once and retry
         raise AssertionError("unreachable")  # pragma: no cover
 
     def request(
@@ -170,7 +202,7 @@ class KubeClient:
         """
         self._count(method, path)
         response = self._call(method, path, query, body, content_type, timeout or self.default_timeout)
-        data = response.read()
+        data = response.data
         if not 200 <= response.status <= 299:
             raise ApiException.from_response(http_resp=response, body=None, data=None)
         if not data:
@@ -193,11 +225,11 @@ class KubeClient:
         self._count("WATCH", path)
         q = dict(query)
         q["watch"] = True
-        response = self._call("GET", path, q, None, None, timeout)
+        response = self._call("GET", path, q, None, None, timeout, stream=True)
         if not 200 <= response.status <= 299:
-            response.read()
+            response.data  # noqa: B018 - read (and keep) the Status body for the exception
             raise ApiException.from_response(http_resp=response, body=None, data=None)
-        return WatchStream(response.response)
+        return WatchStream(response)
 
     def close(self) -> None:
         """Close the connection pool."""

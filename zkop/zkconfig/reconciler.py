@@ -342,7 +342,8 @@ class ZooKeeperConfigReconciler:
         last: ConcurrentModification | None = None
         for attempt in range(MAX_REPLANS):
             try:
-                claim = self.registry.plan(desired.path, stamp, reads[0].result(), self._stamp_exists)
+                record = reads[0].result()
+                claim = self.registry.plan(desired.path, stamp, record, self._stamp_exists)
                 if claim.conflict is not None:
                     return claim, None, None
                 observed = reads[1].result()
@@ -352,12 +353,16 @@ class ZooKeeperConfigReconciler:
                     self.zookeeper.forget(desired.path)
                     observed = self.zookeeper.read(desired.path, None, watch=True)
                 plan = plan_sync(desired, observed)
-                self.zookeeper.execute([*claim.actions, *plan.actions], atomic=True, arm_watches=True)
+                # The record and the znode in one multi; a record that is not written is checked instead.
+                # Only the znode gets a data watch (drift); the record is held and checked on every write.
+                self.zookeeper.execute([*claim.actions, *plan.actions], atomic=True, arm_watches=[desired.path],
+                                       require=self.registry.require(desired.path, claim, record))
+                self.registry.hold(desired.path, claim, record)
                 return claim, plan, observed
             except ConcurrentModification as err:
                 log.info("%s changed during reconcile (attempt %d): %s", desired.path, attempt + 1, err)
                 self.zookeeper.forget(desired.path)
-                self.zookeeper.forget(self.registry.record_path(desired.path))
+                self.registry.forget(desired.path)
                 last = err
                 reads = self._start_reads(desired)
         assert last is not None

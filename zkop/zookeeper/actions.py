@@ -15,6 +15,7 @@ __all__ = [
     "OPEN_ACL",
     "AclEntry",
     "Action",
+    "CheckVersion",
     "CreateNode",
     "DeleteNode",
     "Observed",
@@ -150,3 +151,15 @@ class SetAcl:
 
 
 Action = CreateNode | SetData | SetAcl | DeleteNode
+
+
+@dataclass(frozen=True)
+class CheckVersion:
+    """A precondition, not a write: ``path`` must still be at data version ``version``.
+
+    Sent in the same ZooKeeper ``multi`` as the writes it guards (the ``check`` operation),
+    so they happen only while it holds — e.g. the ownership record a znode write relies on.
+    """
+
+    path: str
+    version: int

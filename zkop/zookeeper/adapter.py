@@ -17,7 +17,7 @@ import logging
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
@@ -39,7 +39,17 @@ from kazoo.exceptions import (
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.security import ACL, Id
 
-from zkop.zookeeper.actions import OPEN_ACL, AclEntry, Action, CreateNode, DeleteNode, Observed, SetAcl, SetData
+from zkop.zookeeper.actions import (
+    OPEN_ACL,
+    AclEntry,
+    Action,
+    CheckVersion,
+    CreateNode,
+    DeleteNode,
+    Observed,
+    SetAcl,
+    SetData,
+)
 from zkop.zookeeper.handler import SelectHandler
 from zkop.zookeeper.paths import parent_paths
 
@@ -122,6 +132,13 @@ SessionListener = Callable[[str], None]
 
 def _join(parent: str, name: str) -> str:
     return f"{parent.rstrip('/')}/{name}"
+
+
+def _to_arm(actions: Sequence[Action], arm_watches: bool | Collection[str]) -> list[CreateNode]:
+    """The creates whose nodes get a data watch after the writes (see ``execute(arm_watches=…)``)."""
+    if arm_watches is False:
+        return []
+    return [a for a in actions if isinstance(a, CreateNode) and (arm_watches is True or a.path in arm_watches)]
 
 
 class PendingRead:
@@ -548,7 +565,8 @@ class ZooKeeperAdapter:
 
     # --- writes ------------------------------------------------------------------------------
 
-    def execute(self, actions: Sequence[Action], *, atomic: bool = False, arm_watches: bool = False) -> None:
+    def execute(self, actions: Sequence[Action], *, atomic: bool = False,
+                arm_watches: bool | Collection[str] = False, require: Sequence[CheckVersion] = ()) -> None:
         """Execute plan actions in order, each conditional on the version it was planned from.
 
         Idempotent under retries after a lost reply: a create that finds the node
@@ -563,19 +581,32 @@ class ZooKeeperAdapter:
                 After a failed ``multi`` nothing was written: read and plan again.
             arm_watches: after the writes, arm a data watch on every node created (a
                 watched read sent right behind the writes, so it adds a request but no
-                round trip of latency) and remember what it read, like a watched :meth:`read`.
+                round trip of latency) and remember what it read, like a watched :meth:`read`;
+                or on those created nodes whose paths are given.
+            require: preconditions checked in the same ``multi`` as the writes (ZooKeeper's
+                ``check``); with nothing to write nothing is checked. A batch with a
+                :class:`SetAcl` checks them with a read first (not atomic).
 
         Raises:
             ConcurrentModification: the node changed since it was read; read and plan again.
             ZooKeeperUnavailable: not connected (SUSPENDED/LOST) or the request failed in transit.
             ZooKeeperNoAuth: the ACL forbids the write.
         """
-        if atomic and len(actions) > 1 and not any(isinstance(a, SetAcl) for a in actions):
+        if not actions:
+            return
+        has_acl = any(isinstance(a, SetAcl) for a in actions)
+        if (require or (atomic and len(actions) > 1)) and not has_acl:
             self._require_connected("writes")
             for action in actions:
                 self.forget(action.path)
-            self._commit(actions, arm_watches)
+            self._commit(actions, arm_watches, require)
             return
+        for check in require:
+            self._require_connected("writes")
+            with self._mapped("exists", check.path):
+                stat = self._wait(self.client.exists_async(check.path))
+            if stat is None or stat.version != check.version:
+                raise ConcurrentModification(f"znode {check.path} changed (version is no longer {check.version})")
         for action in actions:
             self._require_connected("writes")
             self.forget(action.path)
@@ -590,15 +621,19 @@ class ZooKeeperAdapter:
             else:  # pragma: no cover - exhaustive
                 raise TypeError(f"unknown action {action!r}")
         if arm_watches:
-            reads = [self.read_async(a.path, a.acl, watch=True) for a in actions if isinstance(a, CreateNode)]
+            reads = [self.read_async(a.path, a.acl, watch=True) for a in _to_arm(actions, arm_watches)]
             for pending in reads:
                 pending.result()
 
-    def _commit(self, actions: Sequence[Action], arm_watches: bool) -> None:
-        """Run ``actions`` as one ``multi``; see :meth:`execute`."""
+    def _commit(self, actions: Sequence[Action], arm_watches: bool | Collection[str],
+                require: Sequence[CheckVersion] = ()) -> None:
+        """Run ``require`` checks and ``actions`` as one ``multi``; see :meth:`execute`."""
         creates = [a for a in actions if isinstance(a, CreateNode)]
+        to_arm = _to_arm(actions, arm_watches)
         for attempt in range(2):
             transaction = self.client.transaction()
+            for check in require:
+                transaction.check(check.path, check.version)
             for action in actions:
                 if isinstance(action, CreateNode):
                     transaction.create(action.path, action.data, acl=to_kazoo_acl(action.acl))
@@ -611,31 +646,31 @@ class ZooKeeperAdapter:
             started = time.monotonic()
             request = transaction.commit_async()
             # Sent behind the multi on the same session, so answered after it (in order).
-            reads = [self.read_async(a.path, a.acl, watch=True) for a in creates] if arm_watches else []
+            reads = [self.read_async(a.path, a.acl, watch=True) for a in to_arm]
             try:
                 with self._mapped("multi", actions[0].path, started=started):
                     results = list(self._wait(request))
             except (NoNodeError, NodeExistsError, BadVersionError, NotEmptyError) as err:
                 results = [err]  # a server that reports the failure in the reply header
-            failed = next(((a, r) for a, r in zip(actions, results, strict=False)
+            failed = next(((a, r) for a, r in zip([*require, *actions], results, strict=False)
                            if isinstance(r, Exception) and not isinstance(r, RolledBackError)), None)
             if failed is None:
                 for pending in reads:
                     pending.result()
                 return
-            action, error = failed
+            step, error = failed
             for pending in reads:
                 self.forget(pending.path)  # what the reads saw belongs to no write of ours
-            if isinstance(error, NoNodeError) and isinstance(action, CreateNode) and not attempt:
+            if isinstance(error, NoNodeError) and isinstance(step, CreateNode) and not attempt:
                 parent_acl = to_kazoo_acl(self.options.parent_acl)
                 for parent in sorted({p for a in creates for p in parent_paths(a.path)}, key=len):
                     with self._mapped("create", parent), suppress(NodeExistsError):
                         self._wait(self.client.create_async(parent, b"", acl=parent_acl))
                 continue
             if isinstance(error, NoAuthError):
-                raise ZooKeeperNoAuth(f"ZooKeeper refused the write of {action.path}: not authorised (NoAuth)")
+                raise ZooKeeperNoAuth(f"ZooKeeper refused the write of {step.path}: not authorised (NoAuth)")
             raise ConcurrentModification(
-                f"znode {action.path} changed since it was read ({type(error).__name__}); nothing was written"
+                f"znode {step.path} changed since it was read ({type(error).__name__}); nothing was written"
             )
         raise ConcurrentModification(f"a parent of {creates[0].path} vanished during create")  # pragma: no cover
 

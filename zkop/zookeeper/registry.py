@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from zkop.zookeeper.actions import Action, CreateNode, DeleteNode, Observed, SetData
+from zkop.zookeeper.actions import Action, CheckVersion, CreateNode, DeleteNode, Observed, SetData
 from zkop.zookeeper.adapter import PendingRead, ZooKeeperAdapter
 from zkop.zookeeper.paths import is_within
 
@@ -122,7 +123,15 @@ def plan_claim(record_path: str, ours: OwnerStamp, record: Observed | None,
 
 
 class OwnershipRegistry:
-    """Reads and writes ownership records through the adapter (watched, so cached reads are free).
+    """Reads and writes ownership records through the adapter.
+
+    A record this installation holds — written by it, or read and found to be its
+    own — is remembered with its version and not read again: every write to the
+    managed znode carries a ``check`` of that version in the same ``multi``
+    (:meth:`require`), so a record changed behind zkop's back fails the write
+    (and the record is read again) instead of being overwritten. Records of
+    others are read with a watch, so a released record wakes the objects waiting
+    for it.
 
     Args:
         adapter: the ZooKeeper adapter.
@@ -132,6 +141,9 @@ class OwnershipRegistry:
     def __init__(self, adapter: ZooKeeperAdapter, root: str = DEFAULT_REGISTRY_ROOT) -> None:
         self.adapter = adapter
         self.root = root.rstrip("/")
+        self._held: dict[str, Observed] = {}
+        self._lock = threading.Lock()
+        adapter.add_watch_listener(self._on_watch)
 
     def record_path(self, path: str) -> str:
         """Registry znode for a managed path: ``/app/x`` → ``/zkop/owners/app/x``."""
@@ -153,16 +165,58 @@ class OwnershipRegistry:
         return OwnerStamp.from_bytes(record.data) if record is not None and record.data else None
 
     def read_record_async(self, path: str) -> PendingRead:
-        """Start reading the record of ``path`` (watched; see :meth:`ZooKeeperAdapter.read_async`).
+        """Start reading the record of ``path``: a held record at once, otherwise a watched read.
 
         Records change only through data writes, which fire the watch, so a remembered
         record is trusted until its watch fires, not for a bounded age. An absent record
-        arms no watch: the claim creates it and arms one then.
+        arms no watch: the claim creates it.
 
         Raises:
             ZooKeeperUnavailable: not connected.
         """
-        return self.adapter.read_async(self.record_path(path), watch=True, max_age=math.inf, watch_absent=False)
+        record_path = self.record_path(path)
+        with self._lock:
+            held = self._held.get(record_path)
+        if held is not None:
+            return PendingRead(self.adapter, record_path, cached=held)
+        return self.adapter.read_async(record_path, watch=True, max_age=math.inf, watch_absent=False)
+
+    def require(self, path: str, claim: Claim, record: Observed | None) -> list[CheckVersion]:
+        """Preconditions for writing the znode of ``path`` under ``claim`` (for ``execute(require=…)``).
+
+        A claim that writes the record is conditional by itself (create, or set at a
+        version); otherwise the record as read must still be at its version.
+        """
+        if claim.actions or record is None:
+            return []
+        return [CheckVersion(self.record_path(path), record.version)]
+
+    def hold(self, path: str, claim: Claim, record: Observed | None) -> None:
+        """Remember the record of ``path`` as ours after ``claim`` (and the writes it guarded) succeeded."""
+        if claim.conflict is not None:
+            return
+        record_path = self.record_path(path)
+        held = record
+        for action in claim.actions:
+            if isinstance(action, CreateNode):
+                held = Observed(data=action.data, version=0)
+            elif isinstance(action, SetData):
+                held = Observed(data=action.data, version=action.expected_version + 1)
+        if held is not None:
+            with self._lock:
+                self._held[record_path] = held
+
+    def forget(self, path: str) -> None:
+        """Drop what is known about the record of ``path`` (it changed, or a write guarded by it failed)."""
+        record_path = self.record_path(path)
+        with self._lock:
+            self._held.pop(record_path, None)
+        self.adapter.forget(record_path)
+
+    def _on_watch(self, path: str) -> None:
+        # A watched record changed (kazoo's event thread: no ZooKeeper calls here).
+        with self._lock:
+            self._held.pop(path, None)
 
     def plan(self, path: str, ours: OwnerStamp, record: Observed | None,
              owner_exists: Callable[[OwnerStamp], bool]) -> Claim:
@@ -173,6 +227,8 @@ class OwnershipRegistry:
     def release(self, path: str, ours: OwnerStamp) -> None:
         """Delete the record of ``path`` if it is ours (same object); anything else is left alone."""
         record_path = self.record_path(path)
+        with self._lock:
+            self._held.pop(record_path, None)
         record = self.adapter.read(record_path, watch=True, max_age=math.inf)
         if record is None:
             return
