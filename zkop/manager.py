@@ -20,15 +20,14 @@ import socket
 import threading
 import uuid
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from prometheus_client import REGISTRY
 from tenacity import Retrying, retry_if_exception_type, stop_any, wait_exponential
 from tenacity.stop import stop_base
 
 from zkop import __version__
-from zkop.bridge.builder import ServiceBridge, build_service_bridge
 from zkop.bridge.options import BridgeOptions
-from zkop.importer.builder import ServiceImporter, build_service_importer
 from zkop.importer.options import ImportOptions
 from zkop.kube.client import JSON, KubeClient, load_api_client
 from zkop.kube.events import EventRecorder
@@ -47,6 +46,10 @@ from zkop.zkconfig.reconciler import (
 from zkop.zkconfig.spec import DEFAULT_MAX_DATA_BYTES, GROUP, PLURAL, VERSION
 from zkop.zkconfig.status_metrics import ZooKeeperConfigStatusCollector
 from zkop.zookeeper.adapter import ConnectionOptions, ZooKeeperAdapter, ZooKeeperError, ZooKeeperUnavailable
+
+if TYPE_CHECKING:
+    from zkop.bridge.builder import ServiceBridge
+    from zkop.importer.builder import ServiceImporter
 
 __all__ = ["Manager", "ManagerOptions"]
 
@@ -153,6 +156,9 @@ class Manager:
         self._status_collector = ZooKeeperConfigStatusCollector(self.informer.indexer)
         self.bridge: ServiceBridge | None = None
         if options.bridge is not None:
+            # Imported only when enabled: a process without the bridge starts faster.
+            from zkop.bridge.builder import build_service_bridge
+
             self.bridge = build_service_bridge(
                 self.client, self.zookeeper, self.recorder, options.bridge, cluster_id=options.cluster_id,
                 resync_period=options.sync_period, inactivity_timeout=options.watch_inactivity_timeout,
@@ -161,6 +167,8 @@ class Manager:
             self.controllers.extend(self.bridge.controllers)
         self.importer: ServiceImporter | None = None
         if options.importer is not None:
+            from zkop.importer.builder import build_service_importer
+
             self.importer = build_service_importer(
                 self.client, self.zookeeper, self.recorder, options.importer, cluster_id=options.cluster_id,
                 resync_period=options.sync_period, inactivity_timeout=options.watch_inactivity_timeout,

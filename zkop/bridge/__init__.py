@@ -17,7 +17,21 @@ module              role
 ==================  ==============================================================
 """
 
-from zkop.bridge.builder import ServiceBridge, build_service_bridge
+from typing import TYPE_CHECKING, Any
+
 from zkop.bridge.options import BridgeOptions
 
+if TYPE_CHECKING:
+    from zkop.bridge.builder import ServiceBridge, build_service_bridge
+
 __all__ = ["BridgeOptions", "ServiceBridge", "build_service_bridge"]
+
+
+def __getattr__(name: str) -> Any:
+    # The builder (and the informer and controller machinery behind it) is imported on first use,
+    # so a process that only needs the options (``zkop run`` without this feature) starts faster.
+    if name in ("ServiceBridge", "build_service_bridge"):
+        from zkop.bridge import builder
+
+        return getattr(builder, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -20,7 +20,21 @@ module              role
 ==================  ==============================================================
 """
 
-from zkop.importer.builder import ServiceImporter, build_service_importer
+from typing import TYPE_CHECKING, Any
+
 from zkop.importer.options import ImportOptions
 
+if TYPE_CHECKING:
+    from zkop.importer.builder import ServiceImporter, build_service_importer
+
 __all__ = ["ImportOptions", "ServiceImporter", "build_service_importer"]
+
+
+def __getattr__(name: str) -> Any:
+    # The builder (and the informer and controller machinery behind it) is imported on first use,
+    # so a process that only needs the options (``zkop run`` without this feature) starts faster.
+    if name in ("ServiceImporter", "build_service_importer"):
+        from zkop.importer import builder
+
+        return getattr(builder, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -32,9 +32,17 @@ log = logging.getLogger(__name__)
 EventType = Literal["Normal", "Warning"]
 
 
+_last_second: tuple[int, str] = (-1, "")
+
+
 def now_rfc3339() -> str:
-    """The current UTC time as RFC 3339 with seconds (``metav1.Time``)."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """The current UTC time as RFC 3339 with seconds (``metav1.Time``); formatted once a second."""
+    global _last_second
+    second = int(time.time())
+    cached = _last_second
+    if cached[0] != second:
+        cached = _last_second = (second, datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    return cached[1]
 
 
 class EventRecorder:

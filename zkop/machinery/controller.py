@@ -83,6 +83,10 @@ class Controller:
         self._active_lock = threading.Lock()
         self.started = threading.Event()
         self._stopping = threading.Event()
+        # The labelled children of the per-reconcile metrics, looked up once.
+        self._active_gauge = metrics.ACTIVE_WORKERS.labels(name)
+        self._reconcile_time = metrics.RECONCILE_TIME.labels(name)
+        self._successes = metrics.RECONCILE_TOTAL.labels(name, metrics.RESULT_SUCCESS)
 
     # --- sources -----------------------------------------------------------------------------
 
@@ -139,7 +143,7 @@ class Controller:
         """Reconcile one key and update the queue and metrics (the worker loop body)."""
         with self._active_lock:
             self._active += 1
-            metrics.ACTIVE_WORKERS.labels(self.name).set(self._active)
+            self._active_gauge.set(self._active)
         started = time.monotonic()
         try:
             result = self.reconciler.reconcile(key)
@@ -158,10 +162,10 @@ class Controller:
             self.queue.add_rate_limited(key)
             return
         finally:
-            metrics.RECONCILE_TIME.labels(self.name).observe(time.monotonic() - started)
+            self._reconcile_time.observe(time.monotonic() - started)
             with self._active_lock:
                 self._active -= 1
-                metrics.ACTIVE_WORKERS.labels(self.name).set(self._active)
+                self._active_gauge.set(self._active)
         if result.requeue_after and result.requeue_after > 0:
             self.queue.forget(key)
             self.queue.add_after(key, result.requeue_after)
@@ -171,7 +175,7 @@ class Controller:
             metrics.RECONCILE_TOTAL.labels(self.name, "requeue").inc()
         else:
             self.queue.forget(key)
-            metrics.RECONCILE_TOTAL.labels(self.name, "success").inc()
+            self._successes.inc()
 
     def stop(self, drain_timeout: float = 30.0) -> bool:
         """Stop taking work and wait up to ``drain_timeout`` seconds for in-flight reconciles.

@@ -206,6 +206,7 @@ class ZooKeeperAdapter:
         self.absent_max_age = 120.0
         self._watch_listeners: list[Callable[[str], None]] = []
         self.consecutive_failures = 0
+        self._durations: dict[str, Any] = {}  # operation -> labelled histogram child
         self.reads = 0
         self.cache_hits = 0
         self.absent_hits = 0
@@ -767,4 +768,7 @@ class ZooKeeperAdapter:
                 self.consecutive_failures = 0
             raise
         finally:
-            metrics.ZOOKEEPER_REQUEST_DURATION.labels(operation).observe(time.monotonic() - started)
+            histogram = self._durations.get(operation)
+            if histogram is None:
+                histogram = self._durations[operation] = metrics.ZOOKEEPER_REQUEST_DURATION.labels(operation)
+            histogram.observe(time.monotonic() - started)
