@@ -96,6 +96,8 @@ MAIN_CHROOT = "/main"
 API_WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 ZK_READ_OPS = ("get", "exists", "get_acls", "get_children")
 SESSION_TXNS = frozenset({"createSession", "closeSession", "createContainer", "deleteContainer"})
+#: Transaction-log entries that change no znode: sessions, failed writes, a multi's ``check`` preconditions.
+NOT_WRITES = SESSION_TXNS | {"error", "check"}
 CONTROLLER = "zookeeperconfig"
 #: User-Agent of the bench's own API requests (left out of zkop's counts).
 BENCH_AGENT = "zkop-bench"
@@ -944,6 +946,8 @@ class Bench:
                                                  controller=CONTROLLER)["mean_ms"],
             "zookeeper_mean_ms_by_operation": metrics.mean_ms("zkop_zookeeper_request_duration_seconds", "operation"),
             "zookeeper_server_mean_ms": server_latency_ms(before.zk_stats, after.zk_stats),
+            # What an API request costs zkop (client-go's rest_client_request_duration_seconds), by HTTP verb.
+            "api_mean_ms_by_verb": metrics.mean_ms("rest_client_request_duration_seconds", "verb"),
             "garbage_collection": self._gc_report(before, after),
             "cpu_seconds_until_synced": {"zkop": round(cpu_operator, 2),
                                          "bench_process_incl_apiserver": round(after.bench_cpu - before.bench_cpu, 2),
@@ -1472,7 +1476,7 @@ def _txn_summary(txns: Sequence[Txn], n: int, chroot: str, bench_session: int | 
     """
     bench = [t for t in txns if bench_session is not None and t.session == bench_session]
     txns = [t for t in txns if bench_session is None or t.session != bench_session]
-    writes = [t for t in txns if t.op not in SESSION_TXNS and t.op != "error"]
+    writes = [t for t in txns if t.op not in NOT_WRITES]
     failed = Counter(_ERROR_CODES.get(t.path, t.path) for t in txns if t.op == "error")
     areas = Counter(_txn_area(t.path, chroot) for t in writes)
     excluding_probe = sum(v for k, v in areas.items() if k != "startup_probe")
@@ -1480,13 +1484,15 @@ def _txn_summary(txns: Sequence[Txn], n: int, chroot: str, bench_session: int | 
         "zookeeper_writes": len(writes),
         "zookeeper_writes_excluding_startup_probe": excluding_probe,
         "zookeeper_writes_per_cr": per(len(writes), n),
+        # A multi is one transaction (one zxid) however many znodes it writes.
+        "zookeeper_write_transactions_per_cr": per(len({t.zxid for t in writes}), n),
         "zookeeper_writes_by_op": dict(sorted(Counter(t.op for t in writes).items())),
         "zookeeper_writes_by_area": dict(sorted(areas.items())),
         "zookeeper_failed_write_txns": sum(failed.values()),
         "zookeeper_failed_write_txns_by_error": dict(sorted(failed.items())),
     }
     if bench_session is not None:
-        summary["bench_writes_excluded"] = sum(1 for t in bench if t.op not in SESSION_TXNS and t.op != "error")
+        summary["bench_writes_excluded"] = sum(1 for t in bench if t.op not in NOT_WRITES)
     if 0 < len(writes) <= 10:
         summary["zookeeper_writes_list"] = [f"{t.op} {t.path.lstrip(chr(39))}" for t in writes]
     return summary

@@ -25,3 +25,17 @@ def test_multi_is_split_into_its_operations(zk_server: ZooKeeperServer, zk: Kazo
         ("error", "multi"),
     ]
     assert len({t.zxid for t in mine[:3]}) == 1 and mine[3].zxid > mine[0].zxid
+
+
+def test_multi_with_newline_bytes_in_its_payload(zk_server: ZooKeeperServer, zk: KazooClient, zk_base: str) -> None:
+    # Ten bytes of data: the length prefix holds 0x0a, which the toolkit prints as a line break.
+    zk.create(f"{zk_base}/nl", b"")
+    multi = zk.transaction()
+    multi.create(f"{zk_base}/nl/a", b"0123456789")
+    multi.create(f"{zk_base}/nl/b", b"0123456789")
+    multi.check(f"{zk_base}/nl", 0)
+    multi.commit()
+    mine = [t for t in read_txn_log(zk_server.data_dir) if t.session == zk.client_id[0] and t.multi]
+    assert [(t.op, t.path) for t in mine] == [
+        ("create", f"{zk_base}/nl/a"), ("create", f"{zk_base}/nl/b"), ("check", f"{zk_base}/nl"),
+    ]

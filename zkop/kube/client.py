@@ -20,12 +20,14 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 import kubernetes.client
 import kubernetes.config
 import urllib3
 from kubernetes.client.exceptions import ApiException
+
+from zkop.machinery import metrics
 
 __all__ = ["ApiException", "KubeClient", "WatchStream", "load_api_client", "resource_path"]
 
@@ -112,6 +114,8 @@ class KubeClient:
         self._auth: dict[str, str] = {}
         self._auth_at = -AUTH_REFRESH_SECONDS
         self._pool: urllib3.HTTPConnectionPool | None = None
+        self._netloc = urlsplit(self._host).netloc
+        self._metric_children: dict[tuple[str, int], tuple[Any, Any]] = {}
 
     def _connection_pool(self) -> urllib3.HTTPConnectionPool | None:
         """The official client's urllib3 pool for the API server, or ``None`` behind an HTTP proxy.
@@ -139,6 +143,18 @@ class KubeClient:
                 self.api_client.update_params_for_auth(auth, [], ["BearerToken"], "", "GET", None)
                 self._auth, self._auth_at = auth, now
             return {**self.api_client.default_headers, **self._auth}
+
+    def _observe(self, verb: str, status: int, seconds: float) -> None:
+        """client-go's ``rest_client_requests_total`` and ``rest_client_request_duration_seconds``
+        (``verb`` is the HTTP method; for a watch the time until the response headers)."""
+        children = self._metric_children.get((verb, status))
+        if children is None:
+            children = self._metric_children[(verb, status)] = (
+                metrics.REST_CLIENT_REQUESTS.labels(str(status), verb, self._netloc),
+                metrics.REST_CLIENT_REQUEST_DURATION.labels(verb, self._netloc),
+            )
+        children[0].inc()
+        children[1].observe(seconds)
 
     def _count(self, verb: str, path: str) -> None:
         with self._lock:
@@ -201,8 +217,10 @@ class KubeClient:
             urllib3.exceptions.HTTPError: transport failures (connection refused, read timeout).
         """
         self._count(method, path)
+        started = time.monotonic()
         response = self._call(method, path, query, body, content_type, timeout or self.default_timeout)
         data = response.data
+        self._observe(method, response.status, time.monotonic() - started)
         if not 200 <= response.status <= 299:
             raise ApiException.from_response(http_resp=response, body=None, data=None)
         if not data:
@@ -225,7 +243,9 @@ class KubeClient:
         self._count("WATCH", path)
         q = dict(query)
         q["watch"] = True
+        started = time.monotonic()
         response = self._call("GET", path, q, None, None, timeout, stream=True)
+        self._observe("GET", response.status, time.monotonic() - started)
         if not 200 <= response.status <= 299:
             response.data  # noqa: B018 - read (and keep) the Status body for the exception
             raise ApiException.from_response(http_resp=response, body=None, data=None)

@@ -364,6 +364,18 @@ EVENTS_DROPPED = Counter(
     "Kubernetes Events not written because the Normal-event budget was spent.",
     ["type"],
 )
+# client-go's REST client metrics (k8s.io/client-go/tools/metrics, as registered by controller-runtime).
+REST_CLIENT_REQUESTS = Counter(
+    "rest_client_requests_total",
+    "Number of HTTP requests, partitioned by status code, method, and host.",
+    ["code", "method", "host"],
+)
+REST_CLIENT_REQUEST_DURATION = Histogram(
+    "rest_client_request_duration_seconds",
+    "Request latency in seconds. Broken down by verb, and host.",
+    ["verb", "host"],
+    buckets=(0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0),
+)
 OWN_WRITE_ECHOES_DROPPED = Counter(
     "zkop_own_write_echoes_dropped_total",
     "Watch events not enqueued because they only echoed the controller's own finalizer or status write.",

@@ -67,13 +67,15 @@ def read_txn_log(data_dir: Path) -> list[Txn]:
              "org.apache.zookeeper.server.persistence.TxnLogToolkit", "-d", str(log)],
             capture_output=True, text=True, check=True, timeout=60,
         ).stdout
-        for line in out.splitlines():
-            match = _LINE.search(line)
-            if not match:
-                continue
-            session, zxid = int(match[1], 16), int(match[2], 16)
-            if match[3] == "multi":
-                txns.extend(_multi_ops(session, zxid, line[match.start(4):] if match[4] is not None else ""))
+        # One record per transaction; a record may span lines (ACL lists, and a multi's binary
+        # payload, where a length byte of 10 is a newline), so it runs up to the next record.
+        records = list(_LINE.finditer(out))
+        for record, following in zip(records, [*records[1:], None], strict=True):
+            session, zxid, op = int(record[1], 16), int(record[2], 16), record[3]
+            if op == "multi":
+                end = following.start() if following is not None else len(out)
+                txns.extend(_multi_ops(session, zxid, out[record.start(4) if record[4] is not None
+                                                           else record.end():end]))
             else:
-                txns.append(Txn(session, zxid, match[3], match[4] or ""))
+                txns.append(Txn(session, zxid, op, record[4] or ""))
     return sorted(dict.fromkeys(txns), key=lambda t: t.zxid)  # stable: a multi keeps its order

@@ -342,6 +342,7 @@ class ZooKeeperConfigReconciler:
         last: ConcurrentModification | None = None
         for attempt in range(MAX_REPLANS):
             try:
+                self.zookeeper.settle(reads)
                 record = reads[0].result()
                 claim = self.registry.plan(desired.path, stamp, record, self._stamp_exists)
                 if claim.conflict is not None:

@@ -411,6 +411,19 @@ class ZooKeeperAdapter:
         return PendingRead(self, path, request=request, issued=time.monotonic(), expected_acl=expected_acl,
                            watch=watch, watch_absent=watch_absent, generation=generation, read_at=read_at)
 
+    def settle(self, pending: Sequence[PendingRead]) -> None:
+        """Wait (at most the session timeout) until the last of ``pending`` in flight is answered.
+
+        ZooKeeper answers one session's requests in the order they were sent, so the
+        earlier ones are answered by then too: their ``result()`` no longer blocks, and a
+        worker wakes up once for a batch instead of once per request. Raises nothing;
+        errors surface from ``result()``.
+        """
+        for read in reversed(pending):
+            if read.request is not None:
+                read.request.wait(self.options.session_timeout)
+                return
+
     def _finish_read(self, pending: PendingRead) -> Observed | None:
         """Wait for a started read, complete it (exists watch, ACL) and remember it if watched."""
         path = pending.path
@@ -648,6 +661,7 @@ class ZooKeeperAdapter:
             request = transaction.commit_async()
             # Sent behind the multi on the same session, so answered after it (in order).
             reads = [self.read_async(a.path, a.acl, watch=True) for a in to_arm]
+            self.settle(reads)
             try:
                 with self._mapped("multi", actions[0].path, started=started):
                     results = list(self._wait(request))
