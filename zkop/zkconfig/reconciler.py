@@ -7,14 +7,19 @@ one pass that converges whatever changed. The order of a pass:
 
 1. object gone from the cache → nothing to do (the finalizer already ran);
 2. being deleted → :func:`plan_delete`, execute, release ownership, then the finalizer;
-3. add the finalizer before ZooKeeper is touched;
-4. parse the spec (resolving ``dataFrom`` from the ConfigMap/Secret caches); an
-   invalid spec is reported (Stalled) and never retried hot;
-5. ownership: the oldest object declaring a path owns it in the cluster, and the
-   registry record (:mod:`zkop.zookeeper.registry`) must be ours across installations;
-6. read the znode (watched: a hand edit wakes this key at once), :func:`plan_sync`,
-   execute with compare-and-set (a concurrent change re-reads and re-plans);
-7. write status only if it changed, and an Event for every change made.
+3. parse the spec (resolving ``dataFrom`` from the ConfigMap/Secret caches); an
+   invalid spec is reported (Stalled) and never retried hot; the oldest object
+   declaring a path owns it in the cluster;
+4. start the watched reads of the registry record (:mod:`zkop.zookeeper.registry`)
+   and of the znode, and add the finalizer while they are in flight — before
+   anything is written;
+5. plan the claim (the record must be ours across installations) and
+   :func:`plan_sync`, and write both in one ``multi`` with compare-and-set (a
+   record that is not written is checked at its version); a concurrent change
+   re-reads and re-plans;
+6. write status only if it changed, and an Event for every change made. The watch
+   events of our own finalizer and status writes are not enqueued again
+   (:class:`~zkop.machinery.ownwrites.OwnWrites`).
 
 This module is the external-dns "source → plan → registry → provider" chain for znodes.
 """
