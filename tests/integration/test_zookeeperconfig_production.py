@@ -335,18 +335,27 @@ def test_cold_start_over_existing_objects_is_batched_and_correct(kubeconfig: str
         assert gets <= 2 + 5 * 2 + 2, gets
 
 
-def test_ownership_record_changed_behind_zkops_back_fences_the_next_write(operator: OperatorProcess,
-                                                                         kube: KubeClient, zk: KazooClient,
-                                                                         zk_base: str) -> None:
+def test_ownership_record_changed_behind_zkops_back_is_never_overwritten(operator: OperatorProcess,
+                                                                          kube: KubeClient, zk: KazooClient,
+                                                                          zk_base: str) -> None:
+    foreign = b'{"clusterId":"other","managedBy":"zkop","name":"x","namespace":"y","uid":"z"}'
+    record = zk_base + "/zkop/owners/app/fenced"
     create(kube, zkc("fenced", "/app/fenced", b"one"))
     wait_for(lambda: synced(kube, "fenced"), timeout=15, message="synced")
-    # Another installation's stamp replaces zkop's record by hand; zkop holds the record without a watch...
-    foreign = b'{"clusterId":"other","managedBy":"zkop","name":"x","namespace":"y","uid":"z"}'
-    zk.set(zk_base + "/zkop/owners/app/fenced", foreign)
-    # ...so its next write carries a check of the record's version and is refused as a whole.
+    # Another installation's stamp replaces zkop's record in one step: deleted and re-created, so it
+    # is at version 0 again, like the record zkop created (a version check alone cannot tell them apart).
+    takeover = zk.transaction()
+    takeover.delete(record)
+    takeover.create(record, foreign)
+    takeover.commit()
+    wait_for(lambda: conditions(get(kube, "fenced")).get("Ready", {}).get("reason") == "PathConflict",
+             timeout=15, message="the replaced record is seen as a conflict")
+    # From now on zkop writes nothing there: neither a hand edit nor a spec change is "corrected".
+    zk.set(zk_base + "/app/fenced", b"theirs")
     kube.request("PATCH", resource_path(*ZKC, "default", "fenced"),
                  body={"spec": {"data": base64.b64encode(b"two").decode()}}, content_type=MERGE_PATCH)
-    wait_for(lambda: conditions(get(kube, "fenced")).get("Ready", {}).get("reason") == "PathConflict",
-             timeout=15, message="the changed record is seen as a conflict")
-    assert read(zk, zk_base + "/app/fenced") == b"one"
-    assert zk.get(zk_base + "/zkop/owners/app/fenced")[0] == foreign
+    wait_for(lambda: (get(kube, "fenced") or {}).get("status", {}).get("observedGeneration") == 2, timeout=15,
+             message="the spec change was reconciled")
+    assert read(zk, zk_base + "/app/fenced") == b"theirs"
+    assert zk.get(record)[0] == foreign
+    assert conditions(get(kube, "fenced"))["Ready"]["reason"] == "PathConflict"

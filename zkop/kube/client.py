@@ -115,6 +115,8 @@ class KubeClient:
         self._auth_at = -AUTH_REFRESH_SECONDS
         self._pool: urllib3.HTTPConnectionPool | None = None
         self._netloc = urlsplit(self._host).netloc
+        # A server URL may carry a path (Rancher's /k8s/clusters/<id>, an API gateway's prefix).
+        self._prefix = urlsplit(self._host).path.rstrip("/")
         self._metric_children: dict[tuple[str, int], tuple[Any, Any]] = {}
 
     def _connection_pool(self) -> urllib3.HTTPConnectionPool | None:
@@ -185,7 +187,8 @@ class KubeClient:
                 headers["Content-Type"] = content_type or "application/json"
             pool = self._connection_pool()
             if pool is not None:
-                response = pool.urlopen(method, url, body=payload, headers=headers, retries=False, redirect=False,
+                # The pool's own retry policy (the official client's configuration), as before.
+                response = pool.urlopen(method, self._prefix + url, body=payload, headers=headers,
                                         timeout=request_timeout, preload_content=not stream)
             else:
                 response = self.api_client.rest_client.request(  # type: ignore[no-untyped-call]

@@ -360,10 +360,9 @@ class ZooKeeperConfigReconciler:
                     observed = self.zookeeper.read(desired.path, None, watch=True)
                 plan = plan_sync(desired, observed)
                 # The record and the znode in one multi; a record that is not written is checked instead.
-                # Only the znode gets a data watch (drift); the record is held and checked on every write.
-                self.zookeeper.execute([*claim.actions, *plan.actions], atomic=True, arm_watches=[desired.path],
+                # Both get a data watch when created (drift, and a record changed behind zkop's back).
+                self.zookeeper.execute([*claim.actions, *plan.actions], atomic=True, arm_watches=True,
                                        require=self.registry.require(desired.path, claim, record))
-                self.registry.hold(desired.path, claim, record)
                 return claim, plan, observed
             except ConcurrentModification as err:
                 log.info("%s changed during reconcile (attempt %d): %s", desired.path, attempt + 1, err)

@@ -662,13 +662,16 @@ class ZooKeeperAdapter:
             # Sent behind the multi on the same session, so answered after it (in order).
             reads = [self.read_async(a.path, a.acl, watch=True) for a in to_arm]
             self.settle(reads)
+            failed: tuple[CheckVersion | Action, Exception] | None
             try:
                 with self._mapped("multi", actions[0].path, started=started):
                     results = list(self._wait(request))
+                failed = next(((a, r) for a, r in zip([*require, *actions], results, strict=False)
+                               if isinstance(r, Exception) and not isinstance(r, RolledBackError)), None)
             except (NoNodeError, NodeExistsError, BadVersionError, NotEmptyError) as err:
-                results = [err]  # a server that reports the failure in the reply header
-            failed = next(((a, r) for a, r in zip([*require, *actions], results, strict=False)
-                           if isinstance(r, Exception) and not isinstance(r, RolledBackError)), None)
+                # A server that reports the failure in the reply header names no operation: a NoNode
+                # is taken as a missing parent when there are creates, as ZooKeeper 3.8 would say.
+                failed = (creates[0] if isinstance(err, NoNodeError) and creates else actions[0], err)
             if failed is None:
                 for pending in reads:
                     pending.result()

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import math
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -125,13 +124,15 @@ def plan_claim(record_path: str, ours: OwnerStamp, record: Observed | None,
 class OwnershipRegistry:
     """Reads and writes ownership records through the adapter.
 
-    A record this installation holds — written by it, or read and found to be its
-    own — is remembered with its version and not read again: every write to the
-    managed znode carries a ``check`` of that version in the same ``multi``
-    (:meth:`require`), so a record changed behind zkop's back fails the write
-    (and the record is read again) instead of being overwritten. Records of
-    others are read with a watch, so a released record wakes the objects waiting
-    for it.
+    Records are read with a watch and remembered until it fires (or the session is
+    lost), so a record changed or released behind zkop's back is noticed at once:
+    the objects declaring the path are reconciled and a conflict is reported, and a
+    released record wakes the objects waiting for it. On top of that every write of
+    a managed znode carries a ``check`` of the record's version in the same
+    ``multi`` (:meth:`require`), so a write planned from a record that changed in
+    the meantime is refused as a whole. The version alone cannot tell a record
+    deleted and re-created at version 0 from the one read; the watch does, which
+    is why it is kept.
 
     Args:
         adapter: the ZooKeeper adapter.
@@ -141,9 +142,6 @@ class OwnershipRegistry:
     def __init__(self, adapter: ZooKeeperAdapter, root: str = DEFAULT_REGISTRY_ROOT) -> None:
         self.adapter = adapter
         self.root = root.rstrip("/")
-        self._held: dict[str, Observed] = {}
-        self._lock = threading.Lock()
-        adapter.add_watch_listener(self._on_watch)
 
     def record_path(self, path: str) -> str:
         """Registry znode for a managed path: ``/app/x`` → ``/zkop/owners/app/x``."""
@@ -165,21 +163,21 @@ class OwnershipRegistry:
         return OwnerStamp.from_bytes(record.data) if record is not None and record.data else None
 
     def read_record_async(self, path: str) -> PendingRead:
-        """Start reading the record of ``path``: a held record at once, otherwise a watched read.
+        """Start the watched read of the record of ``path`` (see :meth:`ZooKeeperAdapter.read_async`).
 
         Records change only through data writes, which fire the watch, so a remembered
         record is trusted until its watch fires, not for a bounded age. An absent record
-        arms no watch: the claim creates it.
+        arms no watch: the claim creates it and arms one then (``execute(arm_watches=True)``).
 
         Raises:
             ZooKeeperUnavailable: not connected.
         """
-        record_path = self.record_path(path)
-        with self._lock:
-            held = self._held.get(record_path)
-        if held is not None:
-            return PendingRead(self.adapter, record_path, cached=held)
-        return self.adapter.read_async(record_path, watch=True, max_age=math.inf, watch_absent=False)
+        return self.adapter.read_async(self.record_path(path), watch=True, max_age=math.inf, watch_absent=False)
+
+    def plan(self, path: str, ours: OwnerStamp, record: Observed | None,
+             owner_exists: Callable[[OwnerStamp], bool]) -> Claim:
+        """:func:`plan_claim` for the record of ``path``; execute ``claim.actions`` in the znode's ``multi``."""
+        return plan_claim(self.record_path(path), ours, record, owner_exists)
 
     def require(self, path: str, claim: Claim, record: Observed | None) -> list[CheckVersion]:
         """Preconditions for writing the znode of ``path`` under ``claim`` (for ``execute(require=…)``).
@@ -191,44 +189,13 @@ class OwnershipRegistry:
             return []
         return [CheckVersion(self.record_path(path), record.version)]
 
-    def hold(self, path: str, claim: Claim, record: Observed | None) -> None:
-        """Remember the record of ``path`` as ours after ``claim`` (and the writes it guarded) succeeded."""
-        if claim.conflict is not None:
-            return
-        record_path = self.record_path(path)
-        held = record
-        for action in claim.actions:
-            if isinstance(action, CreateNode):
-                held = Observed(data=action.data, version=0)
-            elif isinstance(action, SetData):
-                held = Observed(data=action.data, version=action.expected_version + 1)
-        if held is not None:
-            with self._lock:
-                self._held[record_path] = held
-
     def forget(self, path: str) -> None:
-        """Drop what is known about the record of ``path`` (it changed, or a write guarded by it failed)."""
-        record_path = self.record_path(path)
-        with self._lock:
-            self._held.pop(record_path, None)
-        self.adapter.forget(record_path)
-
-    def _on_watch(self, path: str) -> None:
-        # A watched record changed (kazoo's event thread: no ZooKeeper calls here).
-        with self._lock:
-            self._held.pop(path, None)
-
-    def plan(self, path: str, ours: OwnerStamp, record: Observed | None,
-             owner_exists: Callable[[OwnerStamp], bool]) -> Claim:
-        """:func:`plan_claim` for the record of ``path``; execute ``claim.actions`` with the znode's own
-        (one ``multi``, ``arm_watches=True``: a new record is watched from then on)."""
-        return plan_claim(self.record_path(path), ours, record, owner_exists)
+        """Drop what is remembered about the record of ``path`` (the next read goes to ZooKeeper)."""
+        self.adapter.forget(self.record_path(path))
 
     def release(self, path: str, ours: OwnerStamp) -> None:
         """Delete the record of ``path`` if it is ours (same object); anything else is left alone."""
         record_path = self.record_path(path)
-        with self._lock:
-            self._held.pop(record_path, None)
         record = self.adapter.read(record_path, watch=True, max_age=math.inf)
         if record is None:
             return
