@@ -12,9 +12,14 @@ def obj(rv: str) -> JSON:
     return {"metadata": {"namespace": "ns", "name": "a", "resourceVersion": rv}}
 
 
+def written(writes: OwnWrites, base: JSON, response: JSON) -> None:
+    with writes.writing("ns/a", base) as respond:
+        respond(response)
+
+
 def test_echo_after_the_response_is_dropped_once() -> None:
     writes = OwnWrites()
-    writes.record("ns/a", obj("1"), obj("2"))
+    written(writes, obj("1"), obj("2"))
     assert writes.is_echo("ns/a", obj("1"), obj("2"))
     assert not writes.is_echo("ns/a", obj("1"), obj("2"))  # consumed
     assert len(writes) == 0 and writes.echoes_dropped == 1
@@ -22,7 +27,7 @@ def test_echo_after_the_response_is_dropped_once() -> None:
 
 def test_other_transitions_are_delivered() -> None:
     writes = OwnWrites()
-    writes.record("ns/a", obj("1"), obj("3"))
+    written(writes, obj("1"), obj("3"))
     assert not writes.is_echo("ns/a", obj("2"), obj("3"))  # someone else wrote 2: 2 → 3 is more than our write
     assert not writes.is_echo("ns/a", obj("1"), obj("4"))  # a relist spanning our write and another
     assert not writes.is_echo("ns/b", obj("1"), obj("3"))  # another object
@@ -67,7 +72,7 @@ def test_without_release_nothing_is_held() -> None:
 def test_memory_is_bounded_per_key_and_forget_drops_a_key() -> None:
     writes = OwnWrites(per_key=2)
     for i in range(10):
-        writes.record("ns/a", obj(str(2 * i)), obj(str(2 * i + 1)))
+        written(writes, obj(str(2 * i)), obj(str(2 * i + 1)))
     assert len(writes) == 2
     writes.forget("ns/a")
     assert len(writes) == 0

@@ -96,17 +96,6 @@ class OwnWrites:
             if missed and self.release is not None:
                 self.release(key)
 
-    def record(self, key: str, base: JSON, written: JSON) -> None:
-        """Remember that a write of ours turned ``base`` (the object it was computed from) into ``written``.
-
-        Args:
-            key: ``namespace/name``.
-            base: the object as the write's author read it (its ``resourceVersion`` is used).
-            written: the API server's response to the write.
-        """
-        with self._lock:
-            self._record(key, _resource_version(base), _resource_version(written))
-
     def _record(self, key: str, base_rv: str, written_rv: str) -> None:
         if not base_rv or not written_rv or base_rv == written_rv:
             return

@@ -17,7 +17,7 @@ import logging
 import threading
 import time
 import warnings
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
@@ -132,13 +132,6 @@ SessionListener = Callable[[str], None]
 
 def _join(parent: str, name: str) -> str:
     return f"{parent.rstrip('/')}/{name}"
-
-
-def _to_arm(actions: Sequence[Action], arm_watches: bool | Collection[str]) -> list[CreateNode]:
-    """The creates whose nodes get a data watch after the writes (see ``execute(arm_watches=…)``)."""
-    if arm_watches is False:
-        return []
-    return [a for a in actions if isinstance(a, CreateNode) and (arm_watches is True or a.path in arm_watches)]
 
 
 class PendingRead:
@@ -579,8 +572,8 @@ class ZooKeeperAdapter:
 
     # --- writes ------------------------------------------------------------------------------
 
-    def execute(self, actions: Sequence[Action], *, atomic: bool = False,
-                arm_watches: bool | Collection[str] = False, require: Sequence[CheckVersion] = ()) -> None:
+    def execute(self, actions: Sequence[Action], *, atomic: bool = False, arm_watches: bool = False,
+                require: Sequence[CheckVersion] = ()) -> None:
         """Execute plan actions in order, each conditional on the version it was planned from.
 
         Idempotent under retries after a lost reply: a create that finds the node
@@ -595,8 +588,7 @@ class ZooKeeperAdapter:
                 After a failed ``multi`` nothing was written: read and plan again.
             arm_watches: after the writes, arm a data watch on every node created (a
                 watched read sent right behind the writes, so it adds a request but no
-                round trip of latency) and remember what it read, like a watched :meth:`read`;
-                or on those created nodes whose paths are given.
+                round trip of latency) and remember what it read, like a watched :meth:`read`.
             require: preconditions checked in the same ``multi`` as the writes (ZooKeeper's
                 ``check``); with nothing to write nothing is checked. A batch with a
                 :class:`SetAcl` checks them with a read first (not atomic).
@@ -635,15 +627,14 @@ class ZooKeeperAdapter:
             else:  # pragma: no cover - exhaustive
                 raise TypeError(f"unknown action {action!r}")
         if arm_watches:
-            reads = [self.read_async(a.path, a.acl, watch=True) for a in _to_arm(actions, arm_watches)]
+            reads = [self.read_async(a.path, a.acl, watch=True) for a in actions if isinstance(a, CreateNode)]
+            self.settle(reads)
             for pending in reads:
                 pending.result()
 
-    def _commit(self, actions: Sequence[Action], arm_watches: bool | Collection[str],
-                require: Sequence[CheckVersion] = ()) -> None:
+    def _commit(self, actions: Sequence[Action], arm_watches: bool, require: Sequence[CheckVersion] = ()) -> None:
         """Run ``require`` checks and ``actions`` as one ``multi``; see :meth:`execute`."""
         creates = [a for a in actions if isinstance(a, CreateNode)]
-        to_arm = _to_arm(actions, arm_watches)
         for attempt in range(2):
             transaction = self.client.transaction()
             for check in require:
@@ -660,7 +651,7 @@ class ZooKeeperAdapter:
             started = time.monotonic()
             request = transaction.commit_async()
             # Sent behind the multi on the same session, so answered after it (in order).
-            reads = [self.read_async(a.path, a.acl, watch=True) for a in to_arm]
+            reads = [self.read_async(a.path, a.acl, watch=True) for a in creates] if arm_watches else []
             self.settle(reads)
             failed: tuple[CheckVersion | Action, Exception] | None
             try:
