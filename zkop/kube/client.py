@@ -114,9 +114,10 @@ class KubeClient:
         self._auth: dict[str, str] = {}
         self._auth_at = -AUTH_REFRESH_SECONDS
         self._pool: urllib3.HTTPConnectionPool | None = None
-        self._netloc = urlsplit(self._host).netloc
+        server = urlsplit(self._host)
+        self._netloc = server.netloc
         # A server URL may carry a path (Rancher's /k8s/clusters/<id>, an API gateway's prefix).
-        self._prefix = urlsplit(self._host).path.rstrip("/")
+        self._prefix = server.path.rstrip("/")
         self._metric_children: dict[tuple[str, int], tuple[Any, Any]] = {}
 
     def _connection_pool(self) -> urllib3.HTTPConnectionPool | None:

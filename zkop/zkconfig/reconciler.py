@@ -32,7 +32,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from zkop.kube.client import JSON, MERGE_PATCH, ApiException, KubeClient, resource_path
 from zkop.kube.events import EventRecorder, now_rfc3339
@@ -78,6 +78,8 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 #: Plans re-made after a concurrent change before giving up to the rate limiter.
 MAX_REPLANS = 3
@@ -333,6 +335,25 @@ class ZooKeeperConfigReconciler:
         return (self.registry.read_record_async(desired.path),
                 self.zookeeper.read_async(desired.path, desired.acl, watch=True, watch_absent=False))
 
+    def _with_replans(self, path: str, attempt: Callable[[int], _T], *, forget: tuple[str, ...]) -> _T:
+        """Run ``attempt(n)``; after a concurrent change forget ``forget`` and try again, up to
+        :data:`MAX_REPLANS` times in all.
+
+        Raises:
+            ConcurrentModification: the last attempt's, when every attempt met a concurrent change.
+        """
+        last: ConcurrentModification | None = None
+        for n in range(MAX_REPLANS):
+            try:
+                return attempt(n)
+            except ConcurrentModification as err:
+                log.info("%s changed during reconcile (attempt %d): %s", path, n + 1, err)
+                for stale in forget:
+                    self.zookeeper.forget(stale)
+                last = err
+        assert last is not None
+        raise last
+
     def _claim_and_converge(self, desired: DesiredZnode, stamp: OwnerStamp, reads: tuple[PendingRead, PendingRead]
                             ) -> tuple[Claim, Plan | None, Observed | None]:
         """Plan the ownership record and the znode from ``reads``; write both in one ``multi``.
@@ -344,51 +365,39 @@ class ZooKeeperConfigReconciler:
         Returns:
             ``(claim, plan, observed)``; ``plan`` is ``None`` when the claim is a conflict.
         """
-        last: ConcurrentModification | None = None
-        for attempt in range(MAX_REPLANS):
-            try:
-                self.zookeeper.settle(reads)
-                record = reads[0].result()
-                claim = self.registry.plan(desired.path, stamp, record, self._stamp_exists)
-                if claim.conflict is not None:
-                    return claim, None, None
-                observed = reads[1].result()
-                if claim.new and observed is not None and observed.acl is None:
-                    # First claim (adoption of a legacy znode): read the ACL too; a node created
-                    # with another ACL shows no ACL version change, so it would otherwise look in sync.
-                    self.zookeeper.forget(desired.path)
-                    observed = self.zookeeper.read(desired.path, None, watch=True)
-                plan = plan_sync(desired, observed)
-                # The record and the znode in one multi; a record that is not written is checked instead.
-                # Both get a data watch when created (drift, and a record changed behind zkop's back).
-                self.zookeeper.execute([*claim.actions, *plan.actions], atomic=True, arm_watches=True,
-                                       require=self.registry.require(desired.path, claim, record))
-                return claim, plan, observed
-            except ConcurrentModification as err:
-                log.info("%s changed during reconcile (attempt %d): %s", desired.path, attempt + 1, err)
+        def attempt(n: int) -> tuple[Claim, Plan | None, Observed | None]:
+            pending = reads if n == 0 else self._start_reads(desired)
+            self.zookeeper.settle(pending)
+            record = pending[0].result()
+            claim = self.registry.plan(desired.path, stamp, record, self._stamp_exists)
+            if claim.conflict is not None:
+                return claim, None, None
+            observed = pending[1].result()
+            if claim.new and observed is not None and observed.acl is None:
+                # First claim (adoption of a legacy znode): read the ACL too; a node created
+                # with another ACL shows no ACL version change, so it would otherwise look in sync.
                 self.zookeeper.forget(desired.path)
-                self.registry.forget(desired.path)
-                last = err
-                reads = self._start_reads(desired)
-        assert last is not None
-        raise last
+                observed = self.zookeeper.read(desired.path, None, watch=True)
+            plan = plan_sync(desired, observed)
+            # The record and the znode in one multi; a record that is not written is checked instead.
+            # Both get a data watch when created (drift, and a record changed behind zkop's back).
+            self.zookeeper.execute([*claim.actions, *plan.actions], atomic=True, arm_watches=True,
+                                   require=self.registry.require(desired.path, claim, record))
+            return claim, plan, observed
+
+        return self._with_replans(desired.path, attempt,
+                                  forget=(desired.path, self.registry.record_path(desired.path)))
 
     def _converge(self, desired: DesiredZnode, planner: Callable[[DesiredZnode, Observed | None], Plan]
                   ) -> tuple[Plan, Observed | None]:
         """Read (watched), plan, execute; re-plan on a concurrent change up to :data:`MAX_REPLANS` times."""
-        last: ConcurrentModification | None = None
-        for attempt in range(MAX_REPLANS):
-            try:
-                observed = self.zookeeper.read(desired.path, desired.acl, watch=True, watch_absent=False)
-                plan = planner(desired, observed)
-                self.zookeeper.execute(plan.actions, arm_watches=True)
-                return plan, observed
-            except ConcurrentModification as err:
-                log.info("%s changed during reconcile (attempt %d): %s", desired.path, attempt + 1, err)
-                self.zookeeper.forget(desired.path)
-                last = err
-        assert last is not None
-        raise last
+        def attempt(n: int) -> tuple[Plan, Observed | None]:
+            observed = self.zookeeper.read(desired.path, desired.acl, watch=True, watch_absent=False)
+            plan = planner(desired, observed)
+            self.zookeeper.execute(plan.actions, arm_watches=True)
+            return plan, observed
+
+        return self._with_replans(desired.path, attempt, forget=(desired.path,))
 
     def _finalize(self, obj: JSON) -> Result:
         if FINALIZER not in _finalizers(obj):

@@ -189,10 +189,6 @@ class OwnershipRegistry:
             return []
         return [CheckVersion(self.record_path(path), record.version)]
 
-    def forget(self, path: str) -> None:
-        """Drop what is remembered about the record of ``path`` (the next read goes to ZooKeeper)."""
-        self.adapter.forget(self.record_path(path))
-
     def release(self, path: str, ours: OwnerStamp) -> None:
         """Delete the record of ``path`` if it is ours (same object); anything else is left alone."""
         record_path = self.record_path(path)
