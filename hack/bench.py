@@ -1,9 +1,9 @@
 """zkop's benchmark: convergence speed and idle quietness, measured against the API server's own floor.
 
 Absolute times on shared machines are noise; ratios taken in one run on one machine are not.
-This script starts a real ZooKeeper (:mod:`zkop.testing.zookeeper`) and the in-memory API
-server (:mod:`zkop.testing.apiserver`, in this process), runs ``zkop run`` as its own
-process (:mod:`zkop.testing.operator`), runs every scenario and prints one JSON object
+This script starts a real ZooKeeper (:mod:`zkop_testing.zookeeper`) and the in-memory API
+server (:mod:`zkop_testing.apiserver`, in this process), runs ``zkop run`` as its own
+process (:mod:`zkop_testing.operator`), runs every scenario and prints one JSON object
 (``--table``: a readable table instead)::
 
     .venv/bin/python hack/bench.py                    # N = 2,000 CRs, M = 1,000 Services (minutes)
@@ -29,7 +29,7 @@ Scenarios (each reports its parameters under ``params``; ``docs/performance.md``
 Counting: API requests come from the API server's request log; ZooKeeper operations from
 zkop's own ``zkop_zookeeper_request_duration_seconds_count{operation}`` and ZooKeeper's
 ``mntr`` (``zk_packets_received``); ZooKeeper *writes* from the server's transaction log read
-with ZooKeeper's ``TxnLogToolkit`` (:mod:`zkop.testing.txnlog`), counted between the zxids
+with ZooKeeper's ``TxnLogToolkit`` (:mod:`zkop_testing.txnlog`), counted between the zxids
 that open and close each scenario. Scenarios use their own chroot (``/floor``, ``/main``) and
 their own API server, so they do not see each other's objects.
 
@@ -72,12 +72,13 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # runnable from a checkout without the editable install
     sys.path.insert(0, str(REPO))
 
+from zkop_testing.apiserver import ApiServer, RequestRecord  # noqa: E402
+from zkop_testing.crds import install_crds  # noqa: E402
+from zkop_testing.operator import OperatorProcess  # noqa: E402
+from zkop_testing.txnlog import Txn, read_txn_log  # noqa: E402
+from zkop_testing.zookeeper import ZooKeeperServer  # noqa: E402
+
 from zkop.kube.client import MERGE_PATCH, KubeClient, load_api_client, resource_path  # noqa: E402
-from zkop.testing.apiserver import ApiServer, RequestRecord  # noqa: E402
-from zkop.testing.crds import install_crds  # noqa: E402
-from zkop.testing.operator import OperatorProcess  # noqa: E402
-from zkop.testing.txnlog import Txn, read_txn_log  # noqa: E402
-from zkop.testing.zookeeper import ZooKeeperServer  # noqa: E402
 from zkop.zkconfig.plan import Outcome  # noqa: E402
 from zkop.zkconfig.spec import FINALIZER, GROUP, PLURAL, VERSION  # noqa: E402
 from zkop.zkconfig.status import desired_status  # noqa: E402

@@ -20,13 +20,13 @@ from typing import Any
 
 import yaml
 from kazoo.client import KazooClient
+from zkop_testing.apiserver import ApiServer
+from zkop_testing.crds import install_crds
+from zkop_testing.operator import OperatorProcess
+from zkop_testing.waiting import wait_for
+from zkop_testing.zookeeper import ZooKeeperServer
 
 from zkop.kube.client import KubeClient, resource_path
-from zkop.testing.apiserver import ApiServer
-from zkop.testing.crds import install_crds
-from zkop.testing.operator import OperatorProcess
-from zkop.testing.waiting import wait_for
-from zkop.testing.zookeeper import ZooKeeperServer
 
 REPO = Path(__file__).resolve().parent.parent
 ZKC = ("platform.example.com", "v1alpha1", "zookeeperconfigs")

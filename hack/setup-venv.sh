@@ -10,4 +10,8 @@ if ! .venv/bin/pip install -c constraints.txt -e '.[test]' >"$log" 2>&1; then
   cat "$log"; echo "pip install failed" >&2; exit 1
 fi
 rm -f "$log"
-.venv/bin/python -c "import zkop, kazoo, kubernetes"
+# The test doubles (tests/support/zkop_testing) are not part of the zkop distribution: the tests, the demo
+# and the benchmark import them from this checkout.
+site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+echo "$(pwd)/tests/support" >"$site/zkop_testing.pth"
+.venv/bin/python -c "import zkop, zkop_testing, kazoo, kubernetes"

@@ -1,4 +1,4 @@
-"""Shared fixtures: real ZooKeeper servers from :mod:`zkop.testing.zookeeper`.
+"""Shared fixtures: real ZooKeeper servers from :mod:`zkop_testing.zookeeper`.
 
 - ``zk_server``: one standalone server for the whole session. Do not stop or restart it;
   build your own ``ZooKeeperServer()`` for that.
@@ -22,13 +22,13 @@ from collections.abc import Iterator
 import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
-
-from zkop.testing.zookeeper import (
+from zkop_testing.zookeeper import (
     ZooKeeperEnsemble,
     ZooKeeperNotInstalledError,
     ZooKeeperServer,
     find_zookeeper,
 )
+
 from zkop.zookeeper.adapter import ConnectionOptions, ZooKeeperAdapter
 
 

@@ -1,6 +1,6 @@
 """``python -m zkop`` is the ``zkop`` command."""
 
-from zkop.cli import main
+from zkop.cmd.main import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -14,10 +14,10 @@ from collections.abc import Iterator
 
 import pytest
 from contract_support import CRDS, Cluster, install_crd
+from zkop_testing.apiserver import ApiServer
+from zkop_testing.apiserver_fixtures import zookeeperconfig_crd
 
 from zkop.kube.client import ApiException, KubeClient, load_api_client
-from zkop.testing.apiserver import ApiServer
-from zkop.testing.apiserver_fixtures import zookeeperconfig_crd
 
 KUBECONFIG_ENV = "ZKOP_CONTRACT_KUBECONFIG"
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
+from zkop_testing.apiserver import ApiServer
+from zkop_testing.apiserver_fixtures import wait_for, zookeeperconfig_crd
 
 from zkop.kube.client import ApiException, KubeClient, resource_path
-from zkop.testing.apiserver import ApiServer
-from zkop.testing.apiserver_fixtures import wait_for, zookeeperconfig_crd
 
 CRDS = resource_path("apiextensions.k8s.io", "v1", "customresourcedefinitions")
 
@@ -35,7 +35,7 @@ class Cluster:
     def hooks(self) -> ApiServer:
         """The in-memory server for fault-injection tests; skips the test on a real cluster."""
         if self.server is None:
-            pytest.skip("needs the fault-injection hooks of zkop.testing.apiserver")
+            pytest.skip("needs the fault-injection hooks of zkop_testing.apiserver")
         return self.server
 
 

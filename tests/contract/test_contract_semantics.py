@@ -1,4 +1,4 @@
-"""API-server semantics zkop relies on, checked against zkop.testing.apiserver or a real cluster.
+"""API-server semantics zkop relies on, checked against zkop_testing.apiserver or a real cluster.
 
 Run against a cluster with ``ZKOP_CONTRACT_KUBECONFIG=~/.kube/config pytest -m contract tests/contract``.
 Resource versions are compared for equality only (they are opaque on a real cluster).
@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 import urllib3
 from contract_support import Cluster
+from zkop_testing.apiserver_fixtures import ZKC_GROUP, ZKC_PLURAL, ZKC_VERSION, wait_for
 
 from zkop.kube.client import JSON_PATCH, MERGE_PATCH, ApiException, KubeClient, resource_path
-from zkop.testing.apiserver_fixtures import ZKC_GROUP, ZKC_PLURAL, ZKC_VERSION, wait_for
 
 pytestmark = pytest.mark.contract
 

@@ -20,8 +20,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from kazoo.security import make_digest_acl_credential
 from kind_support import REPO, ZKOP_NAMESPACE, Kubectl
-
-from zkop.testing.waiting import wait_for
+from zkop_testing.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
 

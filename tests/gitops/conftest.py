@@ -11,14 +11,14 @@ import pytest
 from gitops_support import ALICE, EPHEMERAL, LEGACY, SEQUENTIAL, Cli, Legacy, Run
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
+from zkop_testing.zookeeper import ZooKeeperServer
 
-from zkop.cli import main
-from zkop.testing.zookeeper import ZooKeeperServer
+from zkop.cmd.main import main
 
 
 @pytest.fixture
 def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Cli:
-    """``cli("diff", "-f", dir, stdin=None)``: run ``zkop.cli.main`` in-process, capture its output."""
+    """``cli("diff", "-f", dir, stdin=None)``: run ``zkop.cmd.main.main`` in-process, capture its output."""
 
     def run(*argv: str, stdin: str | None = None) -> Run:
         capsys.readouterr()

@@ -6,11 +6,11 @@ from pathlib import Path
 
 from gitops_support import Cli, write_manifests, zkc
 from kazoo.client import KazooClient
+from zkop_testing.zookeeper import ZooKeeperServer
 
 from zkop.gitops.prune import plan_prune
 from zkop.gitops.sync import prune_znodes
 from zkop.gitops.tree import PathFilter, walk
-from zkop.testing.zookeeper import ZooKeeperServer
 from zkop.zookeeper.adapter import ConnectionOptions, ZooKeeperAdapter
 
 

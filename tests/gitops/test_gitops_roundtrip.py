@@ -1,4 +1,4 @@
-"""export → validate → diff → sync against a real ZooKeeper, through ``zkop.cli.main``."""
+"""export → validate → diff → sync against a real ZooKeeper, through ``zkop.cmd.main.main``."""
 
 from __future__ import annotations
 

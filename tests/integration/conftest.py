@@ -6,10 +6,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from zkop_testing.apiserver import ApiServer
+from zkop_testing.crds import install_crds
 
 from zkop.kube.client import KubeClient
-from zkop.testing.apiserver import ApiServer
-from zkop.testing.crds import install_crds
 
 
 @pytest.fixture

@@ -6,15 +6,15 @@ from pathlib import Path
 
 from kazoo.client import KazooClient
 from kazoo.security import make_acl, make_digest_acl
+from zkop_testing.operator import OperatorProcess
+from zkop_testing.resources import ZKC, synced
+from zkop_testing.txnlog import read_txn_log
+from zkop_testing.waiting import wait_for
+from zkop_testing.zookeeper import ZooKeeperServer
 
-from zkop.cli import main as zkop_main
+from zkop.cmd.main import main as zkop_main
 from zkop.gitops.manifests import load_manifests
 from zkop.kube.client import KubeClient, resource_path
-from zkop.testing.operator import OperatorProcess
-from zkop.testing.resources import ZKC, synced
-from zkop.testing.txnlog import read_txn_log
-from zkop.testing.waiting import wait_for
-from zkop.testing.zookeeper import ZooKeeperServer
 
 
 def test_export_apply_run_writes_no_znode(kubeconfig: str, kube: KubeClient, zk_server: ZooKeeperServer,

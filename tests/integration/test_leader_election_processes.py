@@ -8,13 +8,13 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from zkop_testing.operator import OperatorProcess
+from zkop_testing.resources import create, synced, zkc
+from zkop_testing.txnlog import read_txn_log
+from zkop_testing.waiting import wait_for
+from zkop_testing.zookeeper import ZooKeeperServer
 
 from zkop.kube.client import KubeClient
-from zkop.testing.operator import OperatorProcess
-from zkop.testing.resources import create, synced, zkc
-from zkop.testing.txnlog import read_txn_log
-from zkop.testing.waiting import wait_for
-from zkop.testing.zookeeper import ZooKeeperServer
 
 LEASE, RENEW, RETRY = 4.0, 3.0, 0.5
 MASTER = 'leader_election_master_status{name="zkop-leader"}'

@@ -5,13 +5,13 @@ from __future__ import annotations
 import urllib.request
 
 from kazoo.client import KazooClient
+from zkop_testing.kstatus import compute
+from zkop_testing.operator import OperatorProcess
+from zkop_testing.resources import conditions, create, get, read, synced, zkc
+from zkop_testing.waiting import wait_for
+from zkop_testing.zookeeper import ZooKeeperServer
 
 from zkop.kube.client import KubeClient
-from zkop.testing.kstatus import compute
-from zkop.testing.operator import OperatorProcess
-from zkop.testing.resources import conditions, create, get, read, synced, zkc
-from zkop.testing.waiting import wait_for
-from zkop.testing.zookeeper import ZooKeeperServer
 
 
 def test_probes_and_metrics_use_controller_runtime_names(kubeconfig: str, kube: KubeClient,

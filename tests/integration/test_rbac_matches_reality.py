@@ -15,14 +15,14 @@ import json
 from pathlib import Path
 
 from kazoo.client import KazooClient
+from zkop_testing.apiserver import ApiServer
+from zkop_testing.kustomize import REPO, rbac_rules, render
+from zkop_testing.operator import OperatorProcess
+from zkop_testing.resources import ZKC, create, get, read, synced, zkc
+from zkop_testing.waiting import wait_for
+from zkop_testing.zookeeper import ZooKeeperServer
 
 from zkop.kube.client import MERGE_PATCH, KubeClient, resource_path
-from zkop.testing.apiserver import ApiServer
-from zkop.testing.kustomize import REPO, rbac_rules, render
-from zkop.testing.operator import OperatorProcess
-from zkop.testing.resources import ZKC, create, get, read, synced, zkc
-from zkop.testing.waiting import wait_for
-from zkop.testing.zookeeper import ZooKeeperServer
 
 #: Permissions the API server checks in admission, not per request: setting finalizers on an
 #: object whose owner references block deletion (OwnerReferencesPermissionEnforcement).

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from kazoo.client import KazooClient
+from zkop_testing.operator import OperatorProcess
+from zkop_testing.resources import create, read, synced, zkc
+from zkop_testing.waiting import wait_for
+from zkop_testing.zookeeper import ZooKeeperServer
 
 from zkop.kube.client import KubeClient, resource_path
-from zkop.testing.operator import OperatorProcess
-from zkop.testing.resources import create, read, synced, zkc
-from zkop.testing.waiting import wait_for
-from zkop.testing.zookeeper import ZooKeeperServer
 
 MASTER = "leader_election_master_status{name=\"%s\"} 1.0"
 

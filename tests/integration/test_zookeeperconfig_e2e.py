@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
+from zkop_testing.apiserver import ApiServer
+from zkop_testing.operator import OperatorProcess
+from zkop_testing.resources import ZKC, create, get, read, zkc
+from zkop_testing.resources import synced as synced_at_generation
+from zkop_testing.waiting import wait_for
+from zkop_testing.zookeeper import ZooKeeperServer
 
 from zkop.kube.client import MERGE_PATCH, ApiException, KubeClient, resource_path
-from zkop.testing.apiserver import ApiServer
-from zkop.testing.operator import OperatorProcess
-from zkop.testing.resources import ZKC, create, get, read, zkc
-from zkop.testing.resources import synced as synced_at_generation
-from zkop.testing.waiting import wait_for
-from zkop.testing.zookeeper import ZooKeeperServer
 
 FLAG = "/app/features/new-recommendation-engine/enabled"
 

@@ -1,7 +1,7 @@
 """ZooKeeperConfig for production: drift, conditions, validation, ownership, ACLs, dataFrom, sessions.
 
 Real ZooKeeper, the in-memory API server, and ``zkop run`` as a separate process
-(in-process :class:`~zkop.manager.Manager` where a test needs its session).
+(in-process :class:`~zkop.cmd.operator.Manager` where a test needs its session).
 """
 
 from __future__ import annotations
@@ -17,15 +17,15 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 from kazoo.security import make_acl, make_digest_acl, make_digest_acl_credential
+from zkop_testing.apiserver import ApiServer
+from zkop_testing.crds import install_crds
+from zkop_testing.operator import OperatorProcess
+from zkop_testing.resources import ZKC, conditions, create, get, read, reasons, state, synced, zkc
+from zkop_testing.waiting import wait_for
+from zkop_testing.zookeeper import ZooKeeperEnsemble, ZooKeeperServer, expire_session
 
+from zkop.cmd.operator import Manager, ManagerOptions
 from zkop.kube.client import MERGE_PATCH, KubeClient, resource_path
-from zkop.manager import Manager, ManagerOptions
-from zkop.testing.apiserver import ApiServer
-from zkop.testing.crds import install_crds
-from zkop.testing.operator import OperatorProcess
-from zkop.testing.resources import ZKC, conditions, create, get, read, reasons, state, synced, zkc
-from zkop.testing.waiting import wait_for
-from zkop.testing.zookeeper import ZooKeeperEnsemble, ZooKeeperServer, expire_session
 from zkop.zookeeper.adapter import ConnectionOptions
 
 

@@ -3,7 +3,7 @@
 - ``rendered_default``: ``manifests/default`` rendered (no components).
 - ``rendered_full``: ``manifests/default`` with both components (service bridge, Prometheus),
   through a throw-away overlay, as a user would enable them.
-- ``zkop_metric_names``: every sample name ``zkop.machinery.metrics`` registers
+- ``zkop_metric_names``: every sample name ``zkop.runtime.metrics`` registers
   (``x_total``, ``x_bucket``, ... included).
 """
 
@@ -13,8 +13,7 @@ import os
 from pathlib import Path
 
 import pytest
-
-from zkop.testing.kustomize import REPO, Obj, render
+from zkop_testing.kustomize import REPO, Obj, render
 
 COMPONENTS = ("service-bridge", "prometheus")
 
@@ -52,13 +51,13 @@ def rendered_full(full_overlay: Path) -> list[Obj]:
 
 @pytest.fixture(scope="session")
 def zkop_metric_names() -> frozenset[str]:
-    """Every sample name registered by ``zkop.machinery.metrics`` on the default registry."""
+    """Every sample name registered by ``zkop.runtime.metrics`` on the default registry."""
     from prometheus_client import REGISTRY
 
-    from zkop.machinery import metrics
+    from zkop.runtime import metrics
 
     assert metrics.RECONCILE_TOTAL is not None  # imported for its registrations
-    from zkop.machinery.informer import Indexer
+    from zkop.runtime.informer import Indexer
     from zkop.zkconfig.status_metrics import ZooKeeperConfigStatusCollector
 
     # Registered by the manager at start-up, computed from the cache at scrape time.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from importlib import resources
 
-from zkop.testing.crds import CRD_FILE
+from zkop_testing.crds import CRD_FILE
 
 
 def test_package_crd_equals_manifest() -> None:

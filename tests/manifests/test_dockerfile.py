@@ -17,8 +17,7 @@ import pytest
 from packaging.markers import default_environment
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
-
-from zkop.testing.kustomize import REPO, containers, find, render
+from zkop_testing.kustomize import REPO, containers, find, render
 
 DOCKERFILE = REPO / "Dockerfile"
 COMPILERS = re.compile(r"\b(gcc|g\+\+|clang|build-essential|make|cmake|[\w.+-]+-dev)\b")
@@ -146,7 +145,7 @@ def test_entrypoint_and_cmd(stages: list[Stage]) -> None:
     assert json.loads(final.all("ENTRYPOINT")[-1]) == ["zkop"]
     assert json.loads(final.all("CMD")[-1]) == ["run"]
     scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts["zkop"] == "zkop.cli:main"
+    assert scripts["zkop"] == "zkop.cmd.main:main"
 
 
 def test_python_environment(stages: list[Stage]) -> None:
@@ -202,7 +201,7 @@ def _dockerignored(path: str, patterns: list[str]) -> bool:
 def test_build_context(stages: list[Stage]) -> None:
     patterns = [ln.strip() for ln in (REPO / ".dockerignore").read_text().splitlines()
                 if ln.strip() and not ln.startswith("#")]
-    for source in ("pyproject.toml", "README.md", "constraints.txt", "zkop/cli.py", "zkop/machinery/metrics.py"):
+    for source in ("pyproject.toml", "README.md", "constraints.txt", "zkop/cmd/main.py", "zkop/runtime/metrics.py"):
         assert not _dockerignored(source, patterns), source
     for excluded in (".venv/bin/python", ".git/HEAD", "tests/conftest.py", "zkop/__pycache__/cli.cpython-311.pyc",
                      ".pytest-kind/x/kubeconfig", "hack/demo.sh"):

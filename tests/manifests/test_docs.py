@@ -6,10 +6,10 @@ import argparse
 import re
 
 from prometheus_client import Counter, Gauge, Histogram
+from zkop_testing.kustomize import REPO
 
-from zkop.cli import build_parser
-from zkop.machinery import metrics
-from zkop.testing.kustomize import REPO
+from zkop.cmd.main import build_parser
+from zkop.runtime import metrics
 
 OPERATIONS = REPO / "docs" / "operations.md"
 
@@ -38,7 +38,7 @@ def test_every_zkop_run_flag_is_documented() -> None:
 
 
 def test_every_service_bridge_flag_is_documented() -> None:
-    from zkop.bridge.cli import add_flags
+    from zkop.cmd.bridge_flags import add_flags
 
     parser = argparse.ArgumentParser()
     add_flags(parser)
@@ -49,7 +49,7 @@ def test_every_service_bridge_flag_is_documented() -> None:
 
 
 def test_documented_flags_exist() -> None:
-    from zkop.bridge.cli import add_flags
+    from zkop.cmd.bridge_flags import add_flags
 
     parser = argparse.ArgumentParser()
     add_flags(parser)

@@ -18,8 +18,7 @@ import pytest
 import yaml
 from kazoo.client import KazooClient
 from kazoo.security import make_digest_acl_credential
-
-from zkop.testing.kustomize import (
+from zkop_testing.kustomize import (
     REPO,
     Obj,
     containers,
@@ -30,7 +29,7 @@ from zkop.testing.kustomize import (
     schema_declares,
     strip_kubernetes_extensions,
 )
-from zkop.testing.zookeeper import ZooKeeperServer
+from zkop_testing.zookeeper import ZooKeeperServer
 
 EXAMPLES = REPO / "examples"
 FLUX = EXAMPLES / "flux"

@@ -1,6 +1,6 @@
 """The install under ``manifests/``: it renders, every object is valid Kubernetes, RBAC is least privilege.
 
-Rendering uses :func:`zkop.testing.kustomize.render`; where ``kubectl`` is installed its
+Rendering uses :func:`zkop_testing.kustomize.render`; where ``kubectl`` is installed its
 ``kubectl kustomize`` output must be identical, so the renderer cannot drift from kustomize.
 Schemas are Kubernetes' own OpenAPI schemas as shipped by ``kubernetes-validate`` (strict: an
 unknown field fails), for the oldest and newest Kubernetes versions zkop supports.
@@ -18,9 +18,7 @@ import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 from kubernetes_validate.utils import SchemaNotFoundError  # type: ignore[import-untyped]
 from kubernetes_validate.utils import ValidationError as SchemaValidationError
-
-from zkop.cli import build_parser
-from zkop.testing.kustomize import (
+from zkop_testing.kustomize import (
     REPO,
     Obj,
     containers,
@@ -31,6 +29,8 @@ from zkop.testing.kustomize import (
     rbac_rules,
     render,
 )
+
+from zkop.cmd.main import build_parser
 
 #: Oldest and newest Kubernetes minor versions the manifests must validate against.
 KUBERNETES_VERSIONS = ("1.29", "1.37")

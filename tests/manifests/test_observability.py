@@ -1,7 +1,7 @@
 """The Prometheus alerts (``manifests/components/prometheus``) and the Grafana dashboard (``docs/``).
 
 Every PromQL expression is parsed with a real PromQL parser (``promql-parser``) and every
-metric it selects must be one that ``zkop.machinery.metrics`` registers, so a renamed metric
+metric it selects must be one that ``zkop.runtime.metrics`` registers, so a renamed metric
 breaks this test instead of silently emptying a panel or an alert.
 """
 
@@ -14,8 +14,7 @@ from typing import Any
 
 import promql_parser
 import pytest
-
-from zkop.testing.kustomize import REPO, Obj, find
+from zkop_testing.kustomize import REPO, Obj, find
 
 DASHBOARD = REPO / "docs" / "grafana-dashboard.json"
 ALERTS_DOC = REPO / "docs" / "alerts.md"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 from kazoo.client import KazooClient
+from zkop_testing.zookeeper import ZooKeeperServer
 
-from zkop.testing.zookeeper import ZooKeeperServer
 from zkop.zookeeper.actions import CreateNode, DeleteNode, SetData
 from zkop.zookeeper.adapter import (
     ConcurrentModification,
@@ -67,7 +67,7 @@ def test_missing_chroot_is_a_clear_error(zk_server: ZooKeeperServer, zk_base: st
 
 
 def test_unreachable_server_is_unavailable() -> None:
-    from zkop.testing.zookeeper import free_port
+    from zkop_testing.zookeeper import free_port
 
     a = ZooKeeperAdapter(ConnectionOptions(hosts=f"127.0.0.1:{free_port()}", connect_timeout=1))
     with pytest.raises(ZooKeeperUnavailable, match="could not connect"):
@@ -82,7 +82,7 @@ def test_split_chroot() -> None:
 
 def test_watched_reads_are_cached_until_the_watch_fires(adapter: ZooKeeperAdapter, zk: KazooClient,
                                                         zk_base: str) -> None:
-    from zkop.testing.waiting import wait_for
+    from zkop_testing.waiting import wait_for
 
     fired: list[str] = []
     adapter.add_watch_listener(fired.append)
@@ -155,7 +155,7 @@ def test_atomic_execute_writes_all_or_nothing(adapter: ZooKeeperAdapter, zk: Kaz
 
 def test_arm_watches_after_create_remembers_and_sees_hand_edits(adapter: ZooKeeperAdapter, zk: KazooClient,
                                                                 zk_base: str) -> None:
-    from zkop.testing.waiting import wait_for
+    from zkop_testing.waiting import wait_for
 
     fired: list[str] = []
     adapter.add_watch_listener(fired.append)

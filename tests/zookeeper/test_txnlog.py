@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from kazoo.client import KazooClient
-
-from zkop.testing.txnlog import read_txn_log
-from zkop.testing.zookeeper import ZooKeeperServer
+from zkop_testing.txnlog import read_txn_log
+from zkop_testing.zookeeper import ZooKeeperServer
 
 
 def test_multi_is_split_into_its_operations(zk_server: ZooKeeperServer, zk: KazooClient, zk_base: str) -> None:

@@ -22,8 +22,8 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from zkop.kube.client import JSON, ApiException, KubeClient, resource_path
-from zkop.machinery import metrics
-from zkop.machinery.ratelimit import BucketRateLimiter
+from zkop.runtime import metrics
+from zkop.runtime.ratelimit import BucketRateLimiter
 
 __all__ = ["EventRecorder"]
 

@@ -10,7 +10,7 @@ one pass that converges whatever changed. The order of a pass:
 3. parse the spec (resolving ``dataFrom`` from the ConfigMap/Secret caches); an
    invalid spec is reported (Stalled) and never retried hot; the oldest object
    declaring a path owns it in the cluster;
-4. start the watched reads of the registry record (:mod:`zkop.zookeeper.registry`)
+4. start the watched reads of the registry record (:mod:`zkop.ownership.registry`)
    and of the znode, and add the finalizer while they are in flight — before
    anything is written;
 5. plan the claim (the record must be ours across installations) and
@@ -19,7 +19,7 @@ one pass that converges whatever changed. The order of a pass:
    re-reads and re-plans;
 6. write status only if it changed, and an Event for every change made. The watch
    events of our own finalizer and status writes are not enqueued again
-   (:class:`~zkop.machinery.ownwrites.OwnWrites`).
+   (:class:`~zkop.runtime.ownwrites.OwnWrites`).
 
 This module is the external-dns "source → plan → registry → provider" chain for znodes.
 """
@@ -36,10 +36,11 @@ from typing import Any, TypeVar
 
 from zkop.kube.client import JSON, MERGE_PATCH, ApiException, KubeClient, resource_path
 from zkop.kube.events import EventRecorder, now_rfc3339
-from zkop.machinery import metrics
-from zkop.machinery.controller import Result
-from zkop.machinery.informer import Indexer, meta_namespace_key
-from zkop.machinery.ownwrites import OwnWrites
+from zkop.ownership.registry import DEFAULT_REGISTRY_ROOT, Claim, OwnershipRegistry, OwnerStamp
+from zkop.runtime import metrics
+from zkop.runtime.controller import Result
+from zkop.runtime.informer import Indexer, meta_namespace_key
+from zkop.runtime.ownwrites import OwnWrites
 from zkop.zkconfig.plan import Outcome, Plan, plan_delete, plan_sync
 from zkop.zkconfig.spec import (
     DEFAULT_MAX_DATA_BYTES,
@@ -65,7 +66,6 @@ from zkop.zookeeper.adapter import (
     ZooKeeperUnavailable,
 )
 from zkop.zookeeper.paths import validate_path
-from zkop.zookeeper.registry import DEFAULT_REGISTRY_ROOT, Claim, OwnershipRegistry, OwnerStamp
 
 __all__ = [
     "PATH_INDEX",
@@ -272,7 +272,7 @@ class ZooKeeperConfigReconciler:
 
         The reconcile that wrote the finalizer or status went on with the API server's
         response, so the watch event of that very write holds nothing it did not see
-        (:class:`zkop.machinery.ownwrites.OwnWrites`). Any other change is delivered.
+        (:class:`zkop.runtime.ownwrites.OwnWrites`). Any other change is delivered.
         """
         return not self.own_writes.is_echo(meta_namespace_key(new), old, new)
 

@@ -1,0 +1,66 @@
+"""Command-line plumbing: entry points, flag parsing, logging formats."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from zkop.cmd.logging_setup import JsonFormatter, configure_logging
+from zkop.cmd.main import build_parser, connection_options, parse_acl_entry
+from zkop.zookeeper.actions import OPEN_ACL, AclEntry
+
+
+def test_console_script_and_module_agree() -> None:
+    out = subprocess.run([sys.executable, "-m", "zkop", "--version"], capture_output=True, text=True, check=True)
+    assert out.stdout.startswith("zkop ")
+    script = Path(sys.executable).parent / "zkop"
+    assert subprocess.run([str(script), "--version"], capture_output=True, text=True, check=True).stdout == out.stdout
+
+
+def test_run_flags_follow_controller_runtime_and_env_fallbacks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ZOOKEEPER_HOSTS", "zk-0:2181,zk-1:2181/chroot")
+    args = build_parser().parse_args(["run", "--leader-elect", "--metrics-bind-address", "0",
+                                      "--health-probe-bind-address", ":9443", "--namespace", "a", "--namespace", "b"])
+    assert args.leader_elect and args.metrics_bind_address == "0" and args.health_probe_bind_address == ":9443"
+    assert args.namespaces == ["a", "b"] and args.workers == 4 and args.leader_election_id == "zkop-leader"
+    assert args.zk_hosts == "zk-0:2181,zk-1:2181/chroot"
+    assert (args.leader_election_lease_duration, args.leader_election_renew_deadline,
+            args.leader_election_retry_period) == (15.0, 10.0, 2.0)
+
+
+def test_auth_file(tmp_path: Path) -> None:
+    good = tmp_path / "credentials"
+    good.write_text("ops:secret\n")
+    options = connection_options(build_parser().parse_args(["run", "--zk-auth-file", str(good)]))
+    assert options.auth == (("digest", "ops:secret"),)
+    missing = connection_options(build_parser().parse_args(["run", "--zk-auth-file", str(tmp_path / "none")]))
+    assert missing.auth == ()  # an optional Secret volume that is not there: no auth
+    bad = tmp_path / "bad"
+    bad.write_text("no-colon")
+    with pytest.raises(SystemExit, match="user:password"):
+        connection_options(build_parser().parse_args(["run", "--zk-auth-file", str(bad)]))
+
+
+def test_parent_acl_uses_zkcli_notation() -> None:
+    assert parse_acl_entry("world:anyone:cdrwa") == OPEN_ACL[0]
+    assert parse_acl_entry("digest:ops:abc=:r") == AclEntry("digest", "ops:abc=", 1)
+    with pytest.raises(ValueError):
+        parse_acl_entry("world:anyone:rx")
+    with pytest.raises(SystemExit):
+        connection_options(build_parser().parse_args(["run", "--zk-parent-acl", "nonsense"]))
+
+
+def test_json_log_lines() -> None:
+    record = logging.LogRecord("zkop.test", logging.WARNING, __file__, 1, "hello %s", ("world",), None)
+    entry = json.loads(JsonFormatter().format(record))
+    assert entry["level"] == "warning" and entry["msg"] == "hello world" and entry["logger"] == "zkop.test"
+    with pytest.raises(ValueError):
+        configure_logging("loud")
+    with pytest.raises(ValueError):
+        configure_logging("info", "xml")
+    configure_logging("info", "text")

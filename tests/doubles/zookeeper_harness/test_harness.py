@@ -1,0 +1,364 @@
+"""Tests of the ZooKeeper test harness (zkop_testing.zookeeper, zkop_testing.waiting)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import ConnectionLoss, SessionExpiredError
+from zkop_testing.waiting import wait_for
+from zkop_testing.zookeeper import (
+    ZooKeeperEnsemble,
+    ZooKeeperError,
+    ZooKeeperNotInstalledError,
+    ZooKeeperNotServingError,
+    ZooKeeperServer,
+    ZooKeeperStartError,
+    expire_session,
+    find_zookeeper,
+    four_letter_word,
+    free_ports,
+    port_is_free,
+)
+
+RETRYABLE = (ConnectionLoss, SessionExpiredError)
+
+
+def _client(hosts: str, timeout: float = 10.0) -> KazooClient:
+    client = KazooClient(hosts=hosts, timeout=timeout)
+    client.start(timeout=15)
+    return client
+
+
+# ----------------------------------------------------------------------------- waiting
+
+
+def test_wait_for_returns_truthy_value() -> None:
+    calls = iter([0, None, "", "done"])
+    assert wait_for(lambda: next(calls), timeout=1, interval=0) == "done"
+
+
+def test_wait_for_times_out_with_message_and_last_value() -> None:
+    start = time.monotonic()
+    with pytest.raises(TimeoutError, match=r"the thing not met within 0.1 s \(last value: 0\)"):
+        wait_for(lambda: 0, timeout=0.1, message="the thing")
+    assert time.monotonic() - start < 1
+
+
+def test_wait_for_ignores_listed_exceptions_only() -> None:
+    attempts: list[int] = []
+
+    def flaky() -> int:
+        attempts.append(1)
+        if len(attempts) < 3:
+            raise ConnectionLoss()
+        return len(attempts)
+
+    assert wait_for(flaky, timeout=1, interval=0, ignore=(ConnectionLoss,)) == 3
+    with pytest.raises(ZeroDivisionError):
+        wait_for(lambda: 1 // 0, timeout=1)
+    with pytest.raises(TimeoutError, match="last exception: ConnectionLoss"):
+        wait_for(flaky_forever, timeout=0.05, ignore=(ConnectionLoss,))
+
+
+def flaky_forever() -> bool:
+    raise ConnectionLoss()
+
+
+# ------------------------------------------------------------------------ installation
+
+
+def test_missing_installation_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ZKOP_ZOOKEEPER_JAR", "/nonexistent/zookeeper.jar")
+    with pytest.raises(ZooKeeperNotInstalledError, match="apt-get install -y zookeeper"):
+        find_zookeeper()
+    with pytest.raises(ZooKeeperNotInstalledError):
+        ZooKeeperServer()
+
+
+def test_free_ports_are_distinct_and_free() -> None:
+    ports = free_ports(6)
+    assert len(set(ports)) == 6
+    assert all(port_is_free(p) for p in ports)
+    with socket.create_server(("127.0.0.1", 0)) as busy:
+        assert not port_is_free(busy.getsockname()[1])
+
+
+# -------------------------------------------------------------------------- standalone
+
+
+def test_shared_server_four_letter_words(zk_server: ZooKeeperServer, zk: KazooClient, zk_base: str) -> None:
+    zk.create(f"{zk_base}/watched", b"x")
+    zk.get(f"{zk_base}/watched", watch=lambda event: None)
+    assert zk_server.four_letter_word("ruok") == "imok"
+    assert zk_server.mode() == "standalone"
+    assert "Mode: standalone" in zk_server.four_letter_word("stat")
+    assert "Mode: standalone" in four_letter_word("127.0.0.1", zk_server.client_port, "srvr")
+    assert "queued=" in zk_server.four_letter_word("cons")
+    assert "watching" in zk_server.four_letter_word("wchs")
+    mntr = zk_server.mntr()
+    assert mntr["zk_server_state"] == "standalone"
+    assert int(mntr["zk_znode_count"]) >= 3
+    with pytest.raises(ValueError):
+        zk_server.four_letter_word("RUOK")
+
+
+def test_zk_fixture_base_path(zk: KazooClient, zk_base: str) -> None:
+    assert zk.connected
+    assert zk_base.startswith("/t-")
+    assert zk.exists(zk_base) is not None
+    assert zk.get_children(zk_base) == []
+
+
+def test_standalone_start_stop_restart_keeps_data() -> None:
+    server = ZooKeeperServer()
+    try:
+        started = time.monotonic()
+        server.start()
+        print(f"standalone start: {time.monotonic() - started:.2f} s")
+        base_dir, port = server.base_dir, server.client_port
+        assert server.hosts == f"127.0.0.1:{port}"
+        with pytest.raises(ZooKeeperError, match="already running"):
+            server.start()
+
+        client = _client(server.hosts)
+        try:
+            client.create("/kept", b"v1")
+
+            server.restart()  # clean stop + start: data dir kept
+            assert server.client_port == port
+            value = wait_for(lambda: client.get("/kept")[0], timeout=15, ignore=RETRYABLE)
+            assert value == b"v1"
+
+            client.set("/kept", b"v2")
+            server.kill()  # crash: data dir kept, start() recovers it
+            assert not server.is_running
+            assert port_is_free(port)
+            server.start()
+            value = wait_for(lambda: client.get("/kept")[0], timeout=15, ignore=RETRYABLE)
+            assert value == b"v2"
+        finally:
+            client.stop()
+            client.close()
+
+        assert server.log_path.stat().st_size > 0  # log4j output lands in the temp dir
+        assert "binding to port" in server.log_path.read_text()
+    finally:
+        server.stop()
+    assert not server.is_running
+    assert not base_dir.exists()
+    assert port_is_free(port)
+    server.stop()  # idempotent
+
+
+def test_start_failure_surfaces_log_tail() -> None:
+    server = ZooKeeperServer(extra_config={"tickTime": "not-a-number"})
+    try:
+        with pytest.raises(ZooKeeperStartError, match=r"exited with code \d+") as info:
+            server.start(timeout=20)
+        assert "not-a-number" in str(info.value)
+        assert not server.is_running
+    finally:
+        server.stop()
+
+
+def test_pinned_port_in_use_fails_with_bind_error() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as busy:
+        server = ZooKeeperServer(port=busy.getsockname()[1])
+        try:
+            with pytest.raises(ZooKeeperStartError, match="Address already in use"):
+                server.start(timeout=20)
+        finally:
+            server.stop()
+
+
+def test_context_manager_starts_and_stops() -> None:
+    with ZooKeeperServer() as server:
+        assert server.is_serving()
+        base_dir = server.base_dir
+    assert not server.is_running
+    assert not base_dir.exists()
+
+
+def test_unpinned_port_taken_by_another_server_is_retried(zk_server: ZooKeeperServer) -> None:
+    server = ZooKeeperServer()
+    # simulate another ZooKeeper grabbing our port before the first start: its answers
+    # to ruok/srvr must not be mistaken for ours, and start-up must move to a new port
+    server.client_port = zk_server.client_port
+    try:
+        server.start()
+        assert server.client_port != zk_server.client_port
+        assert server.is_serving()
+    finally:
+        server.stop()
+    assert zk_server.is_serving()
+
+
+# ---------------------------------------------------------------------- session expiry
+
+
+def test_expire_session_really_expires(zk_server: ZooKeeperServer, zk: KazooClient, zk_base: str) -> None:
+    states: list[str] = []
+    lock = threading.Lock()
+
+    def record(state: str) -> None:
+        with lock:
+            states.append(state)
+
+    zk.add_listener(record)
+    old_session = zk.client_id[0]
+    ephemeral = f"{zk_base}/ephemeral"
+    zk.create(ephemeral, b"", ephemeral=True)
+    observer = _client(zk_server.hosts)
+    try:
+        assert observer.exists(ephemeral) is not None
+
+        started = time.monotonic()
+        expire_session(zk, zk_server.hosts)
+        print(f"expire_session: {time.monotonic() - started:.2f} s")
+
+        assert KazooState.LOST in states
+        assert states[-1] == KazooState.CONNECTED
+        assert zk.connected
+        assert zk.client_id[0] != old_session
+        assert observer.exists(ephemeral) is None
+        assert zk.exists(ephemeral) is None
+        zk.create(ephemeral, b"", ephemeral=True)  # the new session works
+    finally:
+        observer.stop()
+        observer.close()
+
+
+def test_expire_session_needs_connected_client(zk_server: ZooKeeperServer) -> None:
+    with pytest.raises(ZooKeeperError, match="connected"):
+        expire_session(KazooClient(hosts=zk_server.hosts), zk_server.hosts)
+
+
+# ---------------------------------------------------------------------------- ensemble
+
+
+def test_ensemble_forms_quorum_with_one_leader(zk_ensemble: ZooKeeperEnsemble) -> None:
+    modes = zk_ensemble.modes()
+    assert sorted(m or "" for m in modes.values()) == ["follower", "follower", "leader"]
+    leader = zk_ensemble.leader()
+    assert modes[leader] == "leader"
+    assert zk_ensemble.hosts == ",".join(f"127.0.0.1:{m.client_port}" for m in zk_ensemble.members)
+    assert zk_ensemble.member(leader).mntr()["zk_server_state"] == "leader"
+    assert len({p for m in zk_ensemble.members for p in m.ports()}) == 9
+
+    writer = _client(zk_ensemble.member(0).hosts)
+    try:
+        writer.create("/replicated", b"hello")
+    finally:
+        writer.stop()
+        writer.close()
+    for member in zk_ensemble.members:
+        reader = _client(member.hosts)
+        try:
+            reader.sync("/replicated")
+            assert reader.get("/replicated")[0] == b"hello"
+        finally:
+            reader.stop()
+            reader.close()
+
+
+def test_ensemble_member_stop_start_keeps_quorum(zk_ensemble: ZooKeeperEnsemble) -> None:
+    follower = next(i for i, mode in zk_ensemble.modes().items() if mode == "follower")
+    member = zk_ensemble.member(follower)
+    client = _client(zk_ensemble.hosts)
+    try:
+        member.stop()
+        assert member.mode() is None
+        assert zk_ensemble.wait_for_quorum(timeout=30) == zk_ensemble.leader()
+        client.retry(client.create, "/while-member-down", b"1")
+        member.start()  # rejoins with its data and catches up
+        assert member.mode() == "follower"
+        with pytest.raises(ZooKeeperError, match="already running"):
+            member.start()
+        reader = _client(member.hosts)
+        try:
+            reader.sync("/while-member-down")
+            assert reader.get("/while-member-down")[0] == b"1"
+        finally:
+            reader.stop()
+            reader.close()
+    finally:
+        client.stop()
+        client.close()
+        zk_ensemble.heal()
+
+
+def test_ensemble_without_quorum_is_not_serving(zk_ensemble: ZooKeeperEnsemble) -> None:
+    followers = [i for i, mode in zk_ensemble.modes().items() if mode == "follower"]
+    leader = zk_ensemble.leader()
+    try:
+        for i in followers:
+            zk_ensemble.member(i).kill()
+        lonely = zk_ensemble.member(leader)
+        wait_for(lambda: not lonely.is_serving(), timeout=15, message="lone leader steps down")
+        assert lonely.four_letter_word("ruok") == "imok"
+        with pytest.raises(ZooKeeperNotServingError):
+            lonely.mntr()
+        with pytest.raises(ZooKeeperError, match="exactly one leader"):
+            zk_ensemble.leader()
+        with pytest.raises(ZooKeeperError, match="quorum needs 2"):
+            zk_ensemble.wait_for_quorum(timeout=1)
+    finally:
+        started = time.monotonic()
+        zk_ensemble.heal()
+        print(f"heal after losing quorum: {time.monotonic() - started:.2f} s")
+    assert all(m.is_serving() for m in zk_ensemble.members)
+
+
+def test_expire_session_on_ensemble(zk_ensemble: ZooKeeperEnsemble) -> None:
+    client = _client(zk_ensemble.hosts)
+    try:
+        client.create("/ensemble-ephemeral", b"", ephemeral=True)
+        old_session = client.client_id[0]
+        expire_session(client, zk_ensemble.hosts)
+        assert client.client_id[0] != old_session
+        assert client.exists("/ensemble-ephemeral") is None
+    finally:
+        client.stop()
+        client.close()
+
+
+def test_kill_leader_elects_new_leader_and_clients_keep_working() -> None:
+    started = time.monotonic()
+    ensemble = ZooKeeperEnsemble(3)
+    with ensemble:
+        print(f"ensemble start: {time.monotonic() - started:.2f} s")
+        ports = [p for m in ensemble.members for p in m.ports()]
+        base_dir = ensemble.member(0).base_dir.parent
+        client = _client(ensemble.hosts)
+        try:
+            client.create("/before", b"1")
+            killed_at = time.monotonic()
+            old_leader = ensemble.kill_leader()
+            assert not ensemble.member(old_leader).is_running
+            new_leader = ensemble.wait_for_quorum(timeout=30)
+            print(f"re-election after leader kill: {time.monotonic() - killed_at:.2f} s")
+            assert new_leader != old_leader
+            assert ensemble.member(new_leader).mode() == "leader"
+
+            wait_for(lambda: client.create("/after", b"2"), timeout=20, ignore=RETRYABLE)
+            assert client.get("/after")[0] == b"2"
+            assert client.get("/before")[0] == b"1"
+
+            ensemble.member(old_leader).start()  # the old leader rejoins as a follower
+            assert ensemble.member(old_leader).mode() == "follower"
+            assert ensemble.leader() == new_leader
+        finally:
+            client.stop()
+            client.close()
+    assert all(not m.is_running for m in ensemble.members)
+    assert all(port_is_free(p) for p in ports)
+    assert not base_dir.exists()
+
+
+def test_ensemble_rejects_bad_size() -> None:
+    with pytest.raises(ValueError):
+        ZooKeeperEnsemble(0)

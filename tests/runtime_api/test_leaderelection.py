@@ -1,0 +1,92 @@
+"""Lease-based leader election against the in-memory API server."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+from zkop_testing.apiserver import ApiServer
+from zkop_testing.waiting import wait_for
+
+from zkop.kube.client import KubeClient, resource_path
+from zkop.runtime.leaderelection import LeaderElector
+
+
+@pytest.fixture
+def kube() -> Iterator[KubeClient]:
+    with ApiServer() as server:
+        client = KubeClient(server.api_client(), default_timeout=5)
+        yield client
+        client.close()
+
+
+def lease(kube: KubeClient) -> dict[str, object]:
+    spec: dict[str, object] = kube.request("GET", resource_path("coordination.k8s.io", "v1", "leases", "default",
+                                                                "zkop-leader"))["spec"]
+    return spec
+
+
+def elector(kube: KubeClient, identity: str, **kw: float) -> tuple[LeaderElector, threading.Event, threading.Event]:
+    started, stopped = threading.Event(), threading.Event()
+    e = LeaderElector(kube, namespace="default", name="zkop-leader", identity=identity,
+                      lease_duration=kw.get("lease", 2.0), renew_deadline=kw.get("renew", 1.5),
+                      retry_period=kw.get("retry", 0.2), on_started_leading=started.set,
+                      on_stopped_leading=stopped.set)
+    return e, started, stopped
+
+
+def test_validation_follows_client_go() -> None:
+    with pytest.raises(ValueError):
+        LeaderElector(None, namespace="n", name="l", identity="a", lease_duration=10, renew_deadline=10)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        LeaderElector(None, namespace="n", name="l", identity="a", renew_deadline=2, retry_period=2)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        LeaderElector(None, namespace="n", name="l", identity="")  # type: ignore[arg-type]
+
+
+def test_one_leader_then_release_hands_over(kube: KubeClient) -> None:
+    a, a_started, _ = elector(kube, "a")
+    b, b_started, _ = elector(kube, "b")
+    stop_a, stop_b = threading.Event(), threading.Event()
+    threading.Thread(target=a.run, args=(stop_a,), daemon=True).start()
+    wait_for(a_started.is_set, message="a leads")
+    threading.Thread(target=b.run, args=(stop_b,), daemon=True).start()
+    record = lease(kube)
+    assert record["holderIdentity"] == "a" and record["leaseTransitions"] == 0
+    assert str(record["renewTime"]).endswith("Z") and "." in str(record["renewTime"])  # RFC 3339 micro time
+    assert not b_started.wait(1.0)  # b stays a standby while a renews
+    stop_a.set()
+    assert a.release()
+    released = lease(kube)
+    assert released.get("holderIdentity") in (None, "") and released["leaseDurationSeconds"] == 1
+    wait_for(b_started.is_set, timeout=3, message="b takes over after release")
+    assert lease(kube)["holderIdentity"] == "b"
+    assert lease(kube)["leaseTransitions"] == 1
+    stop_b.set()
+
+
+def test_takeover_after_expiry_and_loser_steps_down(kube: KubeClient) -> None:
+    a, a_started, a_stopped = elector(kube, "a")
+    stop_a = threading.Event()
+    threading.Thread(target=a.run, args=(stop_a,), daemon=True).start()
+    wait_for(a_started.is_set, message="a leads")
+    acquired = lease(kube)["acquireTime"]
+    # a dies without releasing (its renew loop stops).
+    stop_a.set()
+    b, b_started, _ = elector(kube, "b")
+    stop_b = threading.Event()
+    threading.Thread(target=b.run, args=(stop_b,), daemon=True).start()
+    wait_for(b_started.is_set, timeout=5, message="b takes over once the lease expires")
+    record = lease(kube)
+    assert record["holderIdentity"] == "b" and record["leaseTransitions"] == 1 and record["acquireTime"] != acquired
+    assert not a_stopped.is_set()  # a was stopped, it did not lose
+    # A leader that cannot renew (someone else holds the lease now) calls on_stopped_leading.
+    c, _c_started, c_stopped = elector(kube, "c")
+    c._leader.set()  # pretend c believed it led
+    stop_c = threading.Event()
+    threading.Thread(target=c._renew, args=(stop_c,), daemon=True).start()
+    wait_for(c_stopped.is_set, timeout=5, message="c steps down when it cannot renew")
+    assert not c.is_leader()
+    stop_b.set()
+    stop_c.set()

@@ -1,0 +1,29 @@
+"""zkop's CustomResourceDefinitions, for tests, the demo and ``zkop validate``."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from zkop.kube.client import KubeClient, resource_path
+
+__all__ = ["CRD_FILE", "install_crds", "load_crd"]
+
+#: The ZooKeeperConfig CRD as shipped in ``manifests/crd/`` (the package carries an identical copy,
+#: ``zkop/crds/``, checked by ``tests/manifests/test_crd_copy.py``).
+CRD_FILE = Path(__file__).resolve().parents[3] / "manifests" / "crd" / "zookeeperconfigs.yaml"
+
+
+def load_crd() -> dict[str, Any]:
+    """The ZooKeeperConfig CRD as a dict, from the installed package (works outside a checkout)."""
+    text = resources.files("zkop.crds").joinpath("zookeeperconfigs.yaml").read_text(encoding="utf-8")
+    crd: dict[str, Any] = yaml.safe_load(text)
+    return crd
+
+
+def install_crds(kube: KubeClient) -> None:
+    """Create zkop's CRDs in an API server (``kubectl apply -f manifests/crd/`` for tests)."""
+    kube.request("POST", resource_path("apiextensions.k8s.io", "v1", "customresourcedefinitions"), body=load_crd())

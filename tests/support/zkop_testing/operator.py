@@ -1,0 +1,134 @@
+"""Run ``zkop run`` as a separate process for tests, the demo and benchmarks.
+
+The operator is started exactly as users start it (``python -m zkop run …``)
+with free loopback ports for ``/metrics`` and the probes, and its log captured
+to a file so a failing test can show it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+
+from zkop_testing.waiting import wait_for
+from zkop_testing.zookeeper import free_port
+
+__all__ = ["OperatorProcess"]
+
+
+class OperatorProcess:
+    """One ``zkop run`` process.
+
+    Args:
+        kubeconfig: path of the kubeconfig to use.
+        zk_hosts: ZooKeeper connect string.
+        args: further command-line flags.
+        env: extra environment variables.
+        log_path: where stdout+stderr go (a temp file by default).
+    """
+
+    def __init__(self, kubeconfig: str, zk_hosts: str, args: Sequence[str] = (), *,
+                 env: dict[str, str] | None = None, log_path: str | None = None) -> None:
+        self.kubeconfig = kubeconfig
+        self.zk_hosts = zk_hosts
+        self.args = list(args)
+        self.env = env or {}
+        self.metrics_port = free_port()
+        self.health_port = free_port()
+        self.log_path = Path(log_path or tempfile.mkstemp(prefix="zkop-", suffix=".log")[1])
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, *, wait_ready: bool = True, timeout: float = 30.0) -> OperatorProcess:
+        """Start the process; with ``wait_ready`` block until ``/readyz`` answers 200.
+
+        Raises:
+            TimeoutError: not ready within ``timeout`` seconds (the log tail is in the message).
+            RuntimeError: the process exited early.
+        """
+        cmd = [
+            sys.executable, "-m", "zkop", "run", "--kubeconfig", self.kubeconfig, "--zk-hosts", self.zk_hosts,
+            "--metrics-bind-address", f"127.0.0.1:{self.metrics_port}",
+            "--health-probe-bind-address", f"127.0.0.1:{self.health_port}", *self.args,
+        ]
+        env = {**os.environ, **self.env}
+        env.pop("KUBECONFIG", None)
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                         start_new_session=True)
+        if wait_ready:
+            self.wait_ready(timeout)
+        return self
+
+    def probe(self, path: str = "/readyz") -> int:
+        """HTTP status of a probe endpoint, 0 if it does not answer."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}{path}", timeout=2) as r:
+                return int(r.status)
+        except urllib.error.HTTPError as err:
+            return int(err.code)
+        except OSError:
+            return 0
+
+    def metrics(self) -> str:
+        """The ``/metrics`` text."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as r:
+            return str(r.read().decode())
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        """Block until ``/readyz`` is 200."""
+
+        def ready() -> bool:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise RuntimeError(f"zkop exited with {self.proc.returncode}:\n{self.log_tail()}")
+            return self.probe() == 200
+
+        try:
+            wait_for(ready, timeout=timeout, interval=0.05, message="zkop /readyz")
+        except TimeoutError as err:
+            raise TimeoutError(f"{err}\n{self.log_tail()}") from None
+
+    def signal(self, signum: int) -> None:
+        """Send ``signum`` to the process."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signum)
+
+    def wait(self, timeout: float = 30.0) -> int:
+        """Wait for exit; return the exit code."""
+        assert self.proc is not None
+        return self.proc.wait(timeout)
+
+    def stop(self, timeout: float = 30.0) -> int | None:
+        """SIGTERM, wait, SIGKILL if needed; return the exit code (``None`` if never started)."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+    def log_tail(self, lines: int = 80) -> str:
+        """The last ``lines`` lines of the operator's log."""
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def __enter__(self) -> OperatorProcess:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()

@@ -1,0 +1,122 @@
+"""The service bridge's ``zkop run`` flags.
+
+The lead's ``zkop run`` parser calls :func:`add_flags`; after parsing,
+:func:`options_from_args` returns the :class:`~zkop.services.bridge.options.BridgeOptions`, or ``None``
+when ``--service-bridge`` is off. ``--dry-run`` applies to the bridge's ZooKeeper writes only
+(ZooKeeperConfig reconciles are not affected).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from zkop.services.bridge.options import (
+    DEFAULT_EXCLUDED_NAMESPACES,
+    DEFAULT_ROOT,
+    SERVICE_TYPES,
+    SYNC_ANNOTATION,
+    BridgeOptions,
+    Format,
+    Layout,
+    Policy,
+)
+from zkop.services.bridge.records import parse_bool
+from zkop.zookeeper.paths import InvalidPath, validate_path
+
+__all__ = ["add_flags", "options_from_args"]
+
+
+def _bool(value: str) -> bool:
+    parsed = parse_bool(value.strip())
+    if parsed is None:
+        raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
+    return parsed
+
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    """Add the ``--service-bridge*`` flags and ``--dry-run`` to ``parser`` (the ``zkop run`` parser)."""
+    group = parser.add_argument_group("service bridge (Kubernetes Services → ZooKeeper)")
+    group.add_argument("--service-bridge", action="store_true",
+                       help="publish Kubernetes Services into ZooKeeper (default off)")
+    group.add_argument("--service-bridge-root", default=DEFAULT_ROOT,
+                       help=f"znode under which records are written (default {DEFAULT_ROOT})")
+    group.add_argument("--service-bridge-default-sync", type=_bool, nargs="?", const=True, default=True,
+                       metavar="{true,false}",
+                       help=f'publish every Service unless annotated {SYNC_ANNOTATION}: "false" (true, the '
+                            f'default), or only those annotated "true" (false)')
+    group.add_argument("--service-bridge-namespace", action="append", default=[], metavar="NAMESPACE",
+                       help="publish only Services of this namespace (repeatable; default: all)")
+    group.add_argument("--service-bridge-exclude-namespace", action="append", default=None, metavar="NAMESPACE",
+                       help="never publish Services of this namespace; wins over --service-bridge-namespace "
+                            f"(repeatable; default: {', '.join(DEFAULT_EXCLUDED_NAMESPACES)}; giving the flag "
+                            "replaces the default, an empty value excludes nothing)")
+    group.add_argument("--service-bridge-type", action="append", default=[], choices=SERVICE_TYPES,
+                       help="publish only Services of this spec.type (repeatable; default: all)")
+    group.add_argument("--service-bridge-label", action="append", default=[], metavar="KEY",
+                       help="copy this Service label into records (repeatable)")
+    group.add_argument("--service-bridge-layout", choices=("flat", "nested"), default="flat",
+                       help="flat: <root>/<namespace>-<name> (default, compatible, may collide); "
+                            "nested: <root>/<namespace>/<name> (collision-free)")
+    group.add_argument("--service-bridge-format", choices=("json", "curator"), default="json",
+                       help="json: one JSON record per Service (default); curator: Apache Curator "
+                            "service-discovery instances")
+    group.add_argument("--service-bridge-policy", choices=("sync", "upsert-only", "create-only"), default="sync",
+                       help="sync: create, update and delete (default); upsert-only: never delete; "
+                            "create-only: never update or delete")
+    group.add_argument("--service-bridge-max-deletes", type=int, default=10, metavar="N",
+                       help="delete circuit breaker: a full sync that would remove the records of more than N "
+                            "Services removes none (default 10; 0: no limit)")
+    group.add_argument("--service-bridge-endpoints", action="store_true",
+                       help="include ready EndpointSlice addresses in records (default off)")
+    group.add_argument("--service-bridge-endpoints-debounce", type=float, default=5.0, metavar="SECONDS",
+                       help="publish an endpoint change once it has been stable this long (default 5; at the "
+                            "latest after 6 times as long)")
+    group.add_argument("--service-bridge-workers", type=int, default=2, metavar="N",
+                       help="concurrent service-bridge reconciles (default 2)")
+    group.add_argument("--dry-run", action="store_true",
+                       help="service bridge: log the ZooKeeper writes and deletes it would make, make none")
+
+
+def options_from_args(args: argparse.Namespace) -> BridgeOptions | None:
+    """The bridge's options from parsed flags, or ``None`` when ``--service-bridge`` is off.
+
+    Raises:
+        SystemExit: an invalid root path or a negative number, with the flag named.
+    """
+    if not args.service_bridge:
+        return None
+    root = str(args.service_bridge_root).rstrip("/") or "/"
+    try:
+        validate_path(root)
+    except InvalidPath as err:
+        raise SystemExit(f"--service-bridge-root: {err}") from None
+    if args.service_bridge_max_deletes < 0:
+        raise SystemExit("--service-bridge-max-deletes must be 0 (no limit) or more")
+    if args.service_bridge_workers < 1:
+        raise SystemExit("--service-bridge-workers must be at least 1")
+    if args.service_bridge_endpoints_debounce < 0:
+        raise SystemExit("--service-bridge-endpoints-debounce must not be negative")
+    excluded = DEFAULT_EXCLUDED_NAMESPACES
+    if args.service_bridge_exclude_namespace is not None:
+        excluded = tuple(ns for ns in args.service_bridge_exclude_namespace if ns)
+    layout: Layout = args.service_bridge_layout
+    fmt: Format = args.service_bridge_format
+    policy: Policy = args.service_bridge_policy
+    debounce = float(args.service_bridge_endpoints_debounce)
+    return BridgeOptions(
+        root=root,
+        default_sync=bool(args.service_bridge_default_sync),
+        namespaces=tuple(dict.fromkeys(args.service_bridge_namespace)),
+        exclude_namespaces=tuple(dict.fromkeys(excluded)),
+        types=tuple(dict.fromkeys(args.service_bridge_type)),
+        labels=tuple(dict.fromkeys(args.service_bridge_label)),
+        layout=layout,
+        format=fmt,
+        policy=policy,
+        dry_run=bool(args.dry_run),
+        max_deletes=int(args.service_bridge_max_deletes),
+        endpoints=bool(args.service_bridge_endpoints),
+        endpoints_debounce=debounce,
+        endpoints_max_delay=debounce * 6,
+        workers=int(args.service_bridge_workers),
+    )

@@ -1,0 +1,65 @@
+"""The service importer's ``zkop run`` flags.
+
+The ``zkop run`` parser calls :func:`add_flags`; after parsing, :func:`options_from_args` returns
+the :class:`~zkop.services.importer.options.ImportOptions`, or ``None`` when ``--import-services`` is off.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from zkop.services.importer.naming import is_dns1123_label
+from zkop.services.importer.options import DEFAULT_ROOTS, FORMATS, ImportFormat, ImportOptions
+from zkop.zookeeper.paths import InvalidPath, validate_path
+
+__all__ = ["add_flags", "options_from_args"]
+
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    """Add the ``--import-*`` flags to ``parser`` (the ``zkop run`` parser)."""
+    group = parser.add_argument_group("service import (ZooKeeper services → Kubernetes Services)")
+    group.add_argument("--import-services", action="store_true",
+                       help="create a selector-less Service and EndpointSlices for every service registered in "
+                            "ZooKeeper (default off)")
+    group.add_argument("--import-format", choices=FORMATS, default="curator",
+                       help="curator: <root>/<service>/<instance> Curator ServiceInstance JSON (default; also "
+                            "Spring Cloud Zookeeper); json: zkop's service-bridge records <root>/<key>; dubbo: "
+                            "<root>/<interface>/providers/<provider URL>")
+    group.add_argument("--import-root", default=None, metavar="PATH",
+                       help="znode whose children are the services (default: "
+                            + ", ".join(f"{root} for {fmt}" for fmt, root in DEFAULT_ROOTS.items()) + ")")
+    group.add_argument("--import-namespace", default="default", metavar="NAMESPACE",
+                       help="namespace the Services and EndpointSlices are created in (default: default)")
+    group.add_argument("--import-prefix", default="", metavar="PREFIX",
+                       help="prepended to every imported Service name (default: none)")
+    group.add_argument("--import-max-deletes", type=int, default=10, metavar="N",
+                       help="delete circuit breaker: a full sync that would remove more than N imported Services "
+                            "removes none (default 10; 0: no limit)")
+    group.add_argument("--import-workers", type=int, default=2, metavar="N",
+                       help="concurrent service-import reconciles (default 2)")
+
+
+def options_from_args(args: argparse.Namespace) -> ImportOptions | None:
+    """The importer's options from parsed flags, or ``None`` when ``--import-services`` is off.
+
+    Raises:
+        SystemExit: an invalid root path, namespace or number, with the flag named.
+    """
+    if not args.import_services:
+        return None
+    fmt: ImportFormat = args.import_format
+    root = str(args.import_root if args.import_root is not None else DEFAULT_ROOTS[fmt]).rstrip("/") or "/"
+    try:
+        validate_path(root)
+    except InvalidPath as err:
+        raise SystemExit(f"--import-root: {err}") from None
+    if not is_dns1123_label(args.import_namespace):
+        raise SystemExit(f"--import-namespace: {args.import_namespace!r} is not a valid namespace name")
+    if args.import_max_deletes < 0:
+        raise SystemExit("--import-max-deletes must be 0 (no limit) or more")
+    if args.import_workers < 1:
+        raise SystemExit("--import-workers must be at least 1")
+    return ImportOptions(
+        namespace=args.import_namespace, format=fmt, root=root, prefix=str(args.import_prefix),
+        max_deletes=int(args.import_max_deletes), workers=int(args.import_workers),
+    )

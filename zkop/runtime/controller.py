@@ -1,0 +1,193 @@
+"""The generic controller: informers feed a rate-limited work queue drained by N workers.
+
+Semantics follow controller-runtime's ``internal/controller`` (``controller.go``
+``reconcileHandler``) on top of client-go's ``RateLimitingInterface``:
+
+=====================  =========================================  ==========================
+reconcile outcome      queue action                               ``result`` label
+=====================  =========================================  ==========================
+exception              ``add_rate_limited`` (no ``forget``)       ``error``
+:class:`TerminalError`  no requeue                                ``error`` (+ terminal counter)
+``requeue_after > 0``  ``forget`` then ``add_after``              ``requeue_after``
+``requeue=True``       ``add_rate_limited``                       ``requeue``
+success                ``forget``                                 ``success``
+=====================  =========================================  ==========================
+
+``done`` is always called. An exception never kills a worker. The ZooKeeperConfig
+controller and the service bridge are two instances of :class:`Controller`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from zkop.kube.client import JSON
+from zkop.runtime import metrics
+from zkop.runtime.informer import FuncHandler, Informer, meta_namespace_key
+from zkop.runtime.workqueue import RateLimitingQueue
+
+__all__ = ["Controller", "Reconciler", "Result", "TerminalError"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Result:
+    """What a reconcile asks of the queue.
+
+    Attributes:
+        requeue_after: seconds; reconcile this key again after that long (``forget`` first).
+        requeue: reconcile again after a rate-limited delay (deprecated in controller-runtime).
+    """
+
+    requeue_after: float | None = None
+    requeue: bool = False
+
+
+class TerminalError(Exception):
+    """A failure that retrying cannot fix; the key is not requeued (controller-runtime ``TerminalError``)."""
+
+
+class Reconciler(Protocol):
+    """Level-triggered, idempotent reconciliation of one key (``namespace/name``)."""
+
+    def reconcile(self, key: str) -> Result: ...
+
+
+class Controller:
+    """Runs one reconciler over a rate-limited work queue with ``workers`` threads.
+
+    Args:
+        name: the ``controller`` label value (``zookeeperconfig``, ``service-bridge``).
+        reconciler: called with a key; reads the cache itself.
+        workers: concurrent reconciles (``controller_runtime_max_concurrent_reconciles``).
+        queue: defaults to a named :class:`RateLimitingQueue` with the default controller limiter.
+    """
+
+    def __init__(
+        self, name: str, reconciler: Reconciler, *, workers: int = 4,
+        queue: RateLimitingQueue[str] | None = None,
+    ) -> None:
+        self.name = name
+        self.reconciler = reconciler
+        self.workers = workers
+        self.queue: RateLimitingQueue[str] = queue if queue is not None else RateLimitingQueue(name)
+        self.informers: list[Informer] = []
+        self._threads: list[threading.Thread] = []
+        self._active = 0
+        self._active_lock = threading.Lock()
+        self.started = threading.Event()
+        self._stopping = threading.Event()
+        # The labelled children of the per-reconcile metrics, looked up once.
+        self._active_gauge = metrics.ACTIVE_WORKERS.labels(name)
+        self._reconcile_time = metrics.RECONCILE_TIME.labels(name)
+        self._successes = metrics.RECONCILE_TOTAL.labels(name, metrics.RESULT_SUCCESS)
+
+    # --- sources -----------------------------------------------------------------------------
+
+    def watch(self, informer: Informer, map_func: Callable[[JSON], list[str]] | None = None, *,
+              update_filter: Callable[[JSON, JSON], bool] | None = None) -> None:
+        """Enqueue keys for every event of ``informer``.
+
+        Args:
+            informer: the source.
+            map_func: maps an object to the keys to reconcile (default: its own ``namespace/name``),
+                like controller-runtime's ``handler.EnqueueRequestsFromMapFunc``.
+            update_filter: ``(old, new) -> bool``; False drops an update event (a predicate,
+                e.g. :meth:`zkop.runtime.ownwrites.OwnWrites.is_echo` negated).
+        """
+        mapper = map_func or (lambda obj: [meta_namespace_key(obj)])
+
+        def enqueue(obj: JSON) -> None:
+            for key in mapper(obj):
+                self.queue.add(key)
+
+        informer.add_event_handler(FuncHandler(enqueue, update_filter))
+        if informer not in self.informers:
+            self.informers.append(informer)
+
+    def has_synced(self) -> bool:
+        """True once all watched informers have listed."""
+        return all(i.has_synced() for i in self.informers)
+
+    # --- workers -----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the worker threads; returns at once. Informers are started by their owner."""
+        metrics.init_controller_metrics(self.name, self.workers)
+        for index in range(self.workers):
+            thread = threading.Thread(target=self._worker, name=f"{self.name}-worker-{index}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        self.started.set()
+
+    def _worker(self) -> None:
+        while True:
+            key, shutdown = self.queue.get()
+            if shutdown:
+                return
+            if key is None:
+                continue
+            try:
+                if not self._stopping.is_set():
+                    self.process(key)
+            finally:
+                self.queue.done(key)
+
+    def process(self, key: str) -> None:
+        """Reconcile one key and update the queue and metrics (the worker loop body)."""
+        with self._active_lock:
+            self._active += 1
+            self._active_gauge.set(self._active)
+        started = time.monotonic()
+        try:
+            result = self.reconciler.reconcile(key)
+        except TerminalError as err:
+            log.error("%s: reconcile %s failed permanently: %s", self.name, key, err)
+            metrics.RECONCILE_TOTAL.labels(self.name, "error").inc()
+            metrics.RECONCILE_ERRORS.labels(self.name).inc()
+            metrics.TERMINAL_RECONCILE_ERRORS.labels(self.name).inc()
+            return
+        except Exception as err:
+            level = logging.INFO if getattr(err, "expected", False) else logging.ERROR
+            log.log(level, "%s: reconcile %s failed: %s", self.name, key, err,
+                    exc_info=level == logging.ERROR)
+            metrics.RECONCILE_TOTAL.labels(self.name, "error").inc()
+            metrics.RECONCILE_ERRORS.labels(self.name).inc()
+            self.queue.add_rate_limited(key)
+            return
+        finally:
+            self._reconcile_time.observe(time.monotonic() - started)
+            with self._active_lock:
+                self._active -= 1
+                self._active_gauge.set(self._active)
+        if result.requeue_after and result.requeue_after > 0:
+            self.queue.forget(key)
+            self.queue.add_after(key, result.requeue_after)
+            metrics.RECONCILE_TOTAL.labels(self.name, "requeue_after").inc()
+        elif result.requeue:
+            self.queue.add_rate_limited(key)
+            metrics.RECONCILE_TOTAL.labels(self.name, "requeue").inc()
+        else:
+            self.queue.forget(key)
+            self._successes.inc()
+
+    def stop(self, drain_timeout: float = 30.0) -> bool:
+        """Stop taking work and wait up to ``drain_timeout`` seconds for in-flight reconciles.
+
+        Keys still queued are dropped, not reconciled: a replica shutting down hands
+        over quickly, and the next leader's initial list enqueues everything anyway.
+
+        Returns:
+            True if every in-flight reconcile finished in time.
+        """
+        self._stopping.set()
+        drained = self.queue.shutdown_with_drain(drain_timeout)
+        for thread in self._threads:
+            thread.join(max(0.0, 1.0))
+        return drained

@@ -1,0 +1,547 @@
+"""Every Prometheus metric zkop exports, plus the ``/metrics`` HTTP server.
+
+All metric objects are created once, at import, on the default ``prometheus_client.REGISTRY``.
+Importing this module also calls :func:`prometheus_client.disable_created_metrics`, so no
+``<name>_created`` series are exported (prometheus-client 0.26 would otherwise add one per
+counter/histogram child) [reference doc section 2, PC prometheus_client/metrics.py:34, 44-52].
+
+Names, types, labels and buckets copy controller-runtime so existing dashboards work:
+
+* work queue -- ``workqueue_*`` with labels ``name`` and ``controller`` (both the queue name) and
+  ``priority=""`` on ``workqueue_depth`` only; histogram buckets ``1e-8 .. 1e3`` s
+  [CR pkg/internal/metrics/workqueue.go:46-129].  The queue feeds them through
+  :data:`WORKQUEUE_METRICS_PROVIDER`.
+* controller -- ``controller_runtime_*`` [CR pkg/internal/controller/metrics/metrics.go:28-112];
+  call :func:`init_controller_metrics` when a controller starts
+  [CR pkg/internal/controller/controller.go:451-461].
+* leader election -- ``leader_election_master_status{name}`` [CR pkg/metrics/leaderelection.go:28-42].
+* zkop's own ``zkop_*`` metrics (ZooKeeper client, drift, service bridge).
+
+``workqueue_unfinished_work_seconds`` and ``workqueue_longest_running_processor_seconds`` are
+**computed at scrape time** by a custom collector (:data:`WORKQUEUE_IN_FLIGHT`) instead of by a
+per-queue goroutine every 500 ms as in client-go [CG util/workqueue/queue.go:184]: same names,
+labels and meaning, values are never stale and no thread is needed.  A queue's series stay
+exported while the queue object is alive (the collector holds it weakly).
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import weakref
+from collections.abc import Callable, Iterable
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, make_server
+
+import prometheus_client
+from prometheus_client import REGISTRY, Counter, Gauge, Histogram
+from prometheus_client.exposition import ThreadingWSGIServer, make_wsgi_app
+from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+__all__ = [
+    "ACTIVE_WORKERS",
+    "DRIFT_CORRECTIONS",
+    "LEADER_ELECTION_MASTER_STATUS",
+    "MAX_CONCURRENT_RECONCILES",
+    "RECONCILE_ERRORS",
+    "RECONCILE_PANICS",
+    "RECONCILE_RESULTS",
+    "RECONCILE_TIME",
+    "RECONCILE_TIMEOUTS",
+    "RECONCILE_TIME_BUCKETS",
+    "RECONCILE_TOTAL",
+    "RESULT_ERROR",
+    "RESULT_REQUEUE",
+    "RESULT_REQUEUE_AFTER",
+    "RESULT_SUCCESS",
+    "SERVICE_BRIDGE_COLLISIONS",
+    "SERVICE_BRIDGE_DELETES",
+    "SERVICE_BRIDGE_DELETE_CIRCUIT_BREAKER_OPEN",
+    "SERVICE_BRIDGE_LAST_FULL_SYNC",
+    "SERVICE_BRIDGE_RECORDS",
+    "SERVICE_BRIDGE_SKIPPED_FOREIGN",
+    "SERVICE_BRIDGE_WRITES",
+    "TERMINAL_RECONCILE_ERRORS",
+    "WORKQUEUE_ADDS",
+    "WORKQUEUE_BUCKETS",
+    "WORKQUEUE_DEPTH",
+    "WORKQUEUE_IN_FLIGHT",
+    "WORKQUEUE_METRICS_PROVIDER",
+    "WORKQUEUE_QUEUE_DURATION",
+    "WORKQUEUE_RETRIES",
+    "WORKQUEUE_WORK_DURATION",
+    "ZOOKEEPER_CONNECTED",
+    "ZOOKEEPER_REQUEST_DURATION",
+    "ZOOKEEPER_REQUEST_DURATION_BUCKETS",
+    "ZOOKEEPER_REQUEST_ERRORS",
+    "InFlightSource",
+    "MetricsServer",
+    "PrometheusWorkqueueMetricsProvider",
+    "WorkqueueInFlightCollector",
+    "init_controller_metrics",
+    "parse_bind_address",
+    "start_metrics_server",
+]
+
+prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
+
+# --------------------------------------------------------------------------------------------
+# Work queue [CR pkg/internal/metrics/workqueue.go; CG util/workqueue/metrics.go]
+# --------------------------------------------------------------------------------------------
+
+#: ``prometheus.ExponentialBuckets(10e-9, 10, 12)``: 1e-8 s .. 1e3 s.
+WORKQUEUE_BUCKETS: tuple[float, ...] = tuple(1e-8 * 10**i for i in range(12))
+
+_WQ_LABELS = ("name", "controller")
+
+WORKQUEUE_DEPTH = Gauge(
+    "workqueue_depth",
+    "Current depth of workqueue",
+    [*_WQ_LABELS, "priority"],
+)
+WORKQUEUE_ADDS = Counter(
+    "workqueue_adds_total",
+    "Total number of adds handled by workqueue",
+    _WQ_LABELS,
+)
+WORKQUEUE_QUEUE_DURATION = Histogram(
+    "workqueue_queue_duration_seconds",
+    "How long in seconds an item stays in workqueue before being requested",
+    _WQ_LABELS,
+    buckets=WORKQUEUE_BUCKETS,
+)
+WORKQUEUE_WORK_DURATION = Histogram(
+    "workqueue_work_duration_seconds",
+    "How long in seconds processing an item from workqueue takes.",
+    _WQ_LABELS,
+    buckets=WORKQUEUE_BUCKETS,
+)
+WORKQUEUE_RETRIES = Counter(
+    "workqueue_retries_total",
+    "Total number of retries handled by workqueue",
+    _WQ_LABELS,
+)
+
+_UNFINISHED_NAME = "workqueue_unfinished_work_seconds"
+_UNFINISHED_HELP = (
+    "How many seconds of work has been done that is in progress and hasn't been observed by "
+    "work_duration. Large values indicate stuck threads. One can deduce the number of stuck "
+    "threads by observing the rate at which this increases."
+)
+_LONGEST_NAME = "workqueue_longest_running_processor_seconds"
+_LONGEST_HELP = "How many seconds has the longest running processor for workqueue been running."
+
+#: A source of in-flight figures: returns ``(unfinished_work_seconds, longest_running_seconds)``.
+InFlightSource = Callable[[], tuple[float, float]]
+
+
+class WorkqueueInFlightCollector(Collector):
+    """Exports ``workqueue_unfinished_work_seconds`` and ``workqueue_longest_running_processor_seconds``.
+
+    Each named queue registers a source (:meth:`register`) returning
+    ``(sum of ages of in-flight items, age of the oldest one)`` in seconds; the collector calls
+    the sources when Prometheus scrapes.  This replaces client-go's 500 ms updater goroutine
+    (``updateUnfinishedWorkLoop`` [CG util/workqueue/queue.go:184]).  Sources are held weakly;
+    when several live queues share a name their figures are combined (sum of unfinished work,
+    max of longest runner), matching how they would share one Prometheus child.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sources: list[tuple[str, weakref.ReferenceType[Any]]] = []
+
+    def register(self, name: str, source: InFlightSource) -> None:
+        """Start exporting ``source``'s figures under ``name``.
+
+        ``source`` is held weakly: pass a bound method of an object that lives as long as the
+        queue (a bare lambda would be dropped at once).
+        """
+        ref: weakref.ReferenceType[Any]
+        if hasattr(source, "__self__") and hasattr(source, "__func__"):
+            ref = weakref.WeakMethod(source)
+        else:
+            ref = weakref.ref(source)
+        with self._lock:
+            self._sources.append((name, ref))
+
+    def describe(self) -> Iterable[Metric]:
+        """Names only, so the registry can detect duplicate registrations."""
+        return [
+            GaugeMetricFamily(_UNFINISHED_NAME, _UNFINISHED_HELP, labels=_WQ_LABELS),
+            GaugeMetricFamily(_LONGEST_NAME, _LONGEST_HELP, labels=_WQ_LABELS),
+        ]
+
+    def collect(self) -> Iterable[Metric]:
+        """Call every live source and yield the two gauge families."""
+        with self._lock:
+            live: list[tuple[str, InFlightSource]] = []
+            kept: list[tuple[str, weakref.ReferenceType[Any]]] = []
+            for name, ref in self._sources:
+                fn = ref()
+                if fn is not None:
+                    live.append((name, fn))
+                    kept.append((name, ref))
+            self._sources = kept
+        totals: dict[str, list[float]] = {}
+        for name, fn in live:
+            unfinished, longest = fn()
+            acc = totals.setdefault(name, [0.0, 0.0])
+            acc[0] += unfinished
+            acc[1] = max(acc[1], longest)
+        unfinished_family = GaugeMetricFamily(_UNFINISHED_NAME, _UNFINISHED_HELP, labels=_WQ_LABELS)
+        longest_family = GaugeMetricFamily(_LONGEST_NAME, _LONGEST_HELP, labels=_WQ_LABELS)
+        for name, (unfinished, longest) in sorted(totals.items()):
+            unfinished_family.add_metric([name, name], unfinished)
+            longest_family.add_metric([name, name], longest)
+        return [unfinished_family, longest_family]
+
+
+WORKQUEUE_IN_FLIGHT = WorkqueueInFlightCollector()
+REGISTRY.register(WORKQUEUE_IN_FLIGHT)
+
+
+class PrometheusWorkqueueMetricsProvider:
+    """Hands a named work queue its label children, like controller-runtime's ``WorkqueueMetricsProvider``.
+
+    [CR pkg/internal/metrics/workqueue.go:107-129]: ``name`` and ``controller`` both carry the queue
+    name; ``workqueue_depth`` also gets ``priority=""``.  Satisfies
+    :class:`zkop.runtime.workqueue.MetricsProvider`.  Creating a child makes its series appear
+    at 0 immediately, as ``WithLabelValues`` does in Go.
+    """
+
+    def new_depth_metric(self, name: str) -> Gauge:
+        """``workqueue_depth{name,controller,priority=""}``."""
+        return WORKQUEUE_DEPTH.labels(name, name, "")
+
+    def new_adds_metric(self, name: str) -> Counter:
+        """``workqueue_adds_total{name,controller}``."""
+        return WORKQUEUE_ADDS.labels(name, name)
+
+    def new_latency_metric(self, name: str) -> Histogram:
+        """``workqueue_queue_duration_seconds{name,controller}``."""
+        return WORKQUEUE_QUEUE_DURATION.labels(name, name)
+
+    def new_work_duration_metric(self, name: str) -> Histogram:
+        """``workqueue_work_duration_seconds{name,controller}``."""
+        return WORKQUEUE_WORK_DURATION.labels(name, name)
+
+    def new_retries_metric(self, name: str) -> Counter:
+        """``workqueue_retries_total{name,controller}``."""
+        return WORKQUEUE_RETRIES.labels(name, name)
+
+    def register_in_flight(self, name: str, source: InFlightSource) -> None:
+        """Export ``source`` as the queue's unfinished-work / longest-running gauges."""
+        WORKQUEUE_IN_FLIGHT.register(name, source)
+
+
+#: The provider work queues use unless given another one.
+WORKQUEUE_METRICS_PROVIDER = PrometheusWorkqueueMetricsProvider()
+
+# --------------------------------------------------------------------------------------------
+# Controller [CR pkg/internal/controller/metrics/metrics.go]
+# --------------------------------------------------------------------------------------------
+
+RESULT_SUCCESS = "success"
+RESULT_ERROR = "error"
+RESULT_REQUEUE = "requeue"
+RESULT_REQUEUE_AFTER = "requeue_after"
+#: Every value of the ``result`` label of ``controller_runtime_reconcile_total``.
+RECONCILE_RESULTS: tuple[str, ...] = (RESULT_SUCCESS, RESULT_ERROR, RESULT_REQUEUE, RESULT_REQUEUE_AFTER)
+
+#: [CR pkg/internal/controller/metrics/metrics.go:61-66]
+RECONCILE_TIME_BUCKETS: tuple[float, ...] = (
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0,
+    1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60,
+)  # fmt: skip
+
+RECONCILE_TOTAL = Counter(
+    "controller_runtime_reconcile_total",
+    "Total number of reconciliations per controller",
+    ["controller", "result"],
+)
+RECONCILE_ERRORS = Counter(
+    "controller_runtime_reconcile_errors_total",
+    "Total number of reconciliation errors per controller",
+    ["controller"],
+)
+TERMINAL_RECONCILE_ERRORS = Counter(
+    "controller_runtime_terminal_reconcile_errors_total",
+    "Total number of terminal reconciliation errors per controller",
+    ["controller"],
+)
+RECONCILE_PANICS = Counter(
+    "controller_runtime_reconcile_panics_total",
+    "Total number of reconciliation panics per controller",
+    ["controller"],
+)
+RECONCILE_TIMEOUTS = Counter(
+    "controller_runtime_reconcile_timeouts_total",
+    "Total number of reconciliation timeouts per controller",
+    ["controller"],
+)
+RECONCILE_TIME = Histogram(
+    "controller_runtime_reconcile_time_seconds",
+    "Length of time per reconciliation per controller",
+    ["controller"],
+    buckets=RECONCILE_TIME_BUCKETS,
+)
+MAX_CONCURRENT_RECONCILES = Gauge(
+    "controller_runtime_max_concurrent_reconciles",
+    "Maximum number of concurrent reconciles per controller",
+    ["controller"],
+)
+ACTIVE_WORKERS = Gauge(
+    "controller_runtime_active_workers",
+    "Number of currently used workers per controller",
+    ["controller"],
+)
+
+
+def init_controller_metrics(controller: str, max_concurrent: int) -> None:
+    """Pre-create a controller's series the way controller-runtime does when it starts.
+
+    Every ``controller_runtime_reconcile_total{result=...}`` series and the error, terminal
+    error, panic and timeout counters are created at 0 (``Add(0)``);
+    ``controller_runtime_max_concurrent_reconciles`` is set to ``max_concurrent`` and
+    ``controller_runtime_active_workers`` to 0 [CR pkg/internal/controller/controller.go:451-461].
+    The reconcile-time histogram is left alone (Go does not pre-create it either).  Idempotent
+    except that it resets ``active_workers`` to 0: call it before starting workers.
+
+    Raises :class:`ValueError` if ``controller`` is empty or ``max_concurrent < 1``.
+    """
+    if not controller:
+        raise ValueError("controller name must not be empty")
+    if max_concurrent < 1:
+        raise ValueError(f"max_concurrent must be >= 1, got {max_concurrent!r}")
+    for result in RECONCILE_RESULTS:
+        RECONCILE_TOTAL.labels(controller, result).inc(0)
+    for counter in (RECONCILE_ERRORS, TERMINAL_RECONCILE_ERRORS, RECONCILE_PANICS, RECONCILE_TIMEOUTS):
+        counter.labels(controller).inc(0)
+    MAX_CONCURRENT_RECONCILES.labels(controller).set(max_concurrent)
+    ACTIVE_WORKERS.labels(controller).set(0)
+
+
+# --------------------------------------------------------------------------------------------
+# Leader election [CR pkg/metrics/leaderelection.go:28-42]
+# --------------------------------------------------------------------------------------------
+
+#: 1 = this process holds the lease ``name``, 0 = backup.  Set it to 0 when the elector starts.
+LEADER_ELECTION_MASTER_STATUS = Gauge(
+    "leader_election_master_status",
+    "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, "
+    "1 indicates master. 'name' is the string used to identify the lease. Please make sure to "
+    "group by name.",
+    ["name"],
+)
+
+# --------------------------------------------------------------------------------------------
+# zkop: ZooKeeper client, drift correction, service bridge
+# --------------------------------------------------------------------------------------------
+
+#: ZooKeeper round trips are milliseconds when healthy; the top buckets catch session trouble.
+ZOOKEEPER_REQUEST_DURATION_BUCKETS: tuple[float, ...] = (
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+)  # fmt: skip
+
+ZOOKEEPER_CONNECTED = Gauge(
+    "zkop_zookeeper_connected",
+    "1 while the ZooKeeper session is connected, 0 otherwise.",
+)
+ZOOKEEPER_REQUEST_DURATION = Histogram(
+    "zkop_zookeeper_request_duration_seconds",
+    "Duration in seconds of ZooKeeper requests, by operation (get, set, create, delete, ...).",
+    ["operation"],
+    buckets=ZOOKEEPER_REQUEST_DURATION_BUCKETS,
+)
+ZOOKEEPER_REQUEST_ERRORS = Counter(
+    "zkop_zookeeper_request_errors_total",
+    "Total number of failed ZooKeeper requests, by operation and error class.",
+    ["operation", "error"],
+)
+EVENTS_DROPPED = Counter(
+    "zkop_events_dropped_total",
+    "Kubernetes Events not written because the Normal-event budget was spent.",
+    ["type"],
+)
+# client-go's REST client metrics (k8s.io/client-go/tools/metrics, as registered by controller-runtime).
+REST_CLIENT_REQUESTS = Counter(
+    "rest_client_requests_total",
+    "Number of HTTP requests, partitioned by status code, method, and host.",
+    ["code", "method", "host"],
+)
+REST_CLIENT_REQUEST_DURATION = Histogram(
+    "rest_client_request_duration_seconds",
+    "Request latency in seconds. Broken down by verb, and host.",
+    ["verb", "host"],
+    buckets=(0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0),
+)
+OWN_WRITE_ECHOES_DROPPED = Counter(
+    "zkop_own_write_echoes_dropped_total",
+    "Watch events not enqueued because they only echoed the controller's own finalizer or status write.",
+    ["controller"],
+)
+DRIFT_CORRECTIONS = Counter(
+    "zkop_drift_corrections_total",
+    "Total number of times a controller found ZooKeeper out of line with the desired state and corrected it.",
+    ["controller"],
+)
+SERVICE_BRIDGE_RECORDS = Gauge(
+    "zkop_service_bridge_records",
+    "Number of service records known to the service bridge, by state.",
+    ["state"],
+)
+SERVICE_BRIDGE_WRITES = Counter(
+    "zkop_service_bridge_writes_total",
+    "Total number of znode writes made by the service bridge, by operation.",
+    ["operation"],
+)
+SERVICE_BRIDGE_DELETES = Counter(
+    "zkop_service_bridge_deletes_total",
+    "Total number of znodes deleted by the service bridge.",
+)
+SERVICE_BRIDGE_SKIPPED_FOREIGN = Counter(
+    "zkop_service_bridge_skipped_foreign_total",
+    "Total number of znodes the service bridge left alone because another owner wrote them.",
+)
+SERVICE_BRIDGE_COLLISIONS = Counter(
+    "zkop_service_bridge_collisions_total",
+    "Total number of times two Services mapped to the same znode.",
+)
+SERVICE_BRIDGE_LAST_FULL_SYNC = Gauge(
+    "zkop_service_bridge_last_full_sync_timestamp_seconds",
+    "Unix time in seconds of the last completed full sync of the service bridge.",
+)
+SERVICE_BRIDGE_DELETE_CIRCUIT_BREAKER_OPEN = Gauge(
+    "zkop_service_bridge_delete_circuit_breaker_open",
+    "1 while the service bridge refuses deletes because too many were requested at once, else 0.",
+)
+
+# --------------------------------------------------------------------------------------------
+# /metrics server [CR pkg/metrics/server/server.go]
+# --------------------------------------------------------------------------------------------
+
+
+def parse_bind_address(bind_address: str) -> tuple[str, int] | None:
+    """Parse a controller-runtime style bind address into ``(host, port)``, or ``None`` for "off".
+
+    ``"0"`` disables serving (controller-runtime's convention); ``":8080"`` means every
+    interface (host ``""``); ``"127.0.0.1:8080"``, ``"[::1]:8080"`` and ``"localhost:0"`` (any
+    free port) are accepted.  Raises :class:`ValueError` for anything else, including ``""``.
+    """
+    if bind_address == "0":
+        return None
+    host, sep, port_text = bind_address.rpartition(":")
+    if not sep or not port_text.isdigit():
+        raise ValueError(f"invalid bind address {bind_address!r}: want [host]:port or '0'")
+    port = int(port_text)
+    if port > 65535:
+        raise ValueError(f"invalid bind address {bind_address!r}: port out of range")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    elif ":" in host:
+        raise ValueError(f"invalid bind address {bind_address!r}: put IPv6 hosts in brackets")
+    return host, port
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        """Do not write one access-log line per scrape to stderr."""
+
+
+class _DualStackServer(ThreadingWSGIServer):
+    address_family = socket.AF_INET6
+
+    def server_bind(self) -> None:
+        self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        super().server_bind()
+
+
+class _IPv6Server(ThreadingWSGIServer):
+    address_family = socket.AF_INET6
+
+
+_PROMETHEUS_APP = make_wsgi_app(REGISTRY)
+
+
+def _metrics_only_app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+    if environ.get("PATH_INFO", "") != "/metrics":
+        start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
+        return [b"404 page not found\n"]
+    return _PROMETHEUS_APP(environ, start_response)  # type: ignore[no-any-return]
+
+
+class MetricsServer:
+    """A running ``/metrics`` HTTP server (serving ``prometheus_client.REGISTRY``).
+
+    ``host`` and ``port`` are the address actually bound (``port`` is the real one when 0 was
+    asked for).  Every other path answers 404, like controller-runtime's metrics server.
+    Usable as a context manager; :meth:`shutdown` is idempotent.
+    """
+
+    def __init__(self, server: ThreadingWSGIServer) -> None:
+        self._server = server
+        address = server.server_address
+        self.host: str = str(address[0])
+        self.port: int = int(address[1])
+        self._thread = threading.Thread(
+            target=server.serve_forever, name=f"metrics-server-{self.port}", daemon=True
+        )
+        self._closed = False
+        self._lock = threading.Lock()
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        """``http://host:port/metrics``, with a wildcard host replaced by the loopback address."""
+        host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(self.host, self.host)
+        if ":" in host:
+            host = f"[{host}]"
+        return f"http://{host}:{self.port}/metrics"
+
+    def shutdown(self) -> None:
+        """Stop serving, close the socket and join the serving thread."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
+
+    def __enter__(self) -> MetricsServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+
+def _make_server(host: str, port: int) -> ThreadingWSGIServer:
+    if host == "":
+        # Go's ":8080" listens on every interface, IPv4 and IPv6; fall back to IPv4 only where
+        # IPv6 is unavailable (common in containers).
+        try:
+            return make_server("::", port, _metrics_only_app, _DualStackServer, handler_class=_QuietHandler)
+        except OSError:
+            return make_server(
+                "0.0.0.0", port, _metrics_only_app, ThreadingWSGIServer, handler_class=_QuietHandler
+            )
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    family, _, _, _, sockaddr = infos[0]
+    server_class = _IPv6Server if family == socket.AF_INET6 else ThreadingWSGIServer
+    return make_server(str(sockaddr[0]), port, _metrics_only_app, server_class, handler_class=_QuietHandler)
+
+
+def start_metrics_server(bind_address: str) -> MetricsServer | None:
+    """Serve ``/metrics`` on ``bind_address`` from a daemon thread; ``None`` when it is ``"0"``.
+
+    ``bind_address`` follows controller-runtime's ``--metrics-bind-address``: ``":8080"``,
+    ``"127.0.0.1:8080"``, ``"[::1]:0"`` (``0`` = any free port, see :attr:`MetricsServer.port`),
+    or ``"0"`` to disable.  Raises :class:`ValueError` for a malformed address and
+    :class:`OSError` when the address cannot be bound (e.g. port in use).
+    """
+    parsed = parse_bind_address(bind_address)
+    if parsed is None:
+        return None
+    host, port = parsed
+    return MetricsServer(_make_server(host, port))

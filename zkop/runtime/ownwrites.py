@@ -1,0 +1,140 @@
+"""Own writes: recognise the watch events that only echo a write this process made.
+
+A reconciler that writes an object (a finalizer, its status) gets the result of
+the write in the response and carries on with it; the informer then delivers the
+same change again as an update event. Enqueuing that event costs a second
+reconcile per write that can only find what the first one already saw. client-go
+and controller-runtime leave this to predicates (``GenerationChangedPredicate``
+drops every update that leaves ``metadata.generation`` alone, status changes by
+anyone included); :class:`OwnWrites` is narrower: it drops an update only when the
+object went from exactly the version a write of ours was computed from to exactly
+the version that write returned. Every other change, a concurrent one included,
+arrives as a transition from or to a version we did not write and is delivered.
+After a relist (410 Gone) the informer diffs against the list, so the transition
+it reports spans every change it missed and is delivered whenever it is more than
+our write alone.
+
+Kubernetes API conventions, "Concurrency Control and Consistency": every write
+produces a new ``resourceVersion`` and a watch reports each version once, in order.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from zkop.kube.client import JSON
+from zkop.runtime import metrics
+
+__all__ = ["OwnWrites"]
+
+
+def _resource_version(obj: JSON) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+class OwnWrites:
+    """Versions this process wrote, per object key, with the versions they were computed from.
+
+    The watch event of a write can reach the informer before the writer has read
+    the response, so a write is announced first (:meth:`writing`): an update that
+    starts from the version the write in flight was computed from is held until
+    the response is in, then dropped if it is that write's echo or handed to
+    :attr:`release` (the work queue's ``add``) if it is not. Without ``release`` nothing
+    is held and only echoes that arrive after the response are recognised.
+
+    Thread-safe; memory is bounded by ``per_key`` remembered writes per key (the
+    oldest go first), and :meth:`forget` drops a key.
+
+    Args:
+        controller: the ``controller`` label of ``zkop_own_write_echoes_dropped_total``.
+        per_key: writes remembered per key whose echo has not arrived yet.
+        release: called with a key whose held event turned out not to be an echo.
+    """
+
+    def __init__(self, controller: str = "zookeeperconfig", per_key: int = 4,
+                 release: Callable[[str], None] | None = None) -> None:
+        self.controller = controller
+        self.per_key = per_key
+        self.release = release
+        self._writes: dict[str, OrderedDict[str, str]] = {}
+        self._in_flight: dict[str, tuple[str, list[tuple[str, str]]]] = {}
+        self._lock = threading.Lock()
+        self.echoes_dropped = 0
+
+    @contextmanager
+    def writing(self, key: str, base: JSON) -> Iterator[Callable[[JSON], None]]:
+        """Announce a write of ``key`` computed from ``base``; call the yielded function with the response.
+
+        Usage::
+
+            with own_writes.writing(key, obj) as respond:
+                respond(client.request("PATCH", ...))
+
+        A write that raises (or whose response is never passed) releases every event held for it.
+        """
+        base_rv = _resource_version(base)
+        with self._lock:
+            self._in_flight[key] = (base_rv, [])
+        response: list[JSON] = []
+        try:
+            yield response.append
+        finally:
+            with self._lock:
+                _, held = self._in_flight.pop(key, (base_rv, []))
+                written_rv = _resource_version(response[0]) if response else ""
+                if response:
+                    self._record(key, base_rv, written_rv)
+                missed = False
+                for old_rv, new_rv in held:
+                    if response and (old_rv, new_rv) == (base_rv, written_rv):
+                        self._consume(key, new_rv)
+                    else:
+                        missed = True
+            if missed and self.release is not None:
+                self.release(key)
+
+    def _record(self, key: str, base_rv: str, written_rv: str) -> None:
+        if not base_rv or not written_rv or base_rv == written_rv:
+            return
+        writes = self._writes.setdefault(key, OrderedDict())
+        writes[written_rv] = base_rv
+        while len(writes) > self.per_key:
+            writes.popitem(last=False)
+
+    def _consume(self, key: str, written_rv: str) -> None:
+        writes = self._writes.get(key)
+        if writes is not None:
+            writes.pop(written_rv, None)
+            if not writes:
+                del self._writes[key]
+        self.echoes_dropped += 1
+        metrics.OWN_WRITE_ECHOES_DROPPED.labels(self.controller).inc()
+
+    def is_echo(self, key: str, old: JSON, new: JSON) -> bool:
+        """True if the update ``old`` → ``new`` of ``key`` is one write of ours, or is held until the write returns.
+
+        A held update is either dropped later (it was the echo) or handed to :attr:`release`.
+        """
+        old_rv, new_rv = _resource_version(old), _resource_version(new)
+        with self._lock:
+            writes = self._writes.get(key)
+            if writes and writes.get(new_rv) == old_rv:
+                self._consume(key, new_rv)
+                return True
+            in_flight = self._in_flight.get(key)
+            if self.release is not None and in_flight is not None and in_flight[0] == old_rv != new_rv:
+                in_flight[1].append((old_rv, new_rv))
+                return True
+            return False
+
+    def forget(self, key: str) -> None:
+        """Drop everything remembered for ``key`` (the object is gone)."""
+        with self._lock:
+            self._writes.pop(key, None)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return sum(len(w) for w in self._writes.values())

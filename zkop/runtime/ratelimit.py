@@ -1,0 +1,261 @@
+"""Work-queue rate limiters, ported from client-go ``util/workqueue/default_rate_limiters.go``.
+
+A rate limiter answers "how long should this item wait before it is retried?".  All durations
+are ``float`` **seconds** (client-go uses ``time.Duration``).  Every limiter here is safe to use
+from many threads at once.
+
+The shapes follow client-go [CG util/workqueue/default_rate_limiters.go]:
+
+* :class:`ItemExponentialFailureRateLimiter` -- per item ``base_delay * 2**failures``, capped
+  at ``max_delay`` (lines 116-134).
+* :class:`BucketRateLimiter` -- one token bucket shared by *all* items, like
+  ``golang.org/x/time/rate.Limiter.Reserve().Delay()`` (lines 58-78).
+* :class:`ItemFastSlowRateLimiter` -- ``fast_delay`` for the first attempts, then ``slow_delay``
+  (lines 154-190).
+* :class:`MaxOfRateLimiter` -- the largest answer of its members (lines 222-250).
+* :func:`default_controller_rate_limiter` -- ``DefaultTypedControllerRateLimiter`` (lines 41-56).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Hashable
+from typing import Generic, Protocol, TypeVar
+
+__all__ = [
+    "BucketRateLimiter",
+    "ItemExponentialFailureRateLimiter",
+    "ItemFastSlowRateLimiter",
+    "MaxOfRateLimiter",
+    "RateLimiter",
+    "default_controller_rate_limiter",
+    "default_item_based_rate_limiter",
+]
+
+T = TypeVar("T", bound=Hashable)
+T_contra = TypeVar("T_contra", bound=Hashable, contravariant=True)
+
+# 2.0 ** 1024 overflows a float; any exponent at or beyond this is "infinitely" long anyway.
+_MAX_EXPONENT = 1023
+
+
+class RateLimiter(Protocol[T_contra]):
+    """What a :class:`~zkop.runtime.workqueue.RateLimitingQueue` needs from a limiter.
+
+    Mirrors client-go's ``TypedRateLimiter[T]`` [CG util/workqueue/default_rate_limiters.go:27-39].
+    """
+
+    def when(self, item: T_contra) -> float:
+        """Record one more failure of ``item`` and return how long (seconds, ``>= 0``) to wait."""
+        ...
+
+    def forget(self, item: T_contra) -> None:
+        """Stop tracking ``item``: its failure history is reset (it is *not* removed from a queue)."""
+        ...
+
+    def num_requeues(self, item: T_contra) -> int:
+        """How many failures of ``item`` the limiter currently remembers."""
+        ...
+
+
+class ItemExponentialFailureRateLimiter(Generic[T]):
+    """Per-item exponential backoff: ``base_delay * 2**failures`` seconds, capped at ``max_delay``.
+
+    The n-th call of :meth:`when` for an item (counting from 1) returns ``base_delay * 2**(n-1)``;
+    with the defaults that is 5 ms, 10 ms, 20 ms, ... 655.36 s on the 18th call and ``max_delay``
+    (1000 s) from the 19th on.  Follows ``ItemExponentialFailureRateLimiter.When``
+    [CG util/workqueue/default_rate_limiters.go:116-134], including its overflow guard (a huge
+    exponent returns ``max_delay`` instead of raising :class:`OverflowError`).
+
+    Raises :class:`ValueError` if ``base_delay`` or ``max_delay`` is negative.
+    """
+
+    def __init__(self, base_delay: float = 0.005, max_delay: float = 1000.0) -> None:
+        if base_delay < 0 or max_delay < 0:
+            raise ValueError(f"delays must be >= 0, got base_delay={base_delay!r} max_delay={max_delay!r}")
+        self._base_delay = float(base_delay)
+        self._max_delay = float(max_delay)
+        self._failures: dict[T, int] = {}
+        self._lock = threading.Lock()
+
+    def when(self, item: T) -> float:
+        """Return the backoff for ``item`` (seconds) and count one more failure."""
+        with self._lock:
+            exp = self._failures.get(item, 0)
+            self._failures[item] = exp + 1
+        if exp > _MAX_EXPONENT:
+            return self._max_delay if self._base_delay > 0 else 0.0
+        backoff = self._base_delay * (2.0**exp)
+        if math.isinf(backoff) or backoff > self._max_delay:
+            return self._max_delay
+        return backoff
+
+    def forget(self, item: T) -> None:
+        """Reset the failure count of ``item``."""
+        with self._lock:
+            self._failures.pop(item, None)
+
+    def num_requeues(self, item: T) -> int:
+        """Number of :meth:`when` calls for ``item`` since the last :meth:`forget`."""
+        with self._lock:
+            return self._failures.get(item, 0)
+
+
+class ItemFastSlowRateLimiter(Generic[T]):
+    """``fast_delay`` seconds for the first ``max_fast_attempts`` failures of an item, then ``slow_delay``.
+
+    Follows ``ItemFastSlowRateLimiter`` [CG util/workqueue/default_rate_limiters.go:154-190]: the
+    failure count is incremented *before* the comparison, so attempt ``max_fast_attempts`` is
+    still fast.  Raises :class:`ValueError` on negative delays or a negative attempt count.
+    """
+
+    def __init__(self, fast_delay: float, slow_delay: float, max_fast_attempts: int) -> None:
+        if fast_delay < 0 or slow_delay < 0:
+            raise ValueError("delays must be >= 0")
+        if max_fast_attempts < 0:
+            raise ValueError("max_fast_attempts must be >= 0")
+        self._fast_delay = float(fast_delay)
+        self._slow_delay = float(slow_delay)
+        self._max_fast_attempts = max_fast_attempts
+        self._failures: dict[T, int] = {}
+        self._lock = threading.Lock()
+
+    def when(self, item: T) -> float:
+        """Count one more failure of ``item`` and return the fast or slow delay (seconds)."""
+        with self._lock:
+            n = self._failures.get(item, 0) + 1
+            self._failures[item] = n
+        return self._fast_delay if n <= self._max_fast_attempts else self._slow_delay
+
+    def forget(self, item: T) -> None:
+        """Reset the failure count of ``item``."""
+        with self._lock:
+            self._failures.pop(item, None)
+
+    def num_requeues(self, item: T) -> int:
+        """Number of :meth:`when` calls for ``item`` since the last :meth:`forget`."""
+        with self._lock:
+            return self._failures.get(item, 0)
+
+
+class BucketRateLimiter:
+    """One token bucket shared by every item: an overall retry-speed cap, not per item.
+
+    The bucket holds at most ``burst`` tokens and refills at ``qps`` tokens per second; it starts
+    full.  :meth:`when` always *reserves* a token (the balance may go negative) and returns how long
+    the caller must wait for it, which is ``golang.org/x/time/rate``'s ``Reserve().Delay()`` as used
+    by ``TypedBucketRateLimiter.When`` [CG util/workqueue/default_rate_limiters.go:58-78].  With the
+    defaults (10 qps, burst 100) and no time passing: 100 calls return 0, then 0.1 s, 0.2 s, ...
+
+    :meth:`forget` does nothing and :meth:`num_requeues` is always 0, as in client-go.
+
+    ``clock`` returns monotonic seconds; inject a fake one in tests.  Raises :class:`ValueError`
+    if ``qps <= 0`` or ``burst < 1`` (x/time/rate would answer "never" there; a zero-qps limiter is
+    meaningless for a work queue).
+    """
+
+    def __init__(
+        self, qps: float = 10.0, burst: int = 100, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        if not qps > 0:
+            raise ValueError(f"qps must be > 0, got {qps!r}")
+        if burst < 1:
+            raise ValueError(f"burst must be >= 1, got {burst!r}")
+        self._qps = float(qps)
+        self._burst = burst
+        self._clock = clock
+        self._tokens = float(burst)
+        self._last = clock()
+        self._lock = threading.Lock()
+
+    def _advance(self, now: float) -> float:
+        # x/time/rate advance(): a clock that went backwards counts as "no time passed".
+        last = min(self._last, now)
+        return min(float(self._burst), self._tokens + (now - last) * self._qps)
+
+    def when(self, item: object) -> float:
+        """Reserve one token and return the wait (seconds) until it is available."""
+        with self._lock:
+            now = self._clock()
+            if math.isinf(self._qps):
+                return 0.0
+            tokens = self._advance(now) - 1.0
+            wait = -tokens / self._qps if tokens < 0 else 0.0
+            self._tokens = tokens
+            self._last = now
+            return wait
+
+    def allow(self) -> bool:
+        """Take a token if one is available now (x/time/rate ``Allow()``); never waits, never goes negative."""
+        with self._lock:
+            now = self._clock()
+            tokens = self._advance(now)
+            self._last = now
+            if tokens >= 1.0:
+                self._tokens = tokens - 1.0
+                return True
+            self._tokens = tokens
+            return False
+
+    def forget(self, item: object) -> None:
+        """No-op: the bucket is shared, there is nothing per item to forget."""
+
+    def num_requeues(self, item: object) -> int:
+        """Always 0: the bucket does not count per-item failures."""
+        return 0
+
+
+class MaxOfRateLimiter(Generic[T]):
+    """Combine limiters: the largest :meth:`when` and :meth:`num_requeues` of its members win.
+
+    Every member sees every call (so each one's own state advances).  Follows
+    ``TypedMaxOfRateLimiter`` [CG util/workqueue/default_rate_limiters.go:222-250].  Raises
+    :class:`ValueError` when given no limiters.
+    """
+
+    def __init__(self, *limiters: RateLimiter[T]) -> None:
+        if not limiters:
+            raise ValueError("MaxOfRateLimiter needs at least one limiter")
+        self._limiters: tuple[RateLimiter[T], ...] = limiters
+
+    def when(self, item: T) -> float:
+        """Ask every member and return the longest delay (seconds)."""
+        return max(limiter.when(item) for limiter in self._limiters)
+
+    def forget(self, item: T) -> None:
+        """Forget ``item`` in every member."""
+        for limiter in self._limiters:
+            limiter.forget(item)
+
+    def num_requeues(self, item: T) -> int:
+        """The largest failure count any member remembers for ``item``."""
+        return max(limiter.num_requeues(item) for limiter in self._limiters)
+
+
+def default_controller_rate_limiter(
+    base_delay: float = 0.005,
+    max_delay: float = 1000.0,
+    qps: float = 10.0,
+    burst: int = 100,
+) -> MaxOfRateLimiter[Hashable]:
+    """``MaxOf(ItemExponentialFailure(base_delay, max_delay), Bucket(qps, burst))``.
+
+    client-go's ``DefaultTypedControllerRateLimiter`` (alias ``DefaultControllerRateLimiter``)
+    [CG util/workqueue/default_rate_limiters.go:41-56]: per item 5 ms doubling up to 1000 s,
+    and overall no more than 10 retries per second after a burst of 100.  This is what
+    controller-runtime uses when its priority queue is off [CR pkg/controller/controller.go:271-288].
+    """
+    return MaxOfRateLimiter[Hashable](
+        ItemExponentialFailureRateLimiter[Hashable](base_delay, max_delay),
+        BucketRateLimiter(qps, burst),
+    )
+
+
+def default_item_based_rate_limiter() -> ItemExponentialFailureRateLimiter[Hashable]:
+    """Per-item exponential 1 ms .. 1000 s: client-go's ``DefaultTypedItemBasedRateLimiter``.
+
+    [CG util/workqueue/default_rate_limiters.go:108-114].
+    """
+    return ItemExponentialFailureRateLimiter[Hashable](0.001, 1000.0)

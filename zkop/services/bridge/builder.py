@@ -1,0 +1,128 @@
+"""Wire the service bridge: informers, the ``service-bridge`` controller and its reconciler.
+
+The manager owns the lifecycle (controller-runtime's ``Manager``): it starts the informers
+on every replica and waits for them to sync, starts the controllers only while leading, and
+calls :meth:`ServiceBridge.on_session_reconnected` after a new ZooKeeper session.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from zkop.kube.client import JSON, KubeClient
+from zkop.kube.events import EventRecorder
+from zkop.runtime.controller import Controller
+from zkop.runtime.informer import FuncHandler, Informer, ResourceRef, meta_namespace_key
+from zkop.runtime.workqueue import RateLimitingQueue
+from zkop.services.bridge.endpoints import slice_service_key
+from zkop.services.bridge.options import BridgeOptions
+from zkop.services.bridge.reconciler import FULL_SYNC_KEY, KEY_INDEX, SLICE_INDEX, ServiceBridgeReconciler
+from zkop.services.bridge.records import is_selected
+from zkop.zookeeper.adapter import ZooKeeperAdapter
+
+__all__ = ["CONTROLLER_NAME", "ENDPOINTSLICES", "SERVICES", "ServiceBridge", "build_service_bridge"]
+
+log = logging.getLogger(__name__)
+
+CONTROLLER_NAME = "service-bridge"
+SERVICES = ResourceRef("", "v1", "services")
+ENDPOINTSLICES = ResourceRef("discovery.k8s.io", "v1", "endpointslices")
+
+
+@dataclass
+class ServiceBridge:
+    """The bridge's parts, for the manager.
+
+    Attributes:
+        informers: Services (and EndpointSlices with ``--service-bridge-endpoints``); the manager
+            starts and stops them and waits for their sync.
+        controllers: the ``service-bridge`` controller; started only while leading.
+        reconciler: the reconciler (for tests and diagnostics).
+    """
+
+    informers: list[Informer]
+    controllers: list[Controller]
+    reconciler: ServiceBridgeReconciler
+
+    @property
+    def controller(self) -> Controller:
+        """The ``service-bridge`` controller."""
+        return self.controllers[0]
+
+    def request_full_sync(self, delay: float = 0.0) -> None:
+        """Enqueue a full sync (garbage collection) after ``delay`` seconds."""
+        self.controller.queue.add_after(FULL_SYNC_KEY, delay)
+
+    def on_session_reconnected(self) -> None:
+        """A new ZooKeeper session: re-check every published Service and run a full sync."""
+        log.info("service-bridge: new ZooKeeper session; full resync")
+        for obj in self.informers[0].indexer.list():
+            if is_selected(obj, self.reconciler.options):
+                self.controller.queue.add(meta_namespace_key(obj))
+        self.controller.queue.add(FULL_SYNC_KEY)
+
+
+def build_service_bridge(
+    client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: EventRecorder, options: BridgeOptions, *,
+    cluster_id: str, resync_period: float, inactivity_timeout: float,
+    clock: Callable[[], float] = time.monotonic,
+) -> ServiceBridge:
+    """Build (not start) the service bridge.
+
+    Args:
+        client: JSON client the informers list and watch with.
+        zookeeper: the adapter every write goes through.
+        recorder: Kubernetes Events.
+        options: bridge settings (:func:`zkop.cmd.bridge_flags.options_from_args`).
+        cluster_id: the global ``--cluster-id``; stamped into every node as the owner.
+        resync_period: seconds between informer resyncs, and between full syncs (garbage collection).
+        inactivity_timeout: seconds a silent watch is kept before it is reopened.
+        clock: monotonic seconds, for the endpoint debounce.
+
+    The full sync key is enqueued at once; it runs when the workers start, and waits for the
+    informers' first LIST if they have not completed it.
+    """
+    namespaces = list(options.namespaces) or None
+    services = Informer(
+        client, SERVICES, namespaces=namespaces, resync_period=resync_period, name="bridge-services",
+        inactivity_timeout=inactivity_timeout,
+    )
+    informers = [services]
+    slices: Informer | None = None
+    if options.endpoints:
+        slices = Informer(
+            client, ENDPOINTSLICES, namespaces=namespaces, resync_period=resync_period, name="bridge-endpointslices",
+            indexers={SLICE_INDEX: slice_service_key}, label_selector="kubernetes.io/service-name",
+            inactivity_timeout=inactivity_timeout,
+        )
+        informers.append(slices)
+    queue: RateLimitingQueue[str] = RateLimitingQueue(CONTROLLER_NAME)
+
+    def synced() -> bool:
+        return all(i.has_synced() for i in informers)
+
+    reconciler = ServiceBridgeReconciler(
+        services.indexer, zookeeper, recorder, options, cluster_id=cluster_id,
+        slices=slices.indexer if slices is not None else None, synced=synced,
+        request_full_sync=lambda delay: queue.add_after(FULL_SYNC_KEY, delay),
+        full_sync_period=resync_period, clock=clock,
+    )
+    controller = Controller(CONTROLLER_NAME, reconciler, workers=options.workers, queue=queue)
+    services.indexer.add_indexer(KEY_INDEX, reconciler.key_index)
+    controller.watch(services, reconciler.keys_for)
+    if slices is not None:
+        delay = options.endpoints_debounce
+
+        def on_slice(obj: JSON) -> None:
+            for key in slice_service_key(obj):
+                owner = services.indexer.get(key)
+                if owner is not None and is_selected(owner, options):
+                    controller.queue.add_after(key, delay)
+
+        slices.add_event_handler(FuncHandler(on_slice))
+        controller.informers.append(slices)
+    controller.queue.add(FULL_SYNC_KEY)
+    return ServiceBridge(informers, [controller], reconciler)

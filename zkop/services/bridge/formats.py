@@ -1,0 +1,390 @@
+"""The format layer: how a :class:`~zkop.services.bridge.records.ServiceRecord` becomes znodes, and how a
+znode's owner is recognised.
+
+A format is a :class:`RecordFormat`. The reconciler only ever calls :meth:`RecordFormat.locate`
+(where a Service's nodes live), :meth:`RecordFormat.nodes` (the desired nodes, parents first) and
+:func:`parse_owner` (whose node is this?); it never looks inside the bytes. Adding a format —
+e.g. Dubbo's provider URLs, ``/dubbo/<interface>/providers/<URL-encoded provider URL>`` with the
+owner stamp carried as URL parameters in the node *name* — means writing one subclass (its own
+``locate`` reading an interface annotation, ``render`` and ``owner_of`` parsing the name) and
+registering it in :data:`FORMATS`; the reconciler and the planner stay untouched.
+
+Ownership. Every node zkop writes carries an owner stamp:
+
+* records of the ``json`` format and every *container* node (the per-namespace node of the
+  nested layout, the Curator service node) hold ``"managedBy": "zkop"`` and
+  ``"owner": {"managedBy": "zkop", "clusterId": <--cluster-id>, "uid": <Service uid>}``
+  (containers have no ``uid``: they are shared);
+* Curator instances carry the same three values in ``payload.metadata`` (``managedBy``,
+  ``clusterId``, ``uid``) so the instance JSON stays exactly what Curator writes.
+
+A node is *ours* when the stamp says ``managedBy == "zkop"`` and ``clusterId`` is this
+installation's; everything else (no stamp, unparsable data, another cluster id, an ephemeral
+node) is *foreign* and is never changed or deleted.
+
+Bytes are deterministic (fixed key order, compact separators, no timestamps other than the
+Service's creation time), so an unchanged Service produces identical bytes and no write.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from zkop.kube.client import JSON
+from zkop.services.bridge.naming import key_path, namespace_container, service_node_name
+from zkop.services.bridge.options import MANAGED_BY, PORT_ANNOTATION, BridgeOptions
+from zkop.services.bridge.records import PortRecord, ServiceRecord
+
+__all__ = [
+    "FORMATS",
+    "SPRING_PAYLOAD_CLASS",
+    "CuratorFormat",
+    "DesiredNode",
+    "JsonFormat",
+    "Location",
+    "Owner",
+    "RecordFormat",
+    "container_stamp",
+    "dumps",
+    "get_format",
+    "parse_owner",
+]
+
+#: Payload class of Spring Cloud Zookeeper instances (``ZookeeperInstance{id, name, metadata}``).
+SPRING_PAYLOAD_CLASS = "org.springframework.cloud.zookeeper.discovery.ZookeeperInstance"
+#: Curator ``ServiceType`` written by zkop, see :class:`CuratorFormat`.
+CURATOR_SERVICE_TYPE = "PERMANENT"
+#: Spring Cloud Zookeeper's default URI spec ``{scheme}://{address}:{port}`` as Curator's ``UriSpec`` serialises it.
+SPRING_URI_SPEC: JSON = {"parts": [
+    {"value": "scheme", "variable": True},
+    {"value": "://", "variable": False},
+    {"value": "address", "variable": True},
+    {"value": ":", "variable": False},
+    {"value": "port", "variable": True},
+]}
+
+
+def dumps(value: Any) -> bytes:
+    """Compact UTF-8 JSON with the key order of ``value`` (dicts are built in a fixed order)."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+@dataclass(frozen=True)
+class Owner:
+    """An owner stamp as read from a node.
+
+    Attributes:
+        managed_by: ``managedBy`` (zkop writes ``"zkop"``).
+        cluster_id: the writing installation's ``--cluster-id``.
+        uid: the Service's uid for records; ``None`` for container nodes.
+    """
+
+    managed_by: str
+    cluster_id: str
+    uid: str | None = None
+
+    def is_ours(self, cluster_id: str) -> bool:
+        """True if this installation (``cluster_id``) wrote the node."""
+        return self.managed_by == MANAGED_BY and self.cluster_id == cluster_id
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where one Service's nodes live.
+
+    Attributes:
+        key_path: the node that identifies the Service (collisions are judged on it).
+        service_name: the name consumers look up (Curator's ``name``).
+        containers: container nodes zkop creates with a container stamp, outermost first.
+    """
+
+    key_path: str
+    service_name: str
+    containers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DesiredNode:
+    """A znode as it should be: ``path``, exact ``data``, and whether it is a ``container``."""
+
+    path: str
+    data: bytes
+    container: bool = False
+
+
+def container_stamp(cluster_id: str) -> bytes:
+    """The data of a container node zkop creates: just the owner stamp, without a uid."""
+    return dumps({"managedBy": MANAGED_BY, "owner": {"managedBy": MANAGED_BY, "clusterId": cluster_id}})
+
+
+def _owner_dict(cluster_id: str, uid: str) -> JSON:
+    return {"managedBy": MANAGED_BY, "clusterId": cluster_id, "uid": uid}
+
+
+def _loads(data: bytes) -> Any:
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+
+
+class RecordFormat(ABC):
+    """One way of writing Services into ZooKeeper (see the module docstring)."""
+
+    #: ``--service-bridge-format`` value.
+    name: ClassVar[str]
+    #: True if a Service's records are the children of its key path (which is then a container).
+    records_below_key: ClassVar[bool]
+
+    def locate(self, service: JSON, options: BridgeOptions) -> Location:
+        """Where ``service``'s nodes live under ``options.root`` with ``options.layout``."""
+        meta = service.get("metadata") or {}
+        namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+        path = key_path(options.root, options.layout, namespace, name)
+        containers = [c for c in (namespace_container(options.root, options.layout, namespace),) if c]
+        if self.records_below_key:
+            containers.append(path)
+        return Location(path, service_node_name(options.layout, namespace, name), tuple(containers))
+
+    @abstractmethod
+    def render(self, record: ServiceRecord, location: Location, cluster_id: str) -> tuple[DesiredNode, ...]:
+        """The record nodes (not containers) of ``record``, in a stable order."""
+
+    @abstractmethod
+    def owner_of(self, path: str, data: bytes) -> Owner | None:
+        """The owner stamp in a record node of this format, or ``None`` if it has none."""
+
+    def nodes(self, record: ServiceRecord, location: Location, cluster_id: str) -> tuple[DesiredNode, ...]:
+        """Containers (with :func:`container_stamp`) then records: everything to write, parents first."""
+        stamp = container_stamp(cluster_id)
+        containers = tuple(DesiredNode(path, stamp, container=True) for path in location.containers)
+        return containers + self.render(record, location, cluster_id)
+
+
+def _json_owner(value: Any) -> Owner | None:
+    if not isinstance(value, dict):
+        return None
+    owner = value.get("owner")
+    if not isinstance(owner, dict) or not isinstance(owner.get("managedBy"), str):
+        return None
+    uid = owner.get("uid")
+    return Owner(str(owner["managedBy"]), str(owner.get("clusterId") or ""), str(uid) if uid else None)
+
+
+def _port_json(port: PortRecord) -> JSON:
+    return {"name": port.name, "port": port.port, "protocol": port.protocol,
+            "targetPort": port.target_port, "nodePort": port.node_port}
+
+
+class JsonFormat(RecordFormat):
+    """``--service-bridge-format json``: one JSON record per Service at its key path.
+
+    Compatible with the original bridge script: a client reading ``clusterIP`` and ``ports``
+    from ``<root>/<namespace>-<name>`` keeps working. Keys, in this order: ``name``,
+    ``namespace``, ``type``, ``clusterIP`` (``null`` for headless and ExternalName),
+    ``clusterIPs``, ``ipFamilies``, ``headless``, ``ports`` (``{name, port, protocol,
+    targetPort, nodePort}`` per ``spec.ports`` entry, every protocol), ``externalName``,
+    ``externalIPs``, ``loadBalancerIngress`` (``{ip, hostname}``), ``externalAddresses``
+    (ingress then external IPs, deduplicated), ``labels`` (the ``--service-bridge-label`` keys),
+    ``endpoints`` (only with ``--service-bridge-endpoints``: ``{addresses, ports}``),
+    ``managedBy`` and ``owner``.
+    """
+
+    name = "json"
+    records_below_key = False
+
+    def body(self, record: ServiceRecord, cluster_id: str) -> JSON:
+        """The record as a dict in its fixed key order."""
+        body: JSON = {
+            "name": record.name,
+            "namespace": record.namespace,
+            "type": record.type,
+            "clusterIP": record.cluster_ip,
+            "clusterIPs": list(record.cluster_ips),
+            "ipFamilies": list(record.ip_families),
+            "headless": record.headless,
+            "ports": [_port_json(p) for p in record.ports],
+            "externalName": record.external_name,
+            "externalIPs": list(record.external_ips),
+            "loadBalancerIngress": [{"ip": ip, "hostname": host} for ip, host in record.load_balancer_ingress],
+            "externalAddresses": list(record.external_addresses),
+            "labels": dict(record.labels),
+        }
+        if record.endpoints is not None:
+            body["endpoints"] = {
+                "addresses": list(record.endpoints.addresses),
+                "ports": [{"name": p.name, "port": p.port, "protocol": p.protocol} for p in record.endpoints.ports],
+            }
+        body["managedBy"] = MANAGED_BY
+        body["owner"] = _owner_dict(cluster_id, record.uid)
+        return body
+
+    def render(self, record: ServiceRecord, location: Location, cluster_id: str) -> tuple[DesiredNode, ...]:
+        """One node at the key path."""
+        return (DesiredNode(location.key_path, dumps(self.body(record, cluster_id))),)
+
+    def owner_of(self, path: str, data: bytes) -> Owner | None:
+        """The top-level ``owner`` object."""
+        return _json_owner(_loads(data))
+
+
+def _primary_port(record: ServiceRecord) -> PortRecord | None:
+    wanted = record.annotation(PORT_ANNOTATION)
+    if wanted:
+        for port in record.ports:
+            if port.name == wanted or str(port.port) == wanted:
+                return port
+    return record.ports[0] if record.ports else None
+
+
+def _ssl_port(record: ServiceRecord, primary: PortRecord | None) -> PortRecord | None:
+    for port in record.ports:
+        if port.name == "https" and port != primary:
+            return port
+    return None
+
+
+def _endpoint_port(record: ServiceRecord, port: PortRecord | None) -> int | None:
+    """The endpoint (container) port behind service port ``port``, via the slices' port names."""
+    if port is None:
+        return None
+    slice_ports = record.endpoints.ports if record.endpoints is not None else ()
+    for candidate in slice_ports:
+        if candidate.name == port.name and candidate.protocol == port.protocol:
+            return candidate.port
+    if len(slice_ports) == 1:
+        return slice_ports[0].port
+    return port.target_port if isinstance(port.target_port, int) else None
+
+
+class CuratorFormat(RecordFormat):
+    """``--service-bridge-format curator``: Apache Curator service-discovery instances.
+
+    Layout ``<key path>/<instance id>`` — Curator's ``basePath/<name>/<id>``
+    (``ServiceDiscoveryImpl.pathForInstance``): with the flat layout a Curator or Spring Cloud
+    Zookeeper consumer uses ``basePath = <root>`` and the name ``<namespace>-<name>``; with
+    the nested layout ``basePath = <root>/<namespace>`` and the Service's own name.
+
+    One instance per address, chosen for reachability from outside the cluster: the
+    external addresses (LoadBalancer ingress, ``externalIPs``) if any, else the cluster IP;
+    ExternalName: the external name; headless: the ready endpoint addresses (only with
+    ``--service-bridge-endpoints``, else no instance). The instance id is the address.
+
+    Instance JSON, fields in ``ServiceInstance`` declaration order, as Curator's
+    ``JsonInstanceSerializer`` writes them: ``name``, ``id``, ``address``, ``port`` (the port
+    named by the ``platform.example.com/zookeeper-port`` annotation, else the first port),
+    ``sslPort`` (a port named ``https``, else ``null``), ``payload`` (Spring Cloud
+    Zookeeper's ``ZookeeperInstance`` with its ``@class``, so Spring consumers deserialize it;
+    ``metadata`` holds the owner stamp, the Service's identity, named ports and selected
+    labels), ``registrationTimeUTC`` (the Service's creation time, ms, so bytes stay stable),
+    ``serviceType``, ``uriSpec`` (Spring's default ``{scheme}://{address}:{port}``) and
+    ``enabled`` (``false`` when ``--service-bridge-endpoints`` sees no ready endpoint).
+
+    ``serviceType`` is ``PERMANENT``: zkop's nodes are persistent and never re-registered, and
+    Curator's discovery server (``InstanceCleanup``) purges ``STATIC`` instances whose
+    ``registrationTimeUTC`` is older than its refresh interval, while ``PERMANENT`` ones are
+    left alone. Only ``DYNAMIC`` means ephemeral (``ServiceDiscoveryImpl.internalRegisterService``).
+    """
+
+    name = "curator"
+    records_below_key = True
+
+    def instances(self, record: ServiceRecord) -> list[tuple[str, int | None, int | None]]:
+        """``(address, port, sslPort)`` per instance, in a stable order."""
+        primary = _primary_port(record)
+        ssl = _ssl_port(record, primary)
+        if record.type == "ExternalName":
+            return [(record.external_name, primary.port if primary else None, ssl.port if ssl else None)] \
+                if record.external_name else []
+        if record.headless:
+            if record.endpoints is None:
+                return []
+            port, ssl_port = _endpoint_port(record, primary), _endpoint_port(record, ssl)
+            return [(address, port, ssl_port) for address in record.endpoints.addresses]
+        addresses = record.external_addresses or ((record.cluster_ip,) if record.cluster_ip else ())
+        return [(a, primary.port if primary else None, ssl.port if ssl else None) for a in addresses]
+
+    def instance_body(self, record: ServiceRecord, location: Location, cluster_id: str,
+                      address: str, port: int | None, ssl_port: int | None) -> JSON:
+        """One Curator ``ServiceInstance`` as a dict in Curator's field order."""
+        metadata: dict[str, str] = {
+            "managedBy": MANAGED_BY, "clusterId": cluster_id, "uid": record.uid,
+            "namespace": record.namespace, "service": record.name, "type": record.type,
+        }
+        for item in record.ports:
+            if item.name:
+                metadata[f"port.{item.name}"] = f"{item.port}/{item.protocol}"
+        for key, value in record.labels:
+            metadata[f"label.{key}"] = value
+        enabled = True
+        if record.endpoints is not None and record.type != "ExternalName":
+            enabled = bool(record.endpoints.addresses)
+            metadata["instance_status"] = "UP" if enabled else "OUT_OF_SERVICE"
+        return {
+            "name": location.service_name,
+            "id": address,
+            "address": address,
+            "port": port,
+            "sslPort": ssl_port,
+            "payload": {"@class": SPRING_PAYLOAD_CLASS, "id": address, "name": location.service_name,
+                        "metadata": dict(sorted(metadata.items()))},
+            "registrationTimeUTC": record.created_ms,
+            "serviceType": CURATOR_SERVICE_TYPE,
+            "uriSpec": SPRING_URI_SPEC,
+            "enabled": enabled,
+        }
+
+    def render(self, record: ServiceRecord, location: Location, cluster_id: str) -> tuple[DesiredNode, ...]:
+        """One node per instance below the key path."""
+        return tuple(
+            DesiredNode(f"{location.key_path}/{address}",
+                        dumps(self.instance_body(record, location, cluster_id, address, port, ssl)))
+            for address, port, ssl in self.instances(record)
+        )
+
+    def owner_of(self, path: str, data: bytes) -> Owner | None:
+        """``payload.metadata.{managedBy, clusterId, uid}``."""
+        value = _loads(data)
+        if not isinstance(value, dict) or not isinstance(value.get("payload"), dict):
+            return None
+        metadata = value["payload"].get("metadata")
+        if not isinstance(metadata, dict) or not isinstance(metadata.get("managedBy"), str):
+            return None
+        uid = metadata.get("uid")
+        return Owner(str(metadata["managedBy"]), str(metadata.get("clusterId") or ""), str(uid) if uid else None)
+
+
+#: Every known format by ``--service-bridge-format`` name.
+FORMATS: dict[str, RecordFormat] = {f.name: f for f in (JsonFormat(), CuratorFormat())}
+
+
+def get_format(name: str) -> RecordFormat:
+    """The format called ``name``.
+
+    Raises:
+        ValueError: unknown format.
+    """
+    try:
+        return FORMATS[name]
+    except KeyError:
+        raise ValueError(f"unknown service bridge format {name!r} (known: {', '.join(FORMATS)})") from None
+
+
+def parse_owner(path: str, data: bytes) -> Owner | None:
+    """The owner stamp of any node zkop may have written, whatever the format; ``None`` if none.
+
+    Tries the top-level ``owner`` object (JSON records and containers) first, then each
+    registered format, so nodes written under an earlier ``--service-bridge-format`` are still
+    recognised (and collected).
+    """
+    owner = _json_owner(_loads(data))
+    if owner is not None:
+        return owner
+    for fmt in FORMATS.values():
+        owner = fmt.owner_of(path, data)
+        if owner is not None:
+            return owner
+    return None

@@ -1,0 +1,92 @@
+"""Settings of the service bridge (``zkop run --service-bridge …``) and its fixed names.
+
+One frozen :class:`BridgeOptions` value is built by :func:`zkop.cmd.bridge_flags.options_from_args`
+and handed to :func:`zkop.services.bridge.builder.build_service_bridge`; everything downstream
+(selection, naming, formats, planning) reads it and never mutates it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = [
+    "DEFAULT_EXCLUDED_NAMESPACES",
+    "DEFAULT_ROOT",
+    "IMPORTED_LABEL",
+    "MANAGED_BY",
+    "PORT_ANNOTATION",
+    "SERVICE_TYPES",
+    "SYNC_ANNOTATION",
+    "BridgeOptions",
+    "Format",
+    "Layout",
+    "Policy",
+]
+
+#: The opt-out (or, with ``--service-bridge-default-sync=false``, opt-in) annotation.
+SYNC_ANNOTATION = "platform.example.com/zookeeper-sync"
+#: Names the port (by name or number) a Curator instance advertises; default: the first port.
+PORT_ANNOTATION = "platform.example.com/zookeeper-port"
+#: Label (value ``"true"``) on every Service and EndpointSlice the service importer
+#: (:mod:`zkop.services.importer`) creates from ZooKeeper; the bridge never publishes such a Service,
+#: so an imported service is never exported back (loop prevention).
+IMPORTED_LABEL = "platform.example.com/imported-from-zookeeper"
+#: The ``managedBy`` value of every node zkop writes (and the only one it ever changes or deletes).
+MANAGED_BY = "zkop"
+DEFAULT_ROOT = "/kubernetes/services"
+#: Left out unless ``--service-bridge-exclude-namespace`` is given (which replaces this list).
+DEFAULT_EXCLUDED_NAMESPACES: tuple[str, ...] = ("kube-system", "kube-public")
+#: ``spec.type`` values ``--service-bridge-type`` accepts (external-dns ``--service-type-filter``).
+SERVICE_TYPES: tuple[str, ...] = ("ClusterIP", "NodePort", "LoadBalancer", "ExternalName")
+
+Layout = Literal["flat", "nested"]
+Format = Literal["json", "curator"]
+Policy = Literal["sync", "upsert-only", "create-only"]
+
+
+@dataclass(frozen=True)
+class BridgeOptions:
+    """Everything the bridge can be told. Durations are seconds.
+
+    Attributes:
+        root: znode under which every record lives (a valid absolute ZooKeeper path).
+        default_sync: publish Services without the :data:`SYNC_ANNOTATION` (True), or only those
+            annotated ``"true"`` (False); consul-k8s ``-k8s-default-sync``.
+        namespaces: publish only these namespaces (empty: all). Also limits what the informer lists.
+        exclude_namespaces: never publish these; wins over ``namespaces``.
+        types: publish only these ``spec.type`` values (empty: all four).
+        labels: label keys copied into each record.
+        layout: ``flat`` (``<root>/<namespace>-<name>``, the original script's, ambiguous) or
+            ``nested`` (``<root>/<namespace>/<name>``, collision-free).
+        format: ``json`` (one record per Service) or ``curator`` (Curator ServiceInstance nodes).
+        policy: ``sync`` (create, update, delete), ``upsert-only`` (never delete), ``create-only``
+            (never update or delete); external-dns ``--policy``.
+        dry_run: plan and log, never write to ZooKeeper.
+        max_deletes: a full sync that would remove records of more Services than this removes
+            none (the delete circuit breaker); ``0`` disables the limit.
+        endpoints: add ready EndpointSlice addresses to records (and Curator ``enabled``).
+        endpoints_debounce: an endpoint change is published once the ready set has been
+            stable this long …
+        endpoints_max_delay: … or at the latest this long after the first unpublished change.
+        workers: concurrent reconciles of the ``service-bridge`` controller.
+        gc_delay: a Service that disappears triggers a full sync after this delay, so a burst of
+            deletions is judged (and, if too large, refused) as one.
+    """
+
+    root: str = DEFAULT_ROOT
+    default_sync: bool = True
+    namespaces: tuple[str, ...] = ()
+    exclude_namespaces: tuple[str, ...] = DEFAULT_EXCLUDED_NAMESPACES
+    types: tuple[str, ...] = ()
+    labels: tuple[str, ...] = ()
+    layout: Layout = "flat"
+    format: Format = "json"
+    policy: Policy = "sync"
+    dry_run: bool = False
+    max_deletes: int = 10
+    endpoints: bool = False
+    endpoints_debounce: float = 5.0
+    endpoints_max_delay: float = 30.0
+    workers: int = 2
+    gc_delay: float = 1.0

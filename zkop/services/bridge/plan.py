@@ -1,0 +1,319 @@
+"""Pure planning for the service bridge: desired nodes + observed nodes → actions.
+
+No I/O (the external-dns split: source → plan → provider). The reconciler reads the cache
+and ZooKeeper, calls these functions, and hands the actions to the ZooKeeper adapter, which
+executes each one conditionally on the version it was planned from.
+
+Two planners:
+
+* :func:`plan_service` — one Service's scope: its containers, its records, and the children
+  of its key path. Creates what is missing, rewrites *our* nodes whose bytes differ,
+  deletes *our* children of the key path that are no longer wanted (e.g. a Curator instance
+  whose address went away), and never touches a foreign node.
+* :func:`plan_sweep` — garbage collection over everything under the root. A node is an
+  orphan when it is ours and neither lies within a desired key path nor is an ancestor of
+  one. Orphans are deleted deepest first; a node is deleted only when all its children are
+  (ZooKeeper deletes are never recursive). The delete circuit breaker counts the Services
+  (distinct owner uids) whose records would go, leaving out uids of Services that are still
+  published (their old nodes are being moved, not lost); above ``max_deletes`` nothing at all
+  is deleted in that sweep.
+
+Policies (external-dns ``plan/policy.go``): ``sync`` creates, updates and deletes;
+``upsert-only`` never deletes; ``create-only`` only creates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence, Set
+from dataclasses import dataclass, field
+
+from zkop.kube.client import JSON
+from zkop.runtime.informer import meta_namespace_key
+from zkop.services.bridge.formats import DesiredNode, Owner, RecordFormat
+from zkop.services.bridge.naming import winner
+from zkop.services.bridge.options import BridgeOptions, Policy
+from zkop.services.bridge.records import is_selected
+from zkop.zookeeper.actions import Action, CreateNode, DeleteNode, SetData
+from zkop.zookeeper.paths import parent_paths
+
+__all__ = [
+    "Collision",
+    "DesiredSet",
+    "ObservedNode",
+    "ServicePlan",
+    "SweepPlan",
+    "describe",
+    "desired_set",
+    "is_protected",
+    "plan_service",
+    "plan_sweep",
+]
+
+
+@dataclass(frozen=True)
+class ObservedNode:
+    """A znode as read, with its owner stamp parsed.
+
+    Attributes:
+        path: absolute path (as the adapter sees it, i.e. inside any chroot).
+        data: the bytes.
+        version: ``Stat.version``, for compare-and-set.
+        num_children: ``Stat.numChildren``.
+        ephemeral: ``Stat.ephemeralOwner != 0``; an ephemeral node is never ours.
+        owner: the parsed stamp, ``None`` if the node has none.
+    """
+
+    path: str
+    data: bytes
+    version: int
+    num_children: int = 0
+    ephemeral: bool = False
+    owner: Owner | None = None
+
+    def ours(self, cluster_id: str) -> bool:
+        """True if this installation may change or delete the node."""
+        return not self.ephemeral and self.owner is not None and self.owner.is_ours(cluster_id)
+
+    @property
+    def is_record(self) -> bool:
+        """True for a record (stamp with a Service uid), False for containers and unstamped nodes."""
+        return self.owner is not None and self.owner.uid is not None
+
+
+def describe(action: Action) -> str:
+    """One line for logs and dry runs, e.g. ``create /kubernetes/services/default-web (412 bytes)``."""
+    if isinstance(action, CreateNode):
+        return f"create {action.path} ({len(action.data)} bytes)"
+    if isinstance(action, SetData):
+        return f"update {action.path} (version {action.expected_version}, {len(action.data)} bytes)"
+    if isinstance(action, DeleteNode):
+        return f"delete {action.path} (version {action.expected_version})"
+    return f"{type(action).__name__} {action.path}"
+
+
+# --- the desired set ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Collision:
+    """Two selected Services mapping to one key path; ``loser`` is not published."""
+
+    key_path: str
+    winner: str
+    loser: str
+    loser_uid: str
+
+
+@dataclass(frozen=True)
+class DesiredSet:
+    """What the whole cache wants, for garbage collection.
+
+    Attributes:
+        keys: key paths of every selected Service (collisions count once).
+        live_uids: uids of the Services that are published (collision winners).
+        collisions: every loser, with its winner.
+    """
+
+    keys: frozenset[str]
+    live_uids: frozenset[str]
+    collisions: tuple[Collision, ...] = ()
+
+
+def desired_set(services: Iterable[JSON], options: BridgeOptions, fmt: RecordFormat) -> DesiredSet:
+    """Compute the :class:`DesiredSet` of the cached ``services`` (filters and the collision rule applied)."""
+    by_key: dict[str, list[JSON]] = {}
+    for obj in services:
+        if not is_selected(obj, options):
+            continue
+        by_key.setdefault(fmt.locate(obj, options).key_path, []).append(obj)
+    live: set[str] = set()
+    collisions: list[Collision] = []
+    for key, candidates in sorted(by_key.items()):
+        best = winner(candidates)
+        assert best is not None
+        live.add(str((best.get("metadata") or {}).get("uid") or ""))
+        for obj in candidates:
+            if obj is not best:
+                collisions.append(Collision(key, meta_namespace_key(best), meta_namespace_key(obj),
+                                            str((obj.get("metadata") or {}).get("uid") or "")))
+    return DesiredSet(frozenset(by_key), frozenset(live), tuple(collisions))
+
+
+# --- one Service -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ServicePlan:
+    """The result of :func:`plan_service`.
+
+    Attributes:
+        actions: to execute in order (containers, then records, then deletions).
+        foreign: desired paths held by foreign nodes, left alone.
+        suppressed: changes the policy forbade, described.
+        created: record paths this plan creates.
+    """
+
+    actions: tuple[Action, ...]
+    foreign: tuple[str, ...] = ()
+    suppressed: tuple[str, ...] = ()
+    created: tuple[str, ...] = field(default=())
+
+
+def plan_service(
+    desired: Sequence[DesiredNode], observed: Mapping[str, ObservedNode], children: Sequence[ObservedNode],
+    *, cluster_id: str, policy: Policy,
+) -> ServicePlan:
+    """Plan one Service's nodes.
+
+    Args:
+        desired: containers then records, parents first (:meth:`RecordFormat.nodes`).
+        observed: the existing nodes among the desired paths, by path (absent paths are missing).
+        children: the existing children of the key path.
+        cluster_id: this installation's ``--cluster-id``.
+        policy: ``sync`` | ``upsert-only`` | ``create-only``.
+
+    Table (per desired node):
+
+    ===================  ===========================  ==================================
+    observed             record                       container
+    ===================  ===========================  ==================================
+    absent               create                       create
+    ours, same bytes     nothing                      nothing
+    ours, other bytes    set (CAS) unless create-only set (CAS) unless create-only
+    foreign              left alone, reported         left alone (records go inside)
+    ephemeral            left alone, reported         left alone, records below skipped
+    ===================  ===========================  ==================================
+
+    Children of the key path that are ours and not desired are deleted (``sync`` only).
+    """
+    actions: list[Action] = []
+    foreign: list[str] = []
+    suppressed: list[str] = []
+    created: list[str] = []
+    blocked: list[str] = []
+    wanted = {node.path for node in desired}
+    for node in desired:
+        if any(node.path.startswith(b + "/") for b in blocked):
+            foreign.append(node.path)
+            continue
+        current = observed.get(node.path)
+        if current is None:
+            actions.append(CreateNode(node.path, node.data))
+            if not node.container:
+                created.append(node.path)
+            continue
+        if not current.ours(cluster_id):
+            if current.ephemeral:
+                blocked.append(node.path)
+            if not node.container or current.ephemeral:
+                foreign.append(node.path)
+            continue
+        if current.data == node.data:
+            continue
+        if policy == "create-only":
+            suppressed.append(f"update {node.path} (policy create-only)")
+            continue
+        actions.append(SetData(node.path, node.data, current.version))
+    for child in sorted(children, key=lambda c: c.path):
+        if child.path in wanted or not child.ours(cluster_id):
+            continue
+        if child.num_children:
+            continue  # never recursive; the sweep collects what is below first
+        if policy != "sync":
+            suppressed.append(f"delete {child.path} (policy {policy})")
+            continue
+        actions.append(DeleteNode(child.path, child.version))
+    return ServicePlan(tuple(actions), tuple(foreign), tuple(suppressed), tuple(created))
+
+
+# --- garbage collection ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """The result of :func:`plan_sweep`.
+
+    Attributes:
+        actions: deletions, deepest first; empty when the breaker is open or the policy forbids.
+        orphans: every path that garbage collection wants gone (before breaker and policy).
+        counted_uids: the Services (uids) whose records would go, as the breaker counts them.
+        breaker_open: more than ``max_deletes`` Services would lose their records; nothing deleted.
+        suppressed: the policy forbids deletion; nothing deleted.
+        foreign: foreign nodes under the root that hold none of ours below them.
+        published: distinct Services (uids) with at least one of our records within a desired key.
+    """
+
+    actions: tuple[DeleteNode, ...]
+    orphans: tuple[str, ...] = ()
+    counted_uids: frozenset[str] = frozenset()
+    breaker_open: bool = False
+    suppressed: bool = False
+    foreign: int = 0
+    published: int = 0
+
+
+def _parent(path: str) -> str:
+    return path.rsplit("/", 1)[0] or "/"
+
+
+def is_protected(path: str, desired_keys: Set[str]) -> bool:
+    """True if garbage collection must keep ``path``: it is a desired key, lies below one, or is an ancestor of one."""
+    if path in desired_keys or any(p in desired_keys for p in parent_paths(path)):
+        return True
+    prefix = path.rstrip("/") + "/"
+    return any(key.startswith(prefix) for key in desired_keys)
+
+
+def plan_sweep(
+    scan: Sequence[ObservedNode], *, desired_keys: Set[str], cluster_id: str, policy: Policy,
+    max_deletes: int, live_uids: Set[str] = frozenset(),
+) -> SweepPlan:
+    """Plan garbage collection over every node found under the root.
+
+    Args:
+        scan: the nodes under the root (the root itself excluded), any order.
+        desired_keys: key paths of all selected Services (from a *synced* cache).
+        cluster_id: this installation's ``--cluster-id``; only its nodes are candidates.
+        policy: anything but ``sync`` deletes nothing.
+        max_deletes: the circuit breaker's limit on Services per sweep; ``0`` disables it.
+        live_uids: uids of published Services; their leftovers do not count for the breaker.
+
+    A node is protected (never an orphan) when its path is a desired key, lies below one, or
+    is an ancestor of one.
+    """
+    ancestors: set[str] = set()
+    for key in desired_keys:
+        ancestors.update(parent_paths(key))
+
+    def protected(path: str) -> bool:
+        return path in ancestors or path in desired_keys or any(p in desired_keys for p in parent_paths(path))
+
+    children: dict[str, list[ObservedNode]] = {}
+    for node in scan:
+        children.setdefault(_parent(node.path), []).append(node)
+    deleted: set[str] = set()
+    actions: list[DeleteNode] = []
+    uids: set[str] = set()
+    for node in sorted(scan, key=lambda n: (-n.path.count("/"), n.path)):
+        if not node.ours(cluster_id) or protected(node.path):
+            continue
+        below = children.get(node.path, [])
+        if node.num_children != len(below) or any(c.path not in deleted for c in below):
+            continue  # holds something we do not delete (or did not scan)
+        deleted.add(node.path)
+        actions.append(DeleteNode(node.path, node.version))
+        if node.is_record and node.owner is not None and node.owner.uid not in live_uids:
+            uids.add(str(node.owner.uid))
+    owned_ancestors: set[str] = set()
+    published: set[str] = set()
+    for node in scan:
+        if node.ours(cluster_id):
+            owned_ancestors.update(parent_paths(node.path))
+            if node.is_record and protected(node.path) and node.owner is not None:
+                published.add(str(node.owner.uid))
+    foreign = sum(1 for n in scan if not n.ours(cluster_id) and n.path not in owned_ancestors)
+    orphans = tuple(a.path for a in actions)
+    breaker = max_deletes > 0 and len(uids) > max_deletes
+    suppressed = policy != "sync" and bool(actions)
+    final = () if breaker or policy != "sync" else tuple(actions)
+    return SweepPlan(final, orphans, frozenset(uids), breaker, suppressed, foreign, len(published))

@@ -1,0 +1,398 @@
+"""Reconcile Services into ZooKeeper: per-Service passes and the full sync (garbage collection).
+
+Two kinds of key share one rate-limited queue (so they are serialised by the same
+machinery and counted under ``controller="service-bridge"``):
+
+* ``namespace/name`` — :meth:`ServiceBridgeReconciler.sync_service`: read the Service from the
+  cache; if it is published and wins its key path, render its nodes, read what ZooKeeper
+  holds, :func:`~zkop.services.bridge.plan.plan_service`, execute with compare-and-set (re-planning on a
+  concurrent change). A Service that is gone or no longer selected is never deleted from
+  here: if it was selected when last seen, it schedules a full sync (after ``gc_delay``, so a
+  burst of deletions is judged as one), and every deletion passes the circuit breaker.
+* :data:`FULL_SYNC_KEY` — :meth:`ServiceBridgeReconciler.full_sync`: only once the informers
+  have synced (never on a partial cache — the top failure of consul-k8s and external-dns),
+  compute the desired key paths from the whole cache, scan the root, and
+  :func:`~zkop.services.bridge.plan.plan_sweep`. Repeats every ``full_sync_period`` seconds (sooner
+  after a lost race or while the circuit breaker is open; only a complete sync with the breaker
+  closed sets the last-full-sync timestamp).
+
+Deletes are guarded three ways: the plan only takes nodes stamped with this installation's
+owner; right before executing, each path is checked again against a fresh desired set from
+the cache (a Service re-created meanwhile protects its path); and each delete is conditional
+on the version that was read, so a record rewritten for a re-created Service (new uid, new
+version) makes the stale delete fail instead of removing it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from zkop.kube.client import JSON
+from zkop.kube.events import EventRecorder
+from zkop.runtime import metrics
+from zkop.runtime.controller import Result
+from zkop.runtime.informer import Indexer, meta_namespace_key
+from zkop.services.bridge.endpoints import Debouncer, EndpointsView, endpoints_view
+from zkop.services.bridge.formats import DesiredNode, RecordFormat, get_format, parse_owner
+from zkop.services.bridge.naming import winner
+from zkop.services.bridge.options import BridgeOptions
+from zkop.services.bridge.plan import (
+    ObservedNode,
+    ServicePlan,
+    SweepPlan,
+    describe,
+    desired_set,
+    is_protected,
+    plan_service,
+    plan_sweep,
+)
+from zkop.services.bridge.records import is_selected, service_record
+from zkop.zookeeper.actions import Action, CreateNode, DeleteNode, Observed, SetData
+from zkop.zookeeper.adapter import ConcurrentModification, ZooKeeperError
+
+__all__ = [
+    "FULL_SYNC_KEY",
+    "KEY_INDEX",
+    "SLICE_INDEX",
+    "RetryableError",
+    "ServiceBridgeReconciler",
+    "ZooKeeperClient",
+    "default_event_object",
+]
+
+log = logging.getLogger(__name__)
+
+#: The queue key of the full sync; it has no ``/`` so it never names a Service.
+FULL_SYNC_KEY = "service-bridge:full-sync"
+#: Services informer index: selected Service → its key path.
+KEY_INDEX = "zookeeper-key"
+#: EndpointSlices informer index: slice → ``namespace/service``.
+SLICE_INDEX = "service"
+#: Plans re-made after a concurrent change before giving up to the rate limiter.
+MAX_REPLANS = 3
+#: Levels below the root the full sync scans (Curator instances of the nested layout are 3 deep).
+SCAN_DEPTH = 3
+#: Seconds until a full sync that the circuit breaker stopped runs again (the breaker re-judges then).
+BREAKER_RECHECK = 30.0
+#: Seconds until a full sync that lost a race (a node changed, a Service came back) re-plans.
+CONFLICT_RECHECK = 5.0
+
+
+class RetryableError(Exception):
+    """A ZooKeeper failure during a reconcile; the key goes back to the rate limiter (logged at info)."""
+
+    expected = True
+
+
+class ZooKeeperClient(Protocol):
+    """What the reconciler needs from :class:`~zkop.zookeeper.adapter.ZooKeeperAdapter`."""
+
+    def read(self, path: str) -> Observed | None: ...
+
+    def children(self, path: str) -> list[str] | None: ...
+
+    def execute(self, actions: Sequence[Action]) -> None: ...
+
+
+def default_event_object() -> JSON:
+    """What breaker Events are about: zkop's Pod (``POD_NAME``/``POD_NAMESPACE`` set), else Namespace ``default``."""
+    name, namespace = os.environ.get("POD_NAME"), os.environ.get("POD_NAMESPACE")
+    if name and namespace:
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace}}
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}
+
+
+class ServiceBridgeReconciler:
+    """Publishes the Services of ``services`` into ZooKeeper.
+
+    Args:
+        services: the Services informer's indexer, with the :data:`KEY_INDEX` index.
+        zookeeper: the adapter (or anything with ``read``/``children``/``execute``).
+        recorder: Kubernetes Events.
+        options: bridge settings.
+        cluster_id: this installation's ``--cluster-id`` (the owner stamp).
+        slices: the EndpointSlices indexer with :data:`SLICE_INDEX` (``--service-bridge-endpoints``).
+        synced: True once every informer the bridge reads has listed.
+        request_full_sync: ``f(delay_seconds)`` enqueues :data:`FULL_SYNC_KEY`.
+        full_sync_period: seconds between full syncs.
+        clock: monotonic seconds (endpoint debounce).
+        event_object: what breaker Events are about (default :func:`default_event_object`).
+    """
+
+    def __init__(
+        self, services: Indexer, zookeeper: ZooKeeperClient, recorder: EventRecorder, options: BridgeOptions, *,
+        cluster_id: str, slices: Indexer | None = None, synced: Callable[[], bool] = lambda: True,
+        request_full_sync: Callable[[float], None] = lambda delay: None, full_sync_period: float = 600.0,
+        clock: Callable[[], float] = time.monotonic, event_object: JSON | None = None,
+    ) -> None:
+        self.services = services
+        self.slices = slices
+        self.zookeeper = zookeeper
+        self.recorder = recorder
+        self.options = options
+        self.cluster_id = cluster_id
+        self.format: RecordFormat = get_format(options.format)
+        self.synced = synced
+        self.request_full_sync = request_full_sync
+        self.full_sync_period = full_sync_period
+        self.event_object = event_object or default_event_object()
+        self.debouncer = Debouncer(options.endpoints_debounce, options.endpoints_max_delay, clock)
+        self._lock = threading.Lock()
+        self._collisions: dict[str, tuple[str, str]] = {}  # loser key → (its uid, winner key)
+        self._conflicts: dict[str, tuple[str, tuple[str, ...]]] = {}  # key → (uid, foreign paths)
+        self._tracked: set[str] = set()  # keys of selected Services seen; only these can leave records behind
+        self.breaker_open = False
+        self.last_sweep: SweepPlan | None = None
+
+    # --- index and mapping helpers (used by the builder) ----------------------------------------
+
+    def key_index(self, obj: JSON) -> list[str]:
+        """Index function for :data:`KEY_INDEX`: the key path of a selected Service, else nothing."""
+        if not is_selected(obj, self.options):
+            return []
+        return [self.format.locate(obj, self.options).key_path]
+
+    def keys_for(self, obj: JSON) -> list[str]:
+        """Map a Service event to keys: the Service and every other Service sharing its key path
+        (so a collision loser takes over when the winner goes)."""
+        own = meta_namespace_key(obj)
+        path = self.format.locate(obj, self.options).key_path
+        return [own, *(k for k in self.services.index_keys(KEY_INDEX, path) if k != own)]
+
+    # --- entry point --------------------------------------------------------------------------
+
+    def reconcile(self, key: str) -> Result:
+        """Reconcile one queue key: :data:`FULL_SYNC_KEY` or a Service's ``namespace/name``.
+
+        Raises:
+            RetryableError: ZooKeeper unavailable or refused, or a conflict persisted; the controller
+                requeues the key with backoff and logs it without a traceback.
+        """
+        try:
+            if key == FULL_SYNC_KEY:
+                return self.full_sync()
+            return self.sync_service(key)
+        except ZooKeeperError as err:
+            raise RetryableError(f"{key}: {err}") from err
+
+    # --- one Service --------------------------------------------------------------------------
+
+    def sync_service(self, key: str) -> Result:
+        """Publish Service ``key`` if it is selected and wins its key path (see the module docstring)."""
+        if not self.synced():
+            return Result(requeue_after=1.0)
+        obj = self.services.get(key)
+        if obj is None or not is_selected(obj, self.options):
+            with self._lock:
+                tracked = key in self._tracked
+                self._tracked.discard(key)
+            self._forget(key)
+            if tracked:
+                self.request_full_sync(self.options.gc_delay)
+            return Result()
+        with self._lock:
+            self._tracked.add(key)
+        location = self.format.locate(obj, self.options)
+        best = winner(self.services.by_index(KEY_INDEX, location.key_path)) or obj
+        if meta_namespace_key(best) != key:
+            self._note_collision(key, obj, best, location.key_path)
+            return Result()
+        with self._lock:
+            self._collisions.pop(key, None)
+        view, recheck = self._endpoints(key)
+        record = service_record(obj, self.options, view)
+        desired = self.format.nodes(record, location, self.cluster_id)
+        plan, had_record = self._converge(key, desired, location.key_path)
+        self._report(key, obj, location.key_path, plan, had_record)
+        return Result(requeue_after=recheck) if recheck else Result()
+
+    def _endpoints(self, key: str) -> tuple[EndpointsView | None, float | None]:
+        if self.slices is None:
+            return None, None
+        return self.debouncer.settle(key, endpoints_view(self.slices.by_index(SLICE_INDEX, key)))
+
+    def _forget(self, key: str) -> None:
+        self.debouncer.forget(key)
+        with self._lock:
+            self._collisions.pop(key, None)
+            self._conflicts.pop(key, None)
+
+    def _read(self, path: str) -> ObservedNode | None:
+        observed = self.zookeeper.read(path)
+        if observed is None:
+            return None
+        return ObservedNode(path, observed.data, observed.version, observed.num_children,
+                            bool(observed.ephemeral_owner), parse_owner(path, observed.data))
+
+    def _observe(
+        self, desired: Sequence[DesiredNode], key_path: str,
+    ) -> tuple[dict[str, ObservedNode], list[ObservedNode]]:
+        observed: dict[str, ObservedNode] = {}
+        for node in desired:
+            current = self._read(node.path)
+            if current is not None:
+                observed[node.path] = current
+        key_node = observed.get(key_path) if any(n.path == key_path for n in desired) else self._read(key_path)
+        children: list[ObservedNode] = []
+        if key_node is not None and key_node.num_children:
+            for name in sorted(self.zookeeper.children(key_path) or []):
+                path = f"{key_path}/{name}"
+                child = observed.get(path) or self._read(path)
+                if child is not None:
+                    children.append(child)
+        return observed, children
+
+    def _converge(self, key: str, desired: Sequence[DesiredNode], key_path: str) -> tuple[ServicePlan, bool]:
+        """Read, plan, execute; re-plan on a concurrent change up to :data:`MAX_REPLANS` times."""
+        last: ConcurrentModification | None = None
+        for attempt in range(MAX_REPLANS):
+            observed, children = self._observe(desired, key_path)
+            had_record = any(n.ours(self.cluster_id) and n.is_record for n in [*observed.values(), *children])
+            plan = plan_service(desired, observed, children, cluster_id=self.cluster_id, policy=self.options.policy)
+            for note in plan.suppressed:
+                log.debug("service-bridge %s: not done: %s", key, note)
+            if self.options.dry_run:
+                for action in plan.actions:
+                    log.info("service-bridge dry-run %s: would %s", key, describe(action))
+                return plan, had_record
+            try:
+                self._execute(plan.actions)
+                return plan, had_record
+            except ConcurrentModification as err:
+                log.info("service-bridge %s: znode changed during reconcile (attempt %d): %s", key, attempt + 1, err)
+                last = err
+        assert last is not None
+        raise last
+
+    def _execute(self, actions: Sequence[Action]) -> None:
+        for action in actions:
+            self.zookeeper.execute([action])
+            log.debug("service-bridge: %s", describe(action))
+            if isinstance(action, CreateNode):
+                metrics.SERVICE_BRIDGE_WRITES.labels("create").inc()
+            elif isinstance(action, SetData):
+                metrics.SERVICE_BRIDGE_WRITES.labels("update").inc()
+            elif isinstance(action, DeleteNode):
+                metrics.SERVICE_BRIDGE_DELETES.inc()
+
+    def _report(self, key: str, obj: JSON, key_path: str, plan: ServicePlan, had_record: bool) -> None:
+        if plan.created and not had_record and not self.options.dry_run:
+            self.recorder.event(obj, "Normal", "Published", f"published to ZooKeeper at {key_path}")
+        uid = str((obj.get("metadata") or {}).get("uid") or "")
+        with self._lock:
+            previous = self._conflicts.get(key)
+            if plan.foreign:
+                self._conflicts[key] = (uid, plan.foreign)
+            else:
+                self._conflicts.pop(key, None)
+        if plan.foreign and previous != (uid, plan.foreign):
+            metrics.SERVICE_BRIDGE_SKIPPED_FOREIGN.inc(len(plan.foreign))
+            self.recorder.event(
+                obj, "Warning", "RecordConflict",
+                f"znode {', '.join(plan.foreign)} exists and is not owned by this zkop (cluster id "
+                f"{self.cluster_id!r}); left unchanged, so this Service is not published there",
+            )
+
+    def _note_collision(self, key: str, obj: JSON, best: JSON, key_path: str) -> None:
+        uid = str((obj.get("metadata") or {}).get("uid") or "")
+        winner_key = meta_namespace_key(best)
+        with self._lock:
+            new = self._collisions.get(key) != (uid, winner_key)
+            self._collisions[key] = (uid, winner_key)
+        if not new:
+            return
+        metrics.SERVICE_BRIDGE_COLLISIONS.inc()
+        self.recorder.event(
+            obj, "Warning", "RecordCollision",
+            f"ZooKeeper key {key_path} is already used by Service {winner_key}, which is older; this Service "
+            "is not published (use --service-bridge-layout nested for collision-free paths)",
+        )
+
+    # --- full sync ----------------------------------------------------------------------------
+
+    def scan(self) -> list[ObservedNode]:
+        """Every node under the root down to :data:`SCAN_DEPTH` levels, with owner stamps parsed."""
+        found: list[ObservedNode] = []
+        frontier: list[tuple[str, int]] = [(self.options.root, 0)]
+        while frontier:
+            parent, depth = frontier.pop()
+            for name in sorted(self.zookeeper.children(parent) or []):
+                node = self._read(f"{parent}/{name}")
+                if node is None:
+                    continue
+                found.append(node)
+                if node.num_children and depth + 1 < SCAN_DEPTH:
+                    frontier.append((node.path, depth + 1))
+        return found
+
+    def full_sync(self) -> Result:
+        """Garbage-collect orphaned records (see the module docstring); never before the informers synced."""
+        if not self.synced():
+            log.info("service-bridge: informers not synced yet; full sync postponed")
+            return Result(requeue_after=1.0)
+        services = self.services.list()
+        want = desired_set(services, self.options, self.format)
+        with self._lock:
+            self._tracked.update(meta_namespace_key(o) for o in services if is_selected(o, self.options))
+        plan = plan_sweep(
+            self.scan(), desired_keys=want.keys, live_uids=want.live_uids, cluster_id=self.cluster_id,
+            policy=self.options.policy, max_deletes=self.options.max_deletes,
+        )
+        self.last_sweep = plan
+        self._set_breaker(plan)
+        if plan.suppressed:
+            log.info("service-bridge: policy %s keeps %d orphaned node(s): %s", self.options.policy,
+                     len(plan.orphans), ", ".join(plan.orphans))
+        complete = True
+        deleted = 0
+        if self.options.dry_run:
+            for action in plan.actions:
+                log.info("service-bridge dry-run full sync: would %s", describe(action))
+        elif plan.actions:
+            for action in plan.actions:
+                fresh = desired_set(self.services.list(), self.options, self.format).keys
+                if is_protected(action.path, fresh):
+                    log.info("service-bridge: %s is wanted again; not deleted", action.path)
+                    complete = False
+                    continue
+                try:
+                    self._execute([action])
+                    deleted += 1
+                except ConcurrentModification as err:
+                    log.info("service-bridge: %s changed since the scan; not deleted (%s)", action.path, err)
+                    complete = False
+            if deleted:
+                log.info("service-bridge: full sync deleted %d orphaned node(s)", deleted)
+        orphaned = len(plan.counted_uids) if plan.breaker_open or plan.suppressed or self.options.dry_run else 0
+        metrics.SERVICE_BRIDGE_RECORDS.labels("published").set(plan.published)
+        metrics.SERVICE_BRIDGE_RECORDS.labels("foreign").set(plan.foreign)
+        metrics.SERVICE_BRIDGE_RECORDS.labels("orphaned").set(orphaned)
+        metrics.SERVICE_BRIDGE_RECORDS.labels("collided").set(len(want.collisions))
+        if plan.breaker_open:
+            return Result(requeue_after=min(self.full_sync_period, BREAKER_RECHECK))
+        if not complete:
+            return Result(requeue_after=min(self.full_sync_period, CONFLICT_RECHECK))
+        metrics.SERVICE_BRIDGE_LAST_FULL_SYNC.set(time.time())
+        return Result(requeue_after=self.full_sync_period)
+
+    def _set_breaker(self, plan: SweepPlan) -> None:
+        metrics.SERVICE_BRIDGE_DELETE_CIRCUIT_BREAKER_OPEN.set(1 if plan.breaker_open else 0)
+        was_open, self.breaker_open = self.breaker_open, plan.breaker_open
+        if plan.breaker_open:
+            message = (
+                f"delete circuit breaker open: the records of {len(plan.counted_uids)} Services under "
+                f"{self.options.root} would be deleted, more than --service-bridge-max-deletes="
+                f"{self.options.max_deletes}; nothing was deleted. If this is intended, raise the limit"
+            )
+            log.log(logging.WARNING if was_open else logging.ERROR, "service-bridge: %s (e.g. %s)", message,
+                    ", ".join(plan.orphans[:5]))
+            self.recorder.event(self.event_object, "Warning", "DeleteCircuitBreakerOpen", message)
+        elif was_open:
+            log.warning("service-bridge: delete circuit breaker closed")
+            self.recorder.event(self.event_object, "Normal", "DeleteCircuitBreakerClosed",
+                                "delete circuit breaker closed; garbage collection resumed")

@@ -1,0 +1,115 @@
+"""Wire the service importer: informers, the ``service-import`` controller, its reconciler and watches.
+
+The manager owns the lifecycle, exactly as for the service bridge: it starts the informers on
+every replica and waits for their sync, starts the controller only while leading, and calls
+:meth:`ServiceImporter.on_session_reconnected` after the ZooKeeper session comes back.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from zkop.kube.client import KubeClient
+from zkop.kube.events import EventRecorder
+from zkop.runtime.controller import Controller
+from zkop.runtime.informer import Informer, ResourceRef
+from zkop.runtime.workqueue import RateLimitingQueue
+from zkop.services.bridge.endpoints import slice_service_key
+from zkop.services.importer.options import IMPORTED_LABEL, ImportOptions
+from zkop.services.importer.reader import ZooKeeperReader
+from zkop.services.importer.reconciler import FULL_SYNC_KEY, ROOT_KEY, SLICE_INDEX, ServiceImportReconciler, service_key
+from zkop.zookeeper.adapter import ZooKeeperAdapter
+
+__all__ = ["CONTROLLER_NAME", "ServiceImporter", "build_service_importer"]
+
+log = logging.getLogger(__name__)
+
+CONTROLLER_NAME = "service-import"
+SERVICES = ResourceRef("", "v1", "services")
+ENDPOINTSLICES = ResourceRef("discovery.k8s.io", "v1", "endpointslices")
+
+
+@dataclass
+class ServiceImporter:
+    """The importer's parts, for the manager.
+
+    Attributes:
+        informers: the import namespace's Services (all of them: a foreign Service of a wanted name
+            must be seen) and its imported EndpointSlices (label-selected); the manager starts,
+            stops and waits for them.
+        controllers: the ``service-import`` controller; started only while leading.
+        reconciler: the reconciler (for tests and diagnostics).
+    """
+
+    informers: list[Informer]
+    controllers: list[Controller]
+    reconciler: ServiceImportReconciler
+
+    @property
+    def controller(self) -> Controller:
+        """The ``service-import`` controller."""
+        return self.controllers[0]
+
+    def request_full_sync(self, delay: float = 0.0) -> None:
+        """Enqueue a full sync (re-read everything, garbage collection) after ``delay`` seconds."""
+        self.controller.queue.add_after(FULL_SYNC_KEY, delay)
+
+    def on_session_reconnected(self) -> None:
+        """A new ZooKeeper session (every watch may be gone): re-list the root, re-read every known
+        service (which re-arms their watches) and run a full sync."""
+        log.info("service-import: new ZooKeeper session; re-reading everything")
+        self.controller.queue.add(ROOT_KEY)
+        for name in self.reconciler.known_names():
+            self.controller.queue.add(service_key(name))
+        self.controller.queue.add(FULL_SYNC_KEY)
+
+
+def build_service_importer(
+    client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: EventRecorder, options: ImportOptions, *,
+    cluster_id: str, resync_period: float, inactivity_timeout: float,
+) -> ServiceImporter:
+    """Build (not start) the service importer.
+
+    Args:
+        client: JSON client for the informers and the writes.
+        zookeeper: the adapter whose session (and watched reads) the importer uses; the importer
+            registers a watch listener on it.
+        recorder: Kubernetes Events.
+        options: importer settings (:func:`zkop.cmd.import_flags.options_from_args`).
+        cluster_id: the global ``--cluster-id``, written into the owner annotation.
+        resync_period: seconds between full syncs (the informers' own resync is off: the full
+            sync re-reads every service anyway).
+        inactivity_timeout: seconds a silent watch is kept before it is reopened.
+
+    The root and full-sync keys are enqueued at once; they run when the workers start (the full
+    sync waits for the informers' first LIST).
+    """
+    namespaces = [options.namespace]
+    services = Informer(
+        client, SERVICES, namespaces=namespaces, resync_period=0, name="import-services",
+        inactivity_timeout=inactivity_timeout,
+    )
+    slices = Informer(
+        client, ENDPOINTSLICES, namespaces=namespaces, resync_period=0, name="import-endpointslices",
+        indexers={SLICE_INDEX: slice_service_key}, label_selector=f"{IMPORTED_LABEL}=true",
+        inactivity_timeout=inactivity_timeout,
+    )
+    queue: RateLimitingQueue[str] = RateLimitingQueue(CONTROLLER_NAME)
+    informers = [services, slices]
+
+    def synced() -> bool:
+        return all(i.has_synced() for i in informers)
+
+    reconciler = ServiceImportReconciler(
+        services.indexer, slices.indexer, ZooKeeperReader(zookeeper, lambda path: reconciler.on_znode_event(path)),
+        client, recorder, options, cluster_id=cluster_id, enqueue=queue.add, synced=synced,
+        request_full_sync=lambda delay: queue.add_after(FULL_SYNC_KEY, delay), full_sync_period=resync_period,
+    )
+    controller = Controller(CONTROLLER_NAME, reconciler, workers=options.workers, queue=queue)
+    controller.watch(services, reconciler.keys_for_service)
+    controller.watch(slices, reconciler.keys_for_slice)
+    zookeeper.add_watch_listener(reconciler.on_znode_event)
+    queue.add(ROOT_KEY)
+    queue.add(FULL_SYNC_KEY)
+    return ServiceImporter(informers, [controller], reconciler)

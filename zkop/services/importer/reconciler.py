@@ -1,0 +1,495 @@
+"""Reconcile ZooKeeper services into Services and EndpointSlices: per-name passes, the root, the full sync.
+
+Three kinds of key share one rate-limited queue (controller ``service-import``):
+
+* ``import:<service name>`` — :meth:`ServiceImportReconciler.sync_service`: the ZooKeeper service
+  nodes that map to this Service name (from the last root listing) are read with watches armed
+  (:class:`~zkop.services.importer.reader.ZooKeeperReader`), parsed (:mod:`zkop.services.importer.sources`), the
+  collision winner picked (:func:`zkop.services.importer.naming.winner`), planned against the informer
+  caches (:mod:`zkop.services.importer.plan`) and written. A name with no service node left is never
+  deleted from here: if zkop owns objects of that name it schedules a full sync (after
+  ``gc_delay``, so a burst of deletions is judged by the circuit breaker as one).
+* :data:`ROOT_KEY` — :meth:`ServiceImportReconciler.sync_root`: list the import root (re-arming its
+  child watch) and enqueue every name whose set of service nodes changed.
+* :data:`FULL_SYNC_KEY` — :meth:`ServiceImportReconciler.full_sync`: only once the informers have
+  synced (never on a partial cache) and right after a successful listing of the root, enqueue
+  every wanted name (the periodic safety net that re-reads everything) and collect owned objects
+  of names no service node wants (:func:`~zkop.services.importer.plan.plan_gc`, with the delete circuit
+  breaker). Repeats every ``full_sync_period`` seconds.
+
+Watch events (kazoo's thread) map a path to a key with :meth:`ServiceImportReconciler.key_for_path`
+and only enqueue it. Deletes are guarded three ways: only owned objects are planned; right before
+each delete the name is checked against the newest root listing (a service that came back keeps
+its objects); and each delete carries preconditions on uid and resourceVersion.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol
+
+import urllib3.exceptions
+
+from zkop.kube.client import JSON, MERGE_PATCH, ApiException, resource_path
+from zkop.kube.events import EventRecorder
+from zkop.runtime.controller import Result, TerminalError
+from zkop.runtime.informer import Indexer
+from zkop.services.bridge.endpoints import SERVICE_NAME_LABEL
+from zkop.services.bridge.reconciler import default_event_object
+from zkop.services.importer import metrics
+from zkop.services.importer.naming import service_name, winner
+from zkop.services.importer.options import OWNER_ANNOTATION, ImportOptions, owner_value
+from zkop.services.importer.plan import (
+    CreateObject,
+    DeleteObject,
+    GcPlan,
+    KubeAction,
+    PatchObject,
+    describe,
+    desired_service,
+    desired_slices,
+    is_owned,
+    plan_gc,
+    plan_service,
+    plan_slices,
+)
+from zkop.services.importer.reader import ZooKeeperReader, child_path
+from zkop.services.importer.sources import ImportedService, ServiceSource, get_source, written_by_zkop
+from zkop.zookeeper.adapter import ZooKeeperError
+
+__all__ = [
+    "FULL_SYNC_KEY",
+    "KEY_PREFIX",
+    "ROOT_KEY",
+    "SLICE_INDEX",
+    "KubeWriter",
+    "RetryableError",
+    "ServiceImportReconciler",
+    "service_key",
+]
+
+log = logging.getLogger(__name__)
+
+#: Prefix of per-name keys; the special keys below contain ``::``, which no Service name can.
+KEY_PREFIX = "import:"
+ROOT_KEY = "import::root"
+FULL_SYNC_KEY = "import::full-sync"
+#: EndpointSlices informer index: slice → ``namespace/service`` (``slice_service_key``).
+SLICE_INDEX = "service"
+#: Seconds until a full sync that the circuit breaker stopped runs again.
+BREAKER_RECHECK = 30.0
+#: Seconds until a full sync that lost a race (an object changed, a name came back) runs again.
+CONFLICT_RECHECK = 5.0
+
+_GROUPS = {"services": ("", "v1"), "endpointslices": ("discovery.k8s.io", "v1")}
+
+
+def service_key(name: str) -> str:
+    """The queue key of Service ``name``."""
+    return f"{KEY_PREFIX}{name}"
+
+
+class RetryableError(Exception):
+    """A ZooKeeper or API failure during a reconcile; the key goes back to the rate limiter (logged at info)."""
+
+    expected = True
+
+
+class KubeWriter(Protocol):
+    """What the reconciler needs from :class:`~zkop.kube.client.KubeClient`."""
+
+    def request(self, method: str, path: str, *, query: Any = None, body: Any = None,
+                content_type: str | None = None, timeout: Any = None) -> JSON: ...
+
+
+class ServiceImportReconciler:
+    """Imports the services under ``options.root`` into ``options.namespace``.
+
+    Args:
+        services: the import namespace's Services informer indexer (every Service, owned or not).
+        slices: the EndpointSlices indexer (imported ones only) with :data:`SLICE_INDEX`.
+        reader: watched ZooKeeper reads.
+        client: writes Services and EndpointSlices.
+        recorder: Kubernetes Events.
+        options: importer settings.
+        cluster_id: this installation's ``--cluster-id`` (the owner annotation).
+        enqueue: adds a key to the controller's queue (thread-safe, non-blocking).
+        synced: True once both informers have listed.
+        request_full_sync: ``f(delay_seconds)`` enqueues :data:`FULL_SYNC_KEY` after a delay.
+        full_sync_period: seconds between full syncs.
+        event_object: what breaker Events are about (default: zkop's Pod, see
+            :func:`zkop.services.bridge.reconciler.default_event_object`).
+    """
+
+    def __init__(
+        self, services: Indexer, slices: Indexer, reader: ZooKeeperReader, client: KubeWriter,
+        recorder: EventRecorder, options: ImportOptions, *, cluster_id: str, enqueue: Callable[[str], None],
+        synced: Callable[[], bool] = lambda: True, request_full_sync: Callable[[float], None] = lambda delay: None,
+        full_sync_period: float = 600.0, event_object: JSON | None = None,
+    ) -> None:
+        self.services = services
+        self.slices = slices
+        self.reader = reader
+        self.client = client
+        self.recorder = recorder
+        self.options = options
+        self.cluster_id = cluster_id
+        self.source: ServiceSource = get_source(options.format)
+        self.enqueue = enqueue
+        self.synced = synced
+        self.request_full_sync = request_full_sync
+        self.full_sync_period = full_sync_period
+        self.event_object = event_object or default_event_object()
+        self._lock = threading.Lock()
+        self._root_lock = threading.Lock()
+        self._listing: dict[str, tuple[str, ...]] = {}  # Service name → service node names
+        self._listed = False
+        self._unnamed: set[str] = set()  # node names with no usable Service name (reported once)
+        self._collisions: dict[str, tuple[str, ...]] = {}  # name → losing paths (reported)
+        self._conflicts: dict[str, str] = {}  # name → uid of the foreign Service (reported)
+        self._skips: dict[str, dict[str, str]] = {}  # name → instance path → reason (reported)
+        self.breaker_open = False
+        self.last_gc: GcPlan | None = None
+
+    # --- mapping (event handlers and watch callbacks: no I/O) ---------------------------------
+
+    def name_for_node(self, node_name: str) -> str | None:
+        """The Service name of the service node called ``node_name`` (a child of the root)."""
+        return service_name(self.source.source_name(node_name), self.options.prefix)
+
+    def key_for_path(self, path: str) -> str | None:
+        """The queue key a watch event on ``path`` concerns: :data:`ROOT_KEY` for the root, the
+        service's key for anything below one of its children, ``None`` outside the root."""
+        root = self.options.root
+        if path == root:
+            return ROOT_KEY
+        prefix = root.rstrip("/") + "/"
+        if not path.startswith(prefix):
+            return None
+        first = path[len(prefix):].split("/", 1)[0]
+        if not first or (root == "/" and first == "zookeeper"):
+            return None
+        name = self.name_for_node(first)
+        return service_key(name) if name else None
+
+    def on_znode_event(self, path: str) -> None:
+        """Watch callback (kazoo's thread): enqueue the key of ``path``, if it is the importer's."""
+        key = self.key_for_path(path)
+        if key is not None:
+            self.enqueue(key)
+
+    def keys_for_service(self, obj: JSON) -> list[str]:
+        """Services informer mapping: owned Services and Services whose name ZooKeeper wants."""
+        name = str((obj.get("metadata") or {}).get("name") or "")
+        with self._lock:
+            wanted = name in self._listing
+        return [service_key(name)] if wanted or is_owned(obj, self.cluster_id) else []
+
+    def keys_for_slice(self, obj: JSON) -> list[str]:
+        """EndpointSlices informer mapping: the Service the slice belongs to."""
+        name = ((obj.get("metadata") or {}).get("labels") or {}).get(SERVICE_NAME_LABEL)
+        return [service_key(str(name))] if name else []
+
+    def known_names(self) -> list[str]:
+        """Every Service name of the last root listing."""
+        with self._lock:
+            return sorted(self._listing)
+
+    # --- entry point --------------------------------------------------------------------------
+
+    def reconcile(self, key: str) -> Result:
+        """Reconcile one queue key (see the module docstring).
+
+        Raises:
+            RetryableError: ZooKeeper unavailable or refused, or the API server refused a write
+                for a reason that retrying can fix (conflict, not found, unavailable).
+            TerminalError: the API server rejected an object as invalid.
+        """
+        try:
+            if key == ROOT_KEY:
+                self.sync_root()
+                return Result()
+            if key == FULL_SYNC_KEY:
+                return self.full_sync()
+            if key.startswith(KEY_PREFIX):
+                return self.sync_service(key[len(KEY_PREFIX):])
+            log.warning("service-import: ignoring unknown key %r", key)
+            return Result()
+        except ZooKeeperError as err:
+            raise RetryableError(f"{key}: {err}") from err
+
+    # --- the root -----------------------------------------------------------------------------
+
+    def sync_root(self) -> dict[str, tuple[str, ...]]:
+        """List the root (arming its watch), remember which node names map to which Service name,
+        and enqueue every name whose nodes changed. Returns the new listing."""
+        with self._root_lock:  # two listings must not land out of order (a stale one would hide a new service)
+            return self._sync_root()
+
+    def _sync_root(self) -> dict[str, tuple[str, ...]]:
+        listing = self.reader.list(self.options.root)
+        names = listing.children if listing is not None else ()
+        if listing is None:
+            log.info("service-import: %s does not exist (yet); nothing to import", self.options.root)
+        fresh: dict[str, list[str]] = {}
+        for node in names:
+            if self.options.root == "/" and node == "zookeeper":
+                continue
+            name = self.name_for_node(node)
+            if name is None:
+                if node not in self._unnamed:
+                    self._unnamed.add(node)
+                    log.warning("service-import: %s has no usable Kubernetes name; not imported",
+                                child_path(self.options.root, node))
+                continue
+            fresh.setdefault(name, []).append(node)
+        result = {name: tuple(nodes) for name, nodes in fresh.items()}
+        with self._lock:
+            old, self._listing, self._listed = self._listing, result, True
+        for name in sorted(set(old) | set(result)):
+            if old.get(name) != result.get(name):
+                self.enqueue(service_key(name))
+        return result
+
+    # --- one Service name ---------------------------------------------------------------------
+
+    def sync_service(self, name: str) -> Result:
+        """Import the service(s) that map to Service ``name`` (see the module docstring)."""
+        if not self.synced():
+            return Result(requeue_after=1.0)
+        with self._lock:
+            listed = self._listed
+        if not listed:
+            self.sync_root()
+        with self._lock:
+            nodes = self._listing.get(name, ())
+        found: list[ImportedService] = []
+        for node in nodes:
+            source_node = self.reader.read_service(self.source, node, child_path(self.options.root, node))
+            if source_node is None:
+                continue
+            imported = self.source.parse(source_node)
+            if imported.written_by_zkop:
+                log.debug("service-import: %s was written by zkop's service bridge; not imported", imported.path)
+                continue
+            found.append(imported)
+        best = winner(found)
+        namespace = self.options.namespace
+        existing = self.services.get(f"{namespace}/{name}")
+        slices = self.slices.by_index(SLICE_INDEX, f"{namespace}/{name}")
+        if best is None:
+            self._forget(name)
+            if (existing is not None and is_owned(existing, self.cluster_id)) or any(
+                    is_owned(s, self.cluster_id) for s in slices):
+                self.request_full_sync(self.options.gc_delay)
+            return Result()
+        self._report_skips(name, best)
+        step = plan_service(desired_service(best, name, namespace, self.cluster_id, existing), existing,
+                            self.cluster_id)
+        if step.foreign:
+            assert existing is not None
+            self._report_conflict(name, existing, best)
+            # Endpoints zkop imported must never attach to someone else's Service.
+            self._execute(plan_slices([], slices, self.cluster_id).actions)
+            return Result()
+        with self._lock:
+            self._conflicts.pop(name, None)
+        live = existing
+        if step.action is not None:
+            live = self._execute_one(step.action) or existing
+            if isinstance(step.action, CreateObject):
+                self.recorder.event(live or step.action.body, "Normal", "Imported",
+                                    f"imported from ZooKeeper {best.path} "
+                                    f"({len(best.instances)} instance(s))")
+        self._report_collision(name, best, found, live)
+        if step.terminating:
+            return Result()
+        uid = str(((live or {}).get("metadata") or {}).get("uid") or "") or None
+        wanted = desired_slices(best, name, namespace, self.cluster_id, uid) if live is not None else []
+        plan = plan_slices(wanted, slices, self.cluster_id)
+        for foreign in plan.foreign:
+            log.warning("service-import: EndpointSlice %s/%s exists and is not owned by this zkop; left unchanged",
+                        namespace, foreign)
+        self._execute(plan.actions)
+        return Result()
+
+    def _forget(self, name: str) -> None:
+        with self._lock:
+            self._collisions.pop(name, None)
+            self._conflicts.pop(name, None)
+            self._skips.pop(name, None)
+
+    def _report_skips(self, name: str, imported: ImportedService) -> None:
+        """Log and count each skipped instance once (per path and reason, while it stays skipped)."""
+        current: dict[str, str] = {s.path: s.reason for s in imported.skipped}
+        with self._lock:
+            previous = self._skips.get(name, {})
+            self._skips[name] = current
+        for skipped in imported.skipped:
+            if previous.get(skipped.path) == skipped.reason:
+                continue
+            metrics.SKIPPED_INSTANCES.labels(skipped.reason).inc()
+            level = logging.DEBUG if skipped.reason == "zkop" else logging.WARNING
+            log.log(level, "service-import: %s not imported (%s): %s", skipped.path, skipped.reason, skipped.detail)
+
+    def _report_conflict(self, name: str, existing: JSON, imported: ImportedService) -> None:
+        uid = str((existing.get("metadata") or {}).get("uid") or "")
+        with self._lock:
+            new = self._conflicts.get(name) != uid
+            self._conflicts[name] = uid
+        if new:
+            self.recorder.event(
+                existing, "Warning", "ImportConflict",
+                f"ZooKeeper service {imported.path} maps to this Service's name, but this Service was not "
+                f"created by zkop (no {OWNER_ANNOTATION}: {owner_value(self.cluster_id)}); it is left unchanged "
+                "and the ZooKeeper service is not imported",
+            )
+
+    def _report_collision(self, name: str, best: ImportedService, found: Sequence[ImportedService],
+                          live: JSON | None) -> None:
+        losers = tuple(sorted(s.path for s in found if s is not best))
+        with self._lock:
+            new = bool(losers) and self._collisions.get(name) != losers
+            if losers:
+                self._collisions[name] = losers
+            else:
+                self._collisions.pop(name, None)
+        if new:
+            self.recorder.event(
+                live or self.event_object, "Warning", "ImportCollision",
+                f"ZooKeeper services {', '.join(losers)} also map to Service name {name}; {best.path}, "
+                "created first, is the one imported",
+            )
+
+    # --- writes -------------------------------------------------------------------------------
+
+    def _path(self, resource: str, name: str | None = None) -> str:
+        group, version = _GROUPS[resource]
+        return resource_path(group, version, resource, self.options.namespace, name)
+
+    def _execute(self, actions: Iterable[KubeAction]) -> None:
+        for action in actions:
+            self._execute_one(action)
+
+    def _execute_one(self, action: KubeAction) -> JSON | None:
+        """Send one action; returns the object the API server answered with (``None`` for deletes).
+
+        Raises:
+            RetryableError: 409 (changed meanwhile), 404 on an update, 429, 5xx, transport errors.
+            TerminalError: 400/422 (the object is invalid; a later ZooKeeper change re-enqueues the name).
+        """
+        result: JSON | None = None
+        try:
+            if isinstance(action, CreateObject):
+                result = self.client.request("POST", self._path(action.resource), body=action.body)
+                metrics.WRITES.labels(action.resource, "create").inc()
+            elif isinstance(action, PatchObject):
+                result = self.client.request("PATCH", self._path(action.resource, action.name), body=action.patch,
+                                             content_type=MERGE_PATCH)
+                metrics.WRITES.labels(action.resource, "update").inc()
+            else:
+                self._delete(action)
+        except ApiException as err:
+            if err.status in (400, 422):
+                raise TerminalError(f"{describe(action)} rejected: {err.status} {err.reason}: {err.body}") from err
+            if err.status == 409 and isinstance(action, CreateObject) and action.resource == "endpointslices":
+                # Not in the (label-selected) cache, so it does not carry zkop's label: someone else's.
+                log.warning("service-import: EndpointSlice %s/%s exists and is not owned by this zkop; left unchanged",
+                            self.options.namespace, action.name)
+                return None
+            raise RetryableError(f"{describe(action)} failed: {err.status} {err.reason}") from err
+        except (OSError, urllib3.exceptions.HTTPError) as err:
+            raise RetryableError(f"{describe(action)} failed: {err}") from err
+        log.debug("service-import: %s", describe(action))
+        return result
+
+    def _delete(self, action: DeleteObject) -> None:
+        body = {"apiVersion": "v1", "kind": "DeleteOptions",
+                "preconditions": {"uid": action.uid, "resourceVersion": action.resource_version}}
+        try:
+            self.client.request("DELETE", self._path(action.resource, action.name), body=body)
+        except ApiException as err:
+            if err.status == 404:
+                return
+            raise
+        metrics.DELETES.labels(action.resource).inc()
+        log.info("service-import: deleted %s/%s/%s", action.resource, self.options.namespace, action.name)
+
+    # --- full sync ----------------------------------------------------------------------------
+
+    def _wanted(self, listing: dict[str, tuple[str, ...]]) -> set[str]:
+        """Names with at least one service node that zkop's forward bridge did not write."""
+        wanted: set[str] = set()
+        for name, nodes in listing.items():
+            for node in nodes:
+                path = child_path(self.options.root, node)
+                observed = self.reader.read(path)
+                if observed is not None and not written_by_zkop(path, observed.data):
+                    wanted.add(name)
+                    break
+        return wanted
+
+    def full_sync(self) -> Result:
+        """Re-read everything and collect orphans (see the module docstring); never before the informers synced."""
+        if not self.synced():
+            log.info("service-import: informers not synced yet; full sync postponed")
+            return Result(requeue_after=1.0)
+        listing = self.sync_root()
+        wanted = self._wanted(listing)
+        for name in sorted(wanted):
+            self.enqueue(service_key(name))
+        plan = plan_gc(self.services.list(), self.slices.list(), wanted=wanted, cluster_id=self.cluster_id,
+                       max_deletes=self.options.max_deletes)
+        self.last_gc = plan
+        self._set_breaker(plan)
+        complete = True
+        for action in plan.actions:
+            name = action.name if action.resource == "services" else self._slice_service(action.name)
+            with self._lock:
+                back = name in self._listing and self._listing[name] != listing.get(name)
+            if back:
+                log.info("service-import: %s is wanted again; %s/%s not deleted", name, action.resource, action.name)
+                complete = False
+                continue
+            try:
+                self._execute_one(action)
+            except RetryableError as err:
+                log.info("service-import: %s not deleted: %s", action.name, err)
+                complete = False
+        with self._lock:
+            conflicts, collisions = len(self._conflicts), len(self._collisions)
+        metrics.SERVICES.labels("imported").set(plan.imported)
+        metrics.SERVICES.labels("foreign").set(conflicts)
+        metrics.SERVICES.labels("collided").set(collisions)
+        metrics.SERVICES.labels("orphaned").set(len(plan.orphaned) if plan.breaker_open else 0)
+        if plan.breaker_open:
+            return Result(requeue_after=min(self.full_sync_period, BREAKER_RECHECK))
+        if not complete:
+            return Result(requeue_after=min(self.full_sync_period, CONFLICT_RECHECK))
+        metrics.LAST_FULL_SYNC.set(time.time())
+        return Result(requeue_after=self.full_sync_period)
+
+    def _slice_service(self, slice_name: str) -> str:
+        obj = self.slices.get(f"{self.options.namespace}/{slice_name}") or {}
+        return str(((obj.get("metadata") or {}).get("labels") or {}).get(SERVICE_NAME_LABEL) or "")
+
+    def _set_breaker(self, plan: GcPlan) -> None:
+        metrics.DELETE_CIRCUIT_BREAKER_OPEN.set(1 if plan.breaker_open else 0)
+        was_open, self.breaker_open = self.breaker_open, plan.breaker_open
+        if plan.breaker_open:
+            message = (
+                f"delete circuit breaker open: {len(plan.orphaned)} imported Services in namespace "
+                f"{self.options.namespace} have no service under {self.options.root} in ZooKeeper any more, more "
+                f"than --import-max-deletes={self.options.max_deletes}; nothing was deleted. If this is intended, "
+                "raise the limit"
+            )
+            log.log(logging.WARNING if was_open else logging.ERROR, "service-import: %s (e.g. %s)", message,
+                    ", ".join(plan.orphaned[:5]))
+            self.recorder.event(self.event_object, "Warning", "DeleteCircuitBreakerOpen", message)
+        elif was_open:
+            log.warning("service-import: delete circuit breaker closed")
+            self.recorder.event(self.event_object, "Normal", "DeleteCircuitBreakerClosed",
+                                "service import: delete circuit breaker closed; garbage collection resumed")
