@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import importlib
 import itertools
 import time
 import urllib.error
@@ -64,6 +65,10 @@ class FakeClock:
 
 
 def test_every_metric_is_registered_with_controller_runtime_names_and_types() -> None:
+    # What `zkop run` registers: the runtime's metrics and those of the packages it wires.
+    importlib.import_module("zkop.cmd.operator")
+    for module in ("zkop.zookeeper.metrics", "zkop.zkconfig.metrics", "zkop.services.bridge.metrics"):
+        importlib.import_module(module)
     families = {m.name: m for m in REGISTRY.collect()}
     expected = {
         # prometheus_client strips "_total" from counter family names; samples keep it.

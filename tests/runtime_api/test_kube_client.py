@@ -10,8 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import kubernetes.client
 import pytest
 
+from zkop.kube import metrics
 from zkop.kube.client import KubeClient, resource_path
-from zkop.runtime import metrics
 
 
 class _Recorder(BaseHTTPRequestHandler):

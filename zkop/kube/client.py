@@ -27,7 +27,7 @@ import kubernetes.config
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
-from zkop.runtime import metrics
+from zkop.kube import metrics
 
 __all__ = ["ApiException", "KubeClient", "WatchStream", "load_api_client", "resource_path"]
 

@@ -21,8 +21,8 @@ import time
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from zkop.kube import metrics
 from zkop.kube.client import JSON, ApiException, KubeClient, resource_path
-from zkop.runtime import metrics
 from zkop.runtime.ratelimit import BucketRateLimiter
 
 __all__ = ["EventRecorder"]

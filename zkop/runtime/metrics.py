@@ -15,7 +15,8 @@ Names, types, labels and buckets copy controller-runtime so existing dashboards 
   call :func:`init_controller_metrics` when a controller starts
   [CR pkg/internal/controller/controller.go:451-461].
 * leader election -- ``leader_election_master_status{name}`` [CR pkg/metrics/leaderelection.go:28-42].
-* zkop's own ``zkop_*`` metrics (ZooKeeper client, drift, service bridge).
+* ``zkop_own_write_echoes_dropped_total`` (:mod:`zkop.runtime.ownwrites`). The kube, ZooKeeper and
+  feature packages define their own metrics in their ``metrics`` modules.
 
 ``workqueue_unfinished_work_seconds`` and ``workqueue_longest_running_processor_seconds`` are
 **computed at scrape time** by a custom collector (:data:`WORKQUEUE_IN_FLIGHT`) instead of by a
@@ -41,7 +42,6 @@ from prometheus_client.registry import Collector
 
 __all__ = [
     "ACTIVE_WORKERS",
-    "DRIFT_CORRECTIONS",
     "LEADER_ELECTION_MASTER_STATUS",
     "MAX_CONCURRENT_RECONCILES",
     "RECONCILE_ERRORS",
@@ -55,13 +55,6 @@ __all__ = [
     "RESULT_REQUEUE",
     "RESULT_REQUEUE_AFTER",
     "RESULT_SUCCESS",
-    "SERVICE_BRIDGE_COLLISIONS",
-    "SERVICE_BRIDGE_DELETES",
-    "SERVICE_BRIDGE_DELETE_CIRCUIT_BREAKER_OPEN",
-    "SERVICE_BRIDGE_LAST_FULL_SYNC",
-    "SERVICE_BRIDGE_RECORDS",
-    "SERVICE_BRIDGE_SKIPPED_FOREIGN",
-    "SERVICE_BRIDGE_WRITES",
     "TERMINAL_RECONCILE_ERRORS",
     "WORKQUEUE_ADDS",
     "WORKQUEUE_BUCKETS",
@@ -71,10 +64,6 @@ __all__ = [
     "WORKQUEUE_QUEUE_DURATION",
     "WORKQUEUE_RETRIES",
     "WORKQUEUE_WORK_DURATION",
-    "ZOOKEEPER_CONNECTED",
-    "ZOOKEEPER_REQUEST_DURATION",
-    "ZOOKEEPER_REQUEST_DURATION_BUCKETS",
-    "ZOOKEEPER_REQUEST_ERRORS",
     "InFlightSource",
     "MetricsServer",
     "PrometheusWorkqueueMetricsProvider",
@@ -336,85 +325,14 @@ LEADER_ELECTION_MASTER_STATUS = Gauge(
 )
 
 # --------------------------------------------------------------------------------------------
-# zkop: ZooKeeper client, drift correction, service bridge
+# zkop: own-write echoes
 # --------------------------------------------------------------------------------------------
 
-#: ZooKeeper round trips are milliseconds when healthy; the top buckets catch session trouble.
-ZOOKEEPER_REQUEST_DURATION_BUCKETS: tuple[float, ...] = (
-    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
-)  # fmt: skip
 
-ZOOKEEPER_CONNECTED = Gauge(
-    "zkop_zookeeper_connected",
-    "1 while the ZooKeeper session is connected, 0 otherwise.",
-)
-ZOOKEEPER_REQUEST_DURATION = Histogram(
-    "zkop_zookeeper_request_duration_seconds",
-    "Duration in seconds of ZooKeeper requests, by operation (get, set, create, delete, ...).",
-    ["operation"],
-    buckets=ZOOKEEPER_REQUEST_DURATION_BUCKETS,
-)
-ZOOKEEPER_REQUEST_ERRORS = Counter(
-    "zkop_zookeeper_request_errors_total",
-    "Total number of failed ZooKeeper requests, by operation and error class.",
-    ["operation", "error"],
-)
-EVENTS_DROPPED = Counter(
-    "zkop_events_dropped_total",
-    "Kubernetes Events not written because the Normal-event budget was spent.",
-    ["type"],
-)
-# client-go's REST client metrics (k8s.io/client-go/tools/metrics, as registered by controller-runtime).
-REST_CLIENT_REQUESTS = Counter(
-    "rest_client_requests_total",
-    "Number of HTTP requests, partitioned by status code, method, and host.",
-    ["code", "method", "host"],
-)
-REST_CLIENT_REQUEST_DURATION = Histogram(
-    "rest_client_request_duration_seconds",
-    "Request latency in seconds. Broken down by verb, and host.",
-    ["verb", "host"],
-    buckets=(0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0),
-)
 OWN_WRITE_ECHOES_DROPPED = Counter(
     "zkop_own_write_echoes_dropped_total",
     "Watch events not enqueued because they only echoed the controller's own finalizer or status write.",
     ["controller"],
-)
-DRIFT_CORRECTIONS = Counter(
-    "zkop_drift_corrections_total",
-    "Total number of times a controller found ZooKeeper out of line with the desired state and corrected it.",
-    ["controller"],
-)
-SERVICE_BRIDGE_RECORDS = Gauge(
-    "zkop_service_bridge_records",
-    "Number of service records known to the service bridge, by state.",
-    ["state"],
-)
-SERVICE_BRIDGE_WRITES = Counter(
-    "zkop_service_bridge_writes_total",
-    "Total number of znode writes made by the service bridge, by operation.",
-    ["operation"],
-)
-SERVICE_BRIDGE_DELETES = Counter(
-    "zkop_service_bridge_deletes_total",
-    "Total number of znodes deleted by the service bridge.",
-)
-SERVICE_BRIDGE_SKIPPED_FOREIGN = Counter(
-    "zkop_service_bridge_skipped_foreign_total",
-    "Total number of znodes the service bridge left alone because another owner wrote them.",
-)
-SERVICE_BRIDGE_COLLISIONS = Counter(
-    "zkop_service_bridge_collisions_total",
-    "Total number of times two Services mapped to the same znode.",
-)
-SERVICE_BRIDGE_LAST_FULL_SYNC = Gauge(
-    "zkop_service_bridge_last_full_sync_timestamp_seconds",
-    "Unix time in seconds of the last completed full sync of the service bridge.",
-)
-SERVICE_BRIDGE_DELETE_CIRCUIT_BREAKER_OPEN = Gauge(
-    "zkop_service_bridge_delete_circuit_breaker_open",
-    "1 while the service bridge refuses deletes because too many were requested at once, else 0.",
 )
 
 # --------------------------------------------------------------------------------------------

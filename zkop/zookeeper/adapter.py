@@ -294,7 +294,7 @@ class ZooKeeperAdapter:
             self._event_cond.notify_all()
 
     def _dispatch(self) -> None:
-        from zkop.runtime import metrics
+        from zkop.zookeeper import metrics
 
         while True:
             with self._event_cond:
@@ -755,7 +755,7 @@ class ZooKeeperAdapter:
     @contextmanager
     def _mapped(self, operation: str, path: str, started: float | None = None) -> Iterator[None]:
         """Map kazoo's errors to the adapter's and time the request (from ``started``, default now)."""
-        from zkop.runtime import metrics
+        from zkop.zookeeper import metrics
 
         if started is None:
             started = time.monotonic()
