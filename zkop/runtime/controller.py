@@ -31,7 +31,7 @@ from zkop.runtime import metrics
 from zkop.runtime.informer import FuncHandler, Informer, meta_namespace_key
 from zkop.runtime.workqueue import RateLimitingQueue
 
-__all__ = ["Controller", "Reconciler", "Result", "TerminalError"]
+__all__ = ["Controller", "Reconciler", "Result", "RetryableError", "TerminalError"]
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +51,16 @@ class Result:
 
 class TerminalError(Exception):
     """A failure that retrying cannot fix; the key is not requeued (controller-runtime ``TerminalError``)."""
+
+
+class RetryableError(Exception):
+    """An expected, already reported failure (ZooKeeper or API trouble): the key goes back to the rate limiter.
+
+    Logged at info without a traceback (its ``expected`` attribute), counted in
+    ``controller_runtime_reconcile_errors_total`` like any returned error.
+    """
+
+    expected = True
 
 
 class Reconciler(Protocol):

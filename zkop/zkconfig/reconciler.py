@@ -37,7 +37,7 @@ from typing import Any, TypeVar
 from zkop.kube.client import JSON, MERGE_PATCH, ApiException, KubeClient, resource_path
 from zkop.kube.events import EventRecorder, now_rfc3339
 from zkop.ownership.registry import DEFAULT_REGISTRY_ROOT, Claim, OwnershipRegistry, OwnerStamp
-from zkop.runtime.controller import Result
+from zkop.runtime.controller import Result, RetryableError
 from zkop.runtime.informer import Indexer, meta_namespace_key
 from zkop.runtime.ownwrites import OwnWrites
 from zkop.zkconfig import metrics
@@ -71,7 +71,6 @@ __all__ = [
     "PATH_INDEX",
     "REF_INDEX",
     "ReconcilerOptions",
-    "RetryableError",
     "ZooKeeperConfigReconciler",
     "index_by_path",
     "index_by_ref",
@@ -102,12 +101,6 @@ def index_by_ref(obj: JSON) -> list[str]:
     except InvalidSpec:
         return []
     return [f"{ref.kind}/{(obj.get('metadata') or {}).get('namespace')}/{ref.name}"]
-
-
-class RetryableError(Exception):
-    """A failure already reported (or deliberately not yet reported); the key goes back to the rate limiter."""
-
-    expected = True
 
 
 @dataclass

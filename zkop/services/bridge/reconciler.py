@@ -34,7 +34,7 @@ from typing import Protocol
 
 from zkop.kube.client import JSON
 from zkop.kube.events import EventRecorder
-from zkop.runtime.controller import Result
+from zkop.runtime.controller import Result, RetryableError
 from zkop.runtime.informer import Indexer, meta_namespace_key
 from zkop.services.bridge import metrics
 from zkop.services.bridge.endpoints import Debouncer, EndpointsView, endpoints_view
@@ -59,7 +59,6 @@ __all__ = [
     "FULL_SYNC_KEY",
     "KEY_INDEX",
     "SLICE_INDEX",
-    "RetryableError",
     "ServiceBridgeReconciler",
     "ZooKeeperClient",
     "default_event_object",
@@ -81,12 +80,6 @@ SCAN_DEPTH = 3
 BREAKER_RECHECK = 30.0
 #: Seconds until a full sync that lost a race (a node changed, a Service came back) re-plans.
 CONFLICT_RECHECK = 5.0
-
-
-class RetryableError(Exception):
-    """A ZooKeeper failure during a reconcile; the key goes back to the rate limiter (logged at info)."""
-
-    expected = True
 
 
 class ZooKeeperClient(Protocol):

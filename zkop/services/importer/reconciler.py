@@ -35,7 +35,7 @@ import urllib3.exceptions
 
 from zkop.kube.client import JSON, MERGE_PATCH, ApiException, resource_path
 from zkop.kube.events import EventRecorder
-from zkop.runtime.controller import Result, TerminalError
+from zkop.runtime.controller import Result, RetryableError, TerminalError
 from zkop.runtime.informer import Indexer
 from zkop.services.bridge.endpoints import SERVICE_NAME_LABEL
 from zkop.services.bridge.reconciler import default_event_object
@@ -66,7 +66,6 @@ __all__ = [
     "ROOT_KEY",
     "SLICE_INDEX",
     "KubeWriter",
-    "RetryableError",
     "ServiceImportReconciler",
     "service_key",
 ]
@@ -90,12 +89,6 @@ _GROUPS = {"services": ("", "v1"), "endpointslices": ("discovery.k8s.io", "v1")}
 def service_key(name: str) -> str:
     """The queue key of Service ``name``."""
     return f"{KEY_PREFIX}{name}"
-
-
-class RetryableError(Exception):
-    """A ZooKeeper or API failure during a reconcile; the key goes back to the rate limiter (logged at info)."""
-
-    expected = True
 
 
 class KubeWriter(Protocol):
