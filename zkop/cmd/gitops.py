@@ -68,7 +68,8 @@ def _common(parser: argparse.ArgumentParser, *, manifests: bool) -> None:
     parser.add_argument("--log-level", default="warning", help="debug|info|warning|error (default warning)")
     if manifests:
         parser.add_argument("-f", "--filename", action="extend", nargs="+", required=True, metavar="PATH",
-                            help="manifest file, directory (recursive) or - for stdin; repeatable")
+                            help="manifest file, directory (recursive; one holding a kustomization.yaml is built "
+                                 "with kustomize, as Flux does) or - for stdin; repeatable")
 
 
 def _registry_flag(parser: argparse.ArgumentParser) -> None:
