@@ -259,7 +259,7 @@ def test_session_expiry_rearms_watches(kubeconfig: str, kube: KubeClient, zk_ser
         wait_for(lambda: manager.zookeeper.connected and manager.zookeeper.session_id != old_session, timeout=15,
                  message="new session")
         # The watch was re-armed by the full resync after the new session: a hand edit is still noticed.
-        wait_for(lambda: "/app/flag" in manager.zookeeper._known, timeout=10,
+        wait_for(lambda: "/app/flag" in manager.zookeeper.cache, timeout=10,
                  message="watch re-armed")
         zk.set(zk_base + "/app/flag", b"false")
         wait_for(lambda: read(zk, zk_base + "/app/flag") == b"true", timeout=2, message="drift noticed after expiry")
