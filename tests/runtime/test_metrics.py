@@ -14,13 +14,8 @@ import pytest
 from prometheus_client import REGISTRY
 
 from zkop.runtime import metrics
-from zkop.runtime.metrics import (
-    InFlightSource,
-    init_controller_metrics,
-    parse_bind_address,
-    start_metrics_server,
-)
-from zkop.runtime.ratelimit import ItemExponentialFailureRateLimiter
+from zkop.runtime.metrics import InFlightSource, init_controller_metrics
+from zkop.runtime.serving import parse_bind_address, start_metrics_server
 from zkop.runtime.workqueue import (
     CounterMetric,
     DelayingQueue,
@@ -29,6 +24,7 @@ from zkop.runtime.workqueue import (
     RateLimitingQueue,
     WorkQueue,
 )
+from zkop.runtime.workqueue.ratelimit import ItemExponentialFailureRateLimiter
 
 _counter = itertools.count()
 
