@@ -413,3 +413,14 @@ def test_server_on_all_interfaces() -> None:
         status, body = fetch(f"http://127.0.0.1:{server.port}/metrics")
         assert status == 200
         assert "workqueue_depth" in body
+
+
+def test_importing_runtime_metrics_installs_the_prometheus_provider_once() -> None:
+    from zkop.runtime.workqueue import metrics as workqueue_metrics
+
+    assert workqueue_metrics.global_provider() is metrics.WORKQUEUE_METRICS_PROVIDER
+    workqueue_metrics.set_provider(workqueue_metrics.NoopMetricsProvider())  # client-go: first call wins
+    assert workqueue_metrics.global_provider() is metrics.WORKQUEUE_METRICS_PROVIDER
+    name = unique("installed")
+    WorkQueue[str](name).add("x")
+    assert sample("workqueue_adds_total", wq(name)) == 1.0
