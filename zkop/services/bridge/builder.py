@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from zkop.kube.client import JSON, KubeClient
 from zkop.kube.events import EventRecorder
+from zkop.runtime.cache import FuncHandler, Informer, ResourceRef, meta_namespace_key
 from zkop.runtime.controller import Controller
-from zkop.runtime.informer import FuncHandler, Informer, ResourceRef, meta_namespace_key
 from zkop.runtime.workqueue import RateLimitingQueue
 from zkop.services.bridge.endpoints import slice_service_key
 from zkop.services.bridge.options import BridgeOptions

@@ -34,8 +34,8 @@ from typing import Protocol
 
 from zkop.kube.client import JSON
 from zkop.kube.events import EventRecorder
+from zkop.runtime.cache import Indexer, meta_namespace_key
 from zkop.runtime.controller import Result, RetryableError
-from zkop.runtime.informer import Indexer, meta_namespace_key
 from zkop.services.bridge import metrics
 from zkop.services.bridge.endpoints import Debouncer, EndpointsView, endpoints_view
 from zkop.services.bridge.formats import DesiredNode, RecordFormat, get_format, parse_owner

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from zkop.kube.client import KubeClient
 from zkop.kube.events import EventRecorder
+from zkop.runtime.cache import Informer, ResourceRef
 from zkop.runtime.controller import Controller
-from zkop.runtime.informer import Informer, ResourceRef
 from zkop.runtime.workqueue import RateLimitingQueue
 from zkop.services.bridge.endpoints import slice_service_key
 from zkop.services.importer.options import IMPORTED_LABEL, ImportOptions

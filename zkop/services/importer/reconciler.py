@@ -35,8 +35,8 @@ import urllib3.exceptions
 
 from zkop.kube.client import JSON, MERGE_PATCH, ApiException, resource_path
 from zkop.kube.events import EventRecorder
+from zkop.runtime.cache import Indexer
 from zkop.runtime.controller import Result, RetryableError, TerminalError
-from zkop.runtime.informer import Indexer
 from zkop.services.bridge.endpoints import SERVICE_NAME_LABEL
 from zkop.services.bridge.reconciler import default_event_object
 from zkop.services.importer import metrics
