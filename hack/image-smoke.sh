@@ -104,6 +104,7 @@ if [ -z "$image" ]; then
       # `python`/`pip` on PATH and pip allowed to install system-wide (as in the official image).
       say "making the stand-in base for python:3.11-slim-bookworm with mmdebstrap (about a minute)"
       buildah rmi -f "$BASE_IMAGE" >/dev/null 2>&1 || true
+      # shellcheck disable=SC2016 # the hooks get $1 (the root) from mmdebstrap
       if ! mmdebstrap --variant=minbase \
           --include=python3,python3-pip,python3-setuptools,python3-wheel,ca-certificates \
           --customize-hook='rm -f "$1"/usr/lib/python3.*/EXTERNALLY-MANAGED' \
@@ -139,6 +140,7 @@ if [ -z "$image" ]; then
     tail -40 "$workdir/build.log" >&2
     die "buildah bud failed"
   fi
+  # shellcheck disable=SC2016
   grep -E '^zkop [0-9]' "$workdir/build.log" | sed 's/^/image-smoke: the build ran `zkop --version`: /' || true
   image=$IMAGE
 else
