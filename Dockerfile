@@ -1,5 +1,9 @@
 # syntax=docker/dockerfile:1
-# zkop's image. Build: docker build -t ghcr.io/example/zkop:0.1.0 .
+# zkop's image. Releases are built by .github/workflows/release.yaml (linux/amd64 and
+# linux/arm64, published as ghcr.io/<owner>/zkop:<version>); by hand:
+#   docker build --build-arg VERSION=$(python3 -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["version"])') -t zkop:dev .
+# Without a Docker engine, hack/image-smoke.sh builds it with buildah (FROM a local stand-in for
+# the base, passed as --build-arg PYTHON_IMAGE=...) and runs it as the Deployment does.
 # The base is pinned by tag; pin it by digest too (python:...@sha256:...) in
 # your registry mirror if you need byte-for-byte rebuilds.
 ARG PYTHON_IMAGE=python:3.11.11-slim-bookworm
@@ -10,12 +14,13 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1 \
     PYTHONDONTWRITEBYTECODE=1
 WORKDIR /src
-COPY pyproject.toml README.md constraints.txt ./
+COPY pyproject.toml README.md LICENSE constraints.txt ./
 COPY zkop ./zkop
 RUN pip wheel --wheel-dir /wheels -c constraints.txt .
 
 # --- runtime: the wheels installed, no build tools, a non-root user --------------------------
 FROM ${PYTHON_IMAGE}
+# VERSION's default is pyproject.toml's version (tests/image/test_release_versions.py checks it).
 ARG VERSION=0.1.0
 ARG REVISION=unknown
 ARG CREATED=unknown

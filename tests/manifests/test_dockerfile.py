@@ -1,6 +1,7 @@
 """Static checks of ``Dockerfile``, ``.dockerignore`` and ``constraints.txt`` (no Docker engine needed).
 
-CI builds the image for real (``.github/workflows/ci.yaml``, job ``image``); these tests keep the
+CI builds the image for real and runs it (``.github/workflows/ci.yaml``, job ``image``, and
+``hack/image-smoke.sh``, which ``tests/image/test_image_smoke.py`` runs here); these tests keep the
 properties the Deployment relies on: a numeric non-root user, ``zkop run`` as the default
 command, pinned bases and pinned dependencies.
 """
@@ -201,10 +202,12 @@ def _dockerignored(path: str, patterns: list[str]) -> bool:
 def test_build_context(stages: list[Stage]) -> None:
     patterns = [ln.strip() for ln in (REPO / ".dockerignore").read_text().splitlines()
                 if ln.strip() and not ln.startswith("#")]
-    for source in ("pyproject.toml", "README.md", "constraints.txt", "zkop/cmd/main.py", "zkop/runtime/metrics.py"):
+    for source in ("pyproject.toml", "README.md", "LICENSE", "constraints.txt", "zkop/cmd/main.py",
+                   "zkop/runtime/metrics.py"):
         assert not _dockerignored(source, patterns), source
     for excluded in (".venv/bin/python", ".git/HEAD", "tests/conftest.py", "zkop/__pycache__/cli.cpython-311.pyc",
-                     ".pytest-kind/x/kubeconfig", "hack/demo.sh"):
+                     ".pytest-kind/x/kubeconfig", "hack/demo.sh", "tests/support/zkop_testing/apiserver.py",
+                     "zkop.egg-info/PKG-INFO"):
         assert _dockerignored(excluded, patterns), excluded
     for stage in stages:
         for copy in stage.all("COPY"):

@@ -1,0 +1,140 @@
+"""One version, carried everywhere; the release files a user adopts are there and say the same.
+
+The version is written once, in ``pyproject.toml``; ``zkop.__version__`` reads the installed
+metadata; ``hack/set-version.sh`` carries it to the Dockerfile's ``VERSION`` default and the
+kustomize ``newTag``; the release workflow tags the image with it (docs/release.md).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+
+import zkop
+
+REPO = Path(__file__).resolve().parents[2]
+SEMVER = re.compile(r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?")
+PLACES = ("pyproject.toml", "Dockerfile", "manifests/default/kustomization.yaml")
+
+
+def versions(root: Path) -> dict[str, str]:
+    """The version each place states, under ``root`` (a checkout or a copy of its version files)."""
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]["version"]
+    (arg,) = re.findall(r"^ARG VERSION=(\S+)$", (root / "Dockerfile").read_text(), re.MULTILINE)
+    kustomization = yaml.safe_load((root / "manifests/default/kustomization.yaml").read_text())
+    (image,) = [i for i in kustomization["images"] if i["name"] == "ghcr.io/example/zkop"]
+    return {"pyproject.toml": project, "Dockerfile ARG VERSION": arg, "kustomize newTag": str(image["newTag"])}
+
+
+def test_the_version_is_semantic_and_agrees_everywhere() -> None:
+    found = versions(REPO)
+    assert SEMVER.fullmatch(found["pyproject.toml"]), found
+    assert set(found.values()) == {found["pyproject.toml"]}, found
+    assert zkop.__version__ == found["pyproject.toml"], "stale editable install: run hack/setup-venv.sh"
+
+
+def test_the_manifests_run_the_release_image() -> None:
+    kustomization = yaml.safe_load((REPO / "manifests/default/kustomization.yaml").read_text())
+    (image,) = kustomization["images"]
+    assert "newName" not in image, "the owner is the user's choice (README overlay) or the release's install.yaml"
+    assert "digest" not in image
+    if shutil.which("kubectl"):
+        rendered = subprocess.run(["kubectl", "kustomize", str(REPO / "manifests/default")], capture_output=True,
+                                  text=True, check=True, timeout=60).stdout
+        assert re.findall(r"image: (\S+)", rendered) == [f"ghcr.io/example/zkop:{zkop.__version__}"]
+
+
+def test_set_version_carries_one_version_everywhere(tmp_path: Path) -> None:
+    for place in (*PLACES, "hack/set-version.sh"):
+        (tmp_path / place).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / place, tmp_path / place)
+    done = subprocess.run(["bash", str(tmp_path / "hack/set-version.sh"), "1.2.3-rc.1"], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert set(versions(tmp_path).values()) == {"1.2.3-rc.1"}
+    for place in PLACES:  # nothing else in those files changed
+        before, after = (REPO / place).read_text(), (tmp_path / place).read_text()
+        assert len(before.splitlines()) == len(after.splitlines()), place
+        assert sum(a != b for a, b in zip(before.splitlines(), after.splitlines(), strict=True)) == 1, place
+    bad = subprocess.run(["bash", str(tmp_path / "hack/set-version.sh"), "v1.2"], capture_output=True, text=True,
+                         timeout=60)
+    assert bad.returncode == 2
+
+
+def test_changelog_keeps_a_changelog_with_this_version() -> None:
+    text = (REPO / "CHANGELOG.md").read_text()
+    headings = re.findall(r"^## \[([^\]]+)\](?: - (\d{4}-\d{2}-\d{2}))?$", text, re.MULTILINE)
+    assert headings[0] == ("Unreleased", "")
+    released = [v for v, _ in headings[1:]]
+    assert zkop.__version__ in released, "CHANGELOG.md has no section for the current version"
+    assert all(SEMVER.fullmatch(v) and date for v, date in headings[1:]), headings
+    for version in ("Unreleased", *released):
+        assert re.search(rf"^\[{re.escape(version)}\]: https://", text, re.MULTILINE), f"no link for {version}"
+    for kind in re.findall(r"^### (.+)$", text, re.MULTILINE):
+        assert kind in ("Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"), kind
+
+
+def test_license_is_the_apache_license_pyproject_names() -> None:
+    assert tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["license"] == {"text": "Apache-2.0"}
+    text = (REPO / "LICENSE").read_text()
+    assert "Apache License" in text and "Version 2.0, January 2004" in text
+    assert "END OF TERMS AND CONDITIONS" in text
+    canonical = Path("/usr/share/common-licenses/Apache-2.0")
+    if canonical.exists():
+        assert text == canonical.read_text()
+
+
+def test_security_policy_says_how_to_report_and_what_is_supported() -> None:
+    text = (REPO / "SECURITY.md").read_text()
+    assert "## Reporting a vulnerability" in text and "## Supported versions" in text
+    minor = ".".join(zkop.__version__.split(".")[:2])
+    assert re.search(rf"^\| {re.escape(minor)}\.x\s*\| yes", text, re.MULTILINE), "current minor not supported?"
+
+
+def test_readme_installs_the_published_image_and_lists_supported_versions() -> None:
+    readme = (REPO / "README.md").read_text()
+    section = readme[readme.index("## Running in a real cluster"):readme.index("## Development")]
+    first = re.search(r"```sh\n(.*?)```", section, re.DOTALL)
+    assert first is not None
+    block = first.group(1)
+    assert "kubectl apply -k manifests/default" not in block, "that applies the placeholder image name"
+    assert "newName: ghcr.io/$OWNER/zkop" in block
+    assert "### Supported versions" in section
+    for row in ("| Kubernetes |", "| ZooKeeper |", "| Python |"):
+        assert row in section, row
+    e2e = (REPO / ".github/workflows/e2e.yaml").read_text()
+    (node,) = re.findall(r"KIND_NODE_IMAGE: kindest/node:v(\d+\.\d+)", e2e)
+    assert f"Kubernetes | {node} " in section, "the table must name the Kubernetes version the kind suite runs"
+
+
+def test_release_workflow_builds_smokes_publishes_and_scans() -> None:
+    workflow = yaml.safe_load((REPO / ".github/workflows/release.yaml").read_text())
+    on = workflow[True]  # PyYAML reads the key `on` as a boolean
+    assert on["push"]["tags"] == ["v[0-9]+.[0-9]+.[0-9]+*"]
+    jobs = workflow["jobs"]
+    platforms = {m["platform"] for m in jobs["smoke"]["strategy"]["matrix"]["include"]}
+    assert platforms == {"linux/amd64", "linux/arm64"}
+    smoke_runs = " ".join(s.get("run", "") for s in jobs["smoke"]["steps"])
+    assert "hack/image-smoke.sh --image docker-daemon:zkop:smoke" in smoke_runs
+    assert any(str(s.get("uses", "")).startswith("aquasecurity/trivy-action") for s in jobs["smoke"]["steps"])
+    assert set(jobs["publish"]["needs"]) >= {"smoke"} and jobs["publish"]["if"] == "github.ref_type == 'tag'"
+    (push,) = [s for s in jobs["publish"]["steps"] if str(s.get("uses", "")).startswith("docker/build-push-action")]
+    assert push["with"]["platforms"] == "linux/amd64,linux/arm64"
+    assert push["with"]["push"] is True and push["with"]["sbom"] is True
+    assert push["with"]["provenance"] == "mode=max"
+    assert jobs["publish"]["permissions"] == {"contents": "read", "packages": "write"}
+    assert workflow["permissions"] == {"contents": "read"}
+
+
+@pytest.mark.parametrize("doc", ["docs/release.md"])
+def test_release_procedure_is_documented(doc: str) -> None:
+    text = (REPO / doc).read_text()
+    for needle in ("hack/set-version.sh", "git tag -a v", "CHANGELOG.md", "hack/image-smoke.sh",
+                   "provenance", "SBOM"):
+        assert needle in text, needle
