@@ -76,3 +76,39 @@ def test_memory_is_bounded_per_key_and_forget_drops_a_key() -> None:
     assert len(writes) == 2
     writes.forget("ns/a")
     assert len(writes) == 0
+
+
+def test_newest_answers_our_write_while_the_cache_lags_behind_it() -> None:
+    writes = OwnWrites()
+    written(writes, obj("1"), obj("2"))  # the finalizer, computed from 1
+    status = {**obj("3"), "status": {"state": "Synced"}}
+    written(writes, obj("2"), status)  # the status, computed from 2
+    assert writes.newest("ns/a", lambda: obj("1")) == status  # the cache has seen neither write
+    assert writes.newest("ns/a", lambda: obj("2")) == status  # nor the status write
+    assert writes.newest("ns/a", lambda: obj("3")) == obj("3")  # caught up
+    assert writes.newest("ns/a", lambda: obj("4")) == obj("4")  # someone else wrote after us
+    assert writes.newest("ns/a", lambda: None) is None  # gone stays gone
+    assert writes.newest("ns/b", lambda: obj("1")) == obj("1")  # another object
+
+
+def test_newest_forgets_the_response_once_every_echo_arrived() -> None:
+    writes = OwnWrites()
+    written(writes, obj("1"), obj("2"))
+    assert writes.is_echo("ns/a", obj("1"), obj("2"))
+    # Version 1 can only come back through a stale read now; nothing of ours is kept for it.
+    assert writes.newest("ns/a", lambda: obj("1")) == obj("1")
+    written(writes, obj("2"), obj("3"))
+    writes.forget("ns/a")
+    assert writes.newest("ns/a", lambda: obj("2")) == obj("2")
+
+
+def test_newest_reads_the_cache_after_copying_what_it_remembers() -> None:
+    writes = OwnWrites()
+    written(writes, obj("1"), obj("2"))
+
+    def echo_arrives_while_reading() -> JSON:
+        # The informer stores version 2, then hands the echo over: the read sees the new version.
+        assert writes.is_echo("ns/a", obj("1"), obj("2"))
+        return obj("2")
+
+    assert writes.newest("ns/a", echo_arrives_while_reading) == obj("2")

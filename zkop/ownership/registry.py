@@ -6,7 +6,7 @@ installation sharing an ensemble: the znode ``/app/x`` is owned by whoever's
 stamp sits in ``<root>/app/x`` (default root ``/zkop/owners``). A stamp is JSON
 ``{"clusterId", "managedBy": "zkop", "name", "namespace", "uid"}``.
 
-Rules (:func:`plan_claim`, pure):
+Claim rules (:func:`plan_claim`, pure):
 
 * no record → create ours (a pre-existing znode is thereby *adopted*);
 * our record (same cluster id, namespace and name) → nothing, or refresh the
@@ -16,6 +16,12 @@ Rules (:func:`plan_claim`, pure):
 * an empty record (a registry parent, or released) → nobody owns the path: claim it;
 * anything else — another cluster, another object that still exists, or
   unreadable data — is a conflict: zkop writes nothing.
+
+A write planned under a claim that writes no record is conditional on the record
+as read (:func:`claim_requires`: a ``check`` of its version in the same ``multi``).
+Release rules (:func:`plan_release`, pure): only our own record (same object) is
+released; a record that is also the parent of other records is emptied, not deleted.
+:class:`OwnershipRegistry` only reads and writes records through the adapter.
 """
 
 from __future__ import annotations
@@ -29,7 +35,16 @@ from zkop.zookeeper.actions import Action, CheckVersion, CreateNode, DeleteNode,
 from zkop.zookeeper.adapter import PendingRead, ZooKeeperAdapter
 from zkop.zookeeper.paths import is_within
 
-__all__ = ["DEFAULT_REGISTRY_ROOT", "Claim", "OwnerStamp", "OwnershipRegistry", "plan_claim"]
+__all__ = [
+    "DEFAULT_REGISTRY_ROOT",
+    "Claim",
+    "OwnerStamp",
+    "OwnershipRegistry",
+    "claim_requires",
+    "plan_claim",
+    "plan_release",
+    "record_owner",
+]
 
 DEFAULT_REGISTRY_ROOT = "/zkop/owners"
 
@@ -121,6 +136,41 @@ def plan_claim(record_path: str, ours: OwnerStamp, record: Observed | None,
     return Claim((), conflict=theirs)
 
 
+def claim_requires(record_path: str, claim: Claim, record: Observed | None) -> tuple[CheckVersion, ...]:
+    """Preconditions for writing a managed znode under ``claim`` (for ``execute(require=…)``; pure).
+
+    A claim that writes the record is conditional by itself (create, or set at a
+    version); otherwise the record as read must still be at its version, so a write
+    planned from a record that changed meanwhile fails as a whole (ZooKeeper ``check``
+    inside the ``multi``) and is planned again.
+    """
+    if claim.actions or record is None:
+        return ()
+    return (CheckVersion(record_path, record.version),)
+
+
+def record_owner(record: Observed | None) -> OwnerStamp | None:
+    """The stamp in a record as read; ``None`` for no record, an empty one, or unreadable data (pure)."""
+    return OwnerStamp.from_bytes(record.data) if record is not None and record.data else None
+
+
+def plan_release(record_path: str, ours: OwnerStamp, record: Observed | None) -> Action | None:
+    """The write that releases ``record_path`` for ``ours``, or ``None`` if it is not ours to release (pure).
+
+    Only a record of the same object (:meth:`OwnerStamp.same_object`) is released:
+    deleted at its version, or emptied (set to ``b""`` at its version) if it has children,
+    because it is then also the parent of other paths' records.
+    """
+    if record is None:
+        return None
+    theirs = OwnerStamp.from_bytes(record.data)
+    if theirs is None or not theirs.same_object(ours):
+        return None
+    if record.num_children:
+        return SetData(record_path, b"", record.version)
+    return DeleteNode(record_path, record.version)
+
+
 class OwnershipRegistry:
     """Reads and writes ownership records through the adapter.
 
@@ -129,7 +179,7 @@ class OwnershipRegistry:
     the objects declaring the path are reconciled and a conflict is reported, and a
     released record wakes the objects waiting for it. On top of that every write of
     a managed znode carries a ``check`` of the record's version in the same
-    ``multi`` (:meth:`require`), so a write planned from a record that changed in
+    ``multi`` (:func:`claim_requires`), so a write planned from a record that changed in
     the meantime is refused as a whole. The version alone cannot tell a record
     deleted and re-created at version 0 from the one read; the watch does, which
     is why it is kept.
@@ -158,9 +208,14 @@ class OwnershipRegistry:
         return is_within(path, self.root)
 
     def owner(self, path: str) -> OwnerStamp | None:
-        """The stamp in the record of ``path``, or ``None`` (no record, empty, or unreadable)."""
-        record = self.adapter.read(self.record_path(path), watch=True, max_age=math.inf)
-        return OwnerStamp.from_bytes(record.data) if record is not None and record.data else None
+        """The stamp in the record of ``path``, or ``None`` (no record, empty, or unreadable).
+
+        A watched read, trusted until its watch fires.
+
+        Raises:
+            ZooKeeperError: the read failed.
+        """
+        return record_owner(self.adapter.read(self.record_path(path), watch=True, max_age=math.inf))
 
     def read_record_async(self, path: str) -> PendingRead:
         """Start the watched read of the record of ``path`` (see :meth:`ZooKeeperAdapter.read_async`).
@@ -174,32 +229,13 @@ class OwnershipRegistry:
         """
         return self.adapter.read_async(self.record_path(path), watch=True, max_age=math.inf, watch_absent=False)
 
-    def plan(self, path: str, ours: OwnerStamp, record: Observed | None,
-             owner_exists: Callable[[OwnerStamp], bool]) -> Claim:
-        """:func:`plan_claim` for the record of ``path``; execute ``claim.actions`` in the znode's ``multi``."""
-        return plan_claim(self.record_path(path), ours, record, owner_exists)
-
-    def require(self, path: str, claim: Claim, record: Observed | None) -> list[CheckVersion]:
-        """Preconditions for writing the znode of ``path`` under ``claim`` (for ``execute(require=…)``).
-
-        A claim that writes the record is conditional by itself (create, or set at a
-        version); otherwise the record as read must still be at its version.
-        """
-        if claim.actions or record is None:
-            return []
-        return [CheckVersion(self.record_path(path), record.version)]
-
     def release(self, path: str, ours: OwnerStamp) -> None:
-        """Delete the record of ``path`` if it is ours (same object); anything else is left alone."""
+        """Release the record of ``path`` if it is ours (:func:`plan_release`); anything else is left alone.
+
+        Raises:
+            ZooKeeperError: the read or the write failed (ConcurrentModification if the record changed).
+        """
         record_path = self.record_path(path)
-        record = self.adapter.read(record_path, watch=True, max_age=math.inf)
-        if record is None:
-            return
-        theirs = OwnerStamp.from_bytes(record.data)
-        if theirs is None or not theirs.same_object(ours):
-            return
-        # A record with children is also the parent of other records: empty it instead of deleting.
-        action: Action = DeleteNode(record_path, record.version)
-        if record.num_children:
-            action = SetData(record_path, b"", record.version)
-        self.adapter.execute([action])
+        action = plan_release(record_path, ours, self.adapter.read(record_path, watch=True, max_age=math.inf))
+        if action is not None:
+            self.adapter.execute([action])

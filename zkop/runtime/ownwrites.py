@@ -14,6 +14,12 @@ After a relist (410 Gone) the informer diffs against the list, so the transition
 it reports spans every change it missed and is delivered whenever it is more than
 our write alone.
 
+The same record answers the reverse question, "is the cache behind a write of
+ours?" (:meth:`OwnWrites.newest`, the idea of client-go's ``MutationCache``): a
+reconcile that reads an object the informer has not yet updated with our write
+goes on with the response of that write instead, so it never writes the same
+status or finalizer twice.
+
 Kubernetes API conventions, "Concurrency Control and Consistency": every write
 produces a new ``resourceVersion`` and a watch reports each version once, in order.
 """
@@ -60,6 +66,8 @@ class OwnWrites:
         self.per_key = per_key
         self.release = release
         self._writes: dict[str, OrderedDict[str, str]] = {}
+        #: The response of the latest write per key, kept while an echo of that key is awaited.
+        self._newest: dict[str, JSON] = {}
         self._in_flight: dict[str, tuple[str, list[tuple[str, str]]]] = {}
         self._lock = threading.Lock()
         self.echoes_dropped = 0
@@ -86,7 +94,7 @@ class OwnWrites:
                 _, held = self._in_flight.pop(key, (base_rv, []))
                 written_rv = _resource_version(response[0]) if response else ""
                 if response:
-                    self._record(key, base_rv, written_rv)
+                    self._record(key, base_rv, response[0])
                 missed = False
                 for old_rv, new_rv in held:
                     if response and (old_rv, new_rv) == (base_rv, written_rv):
@@ -96,11 +104,13 @@ class OwnWrites:
             if missed and self.release is not None:
                 self.release(key)
 
-    def _record(self, key: str, base_rv: str, written_rv: str) -> None:
+    def _record(self, key: str, base_rv: str, response: JSON) -> None:
+        written_rv = _resource_version(response)
         if not base_rv or not written_rv or base_rv == written_rv:
             return
         writes = self._writes.setdefault(key, OrderedDict())
         writes[written_rv] = base_rv
+        self._newest[key] = response
         while len(writes) > self.per_key:
             writes.popitem(last=False)
 
@@ -110,6 +120,7 @@ class OwnWrites:
             writes.pop(written_rv, None)
             if not writes:
                 del self._writes[key]
+                self._newest.pop(key, None)
         self.echoes_dropped += 1
         metrics.OWN_WRITE_ECHOES_DROPPED.labels(self.controller).inc()
 
@@ -130,10 +141,38 @@ class OwnWrites:
                 return True
             return False
 
+    def newest(self, key: str, read: Callable[[], JSON | None]) -> JSON | None:
+        """``read()`` (the informer cache's copy of ``key``), or our newer write of it if the cache lags.
+
+        If the cached object's ``resourceVersion`` is one a write of ours was computed
+        from and that write's echo has not arrived, the cache is behind that write: the
+        response of our latest write of ``key`` is returned instead (it is newer, and
+        holds every change the cache has). An object gone from the cache stays gone.
+
+        The remembered writes are copied before ``read()`` is called, and the informer
+        updates its cache before it hands the echo to :meth:`is_echo`, so an echo that
+        arrives in between shows up as a newer cached version: never as a stale one.
+
+        Args:
+            key: ``namespace/name``.
+            read: returns the cached object (e.g. ``lambda: indexer.get(key)``); called once, unlocked.
+
+        Returns:
+            The object to reconcile, or ``None`` if ``read()`` found none.
+        """
+        with self._lock:
+            bases = set((self._writes.get(key) or {}).values())
+            latest = self._newest.get(key)
+        cached = read()
+        if cached is None or latest is None or _resource_version(cached) not in bases:
+            return cached
+        return latest
+
     def forget(self, key: str) -> None:
         """Drop everything remembered for ``key`` (the object is gone)."""
         with self._lock:
             self._writes.pop(key, None)
+            self._newest.pop(key, None)
 
     def __len__(self) -> int:
         with self._lock:

@@ -1,0 +1,263 @@
+"""Table tests of every rule of the ZooKeeperConfig reconciler (:mod:`zkop.zkconfig.decide`; no I/O).
+
+Each row names the rule and where it comes from; the assertion covers every field of the
+:class:`Decision` (fields a row does not name must be at their defaults).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from zkop.ownership.registry import Claim, OwnerStamp
+from zkop.zkconfig.decide import (
+    UNREAD,
+    Decision,
+    DeleteFacts,
+    Fetch,
+    SyncFacts,
+    decide_delete,
+    decide_failure,
+    decide_sync,
+    deletion_target,
+    oldest,
+    unsynced_path,
+)
+from zkop.zkconfig.spec import FINALIZER, DataRef, DesiredZnode, InvalidSpec, RefNotFound
+from zkop.zookeeper.actions import AclEntry, CheckVersion, CreateNode, DeleteNode, Observed, SetAcl, SetData
+from zkop.zookeeper.adapter import ConcurrentModification, ZooKeeperError, ZooKeeperNoAuth, ZooKeeperUnavailable
+
+PATH = "/app/flag"
+RECORD = "/zkop/owners/app/flag"
+KEY = "default/flag"
+OURS = OwnerStamp("prod-eu", "default", "flag", "uid-1")
+OTHER_CLUSTER = OwnerStamp("prod-us", "default", "flag", "uid-9")
+SAME_CLUSTER = OwnerStamp("prod-eu", "team-b", "flag", "uid-7")
+DESIRED = DesiredZnode(path=PATH, data=b"true")
+CREATE_ONLY = dataclasses.replace(DESIRED, sync_policy="createOnly")
+ORPHAN = dataclasses.replace(DESIRED, deletion_policy="Orphan")
+READ_ONLY_ACL = (AclEntry("world", "anyone", 1),)
+REF = DataRef("ConfigMap", "flags", "flag")
+
+
+def zkc(*, finalizer: bool = True, synced_at: int | None = None, generation: int = 1, deleting: bool = False,
+        spec: dict[str, Any] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"namespace": "default", "name": "flag", "uid": "uid-1", "generation": generation,
+                            "resourceVersion": "7", "creationTimestamp": "2026-01-01T00:00:00Z"}
+    if finalizer:
+        meta["finalizers"] = [FINALIZER]
+    if deleting:
+        meta["deletionTimestamp"] = "2026-01-02T00:00:00Z"
+    obj: dict[str, Any] = {"metadata": meta, "spec": spec or {"path": PATH, "stringData": "true"}}
+    if synced_at is not None:
+        obj["status"] = {"state": "Synced", "observedGeneration": synced_at}
+    return obj
+
+
+def sync(*, obj: dict[str, Any] | None = None, spec: DesiredZnode | InvalidSpec | RefNotFound = DESIRED,
+         cluster_owner: str | None = KEY, exists: bool = True, **facts: Any) -> SyncFacts:
+    return SyncFacts(obj or zkc(), spec, cluster_owner, OURS, RECORD, lambda _: exists, **facts)
+
+
+def delete(*, obj: dict[str, Any] | None = None, target: DesiredZnode | None = DESIRED,
+           cluster_owner: str | None = KEY, **facts: Any) -> DeleteFacts:
+    return DeleteFacts(obj or zkc(deleting=True), target, cluster_owner, OURS, **facts)
+
+
+def ours() -> Observed:
+    return Observed(OURS.to_bytes(), 2)
+
+
+def expect(decision: Decision, **fields: Any) -> None:
+    """Compare every field; ``status`` is ``(state, reason, stalled)`` of the outcome, ``events`` ``(type, reason)``."""
+    status = fields.pop("status", None)
+    events = fields.pop("events", [])
+    claim = fields.pop("claim", None)
+    assert (None if decision.outcome is None else
+            (decision.outcome.state, decision.outcome.reason, decision.outcome.stalled)) == status
+    assert [(e.type, e.reason) for e in decision.events] == events
+    if claim is not None:
+        assert decision.claim == claim
+    ignored = {"outcome", "events", "claim", "plan"}
+    actual = {f.name: getattr(decision, f.name) for f in dataclasses.fields(Decision) if f.name not in ignored}
+    defaults = {f.name: getattr(Decision(), f.name) for f in dataclasses.fields(Decision) if f.name not in ignored}
+    if "retry" in fields and fields["retry"] is ...:  # any message
+        assert actual["retry"] is not None
+        fields["retry"] = actual["retry"]
+    assert actual == {**defaults, **fields}
+
+
+# rule (source), facts → decision fields
+SYNC: list[tuple[str, SyncFacts, dict[str, Any]]] = [
+    ("invalid spec → Stalled/InvalidSpec, finalizer added first (kstatus Stalled; decide rule 2)",
+     sync(obj=zkc(finalizer=False), spec=InvalidSpec("spec.path", "must be absolute")),
+     {"add_finalizer": True, "warn": True, "status": ("Error", "InvalidSpec", True)}),
+    ("missing dataFrom key → RefNotFound, retrying, not stalled (the ConfigMap informer wakes it)",
+     sync(spec=RefNotFound(REF)),
+     {"warn": True, "retrying": True, "status": ("Error", "RefNotFound", False)}),
+    ("older object declaring the path owns it in the cluster → Stalled/PathConflict (oldest wins)",
+     sync(cluster_owner="default/older"),
+     {"warn": True, "status": ("Error", "PathConflict", True)}),
+    ("new object: read the record and the znode while the finalizer is written (finalizer before any write)",
+     sync(obj=zkc(finalizer=False)), {"fetch": Fetch.RECORD, "add_finalizer": True}),
+    ("known object: read the record and the znode", sync(), {"fetch": Fetch.RECORD}),
+    ("foreign record (other cluster) → Stalled/PathConflict; the znode is never read (ownership registry)",
+     sync(record=Observed(OTHER_CLUSTER.to_bytes(), 0)),
+     {"warn": True, "status": ("Error", "PathConflict", True), "claim": Claim((), conflict=OTHER_CLUSTER)}),
+    ("record of another object of this cluster that still exists → Stalled/PathConflict",
+     sync(record=Observed(SAME_CLUSTER.to_bytes(), 0), exists=True),
+     {"warn": True, "status": ("Error", "PathConflict", True)}),
+    ("unreadable record → Stalled/PathConflict", sync(record=Observed(b"<xml/>", 0)),
+     {"warn": True, "status": ("Error", "PathConflict", True)}),
+    ("record ours: now the znode", sync(record=ours()), {"fetch": Fetch.ZNODE}),
+    ("nothing yet: create the record and the znode in one multi → Created",
+     sync(record=None, observed=None),
+     {"writes": (CreateNode(RECORD, OURS.to_bytes()), CreateNode(PATH, b"true")), "wrote": True,
+      "status": ("Synced", "Synced", False), "events": [("Normal", "Created")]}),
+    ("adoption of a legacy znode: its ACL is read first (a node created with another ACL shows no aversion)",
+     sync(record=None, observed=Observed(b"true", 4)), {"fetch": Fetch.ACL}),
+    ("adoption of a legacy znode in sync → record created, znode untouched, Adopted",
+     sync(record=None, observed=Observed(b"true", 4, acl=DESIRED.acl)),
+     {"writes": (CreateNode(RECORD, OURS.to_bytes()),), "status": ("Synced", "Synced", False),
+      "events": [("Normal", "Adopted")]}),
+    ("adoption of a legacy znode with other data and ACL → set both, Adopted then Updated",
+     sync(record=None, observed=Observed(b"false", 4, acl=READ_ONLY_ACL)),
+     {"writes": (CreateNode(RECORD, OURS.to_bytes()), SetData(PATH, b"true", 4), SetAcl(PATH, DESIRED.acl, 0)),
+      "wrote": True,
+      "status": ("Synced", "Synced", False), "events": [("Normal", "Adopted"), ("Normal", "Updated")]}),
+    ("in sync → nothing written; the znode write would be checked at the record's version",
+     sync(record=ours(), observed=Observed(b"true", 3)),
+     {"require": (CheckVersion(RECORD, 2),), "status": ("Synced", "Synced", False)}),
+    ("record changed behind our back → the write is conditional on the record as read, a change replans",
+     sync(record=ours(), observed=Observed(b"false", 3), obj=zkc(synced_at=0)),
+     {"writes": (SetData(PATH, b"true", 3),), "require": (CheckVersion(RECORD, 2),), "wrote": True,
+      "status": ("Synced", "Synced", False), "events": [("Normal", "Updated")]}),
+    ("hand edit while Synced at this generation → DriftCorrected, counted",
+     sync(record=ours(), observed=Observed(b"false", 3), obj=zkc(synced_at=1)),
+     {"writes": (SetData(PATH, b"true", 3),), "require": (CheckVersion(RECORD, 2),), "wrote": True, "drift": True,
+      "status": ("Synced", "Synced", False), "events": [("Normal", "DriftCorrected")]}),
+    ("hand delete while Synced at this generation → re-created, DriftCorrected",
+     sync(record=ours(), observed=None, obj=zkc(synced_at=1)),
+     {"writes": (CreateNode(PATH, b"true"),), "require": (CheckVersion(RECORD, 2),), "wrote": True, "drift": True,
+      "status": ("Synced", "Synced", False), "events": [("Normal", "DriftCorrected")]}),
+    ("createOnly never overwrites → OutOfSync/CreateOnly, nothing written (spec syncPolicy)",
+     sync(spec=CREATE_ONLY, record=ours(), observed=Observed(b"false", 3), obj=zkc(synced_at=1)),
+     {"require": (CheckVersion(RECORD, 2),), "status": ("OutOfSync", "CreateOnly", False)}),
+    ("re-created object (same name, new uid) → the record's uid is refreshed in the same multi",
+     sync(record=Observed(dataclasses.replace(OURS, uid="uid-0").to_bytes(), 5), observed=Observed(b"true", 3)),
+     {"writes": (SetData(RECORD, OURS.to_bytes(), 5),), "status": ("Synced", "Synced", False)}),
+    ("an ephemeral znode is not zkop's → Stalled/EphemeralNode",
+     sync(record=ours(), observed=Observed(b"x", 0, ephemeral_owner=0x99)),
+     {"require": (CheckVersion(RECORD, 2),), "status": ("Error", "EphemeralNode", True)}),
+]
+
+
+@pytest.mark.parametrize(("rule", "facts", "fields"), SYNC, ids=[row[0] for row in SYNC])
+def test_decide_sync(rule: str, facts: SyncFacts, fields: dict[str, Any]) -> None:
+    expect(decide_sync(facts), **fields)
+
+
+DELETE: list[tuple[str, DeleteFacts, dict[str, Any]]] = [
+    ("no finalizer of ours → nothing", delete(obj=zkc(deleting=True, finalizer=False)), {}),
+    ("invalid spec → nothing was ever written: the finalizer goes", delete(target=None),
+     {"remove_finalizer": True}),
+    ("read the record's owner first", delete(), {"fetch": Fetch.RECORD}),
+    ("record of another object → never ours to delete: the finalizer goes", delete(record_owner=SAME_CLUSTER),
+     {"remove_finalizer": True}),
+    ("no record → the finalizer goes", delete(record_owner=None), {"remove_finalizer": True}),
+    ("an older object owns the path in the cluster → the finalizer goes", delete(record_owner=OURS,
+                                                                                  cluster_owner="default/older"),
+     {"remove_finalizer": True}),
+    ("ours: read the znode afresh (numChildren is not covered by data watches)", delete(record_owner=OURS),
+     {"fetch": Fetch.ZNODE}),
+    ("ours, childless → deleted at its version, record released, Deleted, finalizer removed",
+     delete(record_owner=OURS, observed=Observed(b"true", 6)),
+     {"writes": (DeleteNode(PATH, 6),), "release": True, "remove_finalizer": True,
+      "events": [("Normal", "Deleted")]}),
+    ("ours, already gone → record released, finalizer removed, no Event",
+     delete(record_owner=OURS, observed=None), {"release": True, "remove_finalizer": True}),
+    ("deletionPolicy Orphan → znode kept, record released",
+     delete(target=ORPHAN, record_owner=OURS, observed=Observed(b"true", 6)),
+     {"release": True, "remove_finalizer": True}),
+    ("deletion with children → arm a children watch first (never delete recursively)",
+     delete(record_owner=OURS, observed=Observed(b"true", 6, num_children=2)), {"fetch": Fetch.CHILDREN}),
+    ("deletion with children, watched → Error/HasChildren, retried, finalizer kept",
+     delete(record_owner=OURS, observed=Observed(b"true", 6, num_children=2), children=("a", "b")),
+     {"retrying": True, "warn": True, "retry": ..., "status": ("Error", "HasChildren", False)}),
+    ("children gone once watched (znode read again) → deleted",
+     delete(record_owner=OURS, observed=Observed(b"true", 7), children=()),
+     {"writes": (DeleteNode(PATH, 7),), "release": True, "remove_finalizer": True,
+      "events": [("Normal", "Deleted")]}),
+]
+
+
+@pytest.mark.parametrize(("rule", "facts", "fields"), DELETE, ids=[row[0] for row in DELETE])
+def test_decide_delete(rule: str, facts: DeleteFacts, fields: dict[str, Any]) -> None:
+    expect(decide_delete(facts), **fields)
+
+
+def test_deletion_needs_no_bytes_from_a_missing_data_ref() -> None:
+    obj = zkc(deleting=True, spec={"path": PATH, "dataFrom": {"configMapKeyRef": {"name": "flags", "key": "flag"}},
+                                   "deletionPolicy": "Orphan"})
+    assert deletion_target(obj, RefNotFound(REF)) == DesiredZnode(path=PATH, data=b"", source=REF,
+                                                                  deletion_policy="Orphan")
+    assert deletion_target(obj, InvalidSpec("spec", "x")) is None
+    assert deletion_target(obj, DESIRED) is DESIRED
+
+
+FAILURES: list[tuple[str, ZooKeeperError, int, dict[str, Any]]] = [
+    ("NoAuth is reported at once", ZooKeeperNoAuth("refused"), 0,
+     {"retrying": True, "warn": True, "retry": "refused", "status": ("Error", "NoAuth", False)}),
+    ("an unavailable ZooKeeper below the threshold is a blip: retried quietly", ZooKeeperUnavailable("down"), 2,
+     {"retry": "down"}),
+    ("an unavailable ZooKeeper at the threshold is reported", ZooKeeperUnavailable("down"), 3,
+     {"retrying": True, "warn": True, "retry": "down", "status": ("Error", "ZooKeeperUnavailable", False)}),
+    ("a write conflict that outlived the replans is reported", ConcurrentModification("changed"), 0,
+     {"retrying": True, "warn": True, "retry": "changed", "status": ("Error", "Conflict", False)}),
+]
+
+
+@pytest.mark.parametrize(("rule", "err", "failures", "fields"), FAILURES, ids=[row[0] for row in FAILURES])
+def test_decide_failure(rule: str, err: ZooKeeperError, failures: int, fields: dict[str, Any]) -> None:
+    expect(decide_failure(err, failures, threshold=3), **fields)
+
+
+def test_every_fetch_is_asked_once() -> None:
+    """Filling in the fact a decision asked for never asks for it again (the reconciler loops on ``fetch``)."""
+    facts = sync(obj=zkc(finalizer=False))
+    asked = []
+    answers: dict[Fetch, dict[str, Any]] = {
+        Fetch.RECORD: {"record": None}, Fetch.ZNODE: {"observed": Observed(b"true", 4)},
+        Fetch.ACL: {"observed": Observed(b"true", 4, acl=DESIRED.acl)},
+    }
+    while (decision := decide_sync(facts)).fetch is not None:
+        asked.append(decision.fetch)
+        facts = dataclasses.replace(facts, **answers[decision.fetch])
+    assert asked == [Fetch.RECORD, Fetch.ZNODE, Fetch.ACL]
+    assert decision.add_finalizer and decision.writes == (CreateNode(RECORD, OURS.to_bytes()),)
+    assert facts.observed is not UNREAD
+
+
+def _created(name: str, at: str, namespace: str = "default") -> dict[str, Any]:
+    return {"metadata": {"namespace": namespace, "name": name, "creationTimestamp": at}}
+
+
+def test_oldest_object_owns_the_path_then_namespace_and_name() -> None:
+    assert oldest([]) is None
+    assert oldest([_created("b", "2026-01-02T00:00:00Z"), _created("a", "2026-01-03T00:00:00Z")]) == "default/b"
+    assert oldest([_created("b", "2026-01-02T00:00:00Z"), _created("a", "2026-01-02T00:00:00Z", "team")]) \
+        == "default/b"
+
+
+@pytest.mark.parametrize(("obj", "path"), [
+    (zkc(), PATH),  # never synced: a first start
+    (zkc(synced_at=1), None),  # synced at its generation: a warm restart
+    (zkc(synced_at=1, generation=2), PATH),  # the spec changed since
+    (zkc(deleting=True), None),
+    (zkc(spec={"path": "relative"}), None),
+    (zkc(spec={"path": 3}), None),
+])
+def test_unsynced_path(obj: dict[str, Any], path: str | None) -> None:
+    assert unsynced_path(obj) == path

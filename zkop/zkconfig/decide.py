@@ -1,0 +1,382 @@
+"""Every rule of the ZooKeeperConfig reconciler, as pure functions from facts to a :class:`Decision`.
+
+controller-runtime's ``Reconcile`` reads, decides and writes in one function;
+external-dns keeps the deciding apart (``plan.Calculate`` over what the source wants
+and what the registry and provider hold). This module is that part for znodes: the
+reconciler (:mod:`zkop.zkconfig.reconciler`) gathers the facts — the object, its parsed
+spec (or the spec error), the oldest object in the cluster declaring the same path,
+the ownership record, the znode — calls :func:`decide_sync` or :func:`decide_delete`,
+and applies the :class:`Decision` it gets. Nothing here does I/O or reads a clock.
+
+Facts are gathered lazily: a fact not read yet is :data:`UNREAD`, and a decision that
+needs it names it in :attr:`Decision.fetch`; the reconciler reads it and decides again
+(each fetch is asked for at most once per pass). So the order of the reads is itself a
+rule here: a path owned elsewhere is never read, the ACL of a znode is read only when
+it is adopted.
+
+Rules of a live object (:func:`decide_sync`), in order:
+
+1. the finalizer is added before anything is written to ZooKeeper;
+2. an invalid spec is reported ``Stalled`` (``InvalidSpec``), a missing ``dataFrom``
+   key as retrying (``RefNotFound``: the ConfigMap/Secret informer wakes the object);
+3. the oldest object declaring a path owns it in the cluster (creationTimestamp, then
+   namespace/name): any other is ``Stalled/PathConflict`` and writes nothing;
+4. the ownership record decides across installations (:func:`zkop.ownership.registry.plan_claim`);
+   a foreign record is ``Stalled/PathConflict`` and the znode is not even read;
+5. adopting an existing znode (first claim) reads its ACL too, and says ``Adopted``;
+6. :func:`zkop.zkconfig.plan.plan_sync` plans the znode; the claim and the plan are
+   written in one ``multi``, conditional on the record as read
+   (:func:`zkop.ownership.registry.claim_requires`: a record changed behind our back
+   fails the write as a whole and the pass is planned again);
+7. every change is an Event (``Created``/``Updated``; ``DriftCorrected`` when the spec
+   did not change since the last sync); failures are Warning Events, sent only when
+   the status changes.
+
+Rules of an object being deleted (:func:`decide_delete`): no finalizer of ours → nothing;
+an invalid spec → the finalizer goes (nothing was ever written); the znode is deleted
+only if this object owns the path both in the cluster and in the record, then the
+record is released; a znode with children is never deleted recursively: a children
+watch wakes the object when they go (if none are left, the znode is read again at
+once), meanwhile the object is retried; deletionPolicy Orphan keeps the znode.
+
+Failures (:func:`decide_failure`): ``NoAuth`` and a write conflict that outlived the
+replans are reported at once; an unavailable ZooKeeper only after ``threshold``
+consecutive failures of the same object (a blip is retried quietly).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from zkop.ownership.registry import Claim, OwnerStamp, claim_requires, plan_claim
+from zkop.zkconfig.plan import Outcome, Plan, plan_delete, plan_sync
+from zkop.zkconfig.spec import FINALIZER, DesiredZnode, InvalidSpec, RefNotFound
+from zkop.zookeeper.actions import Action, CheckVersion, Observed
+from zkop.zookeeper.adapter import ZooKeeperError, ZooKeeperNoAuth, ZooKeeperUnavailable
+from zkop.zookeeper.paths import validate_path
+
+__all__ = [
+    "UNREAD",
+    "Decision",
+    "DeleteFacts",
+    "Event",
+    "Fetch",
+    "SyncFacts",
+    "Unread",
+    "decide_delete",
+    "decide_failure",
+    "decide_sync",
+    "deletion_target",
+    "oldest",
+    "unsynced_path",
+    "was_synced_at_generation",
+]
+
+JSON = dict[str, Any]
+
+
+class Unread(enum.Enum):
+    """The type of :data:`UNREAD`."""
+
+    UNREAD = "unread"
+
+
+#: A fact not gathered yet.
+UNREAD: Final = Unread.UNREAD
+
+
+class Fetch(enum.Enum):
+    """A fact a decision needs before it can be made.
+
+    * ``RECORD``: the ownership record of the path (sync: started together with the znode
+      read, both in flight while the finalizer is written; deletion: its owner stamp);
+    * ``ZNODE``: the znode (sync: the read started with the record; deletion: a fresh
+      read, since deletion depends on ``numChildren``, which data watches do not cover);
+    * ``ACL``: the znode read again with its ACL (adoption of an existing znode);
+    * ``CHILDREN``: arm a children watch on the znode; if it has no children left, read
+      the znode again (deletion waiting for children).
+    """
+
+    RECORD = "record"
+    ZNODE = "znode"
+    ACL = "acl"
+    CHILDREN = "children"
+
+
+@dataclass(frozen=True)
+class Event:
+    """A Kubernetes Event about the object: ``type`` Normal or Warning, CamelCase ``reason``, a sentence."""
+
+    type: Literal["Normal", "Warning"]
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class SyncFacts:
+    """What :func:`decide_sync` decides from.
+
+    Attributes:
+        obj: the ZooKeeperConfig (a dict, as the API server returns it).
+        spec: the parsed spec, or why it could not be parsed.
+        cluster_owner: ``namespace/name`` of the oldest object declaring ``spec.path`` (:func:`oldest`).
+        stamp: this object's ownership stamp.
+        record_path: the registry znode of ``spec.path``.
+        owner_exists: whether the object named in a stamp of our cluster still exists (an
+            in-memory lookup in the informer cache).
+        record: the ownership record as read (``None``: absent), or :data:`UNREAD`.
+        observed: the znode as read (``None``: absent), or :data:`UNREAD`.
+    """
+
+    obj: JSON
+    spec: DesiredZnode | InvalidSpec | RefNotFound
+    cluster_owner: str | None
+    stamp: OwnerStamp
+    record_path: str
+    owner_exists: Callable[[OwnerStamp], bool]
+    record: Observed | Unread | None = UNREAD
+    observed: Observed | Unread | None = UNREAD
+
+
+@dataclass(frozen=True)
+class DeleteFacts:
+    """What :func:`decide_delete` decides from.
+
+    Attributes:
+        obj: the ZooKeeperConfig being deleted (``metadata.deletionTimestamp`` set).
+        target: the znode it declares (:func:`deletion_target`), ``None`` for an invalid spec.
+        cluster_owner: ``namespace/name`` of the oldest object declaring the path.
+        stamp: this object's ownership stamp.
+        record_owner: the stamp in the ownership record (``None``: none or unreadable), or :data:`UNREAD`.
+        observed: the znode read afresh (``None``: absent), or :data:`UNREAD`.
+        children: the children found when the children watch was armed (``None``: the znode
+            is gone), or :data:`UNREAD`.
+    """
+
+    obj: JSON
+    target: DesiredZnode | None
+    cluster_owner: str | None
+    stamp: OwnerStamp
+    record_owner: OwnerStamp | Unread | None = UNREAD
+    observed: Observed | Unread | None = UNREAD
+    children: tuple[str, ...] | Unread | None = UNREAD
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One reconcile pass, as values; the reconciler applies the fields in this order.
+
+    Attributes:
+        fetch: a fact still missing: read it and decide again. Only ``add_finalizer`` is
+            applied meanwhile (while the reads are in flight).
+        add_finalizer: add the finalizer first; if the object is gone, stop.
+        claim: the ownership claim the writes are made under.
+        writes: ZooKeeper actions (the claim's record writes, then the znode's), in one ``multi``
+            for a live object.
+        require: preconditions checked in the same ``multi`` (the record's version).
+        plan: the znode plan ``writes`` came from (``None`` when nothing was planned).
+        release: release the ownership record (after a deletion).
+        events: Normal Events, sent after the writes.
+        drift: count a drift correction (``zkop_drift_corrections_total``).
+        outcome: the status to show (``None``: leave status alone); written only if it changed.
+        wrote: ZooKeeper changed in this pass (moves ``lastSyncedTime``).
+        retrying: a retry is queued (``Reconciling=True``).
+        warn: send a Warning Event (``outcome.reason``) if the status was written.
+        remove_finalizer: let the object go.
+        retry: requeue with backoff, with this message (the controller's ``RetryableError``).
+    """
+
+    fetch: Fetch | None = None
+    add_finalizer: bool = False
+    claim: Claim | None = None
+    writes: tuple[Action, ...] = ()
+    require: tuple[CheckVersion, ...] = ()
+    plan: Plan | None = None
+    release: bool = False
+    events: tuple[Event, ...] = field(default=())
+    drift: bool = False
+    outcome: Outcome | None = None
+    wrote: bool = False
+    retrying: bool = False
+    warn: bool = False
+    remove_finalizer: bool = False
+    retry: str | None = None
+
+
+# --- helpers over the object -------------------------------------------------------------------
+
+def object_key(obj: JSON) -> str:
+    """``namespace/name`` of an object (client-go's ``MetaNamespaceKeyFunc``)."""
+    meta = obj.get("metadata") or {}
+    name = str(meta.get("name", ""))
+    return f"{meta['namespace']}/{name}" if meta.get("namespace") else name
+
+
+def finalizers(obj: JSON) -> list[str]:
+    """``metadata.finalizers`` (a new list)."""
+    return list((obj.get("metadata") or {}).get("finalizers") or [])
+
+
+def was_synced_at_generation(obj: JSON) -> bool:
+    """True if status says Synced at the object's current generation (the spec did not change since)."""
+    status: dict[str, Any] = obj.get("status") or {}
+    return bool(
+        status.get("state") == "Synced"
+        and status.get("observedGeneration") == (obj.get("metadata") or {}).get("generation")
+    )
+
+
+def unsynced_path(obj: JSON) -> str | None:
+    """The valid ``spec.path`` of an object whose next pass probably finds its znode and record absent.
+
+    Those are the objects not being deleted and not Synced at their generation: all of
+    them on a first start, none on a warm restart. ``None`` for any other object.
+    """
+    if (obj.get("metadata") or {}).get("deletionTimestamp") or was_synced_at_generation(obj):
+        return None
+    path = (obj.get("spec") or {}).get("path")
+    try:
+        return validate_path(path) if isinstance(path, str) else None
+    except ValueError:
+        return None
+
+
+def oldest(candidates: list[JSON]) -> str | None:
+    """``namespace/name`` of the object owning a path in the cluster: the oldest declaring it.
+
+    Ordered by ``metadata.creationTimestamp`` (RFC 3339, so text order is time order), then
+    ``namespace/name`` for a tie; ``None`` for no candidate.
+    """
+    if not candidates:
+        return None
+    first = min(candidates, key=lambda o: (str(o["metadata"].get("creationTimestamp", "")), object_key(o)))
+    return object_key(first)
+
+
+def deletion_target(obj: JSON, spec: DesiredZnode | InvalidSpec | RefNotFound) -> DesiredZnode | None:
+    """The znode a deleted object declares; ``None`` for an invalid spec (nothing was ever written).
+
+    A ``dataFrom`` key that is missing does not matter for deletion: the bytes are not needed.
+    """
+    if isinstance(spec, InvalidSpec):
+        return None
+    if isinstance(spec, RefNotFound):
+        return DesiredZnode(path=obj["spec"]["path"], data=b"", source=spec.ref,
+                            deletion_policy=obj["spec"].get("deletionPolicy", "Delete"))
+    return spec
+
+
+def path_conflict(obj: JSON, owner: str) -> Outcome:
+    """The outcome of an object that loses its path to ``owner`` (``Stalled``: writes nothing)."""
+    path = (obj.get("spec") or {}).get("path")
+    message = f"path {path} is owned by {owner}; this object writes nothing"
+    return Outcome("Error", "PathConflict", message, False, stalled=True)
+
+
+def change_event(obj: JSON, plan: Plan) -> tuple[Event | None, bool]:
+    """The Normal Event for what ``plan`` changes, and whether it is a drift correction.
+
+    ``Created``/``Updated``/``Deleted``; a create or update while the object is Synced at
+    its generation means someone edited or deleted the znode by hand: ``DriftCorrected``.
+    """
+    if not plan.changes:
+        return None, False
+    reason = {"created": "Created", "updated": "Updated", "deleted": "Deleted"}[plan.changes[0]]
+    drift = reason in ("Updated", "Created") and was_synced_at_generation(obj)
+    return Event("Normal", "DriftCorrected" if drift else reason, plan.note or plan.outcome.message), drift
+
+
+# --- decisions -----------------------------------------------------------------------------------
+
+def decide_sync(facts: SyncFacts) -> Decision:
+    """Decide one pass over a live ZooKeeperConfig (rules 1–7 of the module docstring).
+
+    Returns:
+        A decision; with ``fetch`` set, only ``add_finalizer`` may be set besides.
+    """
+    obj, spec = facts.obj, facts.spec
+    add_finalizer = FINALIZER not in finalizers(obj)
+    if isinstance(spec, InvalidSpec):
+        return Decision(add_finalizer=add_finalizer, warn=True,
+                        outcome=Outcome("Error", "InvalidSpec", f"invalid spec: {spec}", False, stalled=True))
+    if isinstance(spec, RefNotFound):
+        # Not stalled: the ConfigMap/Secret informer re-enqueues this object when the key appears.
+        return Decision(add_finalizer=add_finalizer, warn=True, retrying=True,
+                        outcome=Outcome("Error", "RefNotFound", str(spec), False))
+    if facts.cluster_owner is not None and facts.cluster_owner != object_key(obj):
+        return Decision(add_finalizer=add_finalizer, warn=True,
+                        outcome=path_conflict(obj, f"{facts.cluster_owner} (older object in this cluster)"))
+    if isinstance(facts.record, Unread):
+        return Decision(fetch=Fetch.RECORD, add_finalizer=add_finalizer)
+    claim = plan_claim(facts.record_path, facts.stamp, facts.record, facts.owner_exists)
+    if claim.conflict is not None:
+        return Decision(add_finalizer=add_finalizer, claim=claim, warn=True,
+                        outcome=path_conflict(obj, claim.conflict.describe()))
+    observed = facts.observed
+    if isinstance(observed, Unread):
+        return Decision(fetch=Fetch.ZNODE, add_finalizer=add_finalizer, claim=claim)
+    if claim.new and observed is not None and observed.acl is None:
+        # First claim (adoption of a legacy znode): read the ACL too; a node created
+        # with another ACL shows no ACL version change, so it would otherwise look in sync.
+        return Decision(fetch=Fetch.ACL, add_finalizer=add_finalizer, claim=claim)
+    plan = plan_sync(spec, observed)
+    events: list[Event] = []
+    if claim.new and observed is not None:
+        events.append(Event("Normal", "Adopted", f"adopted existing znode {spec.path} (version {observed.version})"))
+    change, drift = change_event(obj, plan)
+    events += [change] if change is not None else []
+    return Decision(
+        add_finalizer=add_finalizer, claim=claim, writes=(*claim.actions, *plan.actions),
+        require=claim_requires(facts.record_path, claim, facts.record), plan=plan, events=tuple(events),
+        drift=drift, outcome=plan.outcome, wrote=plan.writes,
+    )
+
+
+def decide_delete(facts: DeleteFacts) -> Decision:
+    """Decide one pass over a ZooKeeperConfig being deleted (see the module docstring)."""
+    obj, target = facts.obj, facts.target
+    if FINALIZER not in finalizers(obj):
+        return Decision()
+    if target is None:
+        # Nothing was ever written for an invalid spec: just let the object go.
+        return Decision(remove_finalizer=True)
+    if isinstance(facts.record_owner, Unread):
+        return Decision(fetch=Fetch.RECORD)
+    ours = facts.record_owner is not None and facts.record_owner.same_object(facts.stamp)
+    if facts.cluster_owner not in (None, object_key(obj)) or not ours:
+        return Decision(remove_finalizer=True)  # never ours to delete
+    if isinstance(facts.observed, Unread):
+        return Decision(fetch=Fetch.ZNODE)
+    plan = plan_delete(target, facts.observed)
+    if plan.outcome.reason == "HasChildren" and isinstance(facts.children, Unread):
+        # Wake up when the children go (a namespace deleting a whole tree converges leaves
+        # first), not only when the backoff expires; if they went meanwhile, go on at once.
+        return Decision(fetch=Fetch.CHILDREN, plan=plan)
+    if not plan.outcome.ready:
+        return Decision(plan=plan, outcome=plan.outcome, retrying=True, warn=True, retry=plan.outcome.message)
+    change, _ = change_event(obj, plan)
+    return Decision(writes=plan.actions, plan=plan, release=True, events=(change,) if change is not None else (),
+                    remove_finalizer=True)
+
+
+def decide_failure(err: ZooKeeperError, failures: int, threshold: int) -> Decision:
+    """Decide what a pass that ZooKeeper failed reports; it is always retried with backoff.
+
+    Args:
+        err: the failure.
+        failures: consecutive passes of this object that failed with :class:`ZooKeeperUnavailable`,
+            this one included.
+        threshold: from how many such failures on the status says ``ZooKeeperUnavailable``.
+    """
+    if isinstance(err, ZooKeeperNoAuth):
+        outcome = Outcome("Error", "NoAuth", str(err), False)
+    elif isinstance(err, ZooKeeperUnavailable):
+        if failures < threshold:
+            return Decision(retry=str(err))  # a blip: retry quietly before telling anyone
+        outcome = Outcome("Error", "ZooKeeperUnavailable", str(err), False)
+    else:
+        outcome = Outcome("Error", "Conflict", f"znode kept changing during reconcile: {err}", False)
+    return Decision(outcome=outcome, retrying=True, warn=True, retry=str(err))
