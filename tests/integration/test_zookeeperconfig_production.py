@@ -20,7 +20,7 @@ from kazoo.security import make_acl, make_digest_acl, make_digest_acl_credential
 from zkop_testing.apiserver import ApiServer
 from zkop_testing.crds import install_crds
 from zkop_testing.operator import OperatorProcess
-from zkop_testing.resources import ZKC, conditions, create, get, read, reasons, state, synced, zkc
+from zkop_testing.resources import ZKC, conditions, create, events, get, read, reasons, state, synced, zkc
 from zkop_testing.waiting import wait_for
 from zkop_testing.zookeeper import ZooKeeperEnsemble, ZooKeeperServer, expire_session
 
@@ -186,6 +186,33 @@ def test_configmap_edit_propagates_and_missing_ref_waits(operator: OperatorProce
     kube.request("PATCH", resource_path("", "v1", "configmaps", "default", "rules"),
                  body={"data": {"json": '{"v":2}'}}, content_type=MERGE_PATCH)
     wait_for(lambda: read(zk, zk_base + "/app/rules") == b'{"v":2}', timeout=10, message="ConfigMap edit propagated")
+
+
+def test_a_configmap_edit_is_an_update_and_only_a_hand_edit_is_drift(operator: OperatorProcess, kube: KubeClient,
+                                                                       zk: KazooClient, zk_base: str) -> None:
+    drift = 'zkop_drift_corrections_total{controller="zookeeperconfig"}'
+    kube.request("POST", resource_path("", "v1", "configmaps", "default"), body={
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "limits", "namespace": "default"},
+        "data": {"rate": "10"}})
+    create(kube, zkc("limits", "/app/limits", dataFrom={"configMapKeyRef": {"name": "limits", "key": "rate"}}))
+    wait_for(lambda: synced(kube, "limits") and (get(kube, "limits") or {})["status"].get("znodeVersion") == 0,
+             timeout=15)
+
+    kube.request("PATCH", resource_path("", "v1", "configmaps", "default", "limits"),
+                 body={"data": {"rate": "20"}}, content_type=MERGE_PATCH)
+    wait_for(lambda: (get(kube, "limits") or {})["status"].get("znodeVersion") == 1, timeout=10,
+             message="ConfigMap edit written and recorded")
+    assert read(zk, zk_base + "/app/limits") == b"20"
+    wait_for(lambda: "Updated" in reasons(kube, "limits"), timeout=10, message="Updated Event")
+    updated = [e for e in events(kube, "limits") if e["reason"] == "Updated"]
+    assert "ConfigMap limits key rate changed" in updated[-1]["message"]
+    assert "DriftCorrected" not in reasons(kube, "limits")
+    assert _sample(operator.metrics(), drift) == 0
+
+    zk.set(zk_base + "/app/limits", b"99")  # a hand edit
+    wait_for(lambda: read(zk, zk_base + "/app/limits") == b"20", timeout=5, message="hand edit restored")
+    wait_for(lambda: "DriftCorrected" in reasons(kube, "limits"), timeout=10, message="DriftCorrected Event")
+    wait_for(lambda: _sample(operator.metrics(), drift) == 1, timeout=10, message="drift counted once")
 
 
 def test_secret_bytes_never_leak(operator: OperatorProcess, kube: KubeClient, zk: KazooClient, zk_base: str) -> None:

@@ -40,10 +40,11 @@ CREATE_ONLY = dataclasses.replace(DESIRED, sync_policy="createOnly")
 ORPHAN = dataclasses.replace(DESIRED, deletion_policy="Orphan")
 READ_ONLY_ACL = (AclEntry("world", "anyone", 1),)
 REF = DataRef("ConfigMap", "flags", "flag")
+FROM_CM = dataclasses.replace(DESIRED, source=REF)
 
 
 def zkc(*, finalizer: bool = True, synced_at: int | None = None, generation: int = 1, deleting: bool = False,
-        spec: dict[str, Any] | None = None) -> dict[str, Any]:
+        spec: dict[str, Any] | None = None, znode_version: int | None = None) -> dict[str, Any]:
     meta: dict[str, Any] = {"namespace": "default", "name": "flag", "uid": "uid-1", "generation": generation,
                             "resourceVersion": "7", "creationTimestamp": "2026-01-01T00:00:00Z"}
     if finalizer:
@@ -53,6 +54,8 @@ def zkc(*, finalizer: bool = True, synced_at: int | None = None, generation: int
     obj: dict[str, Any] = {"metadata": meta, "spec": spec or {"path": PATH, "stringData": "true"}}
     if synced_at is not None:
         obj["status"] = {"state": "Synced", "observedGeneration": synced_at}
+        if znode_version is not None:
+            obj["status"]["znodeVersion"] = znode_version
     return obj
 
 
@@ -115,39 +118,57 @@ SYNC: list[tuple[str, SyncFacts, dict[str, Any]]] = [
     ("nothing yet: create the record and the znode in one multi → Created",
      sync(record=None, observed=None),
      {"writes": (CreateNode(RECORD, OURS.to_bytes()), CreateNode(PATH, b"true")), "wrote": True,
-      "status": ("Synced", "Synced", False), "events": [("Normal", "Created")]}),
+      "znode_version": 0, "status": ("Synced", "Synced", False), "events": [("Normal", "Created")]}),
     ("adoption of a legacy znode: its ACL is read first (a node created with another ACL shows no aversion)",
      sync(record=None, observed=Observed(b"true", 4)), {"fetch": Fetch.ACL}),
     ("adoption of a legacy znode in sync → record created, znode untouched, Adopted",
      sync(record=None, observed=Observed(b"true", 4, acl=DESIRED.acl)),
-     {"writes": (CreateNode(RECORD, OURS.to_bytes()),), "status": ("Synced", "Synced", False),
+     {"writes": (CreateNode(RECORD, OURS.to_bytes()),), "znode_version": 4, "status": ("Synced", "Synced", False),
       "events": [("Normal", "Adopted")]}),
     ("adoption of a legacy znode with other data and ACL → set both, Adopted then Updated",
      sync(record=None, observed=Observed(b"false", 4, acl=READ_ONLY_ACL)),
      {"writes": (CreateNode(RECORD, OURS.to_bytes()), SetData(PATH, b"true", 4), SetAcl(PATH, DESIRED.acl, 0)),
-      "wrote": True,
+      "wrote": True, "znode_version": 5,
       "status": ("Synced", "Synced", False), "events": [("Normal", "Adopted"), ("Normal", "Updated")]}),
     ("in sync → nothing written; the znode write would be checked at the record's version",
      sync(record=ours(), observed=Observed(b"true", 3)),
-     {"require": (CheckVersion(RECORD, 2),), "status": ("Synced", "Synced", False)}),
+     {"require": (CheckVersion(RECORD, 2),), "znode_version": 3, "status": ("Synced", "Synced", False)}),
     ("record changed behind our back → the write is conditional on the record as read, a change replans",
      sync(record=ours(), observed=Observed(b"false", 3), obj=zkc(synced_at=0)),
      {"writes": (SetData(PATH, b"true", 3),), "require": (CheckVersion(RECORD, 2),), "wrote": True,
-      "status": ("Synced", "Synced", False), "events": [("Normal", "Updated")]}),
+      "znode_version": 4, "status": ("Synced", "Synced", False), "events": [("Normal", "Updated")]}),
     ("hand edit while Synced at this generation → DriftCorrected, counted",
      sync(record=ours(), observed=Observed(b"false", 3), obj=zkc(synced_at=1)),
      {"writes": (SetData(PATH, b"true", 3),), "require": (CheckVersion(RECORD, 2),), "wrote": True, "drift": True,
-      "status": ("Synced", "Synced", False), "events": [("Normal", "DriftCorrected")]}),
+      "znode_version": 4, "status": ("Synced", "Synced", False), "events": [("Normal", "DriftCorrected")]}),
+    ("hand edit of a znode whose data comes from a ConfigMap → DriftCorrected (not at the synced version)",
+     sync(spec=FROM_CM, record=ours(), observed=Observed(b"false", 4), obj=zkc(synced_at=1, znode_version=3)),
+     {"writes": (SetData(PATH, b"true", 4),), "require": (CheckVersion(RECORD, 2),), "wrote": True, "drift": True,
+      "znode_version": 5, "status": ("Synced", "Synced", False), "events": [("Normal", "DriftCorrected")]}),
+    ("the referenced ConfigMap changed, znode untouched since the last sync → Updated, never drift",
+     sync(spec=FROM_CM, record=ours(), observed=Observed(b"false", 3), obj=zkc(synced_at=1, znode_version=3)),
+     {"writes": (SetData(PATH, b"true", 3),), "require": (CheckVersion(RECORD, 2),), "wrote": True,
+      "znode_version": 4, "status": ("Synced", "Synced", False), "events": [("Normal", "Updated")]}),
+    ("ConfigMap data but no recorded version (synced by an older zkop) → DriftCorrected, as before",
+     sync(spec=FROM_CM, record=ours(), observed=Observed(b"false", 3), obj=zkc(synced_at=1)),
+     {"writes": (SetData(PATH, b"true", 3),), "require": (CheckVersion(RECORD, 2),), "wrote": True, "drift": True,
+      "znode_version": 4, "status": ("Synced", "Synced", False), "events": [("Normal", "DriftCorrected")]}),
+    ("an ACL edited by hand is drift even at the synced data version (sources only carry data)",
+     sync(spec=FROM_CM, record=ours(), observed=Observed(b"true", 3, acl_version=1, acl=READ_ONLY_ACL),
+          obj=zkc(synced_at=1, znode_version=3)),
+     {"writes": (SetAcl(PATH, DESIRED.acl, 1),), "require": (CheckVersion(RECORD, 2),), "wrote": True,
+      "drift": True, "znode_version": 3, "status": ("Synced", "Synced", False),
+      "events": [("Normal", "DriftCorrected")]}),
     ("hand delete while Synced at this generation → re-created, DriftCorrected",
      sync(record=ours(), observed=None, obj=zkc(synced_at=1)),
      {"writes": (CreateNode(PATH, b"true"),), "require": (CheckVersion(RECORD, 2),), "wrote": True, "drift": True,
-      "status": ("Synced", "Synced", False), "events": [("Normal", "DriftCorrected")]}),
+      "znode_version": 0, "status": ("Synced", "Synced", False), "events": [("Normal", "DriftCorrected")]}),
     ("createOnly never overwrites → OutOfSync/CreateOnly, nothing written (spec syncPolicy)",
      sync(spec=CREATE_ONLY, record=ours(), observed=Observed(b"false", 3), obj=zkc(synced_at=1)),
      {"require": (CheckVersion(RECORD, 2),), "status": ("OutOfSync", "CreateOnly", False)}),
     ("re-created object (same name, new uid) → the record's uid is refreshed in the same multi",
      sync(record=Observed(dataclasses.replace(OURS, uid="uid-0").to_bytes(), 5), observed=Observed(b"true", 3)),
-     {"writes": (SetData(RECORD, OURS.to_bytes(), 5),), "status": ("Synced", "Synced", False)}),
+     {"writes": (SetData(RECORD, OURS.to_bytes(), 5),), "znode_version": 3, "status": ("Synced", "Synced", False)}),
     ("an ephemeral znode is not zkop's → Stalled/EphemeralNode",
      sync(record=ours(), observed=Observed(b"x", 0, ephemeral_owner=0x99)),
      {"require": (CheckVersion(RECORD, 2),), "status": ("Error", "EphemeralNode", True)}),

@@ -42,7 +42,8 @@ class ObjectWriter:
         """Send ``event`` about ``obj`` (queued; the recorder deduplicates and rate-limits)."""
         self.recorder.event(obj, event.type, event.reason, event.message)
 
-    def report(self, obj: JSON, outcome: Outcome, *, wrote: bool, retrying: bool = False, warn: bool = False) -> bool:
+    def report(self, obj: JSON, outcome: Outcome, *, wrote: bool, retrying: bool = False, warn: bool = False,
+               znode_version: int | None = None) -> bool:
         """Write the status for ``outcome`` if it differs from ``obj``'s; return True if written.
 
         Args:
@@ -51,6 +52,7 @@ class ObjectWriter:
             wrote: ZooKeeper changed in this pass (moves ``lastSyncedTime``).
             retrying: a retry is queued (``Reconciling=True``).
             warn: also send a Warning Event (``outcome.reason``) if the status was written.
+            znode_version: ``status.znodeVersion`` when Synced (``None`` keeps the recorded one).
 
         Raises:
             ApiException: the PATCH failed (404 excepted: the object is gone, nothing to report on).
@@ -58,7 +60,7 @@ class ObjectWriter:
         meta = obj["metadata"]
         old = obj.get("status")
         new = desired_status(old, outcome, int(meta.get("generation") or 0), now_rfc3339(),
-                             wrote=wrote, retrying=retrying)
+                             wrote=wrote, retrying=retrying, znode_version=znode_version)
         patch = status_patch(old, new)
         if patch is None:
             return False

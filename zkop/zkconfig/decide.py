@@ -29,8 +29,10 @@ Rules of a live object (:func:`decide_sync`), in order:
    (:func:`zkop.ownership.registry.claim_requires`: a record changed behind our back
    fails the write as a whole and the pass is planned again);
 7. every change is an Event (``Created``/``Updated``; ``DriftCorrected`` when the spec
-   did not change since the last sync); failures are Warning Events, sent only when
-   the status changes.
+   did not change since the last sync and the znode is not at the version zkop last
+   synced — ``status.znodeVersion`` — so a new value of the referenced ConfigMap or
+   Secret is ``Updated``, naming its source, never drift); failures are Warning Events,
+   sent only when the status changes.
 
 Rules of an object being deleted (:func:`decide_delete`): no finalizer of ours → nothing;
 an invalid spec → the finalizer goes (nothing was ever written); the znode is deleted
@@ -54,7 +56,7 @@ from typing import Any, Final, Literal
 from zkop.ownership.registry import Claim, OwnerStamp, claim_requires, plan_claim
 from zkop.zkconfig.plan import Outcome, Plan, plan_delete, plan_sync
 from zkop.zkconfig.spec import FINALIZER, DesiredZnode, InvalidSpec, RefNotFound
-from zkop.zookeeper.actions import Action, CheckVersion, Observed
+from zkop.zookeeper.actions import Action, CheckVersion, CreateNode, Observed, SetData
 from zkop.zookeeper.adapter import ZooKeeperError, ZooKeeperNoAuth, ZooKeeperUnavailable
 from zkop.zookeeper.paths import validate_path
 
@@ -181,6 +183,8 @@ class Decision:
         release: release the ownership record (after a deletion).
         events: Normal Events, sent after the writes.
         drift: count a drift correction (``zkop_drift_corrections_total``).
+        znode_version: the znode's data version (ZooKeeper ``Stat.version``) once the writes
+            succeed, for ``status.znodeVersion``; ``None`` unless the outcome is Synced.
         outcome: the status to show (``None``: leave status alone); written only if it changed.
         wrote: ZooKeeper changed in this pass (moves ``lastSyncedTime``).
         retrying: a retry is queued (``Reconciling=True``).
@@ -198,6 +202,7 @@ class Decision:
     release: bool = False
     events: tuple[Event, ...] = field(default=())
     drift: bool = False
+    znode_version: int | None = None
     outcome: Outcome | None = None
     wrote: bool = False
     retrying: bool = False
@@ -227,6 +232,30 @@ def was_synced_at_generation(obj: JSON) -> bool:
         status.get("state") == "Synced"
         and status.get("observedGeneration") == (obj.get("metadata") or {}).get("generation")
     )
+
+
+def synced_znode_version(obj: JSON) -> int | None:
+    """``status.znodeVersion``: the znode's data version when zkop last synced it (``None``: not recorded)."""
+    version = (obj.get("status") or {}).get("znodeVersion")
+    return version if isinstance(version, int) and not isinstance(version, bool) else None
+
+
+def version_after(path: str, plan: Plan, observed: Observed | None) -> int | None:
+    """The data version the znode at ``path`` has once ``plan`` succeeds (``None`` if it is not Synced).
+
+    ZooKeeper gives a created node version 0 and bumps the version by one on each ``setData``;
+    zkop's ``SetData`` is conditional on the version it read (``DataTree.setData``), so the
+    result is exact without reading it back.
+    """
+    if plan.outcome.state != "Synced":
+        return None
+    version = observed.version if observed is not None else None
+    for action in plan.actions:
+        if isinstance(action, CreateNode) and action.path == path:
+            version = 0
+        elif isinstance(action, SetData) and action.path == path:
+            version = action.expected_version + 1
+    return version
 
 
 def unsynced_path(obj: JSON) -> str | None:
@@ -276,17 +305,36 @@ def path_conflict(obj: JSON, owner: str) -> Outcome:
     return Outcome("Error", "PathConflict", message, False, stalled=True)
 
 
-def change_event(obj: JSON, plan: Plan) -> tuple[Event | None, bool]:
+def source_changed(obj: JSON, spec: DesiredZnode, observed: Observed | None, plan: Plan) -> bool:
+    """True if only the data changes and the znode is still at the version zkop last synced.
+
+    Then nobody touched the znode: the bytes of the referenced ConfigMap/Secret changed.
+    Without a recorded version (objects synced before zkop recorded it) this is ``False``.
+    """
+    return (spec.source is not None and observed is not None
+            and synced_znode_version(obj) == observed.version
+            and all(isinstance(action, SetData) for action in plan.actions))
+
+
+def change_event(obj: JSON, plan: Plan, spec: DesiredZnode | None = None,
+                 observed: Observed | None = None) -> tuple[Event | None, bool]:
     """The Normal Event for what ``plan`` changes, and whether it is a drift correction.
 
     ``Created``/``Updated``/``Deleted``; a create or update while the object is Synced at
-    its generation means someone edited or deleted the znode by hand: ``DriftCorrected``.
+    its generation means someone edited or deleted the znode by hand (``DriftCorrected``),
+    unless the znode is at the version zkop last synced and the data comes from a
+    ConfigMap/Secret: then that source changed, an ``Updated`` that names it.
     """
     if not plan.changes:
         return None, False
     reason = {"created": "Created", "updated": "Updated", "deleted": "Deleted"}[plan.changes[0]]
-    drift = reason in ("Updated", "Created") and was_synced_at_generation(obj)
-    return Event("Normal", "DriftCorrected" if drift else reason, plan.note or plan.outcome.message), drift
+    message = plan.note or plan.outcome.message
+    if reason not in ("Updated", "Created") or not was_synced_at_generation(obj):
+        return Event("Normal", reason, message), False
+    if spec is not None and spec.source is not None and source_changed(obj, spec, observed, plan):
+        ref = spec.source
+        return Event("Normal", "Updated", f"{ref.kind} {ref.name} key {ref.key} changed: {message}"), False
+    return Event("Normal", "DriftCorrected", message), True
 
 
 # --- decisions -----------------------------------------------------------------------------------
@@ -326,12 +374,13 @@ def decide_sync(facts: SyncFacts) -> Decision:
     events: list[Event] = []
     if claim.new and observed is not None:
         events.append(Event("Normal", "Adopted", f"adopted existing znode {spec.path} (version {observed.version})"))
-    change, drift = change_event(obj, plan)
+    change, drift = change_event(obj, plan, spec, observed)
     events += [change] if change is not None else []
     return Decision(
         add_finalizer=add_finalizer, claim=claim, writes=(*claim.actions, *plan.actions),
         require=claim_requires(facts.record_path, claim, facts.record), plan=plan, events=tuple(events),
-        drift=drift, outcome=plan.outcome, wrote=plan.writes,
+        drift=drift, znode_version=version_after(spec.path, plan, observed), outcome=plan.outcome,
+        wrote=plan.writes,
     )
 
 

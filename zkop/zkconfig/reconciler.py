@@ -376,7 +376,7 @@ class ZooKeeperConfigReconciler:
             metrics.DRIFT_CORRECTIONS.labels("zookeeperconfig").inc()
         if decision.outcome is not None:
             self.writer.report(obj, decision.outcome, wrote=decision.wrote, retrying=decision.retrying,
-                               warn=decision.warn)
+                               warn=decision.warn, znode_version=decision.znode_version)
         if decision.remove_finalizer:
             self.writer.set_finalizers(obj, [f for f in finalizers(obj) if f != FINALIZER])
         if decision.retry is not None:

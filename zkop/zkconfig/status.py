@@ -45,7 +45,7 @@ def _condition(old: list[JSON], type_: str, status: str, reason: str, message: s
 
 
 def desired_status(old: JSON | None, outcome: Outcome, generation: int, now: str, *, wrote: bool,
-                   retrying: bool = False) -> JSON:
+                   retrying: bool = False, znode_version: int | None = None) -> JSON:
     """Return the status a ZooKeeperConfig should have after a reconcile.
 
     Args:
@@ -55,6 +55,8 @@ def desired_status(old: JSON | None, outcome: Outcome, generation: int, now: str
         now: RFC 3339 timestamp for changed fields.
         wrote: ZooKeeper was changed in this reconcile (moves ``lastSyncedTime``).
         retrying: a retry is queued (sets ``Reconciling=True``).
+        znode_version: the znode's data version now that it matches the spec
+            (``status.znodeVersion``); ``None`` keeps the last one recorded.
     """
     old = old or {}
     old_conditions: list[JSON] = [c for c in old.get("conditions") or [] if isinstance(c, dict)]
@@ -74,6 +76,10 @@ def desired_status(old: JSON | None, outcome: Outcome, generation: int, now: str
         "observedGeneration": generation,
         "conditions": conditions,
     }
+    if znode_version is not None:
+        status["znodeVersion"] = znode_version
+    elif "znodeVersion" in old:
+        status["znodeVersion"] = old["znodeVersion"]
     if old.get("lastSyncedTime"):
         status["lastSyncedTime"] = old["lastSyncedTime"]
     comparable_old = {k: v for k, v in old.items() if k != "lastSyncedTime"}
