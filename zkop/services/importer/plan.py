@@ -48,8 +48,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from zkop.kube.client import JSON
-from zkop.services.bridge.endpoints import SERVICE_NAME_LABEL
-from zkop.services.bridge.options import SYNC_ANNOTATION
+from zkop.services.endpoints import SERVICE_NAME_LABEL
+from zkop.services.fullsync import breaker_trips
 from zkop.services.importer.options import (
     IMPORTED_LABEL,
     MANAGED_BY,
@@ -60,6 +60,7 @@ from zkop.services.importer.options import (
     owner_value,
 )
 from zkop.services.importer.sources import ImportedInstance, ImportedService
+from zkop.services.options import SYNC_ANNOTATION
 
 __all__ = [
     "MAX_ENDPOINTS_PER_SLICE",
@@ -471,7 +472,7 @@ def plan_gc(services: Iterable[JSON], slices: Iterable[JSON], *, wanted: Set[str
             continue
         doomed_services.append(_delete("services", obj))
         names.add(name)
-    breaker = max_deletes > 0 and len(names) > max_deletes
+    breaker = breaker_trips(len(names), max_deletes)
     actions = () if breaker else tuple(sorted(doomed_slices, key=lambda a: a.name)) + tuple(
         sorted(doomed_services, key=lambda a: a.name))
     return GcPlan(actions, tuple(sorted(names)), breaker, imported)
