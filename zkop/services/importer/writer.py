@@ -16,7 +16,7 @@ import urllib3.exceptions
 from zkop.kube.client import JSON, MERGE_PATCH, ApiException, resource_path
 from zkop.runtime.controller import RetryableError, TerminalError
 from zkop.services.importer import metrics
-from zkop.services.importer.plan import CreateObject, DeleteObject, KubeAction, PatchObject, describe
+from zkop.services.importer.objects import CreateObject, DeleteObject, KubeAction, PatchObject, describe
 
 __all__ = ["ApiWriter", "KubeWriter"]
 
