@@ -89,7 +89,7 @@ def test_prune_never_deletes_a_znode_that_gained_a_child(zk_server: ZooKeeperSer
     adapter = ZooKeeperAdapter(ConnectionOptions(hosts=f"{zk_server.hosts}{zk_base}", connect_timeout=10))
     adapter.start()
     try:
-        tree = walk(adapter.client, "/cfg", skip=PathFilter(["tmp"]).excluded)
+        tree = walk(adapter, "/cfg", skip=PathFilter(["tmp"]).excluded)
         candidates = plan_prune(tree, {"/cfg/kept", "/cfg/parent/child"})
         zk.create(zk_base + "/cfg/stale-dir/a/new-child", b"appeared after the walk")
         results = {r.path: r for r in prune_znodes(adapter, candidates)}

@@ -234,6 +234,9 @@ def test_znodes_that_cannot_be_converged_are_errors_and_the_rest_still_syncs(cli
     (out / "ephemeral.yaml").write_text(
         "apiVersion: platform.example.com/v1alpha1\nkind: ZooKeeperConfig\nmetadata: {name: eph}\n"
         f"spec: {{path: '{EPHEMERAL}', stringData: x}}\n")
+    kustomization = yaml.safe_load((out / "kustomization.yaml").read_text())
+    kustomization["resources"].append("ephemeral.yaml")  # what Flux builds is what the kustomization lists
+    (out / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
 
     diff = cli("diff", *legacy.flags(auth=False), "-f", str(out), "--output", "json")
     assert diff.code == 2  # an error outranks differences

@@ -1,7 +1,7 @@
 """ZooKeeperConfig for production: drift, conditions, validation, ownership, ACLs, dataFrom, sessions.
 
 Real ZooKeeper, the in-memory API server, and ``zkop run`` as a separate process
-(in-process :class:`~zkop.cmd.operator.Manager` where a test needs its session).
+(in-process :class:`~zkop.cmd.operator.Operator` where a test needs its session).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from zkop_testing.resources import ZKC, conditions, create, get, read, reasons, 
 from zkop_testing.waiting import wait_for
 from zkop_testing.zookeeper import ZooKeeperEnsemble, ZooKeeperServer, expire_session
 
-from zkop.cmd.operator import Manager, ManagerOptions
+from zkop.cmd.operator import Operator, OperatorOptions
 from zkop.kube.client import MERGE_PATCH, KubeClient, resource_path
 from zkop.zookeeper.adapter import ConnectionOptions
 
@@ -245,10 +245,10 @@ def _sample(text: str, series: str) -> float:
 
 def test_session_expiry_rearms_watches(kubeconfig: str, kube: KubeClient, zk_server: ZooKeeperServer, zk_base: str,
                                        zk: KazooClient) -> None:
-    options = ManagerOptions(kubeconfig=kubeconfig, zookeeper=ConnectionOptions(hosts=f"{zk_server.hosts}{zk_base}",
-                                                                               session_timeout=4),
-                             metrics_bind_address="0", health_probe_bind_address="0", workers=2)
-    manager = Manager(options)
+    options = OperatorOptions(kubeconfig=kubeconfig, zookeeper=ConnectionOptions(hosts=f"{zk_server.hosts}{zk_base}",
+                                                                                session_timeout=4),
+                              metrics_bind_address="0", health_probe_bind_address="0", workers=2)
+    manager = Operator(options)
     thread = threading.Thread(target=manager.run, daemon=True)
     thread.start()
     try:
@@ -259,7 +259,7 @@ def test_session_expiry_rearms_watches(kubeconfig: str, kube: KubeClient, zk_ser
         wait_for(lambda: manager.zookeeper.connected and manager.zookeeper.session_id != old_session, timeout=15,
                  message="new session")
         # The watch was re-armed by the full resync after the new session: a hand edit is still noticed.
-        wait_for(lambda: "/app/flag" in manager.zookeeper._known, timeout=10,
+        wait_for(lambda: "/app/flag" in manager.zookeeper.cache, timeout=10,
                  message="watch re-armed")
         zk.set(zk_base + "/app/flag", b"false")
         wait_for(lambda: read(zk, zk_base + "/app/flag") == b"true", timeout=2, message="drift noticed after expiry")

@@ -57,7 +57,7 @@ def zkop_metric_names() -> frozenset[str]:
     from zkop.runtime import metrics
 
     assert metrics.RECONCILE_TOTAL is not None  # imported for its registrations
-    from zkop.runtime.informer import Indexer
+    from zkop.runtime.cache import Indexer
     from zkop.zkconfig.status_metrics import ZooKeeperConfigStatusCollector
 
     # Registered by the manager at start-up, computed from the cache at scrape time.

@@ -12,7 +12,7 @@ from zkop_testing.kustomize import REPO
 
 import zkop
 from zkop.cmd.main import build_parser
-from zkop.runtime.informer import Indexer
+from zkop.runtime.cache import Indexer
 from zkop.zkconfig.status_metrics import ZooKeeperConfigStatusCollector
 
 OPERATIONS = REPO / "docs" / "operations.md"

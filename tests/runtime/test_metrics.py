@@ -14,13 +14,8 @@ import pytest
 from prometheus_client import REGISTRY
 
 from zkop.runtime import metrics
-from zkop.runtime.metrics import (
-    InFlightSource,
-    init_controller_metrics,
-    parse_bind_address,
-    start_metrics_server,
-)
-from zkop.runtime.ratelimit import ItemExponentialFailureRateLimiter
+from zkop.runtime.metrics import InFlightSource, init_controller_metrics
+from zkop.runtime.serving import parse_bind_address, start_metrics_server
 from zkop.runtime.workqueue import (
     CounterMetric,
     DelayingQueue,
@@ -29,6 +24,7 @@ from zkop.runtime.workqueue import (
     RateLimitingQueue,
     WorkQueue,
 )
+from zkop.runtime.workqueue.ratelimit import ItemExponentialFailureRateLimiter
 
 _counter = itertools.count()
 
@@ -417,3 +413,14 @@ def test_server_on_all_interfaces() -> None:
         status, body = fetch(f"http://127.0.0.1:{server.port}/metrics")
         assert status == 200
         assert "workqueue_depth" in body
+
+
+def test_importing_runtime_metrics_installs_the_prometheus_provider_once() -> None:
+    from zkop.runtime.workqueue import metrics as workqueue_metrics
+
+    assert workqueue_metrics.global_provider() is metrics.WORKQUEUE_METRICS_PROVIDER
+    workqueue_metrics.set_provider(workqueue_metrics.NoopMetricsProvider())  # client-go: first call wins
+    assert workqueue_metrics.global_provider() is metrics.WORKQUEUE_METRICS_PROVIDER
+    name = unique("installed")
+    WorkQueue[str](name).add("x")
+    assert sample("workqueue_adds_total", wq(name)) == 1.0

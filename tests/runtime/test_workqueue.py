@@ -13,9 +13,9 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from zkop.runtime import workqueue as workqueue_module
-from zkop.runtime.ratelimit import ItemExponentialFailureRateLimiter
 from zkop.runtime.workqueue import DelayingQueue, RateLimitingQueue, WorkQueue
+from zkop.runtime.workqueue import delaying as delaying_module
+from zkop.runtime.workqueue.ratelimit import ItemExponentialFailureRateLimiter
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -417,7 +417,7 @@ def test_add_after_ignored_after_shutdown_and_loop_stops() -> None:
 
 def test_delaying_loop_wakes_at_least_every_max_wait(monkeypatch: pytest.MonkeyPatch) -> None:
     """With a fake clock nothing notifies the loop when time jumps; only the heartbeat does."""
-    monkeypatch.setattr(workqueue_module, "MAX_WAIT", 0.02)
+    monkeypatch.setattr(delaying_module, "MAX_WAIT", 0.02)
     now = [0.0]
     q: DelayingQueue[str] = DelayingQueue(clock=lambda: now[0])
     q.add_after("a", 3600.0)

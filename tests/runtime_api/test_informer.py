@@ -17,7 +17,7 @@ from zkop_testing.apiserver import ApiServer
 from zkop_testing.waiting import wait_for
 
 from zkop.kube.client import JSON, ApiException, KubeClient, resource_path
-from zkop.runtime.informer import Backoff, Informer, ResourceRef, meta_namespace_key
+from zkop.runtime.cache import Backoff, Informer, ResourceRef, meta_namespace_key
 
 CONFIGMAPS = ResourceRef("", "v1", "configmaps")
 
@@ -122,8 +122,14 @@ def test_relist_after_410_delivers_deletions_from_the_gap(server: ApiServer, kub
 def test_stalled_watch_is_abandoned_after_inactivity_timeout(server: ApiServer, kube: KubeClient) -> None:
     informer, recorder = start_informer(kube, inactivity=1.0)
     try:
+        wait_for(lambda: server.count_requests("watch", "configmaps") == 1, timeout=10, message="the watch opened")
         server.stall_watches(True)
         kube.request("POST", resource_path("", "v1", "configmaps", "default"), body=configmap("during-stall", "a"))
+        # While every stream is still silent, the informer must give up on the stalled one and open a
+        # new watch by itself: unstalling alone would also deliver the buffered event on the old stream.
+        wait_for(lambda: server.count_requests("watch", "configmaps") > 1, timeout=10,
+                 message="a new watch opened after the inactivity timeout")
+        assert "default/during-stall" not in recorder.added
         server.stall_watches(False)
         wait_for(lambda: "default/during-stall" in recorder.added, timeout=10,
                  message="event seen after the stalled stream was replaced")
@@ -193,9 +199,9 @@ def test_resync_redelivers_from_cache_without_api_calls(server: ApiServer, kube:
     kube.request("POST", resource_path("", "v1", "configmaps", "default"), body=configmap("r", "1"))
     informer, recorder = start_informer(kube)
     try:
-        before = dict(kube.request_counts)
+        before = server.request_log
         informer.resync()
         assert recorder.updated == ["default/r"]
-        assert kube.request_counts == before
+        assert server.request_log == before
     finally:
         informer.stop()

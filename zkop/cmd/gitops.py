@@ -68,7 +68,8 @@ def _common(parser: argparse.ArgumentParser, *, manifests: bool) -> None:
     parser.add_argument("--log-level", default="warning", help="debug|info|warning|error (default warning)")
     if manifests:
         parser.add_argument("-f", "--filename", action="extend", nargs="+", required=True, metavar="PATH",
-                            help="manifest file, directory (recursive) or - for stdin; repeatable")
+                            help="manifest file, directory (recursive; one holding a kustomization.yaml is built "
+                                 "with kustomize, as Flux does) or - for stdin; repeatable")
 
 
 def _registry_flag(parser: argparse.ArgumentParser) -> None:
@@ -223,7 +224,7 @@ def _prune_candidates(args: argparse.Namespace, adapter: ZooKeeperAdapter,
             if path_filter.excluded(root):
                 continue
             try:
-                tree = walk(adapter.client, root, skip=path_filter.excluded,
+                tree = walk(adapter, root, skip=path_filter.excluded,
                             descend=lambda n: not is_sequential_name(n.name), on_node=progress.advance)
             except NodeNotFound:
                 continue
@@ -260,7 +261,7 @@ def _run_export(args: argparse.Namespace) -> int:
         raise CommandError(f"--path {args.path} lies in a reserved subtree ({', '.join(path_filter.reserved)})")
     with _session(args) as adapter, Progress("reading znodes") as progress:
         try:
-            tree = walk(adapter.client, args.path, skip=path_filter.excluded,
+            tree = walk(adapter, args.path, skip=path_filter.excluded,
                         descend=lambda n: not is_sequential_name(n.name), on_node=progress.advance)
         except NodeNotFound as err:
             raise CommandError(str(err)) from None
@@ -312,7 +313,7 @@ def _run_diff(args: argparse.Namespace) -> int:
     results.extend(skipped(c) for c in sorted(objects, key=lambda c: c.path) if c.desired is None)
     with _session(args) as adapter:
         with Progress("reading znodes", total=len(resolved)) as progress:
-            observed = read_nodes(adapter.client, [c.path for c in resolved], on_node=progress.advance)
+            observed = read_nodes(adapter, [c.path for c in resolved], on_node=progress.advance)
         for checked in resolved:
             live = observed[checked.path]
             if isinstance(live, ZooKeeperError):
@@ -353,7 +354,7 @@ def _run_sync(args: argparse.Namespace) -> int:
     _check_prune_args(args, objects)
     with _session(args) as adapter:
         with Progress("reading znodes", total=len(objects)) as progress:
-            observed = read_nodes(adapter.client, [c.path for c in objects if c.desired is not None],
+            observed = read_nodes(adapter, [c.path for c in objects if c.desired is not None],
                                   on_node=progress.advance)
         with Progress("syncing znodes", total=len(objects)) as progress:
             results = sync_objects(adapter, objects, dry_run=args.dry_run, pre_read=observed,

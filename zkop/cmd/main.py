@@ -164,11 +164,11 @@ def build_parser() -> argparse.ArgumentParser:
 def _run(args: argparse.Namespace) -> int:
     from zkop.cmd.bridge_flags import options_from_args as bridge_options_from_args
     from zkop.cmd.import_flags import options_from_args as import_options_from_args
-    from zkop.cmd.operator import Manager, ManagerOptions
+    from zkop.cmd.operator import Operator, OperatorOptions
 
     if args.workers < 1:
         raise SystemExit("--workers must be at least 1")
-    options = ManagerOptions(
+    options = OperatorOptions(
         kubeconfig=args.kubeconfig, zookeeper=connection_options(args), namespaces=args.namespaces,
         workers=args.workers, metrics_bind_address=args.metrics_bind_address,
         health_probe_bind_address=args.health_probe_bind_address, leader_elect=args.leader_elect,
@@ -180,7 +180,7 @@ def _run(args: argparse.Namespace) -> int:
         importer=import_options_from_args(args),
     )
     try:
-        manager = Manager(options)
+        operator = Operator(options)
     except ConfigException as err:
         raise SystemExit(
             f"zkop run: no usable Kubernetes configuration ({err}); pass --kubeconfig, set KUBECONFIG, "
@@ -189,12 +189,12 @@ def _run(args: argparse.Namespace) -> int:
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         log.info("received %s; shutting down", signal.Signals(signum).name)
-        manager.stop()
+        operator.stop()
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    log.info("zkop %s starting (identity %s)", __version__, manager.identity)
-    code = manager.run()
+    log.info("zkop %s starting (identity %s)", __version__, operator.identity)
+    code = operator.run()
     log.info("zkop stopped (exit code %d)", code)
     return code
 

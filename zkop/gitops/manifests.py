@@ -2,7 +2,9 @@
 
 Input follows ``kubectl apply -f``: files, directories (walked recursively for
 ``*.yaml``, ``*.yml`` and ``*.json``; hidden entries such as ``.git`` skipped)
-and ``-`` for standard input (e.g. the output of ``kustomize build``). A file
+and ``-`` for standard input (e.g. the output of ``kustomize build``). A directory that
+holds a kustomization file (given, or met in the walk) is read as Flux reads it: built with
+kustomize (:mod:`zkop.gitops.kustomize`), so only what it lists counts. A file
 may hold several YAML documents; a document may be a ``List`` (any kind ending
 in ``List`` with ``items``). Only ZooKeeperConfig objects of zkop's API group are
 returned; every other object (a Kustomization, a ConfigMap, …) is counted and
@@ -20,6 +22,7 @@ from typing import Any, TextIO
 
 import yaml
 
+from zkop.gitops.kustomize import KustomizeError, build, is_kustomization_dir
 from zkop.zkconfig.spec import GROUP, KIND
 
 __all__ = [
@@ -41,7 +44,15 @@ _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class ManifestSourceError(Exception):
-    """An input path cannot be read (missing, unreadable, or ``-`` given twice)."""
+    """An input path cannot be read (missing, unreadable, ``-`` given twice, or a kustomization that
+    cannot be built)."""
+
+
+@dataclass(frozen=True)
+class _Build:
+    """A directory to build with kustomize (it holds a kustomization file)."""
+
+    directory: Path
 
 
 @dataclass(frozen=True)
@@ -115,7 +126,30 @@ class Manifests:
     files: int = 0
 
 
-def _expand(paths: Sequence[str]) -> Iterator[str]:
+def _walk(directory: Path) -> Iterator[str | _Build]:
+    """Manifest files below ``directory`` in path order; a sub-directory with a kustomization is built."""
+    if is_kustomization_dir(directory):
+        yield _Build(directory)
+        return
+    found: list[tuple[str, str | _Build]] = []
+    for dirpath, dirnames, filenames in os.walk(directory):
+        kept = []
+        for name in sorted(d for d in dirnames if not d.startswith(".")):
+            sub = Path(dirpath, name)
+            if is_kustomization_dir(sub):
+                found.append((str(sub), _Build(sub)))
+            else:
+                kept.append(name)
+        dirnames[:] = kept
+        found.extend(
+            (path, path) for path in (os.path.join(dirpath, f) for f in filenames
+                                      if not f.startswith(".") and f.endswith(MANIFEST_SUFFIXES))
+        )
+    for _, source in sorted(found, key=lambda entry: entry[0]):
+        yield source
+
+
+def _expand(paths: Sequence[str]) -> Iterator[str | _Build]:
     seen_stdin = False
     for given in paths:
         if given == STDIN:
@@ -126,14 +160,7 @@ def _expand(paths: Sequence[str]) -> Iterator[str]:
             continue
         path = Path(given)
         if path.is_dir():
-            found: list[str] = []
-            for dirpath, dirnames, filenames in os.walk(path):
-                dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-                found.extend(
-                    os.path.join(dirpath, f) for f in filenames
-                    if not f.startswith(".") and f.endswith(MANIFEST_SUFFIXES)
-                )
-            yield from sorted(found)
+            yield from _walk(path)
         elif path.is_file():
             yield given
         else:
@@ -188,12 +215,22 @@ def load_manifests(paths: Sequence[str], stdin: TextIO | None = None) -> Manifes
     YAML problems are collected in :attr:`Manifests.problems` (with file and line),
     not raised: a syntax error stops reading that file only.
 
+    A directory holding a kustomization file is built with kustomize (the way Flux builds it); its
+    objects are located in the build output (``<dir> (kustomize build):<line>``).
+
     Raises:
-        ManifestSourceError: a path does not exist or cannot be read.
+        ManifestSourceError: a path does not exist or cannot be read; a kustomization cannot be
+            built (no kustomize/kubectl, or kustomize's own error such as a listed file missing).
     """
     result = Manifests()
     for source in _expand(paths):
-        if source == STDIN:
+        if isinstance(source, _Build):
+            name = f"{source.directory} (kustomize build)"
+            try:
+                text = build(source.directory)
+            except KustomizeError as err:
+                raise ManifestSourceError(str(err)) from err
+        elif source == STDIN:
             name, text = "<stdin>", (stdin or sys.stdin).read()
         else:
             name = source

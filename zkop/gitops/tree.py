@@ -1,10 +1,10 @@
 """Reading a whole znode subtree: data, stat and ACL of every node.
 
-This is a read-only addition on top of the adapter's kazoo session
-(``ZooKeeperAdapter.client``); writes still go through the adapter only. The
-walk goes level by level and pipelines its requests (kazoo's ``*_async``
-calls, up to :data:`BATCH` nodes at a time), so a tree of thousands of znodes
-costs a few round trips per level rather than three per node.
+The reads are the adapter's (:meth:`ZooKeeperAdapter.walk` and :meth:`ZooKeeperAdapter.read_many`,
+from :mod:`zkop.zookeeper.reads`): level by level, pipelined up to :data:`BATCH` nodes at a time,
+so a tree of thousands of znodes costs a few round trips per level rather than three per node;
+every request waits at most the session timeout, errors are mapped and requests timed. This
+module turns what they read into the GitOps commands' :class:`Tree` of :class:`ZNode`.
 
 The snapshot is not atomic: ZooKeeper has no multi-read, so a node changed
 while the walk runs is seen either before or after the change.
@@ -16,27 +16,11 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from typing import Any
-
-from kazoo.client import KazooClient
-from kazoo.exceptions import (
-    ConnectionLoss,
-    NoAuthError,
-    NoNodeError,
-    OperationTimeoutError,
-    SessionExpiredError,
-)
-from kazoo.handlers.threading import KazooTimeoutError
 
 from zkop.zookeeper.actions import AclEntry, Observed
-from zkop.zookeeper.adapter import (
-    ConcurrentModification,
-    ZooKeeperError,
-    ZooKeeperNoAuth,
-    ZooKeeperUnavailable,
-    from_kazoo_acl,
-)
+from zkop.zookeeper.adapter import NodeNotFound, NodeSnapshot, ZooKeeperAdapter, ZooKeeperError
 from zkop.zookeeper.paths import RESERVED_ROOT, is_within
+from zkop.zookeeper.reads import BATCH
 
 __all__ = [
     "BATCH",
@@ -52,16 +36,9 @@ __all__ = [
     "walk",
 ]
 
-#: Nodes whose requests are in flight together.
-BATCH = 256
 #: ZooKeeper names a sequential node by appending a 10-digit, zero-padded counter
 #: (Programmer's Guide, "Sequence Nodes -- Unique Naming").
 _SEQUENTIAL = re.compile(r"[0-9]{10}\Z")
-_UNAVAILABLE = (ConnectionLoss, SessionExpiredError, OperationTimeoutError, KazooTimeoutError)
-
-
-class NodeNotFound(ZooKeeperError):
-    """The root of a walk does not exist."""
 
 
 @dataclass(frozen=True)
@@ -169,20 +146,13 @@ class PathFilter:
         return any(fnmatchcase(path if "/" in glob else name, glob) for glob in self.globs)
 
 
-def _wait(result: Any, path: str, what: str) -> Any:
-    try:
-        return result.get()
-    except _UNAVAILABLE as err:
-        raise ZooKeeperUnavailable(f"ZooKeeper {what} {path} failed: {type(err).__name__}") from err
-
-
-def walk(client: KazooClient, root: str, *, skip: Callable[[str], bool] = lambda _: False,
+def walk(zookeeper: ZooKeeperAdapter, root: str, *, skip: Callable[[str], bool] = lambda _: False,
          descend: Callable[[ZNode], bool] = lambda _: True,
          on_node: Callable[[], None] | None = None) -> Tree:
     """Read ``root`` and its subtree: data, stat, ACL and child names of every node.
 
     Args:
-        client: a started kazoo client (``ZooKeeperAdapter.client``).
+        zookeeper: a started adapter.
         root: absolute path to start at (``/`` allowed).
         skip: nodes (and their subtrees) not to read at all, e.g. :meth:`PathFilter.excluded`.
         descend: whether to read the children of a node that was read.
@@ -194,46 +164,28 @@ def walk(client: KazooClient, root: str, *, skip: Callable[[str], bool] = lambda
     Raises:
         NodeNotFound: ``root`` does not exist.
         ZooKeeperNoAuth: ``root`` itself is not readable.
-        ZooKeeperUnavailable: connection or session lost.
+        ZooKeeperUnavailable: connection or session lost, or a request unanswered for the session timeout.
     """
-    tree = Tree(root)
-    level = [root]
     found: list[ZNode] = []
-    while level:
-        upcoming: list[str] = []
-        for start in range(0, len(level), BATCH):
-            chunk = level[start : start + BATCH]
-            pending = [(p, client.get_async(p), client.get_acls_async(p), client.get_children_async(p))
-                       for p in chunk]
-            for path, data_result, acl_result, children_result in pending:
-                try:
-                    data, stat = _wait(data_result, path, "get")
-                    acls, _ = _wait(acl_result, path, "get_acls")
-                    children = _wait(children_result, path, "get_children")
-                except NoNodeError:
-                    if path == root:
-                        raise NodeNotFound(f"znode {root} does not exist") from None
-                    continue
-                except NoAuthError:
-                    if path == root:
-                        raise ZooKeeperNoAuth(f"ZooKeeper refused to read {root}: not authorised (NoAuth)") from None
-                    tree.unreadable.append(Unreadable(path, "not readable with the given credentials (NoAuth)"))
-                    continue
-                node = ZNode(path=path, data=data or b"", version=stat.version, acl_version=stat.aversion,
-                             ephemeral_owner=stat.ephemeralOwner, acl=from_kazoo_acl(acls),
-                             children=tuple(sorted(children)))
-                found.append(node)
-                if on_node is not None:
-                    on_node()
-                if descend(node):
-                    upcoming.extend(p for p in (child_path(path, c) for c in node.children) if not skip(p))
-        level = upcoming
+
+    def visit(snapshot: NodeSnapshot) -> bool:
+        seen = snapshot.observed  # a walk always reads the ACL
+        node = ZNode(path=snapshot.path, data=seen.data, version=seen.version, acl_version=seen.acl_version,
+                     ephemeral_owner=seen.ephemeral_owner, acl=seen.acl or (), children=snapshot.children)
+        found.append(node)
+        if on_node is not None:
+            on_node()
+        return descend(node)
+
+    unreadable = zookeeper.walk(root, visit, skip=skip)
+    tree = Tree(root)
     tree.nodes = {n.path: n for n in sorted(found, key=lambda n: path_key(n.path))}
-    tree.unreadable.sort(key=lambda u: path_key(u.path))
+    tree.unreadable = sorted((Unreadable(p, "not readable with the given credentials (NoAuth)") for p in unreadable),
+                             key=lambda u: path_key(u.path))
     return tree
 
 
-def read_nodes(client: KazooClient, paths: Sequence[str], *,
+def read_nodes(zookeeper: ZooKeeperAdapter, paths: Sequence[str], *,
                on_node: Callable[[], None] | None = None) -> dict[str, Observed | ZooKeeperError | None]:
     """Read data, stat and ACL of many znodes, pipelined (:data:`BATCH` at a time).
 
@@ -247,27 +199,6 @@ def read_nodes(client: KazooClient, paths: Sequence[str], *,
         between the data and the ACL read.
 
     Raises:
-        ZooKeeperUnavailable: connection or session lost.
+        ZooKeeperUnavailable: connection or session lost, or a request unanswered for the session timeout.
     """
-    result: dict[str, Observed | ZooKeeperError | None] = {}
-    for start in range(0, len(paths), BATCH):
-        chunk = paths[start : start + BATCH]
-        pending = [(p, client.get_async(p), client.get_acls_async(p)) for p in chunk]
-        for path, data_result, acl_result in pending:
-            try:
-                data, stat = _wait(data_result, path, "get")
-                acls, acl_stat = _wait(acl_result, path, "get_acls")
-            except NoNodeError:
-                result[path] = None
-            except NoAuthError:
-                result[path] = ZooKeeperNoAuth(f"ZooKeeper refused get on {path}: not authorised (NoAuth)")
-            else:
-                if acl_stat.version != stat.version or acl_stat.aversion != stat.aversion:
-                    result[path] = ConcurrentModification(f"znode {path} changed while being read")
-                else:
-                    result[path] = Observed(data=data or b"", version=stat.version, num_children=stat.numChildren,
-                                            ephemeral_owner=stat.ephemeralOwner, acl_version=stat.aversion,
-                                            acl=from_kazoo_acl(acls))
-            if on_node is not None:
-                on_node()
-    return result
+    return zookeeper.read_many(paths, on_node=on_node)

@@ -91,7 +91,7 @@ def resource_path(
 
 
 class KubeClient:
-    """JSON-in, JSON-out access to the Kubernetes API with request accounting.
+    """JSON-in, JSON-out access to the Kubernetes API, counted in ``rest_client_*`` metrics.
 
     Thread-safe: the underlying urllib3 pool is shared by all threads.
 
@@ -109,7 +109,6 @@ class KubeClient:
         self.default_timeout = default_timeout
         self.api_client.user_agent = user_agent
         self._lock = threading.Lock()
-        self.request_counts: dict[tuple[str, str], int] = {}
         self._host = api_client.configuration.host.rstrip("/")
         self._auth: dict[str, str] = {}
         self._auth_at = -AUTH_REFRESH_SECONDS
@@ -158,11 +157,6 @@ class KubeClient:
             )
         children[0].inc()
         children[1].observe(seconds)
-
-    def _count(self, verb: str, path: str) -> None:
-        with self._lock:
-            key = (verb, path)
-            self.request_counts[key] = self.request_counts.get(key, 0) + 1
 
     def _call(
         self, method: str, path: str, query: Mapping[str, Any] | None, body: Any,
@@ -220,7 +214,6 @@ class KubeClient:
             ApiException: a non-2xx answer; ``status`` is the HTTP code, ``body`` the ``Status`` JSON text.
             urllib3.exceptions.HTTPError: transport failures (connection refused, read timeout).
         """
-        self._count(method, path)
         started = time.monotonic()
         response = self._call(method, path, query, body, content_type, timeout or self.default_timeout)
         data = response.data
@@ -244,7 +237,6 @@ class KubeClient:
         Raises:
             ApiException: the watch request itself was refused (e.g. 410, 403, 429).
         """
-        self._count("WATCH", path)
         q = dict(query)
         q["watch"] = True
         started = time.monotonic()

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from zkop.kube import metrics
 from zkop.kube.client import JSON, ApiException, KubeClient, resource_path
-from zkop.runtime.ratelimit import BucketRateLimiter
+from zkop.kube.flowcontrol import TokenBucket
 
 __all__ = ["EventRecorder"]
 
@@ -59,7 +59,7 @@ class EventRecorder:
     def __init__(self, client: KubeClient | None, component: str = "zkop", *, dedupe_window: float = 600.0,
                  max_pending: int = 1000, normal_qps: float = 1.0, normal_burst: int = 50) -> None:
         self.client = client
-        self._normal_budget = BucketRateLimiter(normal_qps, normal_burst)
+        self._normal_budget = TokenBucket(normal_qps, normal_burst)
         self.component = component
         self.dedupe_window = dedupe_window
         self._queue: queue.Queue[tuple[JSON, EventType, str, str] | None] = queue.Queue(max_pending)

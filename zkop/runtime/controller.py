@@ -28,7 +28,7 @@ from typing import Protocol
 
 from zkop.kube.client import JSON
 from zkop.runtime import metrics
-from zkop.runtime.informer import FuncHandler, Informer, meta_namespace_key
+from zkop.runtime.cache import FuncHandler, Informer, meta_namespace_key
 from zkop.runtime.workqueue import RateLimitingQueue
 
 __all__ = ["Controller", "Reconciler", "Result", "RetryableError", "TerminalError"]
@@ -125,10 +125,22 @@ class Controller:
         """True once all watched informers have listed."""
         return all(i.has_synced() for i in self.informers)
 
+    def health_check(self) -> str | None:
+        """Liveness: ``None``, or which worker threads died while the controller runs.
+
+        A worker only ends when the queue shuts down, so a dead one while the queue is open means
+        the controller silently stopped reconciling (the manager's ``/healthz`` reports it).
+        """
+        if not self.started.is_set() or self.queue.shutting_down():
+            return None
+        dead = [t.name for t in self._threads if not t.is_alive()]
+        return f"worker threads died: {', '.join(dead)}" if dead else None
+
     # --- workers -----------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start the worker threads; returns at once. Informers are started by their owner."""
+        """Start the worker threads; returns at once. Informers are started by their owner
+        (the :class:`~zkop.runtime.manager.Manager` starts controllers only while leading)."""
         metrics.init_controller_metrics(self.name, self.workers)
         for index in range(self.workers):
             thread = threading.Thread(target=self._worker, name=f"{self.name}-worker-{index}", daemon=True)

@@ -1,4 +1,4 @@
-"""Every Prometheus metric zkop exports, plus the ``/metrics`` HTTP server.
+"""The runtime's Prometheus metrics: work queue, controller and leader election.
 
 All metric objects are created once, at import, on the default ``prometheus_client.REGISTRY``.
 Importing this module also calls :func:`prometheus_client.disable_created_metrics`, so no
@@ -10,7 +10,8 @@ Names, types, labels and buckets copy controller-runtime so existing dashboards 
 * work queue -- ``workqueue_*`` with labels ``name`` and ``controller`` (both the queue name) and
   ``priority=""`` on ``workqueue_depth`` only; histogram buckets ``1e-8 .. 1e3`` s
   [CR pkg/internal/metrics/workqueue.go:46-129].  The queue feeds them through
-  :data:`WORKQUEUE_METRICS_PROVIDER`.
+  :data:`WORKQUEUE_METRICS_PROVIDER`, which importing this module installs with
+  :func:`zkop.runtime.workqueue.metrics.set_provider` (controller-runtime: ``pkg/metrics/workqueue.go``).
 * controller -- ``controller_runtime_*`` [CR pkg/internal/controller/metrics/metrics.go:28-112];
   call :func:`init_controller_metrics` when a controller starts
   [CR pkg/internal/controller/controller.go:451-461].
@@ -27,18 +28,18 @@ exported while the queue object is alive (the collector holds it weakly).
 
 from __future__ import annotations
 
-import socket
 import threading
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
-from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 import prometheus_client
 from prometheus_client import REGISTRY, Counter, Gauge, Histogram
-from prometheus_client.exposition import ThreadingWSGIServer, make_wsgi_app
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+
+from zkop.runtime.workqueue import metrics as workqueue_metrics
+from zkop.runtime.workqueue.metrics import InFlightSource
 
 __all__ = [
     "ACTIVE_WORKERS",
@@ -65,12 +66,9 @@ __all__ = [
     "WORKQUEUE_RETRIES",
     "WORKQUEUE_WORK_DURATION",
     "InFlightSource",
-    "MetricsServer",
     "PrometheusWorkqueueMetricsProvider",
     "WorkqueueInFlightCollector",
     "init_controller_metrics",
-    "parse_bind_address",
-    "start_metrics_server",
 ]
 
 prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
@@ -120,10 +118,6 @@ _UNFINISHED_HELP = (
 )
 _LONGEST_NAME = "workqueue_longest_running_processor_seconds"
 _LONGEST_HELP = "How many seconds has the longest running processor for workqueue been running."
-
-#: A source of in-flight figures: returns ``(unfinished_work_seconds, longest_running_seconds)``.
-InFlightSource = Callable[[], tuple[float, float]]
-
 
 class WorkqueueInFlightCollector(Collector):
     """Exports ``workqueue_unfinished_work_seconds`` and ``workqueue_longest_running_processor_seconds``.
@@ -195,7 +189,7 @@ class PrometheusWorkqueueMetricsProvider:
 
     [CR pkg/internal/metrics/workqueue.go:107-129]: ``name`` and ``controller`` both carry the queue
     name; ``workqueue_depth`` also gets ``priority=""``.  Satisfies
-    :class:`zkop.runtime.workqueue.MetricsProvider`.  Creating a child makes its series appear
+    :class:`zkop.runtime.workqueue.metrics.MetricsProvider`.  Creating a child makes its series appear
     at 0 immediately, as ``WithLabelValues`` does in Go.
     """
 
@@ -224,8 +218,10 @@ class PrometheusWorkqueueMetricsProvider:
         WORKQUEUE_IN_FLIGHT.register(name, source)
 
 
-#: The provider work queues use unless given another one.
+#: The Prometheus provider; installed for every named work queue created after this module is
+#: imported (controller-runtime registers its provider in ``pkg/metrics/workqueue.go`` ``init``).
 WORKQUEUE_METRICS_PROVIDER = PrometheusWorkqueueMetricsProvider()
+workqueue_metrics.set_provider(WORKQUEUE_METRICS_PROVIDER)
 
 # --------------------------------------------------------------------------------------------
 # Controller [CR pkg/internal/controller/metrics/metrics.go]
@@ -334,132 +330,3 @@ OWN_WRITE_ECHOES_DROPPED = Counter(
     "Watch events not enqueued because they only echoed the controller's own finalizer or status write.",
     ["controller"],
 )
-
-# --------------------------------------------------------------------------------------------
-# /metrics server [CR pkg/metrics/server/server.go]
-# --------------------------------------------------------------------------------------------
-
-
-def parse_bind_address(bind_address: str) -> tuple[str, int] | None:
-    """Parse a controller-runtime style bind address into ``(host, port)``, or ``None`` for "off".
-
-    ``"0"`` disables serving (controller-runtime's convention); ``":8080"`` means every
-    interface (host ``""``); ``"127.0.0.1:8080"``, ``"[::1]:8080"`` and ``"localhost:0"`` (any
-    free port) are accepted.  Raises :class:`ValueError` for anything else, including ``""``.
-    """
-    if bind_address == "0":
-        return None
-    host, sep, port_text = bind_address.rpartition(":")
-    if not sep or not port_text.isdigit():
-        raise ValueError(f"invalid bind address {bind_address!r}: want [host]:port or '0'")
-    port = int(port_text)
-    if port > 65535:
-        raise ValueError(f"invalid bind address {bind_address!r}: port out of range")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    elif ":" in host:
-        raise ValueError(f"invalid bind address {bind_address!r}: put IPv6 hosts in brackets")
-    return host, port
-
-
-class _QuietHandler(WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        """Do not write one access-log line per scrape to stderr."""
-
-
-class _DualStackServer(ThreadingWSGIServer):
-    address_family = socket.AF_INET6
-
-    def server_bind(self) -> None:
-        self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-        super().server_bind()
-
-
-class _IPv6Server(ThreadingWSGIServer):
-    address_family = socket.AF_INET6
-
-
-_PROMETHEUS_APP = make_wsgi_app(REGISTRY)
-
-
-def _metrics_only_app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-    if environ.get("PATH_INFO", "") != "/metrics":
-        start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
-        return [b"404 page not found\n"]
-    return _PROMETHEUS_APP(environ, start_response)  # type: ignore[no-any-return]
-
-
-class MetricsServer:
-    """A running ``/metrics`` HTTP server (serving ``prometheus_client.REGISTRY``).
-
-    ``host`` and ``port`` are the address actually bound (``port`` is the real one when 0 was
-    asked for).  Every other path answers 404, like controller-runtime's metrics server.
-    Usable as a context manager; :meth:`shutdown` is idempotent.
-    """
-
-    def __init__(self, server: ThreadingWSGIServer) -> None:
-        self._server = server
-        address = server.server_address
-        self.host: str = str(address[0])
-        self.port: int = int(address[1])
-        self._thread = threading.Thread(
-            target=server.serve_forever, name=f"metrics-server-{self.port}", daemon=True
-        )
-        self._closed = False
-        self._lock = threading.Lock()
-        self._thread.start()
-
-    @property
-    def url(self) -> str:
-        """``http://host:port/metrics``, with a wildcard host replaced by the loopback address."""
-        host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(self.host, self.host)
-        if ":" in host:
-            host = f"[{host}]"
-        return f"http://{host}:{self.port}/metrics"
-
-    def shutdown(self) -> None:
-        """Stop serving, close the socket and join the serving thread."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
-
-    def __enter__(self) -> MetricsServer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.shutdown()
-
-
-def _make_server(host: str, port: int) -> ThreadingWSGIServer:
-    if host == "":
-        # Go's ":8080" listens on every interface, IPv4 and IPv6; fall back to IPv4 only where
-        # IPv6 is unavailable (common in containers).
-        try:
-            return make_server("::", port, _metrics_only_app, _DualStackServer, handler_class=_QuietHandler)
-        except OSError:
-            return make_server(
-                "0.0.0.0", port, _metrics_only_app, ThreadingWSGIServer, handler_class=_QuietHandler
-            )
-    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    family, _, _, _, sockaddr = infos[0]
-    server_class = _IPv6Server if family == socket.AF_INET6 else ThreadingWSGIServer
-    return make_server(str(sockaddr[0]), port, _metrics_only_app, server_class, handler_class=_QuietHandler)
-
-
-def start_metrics_server(bind_address: str) -> MetricsServer | None:
-    """Serve ``/metrics`` on ``bind_address`` from a daemon thread; ``None`` when it is ``"0"``.
-
-    ``bind_address`` follows controller-runtime's ``--metrics-bind-address``: ``":8080"``,
-    ``"127.0.0.1:8080"``, ``"[::1]:0"`` (``0`` = any free port, see :attr:`MetricsServer.port`),
-    or ``"0"`` to disable.  Raises :class:`ValueError` for a malformed address and
-    :class:`OSError` when the address cannot be bound (e.g. port in use).
-    """
-    parsed = parse_bind_address(bind_address)
-    if parsed is None:
-        return None
-    host, port = parsed
-    return MetricsServer(_make_server(host, port))

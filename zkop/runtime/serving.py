@@ -1,72 +1,178 @@
-"""Health probes: ``/healthz`` (liveness) and ``/readyz`` (readiness), controller-runtime style.
+"""The manager's HTTP endpoints: ``/metrics`` on one port, ``/healthz`` and ``/readyz`` on another.
 
-Each probe is a set of named checks, functions returning ``None`` when healthy
-or a short reason string. ``GET /readyz?verbose`` lists every check, like
-kube-apiserver's ``/readyz?verbose``.
+controller-runtime serves the two on ``--metrics-bind-address`` [CR pkg/metrics/server/server.go]
+and ``--health-probe-bind-address`` [CR pkg/manager/internal.go ``addHealthProbeServer``]; so does
+zkop.  Both are WSGI servers on daemon threads, built the same way (:class:`Server`).
+
+* ``/metrics`` serves ``prometheus_client.REGISTRY``; every other path on that port is 404.
+* ``/healthz`` (alias ``/livez``) and ``/readyz`` run named checks -- functions returning
+  ``None`` when healthy or a short reason -- and answer 200 ``ok`` or 500 with one
+  ``[-]name failed: reason`` line per failing check; ``?verbose`` lists every check, like
+  kube-apiserver [CR pkg/healthz/healthz.go].  A check that raises counts as failing.
+
+Bind addresses follow controller-runtime: ``":8080"`` (every interface, IPv4 and IPv6),
+``"127.0.0.1:8080"``, ``"[::1]:0"`` (``0`` = any free port), or ``"0"`` to disable.
 """
 
 from __future__ import annotations
 
-import logging
+import socket
 import threading
-from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+from urllib.parse import parse_qs
+from wsgiref.simple_server import WSGIRequestHandler, make_server
 
-__all__ = ["Check", "HealthServer"]
+from prometheus_client import REGISTRY
+from prometheus_client.exposition import ThreadingWSGIServer, make_wsgi_app
 
-log = logging.getLogger(__name__)
+__all__ = [
+    "Check",
+    "HealthServer",
+    "MetricsServer",
+    "Server",
+    "parse_bind_address",
+    "start_metrics_server",
+]
 
+#: A health or readiness check: ``None`` when healthy, else why not.
 Check = Callable[[], str | None]
 
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
-class HealthServer:
-    """Serves ``/healthz`` and ``/readyz`` from registered checks on a background thread.
 
-    Args:
-        host, port: where to listen, as parsed by :func:`zkop.runtime.metrics.parse_bind_address`
-            (host ``""`` means every IPv4 interface; port 0 picks a free port, see :attr:`port`).
+def parse_bind_address(bind_address: str) -> tuple[str, int] | None:
+    """Parse a controller-runtime style bind address into ``(host, port)``, or ``None`` for "off".
+
+    ``"0"`` disables serving (controller-runtime's convention); ``":8080"`` means every
+    interface (host ``""``); ``"127.0.0.1:8080"``, ``"[::1]:8080"`` and ``"localhost:0"`` (any
+    free port) are accepted.  Raises :class:`ValueError` for anything else, including ``""``.
+    """
+    if bind_address == "0":
+        return None
+    host, sep, port_text = bind_address.rpartition(":")
+    if not sep or not port_text.isdigit():
+        raise ValueError(f"invalid bind address {bind_address!r}: want [host]:port or '0'")
+    port = int(port_text)
+    if port > 65535:
+        raise ValueError(f"invalid bind address {bind_address!r}: port out of range")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    elif ":" in host:
+        raise ValueError(f"invalid bind address {bind_address!r}: put IPv6 hosts in brackets")
+    return host, port
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        """Do not write one access-log line per request to stderr."""
+
+
+class _DualStackServer(ThreadingWSGIServer):
+    address_family = socket.AF_INET6
+
+    def server_bind(self) -> None:
+        self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        super().server_bind()
+
+
+class _IPv6Server(ThreadingWSGIServer):
+    address_family = socket.AF_INET6
+
+
+def _make_server(host: str, port: int, app: WsgiApp) -> ThreadingWSGIServer:
+    if host == "":
+        # Go's ":8080" listens on every interface, IPv4 and IPv6; fall back to IPv4 only where
+        # IPv6 is unavailable (common in containers).
+        try:
+            return make_server("::", port, app, _DualStackServer, handler_class=_QuietHandler)
+        except OSError:
+            return make_server("0.0.0.0", port, app, ThreadingWSGIServer, handler_class=_QuietHandler)
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    family, _, _, _, sockaddr = infos[0]
+    server_class = _IPv6Server if family == socket.AF_INET6 else ThreadingWSGIServer
+    return make_server(str(sockaddr[0]), port, app, server_class, handler_class=_QuietHandler)
+
+
+class Server:
+    """A running WSGI server on a daemon thread.
+
+    ``host`` and ``port`` are the address actually bound (``port`` is the real one when 0 was
+    asked for).  Usable as a context manager; :meth:`shutdown` is idempotent.
     """
 
-    def __init__(self, host: str, port: int) -> None:
-        self.liveness: dict[str, Check] = {}
-        self.readiness: dict[str, Check] = {}
-        checks = self
+    path = "/"
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                path, _, query = self.path.partition("?")
-                probes = {"/healthz": checks.liveness, "/livez": checks.liveness, "/readyz": checks.readiness}
-                if path not in probes:
-                    self.send_error(404)
-                    return
-                failures = {name: why for name, check in probes[path].items() if (why := _run(check))}
-                lines = [
-                    f"[-]{name} failed: {failures[name]}" if name in failures else f"[+]{name} ok"
-                    for name in probes[path]
-                ]
-                body = ("\n".join(lines) + "\n" if "verbose" in query or failures else "ok\n").encode()
-                self.send_response(500 if failures else 200)
-                self.send_header("Content-Type", "text/plain; charset=utf-8")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer((host or "0.0.0.0", port), Handler)
-        self._server.daemon_threads = True
-        self.port = int(self._server.server_address[1])
-        self._thread = threading.Thread(target=self._server.serve_forever, name="health", daemon=True)
-
-    def start(self) -> None:
-        """Start serving."""
+    def __init__(self, server: ThreadingWSGIServer, name: str) -> None:
+        self._server = server
+        address = server.server_address
+        self.host: str = str(address[0])
+        self.port: int = int(address[1])
+        self._thread = threading.Thread(target=server.serve_forever, name=f"{name}-{self.port}", daemon=True)
+        self._closed = False
+        self._lock = threading.Lock()
         self._thread.start()
 
+    @property
+    def url(self) -> str:
+        """``http://host:port`` + :attr:`path`, a wildcard host replaced by the loopback address."""
+        host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(self.host, self.host)
+        if ":" in host:
+            host = f"[{host}]"
+        return f"http://{host}:{self.port}{self.path}"
+
     def shutdown(self) -> None:
-        """Stop serving and close the socket."""
+        """Stop serving, close the socket and join the serving thread."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
         self._server.shutdown()
         self._server.server_close()
+        self._thread.join()
+
+    def __enter__(self) -> Server:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+
+# --------------------------------------------------------------------------------------------
+# /metrics [CR pkg/metrics/server/server.go]
+# --------------------------------------------------------------------------------------------
+
+_PROMETHEUS_APP = make_wsgi_app(REGISTRY)
+
+
+def _metrics_only_app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+    if environ.get("PATH_INFO", "") != "/metrics":
+        start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
+        return [b"404 page not found\n"]
+    return _PROMETHEUS_APP(environ, start_response)  # type: ignore[no-any-return]
+
+
+class MetricsServer(Server):
+    """A running ``/metrics`` server; :attr:`url` ends in ``/metrics``."""
+
+    path = "/metrics"
+
+
+def start_metrics_server(bind_address: str) -> MetricsServer | None:
+    """Serve ``/metrics`` on ``bind_address`` from a daemon thread; ``None`` when it is ``"0"``.
+
+    Raises :class:`ValueError` for a malformed address and :class:`OSError` when the address
+    cannot be bound (e.g. port in use).
+    """
+    parsed = parse_bind_address(bind_address)
+    if parsed is None:
+        return None
+    return MetricsServer(_make_server(*parsed, _metrics_only_app), "metrics-server")
+
+
+# --------------------------------------------------------------------------------------------
+# /healthz, /readyz [CR pkg/healthz/healthz.go]
+# --------------------------------------------------------------------------------------------
 
 
 def _run(check: Check) -> str | None:
@@ -74,3 +180,51 @@ def _run(check: Check) -> str | None:
         return check()
     except Exception as err:  # a failing check is unhealthy, not a crash
         return f"{type(err).__name__}: {err}"
+
+
+def _probe_body(checks: Mapping[str, Check], verbose: bool) -> tuple[bool, bytes]:
+    failures = {name: why for name, check in list(checks.items()) if (why := _run(check))}
+    lines = [f"[-]{name} failed: {failures[name]}" if name in failures else f"[+]{name} ok" for name in checks]
+    body = "\n".join(lines) + "\n" if verbose or failures else "ok\n"
+    return not failures, body.encode()
+
+
+class HealthServer:
+    """Serves ``/healthz`` (and ``/livez``) and ``/readyz`` from named checks.
+
+    Register checks in :attr:`liveness` and :attr:`readiness` (``{name: check}``, insertion
+    order is the report order) before or after :meth:`start`.
+
+    Args:
+        host, port: where to listen, as parsed by :func:`parse_bind_address` (host ``""`` means
+            every interface; port 0 picks a free port, see :attr:`port` after :meth:`start`).
+    """
+
+    def __init__(self, host: str, port: int) -> None:
+        self.liveness: dict[str, Check] = {}
+        self.readiness: dict[str, Check] = {}
+        self._server: Server | None = None
+        self._address = (host, port)
+        self.port = port
+
+    def _app(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        probes = {"/healthz": self.liveness, "/livez": self.liveness, "/readyz": self.readiness}
+        checks = probes.get(environ.get("PATH_INFO", ""))
+        if checks is None:
+            start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
+            return [b"404 page not found\n"]
+        verbose = "verbose" in parse_qs(environ.get("QUERY_STRING", ""), keep_blank_values=True)
+        ok, body = _probe_body(checks, verbose)
+        start_response("200 OK" if ok else "500 Internal Server Error",
+                       [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body)))])
+        return [body]
+
+    def start(self) -> None:
+        """Bind and start serving.  Raises :class:`OSError` when the address cannot be bound."""
+        self._server = Server(_make_server(*self._address, self._app), "health")
+        self.port = self._server.port
+
+    def shutdown(self) -> None:
+        """Stop serving and close the socket (idempotent)."""
+        if self._server is not None:
+            self._server.shutdown()

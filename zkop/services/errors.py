@@ -1,9 +1,9 @@
 """How the service reconcilers turn ZooKeeper errors into controller outcomes — in this one place.
 
-Both directions map every :class:`~zkop.zookeeper.adapter.ZooKeeperError` (session unavailable,
+Both directions map every :class:`~zkop.zookeeper.errors.ZooKeeperError` (session unavailable,
 NoAuth, a conflict that persisted) to :class:`~zkop.runtime.controller.RetryableError`: the
-controller requeues the key with backoff and logs it without a traceback. When the ZooKeeper
-layer grows its own single kazoo-error mapping, this is the only line to change.
+controller requeues the key with backoff and logs it without a traceback. kazoo's own exceptions
+never reach the services: the ZooKeeper layer maps them once (``zkop.zookeeper.errors.map_kazoo_error``).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from zkop.runtime.controller import RetryableError
-from zkop.zookeeper.adapter import ZooKeeperError
+from zkop.zookeeper.errors import ZooKeeperError
 
 __all__ = ["retry_on_zookeeper_errors"]
 

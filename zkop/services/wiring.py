@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Generic, TypeVar
 
+from zkop.runtime.cache import Informer, ResourceRef
 from zkop.runtime.controller import Controller
-from zkop.runtime.informer import Informer, ResourceRef
 
 __all__ = ["ENDPOINTSLICES", "SERVICES", "ServiceSync", "all_synced"]
 

@@ -37,8 +37,8 @@ from typing import Any, TypeVar
 from zkop.kube.client import JSON, MERGE_PATCH, ApiException, KubeClient, resource_path
 from zkop.kube.events import EventRecorder, now_rfc3339
 from zkop.ownership.registry import DEFAULT_REGISTRY_ROOT, Claim, OwnershipRegistry, OwnerStamp
+from zkop.runtime.cache import Indexer, meta_namespace_key
 from zkop.runtime.controller import Result, RetryableError
-from zkop.runtime.informer import Indexer, meta_namespace_key
 from zkop.runtime.ownwrites import OwnWrites
 from zkop.zkconfig import metrics
 from zkop.zkconfig.plan import Outcome, Plan, plan_delete, plan_sync

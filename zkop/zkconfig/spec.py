@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from zkop.zookeeper.actions import OPEN_ACL, AclEntry, acl_from_spec
+from zkop.zookeeper.actions import OPEN_ACL, PERMISSIONS, AclEntry
 from zkop.zookeeper.paths import InvalidPath, validate_path
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "DesiredZnode",
     "InvalidSpec",
     "RefNotFound",
+    "acl_from_spec",
     "parse_spec",
 ]
 
@@ -114,6 +115,30 @@ class DesiredZnode:
     encoding: Encoding = "utf-8"
     acl: tuple[AclEntry, ...] = OPEN_ACL
     source: DataRef | None = None
+
+
+def acl_from_spec(entries: list[dict[str, object]]) -> tuple[AclEntry, ...]:
+    """Turn ``spec.acl`` (``[{scheme, id, permissions: [...]}]``) into sorted entries.
+
+    Raises:
+        ValueError: an unknown permission, an empty list, or a missing scheme/id.
+    """
+    result = []
+    for index, entry in enumerate(entries):
+        scheme, ident, perms = entry.get("scheme"), entry.get("id"), entry.get("permissions")
+        if not isinstance(scheme, str) or not scheme or not isinstance(ident, str):
+            raise ValueError(f"acl[{index}] needs a scheme and an id")
+        if not isinstance(perms, list) or not perms:
+            raise ValueError(f"acl[{index}].permissions must list at least one of {', '.join(PERMISSIONS)}")
+        mask = 0
+        for name in perms:
+            if name not in PERMISSIONS:
+                raise ValueError(f"acl[{index}].permissions: unknown permission {name!r}")
+            mask |= PERMISSIONS[str(name)]
+        result.append(AclEntry(scheme, ident, mask))
+    if not result:
+        raise ValueError("acl must not be empty (omit it for the open ACL)")
+    return tuple(sorted(set(result)))
 
 
 def strict_b64decode(value: str) -> bytes:

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from zkop.runtime.informer import Indexer
+from zkop.runtime.cache import Indexer
 
 __all__ = ["ZooKeeperConfigStatusCollector"]
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "OPEN_ACL",
+    "PERMISSIONS",
     "AclEntry",
     "Action",
     "CheckVersion",
@@ -21,10 +22,10 @@ __all__ = [
     "Observed",
     "SetAcl",
     "SetData",
-    "acl_from_spec",
     "acl_matches",
 ]
 
+#: ZooKeeper's permissions (``org.apache.zookeeper.ZooDefs.Perms``) by lower-case name.
 PERMISSIONS = {"read": 1, "write": 2, "create": 4, "delete": 8, "admin": 16}
 
 
@@ -43,7 +44,7 @@ class AclEntry:
     perms: int
 
     def permission_names(self) -> list[str]:
-        """The permission names in the CRD's vocabulary, e.g. ``["read", "write"]``."""
+        """ZooKeeper's permission names (``ZooDefs.Perms``, lower case) in :attr:`perms`: ``["read", …]``."""
         return [name for name, bit in PERMISSIONS.items() if self.perms & bit]
 
 
@@ -68,30 +69,6 @@ def acl_matches(observed: tuple[AclEntry, ...], desired: tuple[AclEntry, ...]) -
 
     redacted = any(e.scheme == "digest" and e.id.endswith(":x") for e in observed)
     return sorted(key(e, redacted) for e in observed) == sorted(key(e, redacted) for e in desired)
-
-
-def acl_from_spec(entries: list[dict[str, object]]) -> tuple[AclEntry, ...]:
-    """Turn ``spec.acl`` (``[{scheme, id, permissions: [...]}]``) into sorted entries.
-
-    Raises:
-        ValueError: an unknown permission, an empty list, or a missing scheme/id.
-    """
-    result = []
-    for index, entry in enumerate(entries):
-        scheme, ident, perms = entry.get("scheme"), entry.get("id"), entry.get("permissions")
-        if not isinstance(scheme, str) or not scheme or not isinstance(ident, str):
-            raise ValueError(f"acl[{index}] needs a scheme and an id")
-        if not isinstance(perms, list) or not perms:
-            raise ValueError(f"acl[{index}].permissions must list at least one of {', '.join(PERMISSIONS)}")
-        mask = 0
-        for name in perms:
-            if name not in PERMISSIONS:
-                raise ValueError(f"acl[{index}].permissions: unknown permission {name!r}")
-            mask |= PERMISSIONS[str(name)]
-        result.append(AclEntry(scheme, ident, mask))
-    if not result:
-        raise ValueError("acl must not be empty (omit it for the open ACL)")
-    return tuple(sorted(set(result)))
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ import pytest
 from kazoo.client import KazooClient
 
 from zkop.kube.events import EventRecorder
+from zkop.runtime.cache import Indexer
 from zkop.runtime.controller import RetryableError
-from zkop.runtime.informer import Indexer
 from zkop.services.bridge.options import BridgeOptions
 from zkop.services.bridge.reconciler import FULL_SYNC_KEY, KEY_INDEX, ServiceBridgeReconciler
 from zkop.zookeeper.actions import Action, DeleteNode, Observed

@@ -55,27 +55,18 @@ def create_namespace(kube: KubeClient, name: str) -> None:
 @contextlib.contextmanager
 def running_importer(apiserver: ApiServer, adapter: ZooKeeperAdapter, options: ImportOptions, *,
                      cluster_id: str = "test", resync_period: float = 30.0) -> Iterator[ServiceImporter]:
-    """Build the importer as the manager would, start informers, wait for sync, start the controller.
+    """Build the importer as ``zkop run`` does and run it through the same Manager.
 
-    Like the manager, a new ZooKeeper session (after LOST) calls ``on_session_reconnected``.
+    Like ``zkop run``, a ZooKeeper session back after LOST or SUSPENDED calls ``on_session_reconnected``.
     """
     client = KubeClient(apiserver.api_client())
     recorder = EventRecorder(client, component="zkop")
     recorder.start()
     importer = build_service_importer(client, adapter, recorder, options, cluster_id=cluster_id,
                                       resync_period=resync_period, inactivity_timeout=10.0)
-    lost = {"flag": False}
-
-    def on_state(state: str) -> None:
-        if state == "LOST":
-            lost["flag"] = True
-        elif state == "CONNECTED" and lost["flag"]:
-            lost["flag"] = False
-            importer.on_session_reconnected()
-
-    adapter.add_session_listener(on_state)
     try:
-        with running(importer.informers, importer.controllers):
+        with running(importer.informers, importer.controllers, zookeeper=adapter,
+                     on_new_session=[importer.on_session_reconnected]):
             yield importer
     finally:
         recorder.stop()

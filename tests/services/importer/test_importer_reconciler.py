@@ -13,8 +13,8 @@ from kazoo.client import KazooClient
 
 from zkop.kube.client import ApiException
 from zkop.kube.events import EventRecorder
+from zkop.runtime.cache import Indexer
 from zkop.runtime.controller import TerminalError
-from zkop.runtime.informer import Indexer
 from zkop.services.endpoints import slice_service_key
 from zkop.services.importer.options import ImportOptions
 from zkop.services.importer.reader import ZooKeeperReader

@@ -15,8 +15,8 @@ from typing import ClassVar
 
 from zkop.kube.client import JSON, KubeClient
 from zkop.kube.events import EventRecorder
+from zkop.runtime.cache import FuncHandler, Informer, meta_namespace_key
 from zkop.runtime.controller import Controller
-from zkop.runtime.informer import FuncHandler, Informer, meta_namespace_key
 from zkop.runtime.workqueue import RateLimitingQueue
 from zkop.services.bridge.options import BridgeOptions
 from zkop.services.bridge.reconciler import FULL_SYNC_KEY, KEY_INDEX, SLICE_INDEX, ServiceBridgeReconciler

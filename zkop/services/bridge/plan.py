@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 
 from zkop.kube.client import JSON
-from zkop.runtime.informer import meta_namespace_key
+from zkop.runtime.cache import meta_namespace_key
 from zkop.services.bridge.formats import DesiredNode, Owner, RecordFormat
 from zkop.services.bridge.naming import winner
 from zkop.services.bridge.options import BridgeOptions, Policy

@@ -33,8 +33,8 @@ from typing import Protocol
 
 from zkop.kube.client import JSON
 from zkop.kube.events import EventRecorder
+from zkop.runtime.cache import Indexer, meta_namespace_key
 from zkop.runtime.controller import Result
-from zkop.runtime.informer import Indexer, meta_namespace_key
 from zkop.services.bridge import metrics
 from zkop.services.bridge.formats import DesiredNode, RecordFormat, get_format, parse_owner
 from zkop.services.bridge.naming import winner
@@ -61,7 +61,7 @@ from zkop.services.fullsync import (
 )
 from zkop.services.reporting import ReportOnce
 from zkop.zookeeper.actions import Action, CreateNode, DeleteNode, Observed, SetData
-from zkop.zookeeper.adapter import ConcurrentModification
+from zkop.zookeeper.errors import ConcurrentModification
 
 __all__ = [
     "FULL_SYNC_KEY",

@@ -14,8 +14,8 @@ from typing import ClassVar
 
 from zkop.kube.client import KubeClient
 from zkop.kube.events import EventRecorder
+from zkop.runtime.cache import Informer
 from zkop.runtime.controller import Controller
-from zkop.runtime.informer import Informer
 from zkop.runtime.workqueue import RateLimitingQueue
 from zkop.services.endpoints import slice_service_key
 from zkop.services.importer.options import IMPORTED_LABEL, ImportOptions

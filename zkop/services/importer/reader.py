@@ -3,13 +3,14 @@
 Watches are one-shot (ZooKeeper Programmer's Guide, "ZooKeeper Watches"), so every read here arms
 one again, and the reconcile that a watch triggers is the read that re-arms it:
 
-* child lists use kazoo's ``get_children(path, watch=…)`` on the adapter's session, a *child
-  watch* (fires when a child is created or deleted, or the node itself is deleted). A node that
-  does not exist cannot carry a child watch, so an *exists watch* is armed instead, which fires
-  when it is created;
+* child lists use :meth:`ZooKeeperAdapter.list_watched`, a *child watch* (fires when a child is
+  created or deleted, or the node itself is deleted). A node that does not exist cannot carry a
+  child watch, so an *exists watch* is armed instead, which fires when it is created;
 * node bytes use :meth:`ZooKeeperAdapter.read` with ``watch=True``, a *data watch* (or an exists
   watch if absent); the adapter answers repeated reads of an unchanged node from memory.
 
+Both go through the adapter's session: waits bounded by the session timeout, kazoo's errors
+mapped to :mod:`zkop.zookeeper.errors`, requests timed in ``zkop_zookeeper_request_*``.
 Every watch event is handed to ``on_change(path)`` — for data watches through the adapter's
 :meth:`~ZooKeeperAdapter.add_watch_listener`, which the builder wires to the same function. The
 callbacks run on kazoo's event thread and must only enqueue a key. Events without a path (kazoo
@@ -19,17 +20,12 @@ listener re-reads everything after a new session (``ServiceImporter.on_session_r
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any, Protocol
-
-from kazoo.exceptions import ConnectionLoss, NoAuthError, NoNodeError, OperationTimeoutError, SessionExpiredError
-from kazoo.handlers.threading import KazooTimeoutError
 
 from zkop.services.importer.sources import ServiceSource, SourceChild, SourceNode
 from zkop.zookeeper.actions import Observed
-from zkop.zookeeper.adapter import ConcurrentModification, ZooKeeperNoAuth, ZooKeeperUnavailable
+from zkop.zookeeper.adapter import Listing, ZooKeeperNoAuth
 
 __all__ = ["Listing", "ZooKeeperReader", "ZooKeeperSession", "child_path"]
 
@@ -37,10 +33,7 @@ __all__ = ["Listing", "ZooKeeperReader", "ZooKeeperSession", "child_path"]
 class ZooKeeperSession(Protocol):
     """What the reader needs from :class:`~zkop.zookeeper.adapter.ZooKeeperAdapter`."""
 
-    client: Any
-
-    @property
-    def connected(self) -> bool: ...
+    def list_watched(self, path: str, on_change: Callable[[str], None]) -> Listing | None: ...
 
     def read(self, path: str, expected_acl: Any = ..., *, watch: bool = False) -> Observed | None: ...
 
@@ -48,14 +41,6 @@ class ZooKeeperSession(Protocol):
 def child_path(parent: str, name: str) -> str:
     """``parent/name``, for any parent including ``/``."""
     return f"{parent.rstrip('/')}/{name}"
-
-
-@dataclass(frozen=True)
-class Listing:
-    """A node's children (sorted) and ``Stat.czxid`` (the zxid that created the node)."""
-
-    children: tuple[str, ...]
-    created_zxid: int
 
 
 class ZooKeeperReader:
@@ -71,22 +56,6 @@ class ZooKeeperReader:
         self.adapter = adapter
         self.on_change = on_change
 
-    def _on_event(self, event: Any) -> None:
-        path = getattr(event, "path", None)
-        if path:
-            self.on_change(str(path))
-
-    @contextmanager
-    def _mapped(self, operation: str, path: str) -> Iterator[None]:
-        if not self.adapter.connected:
-            raise ZooKeeperUnavailable(f"ZooKeeper session is not connected; {operation} {path} refused")
-        try:
-            yield
-        except (ConnectionLoss, SessionExpiredError, OperationTimeoutError, KazooTimeoutError) as err:
-            raise ZooKeeperUnavailable(f"ZooKeeper {operation} {path} failed: {type(err).__name__}") from err
-        except NoAuthError as err:
-            raise ZooKeeperNoAuth(f"ZooKeeper refused {operation} on {path}: not authorised (NoAuth)") from err
-
     def list(self, path: str) -> Listing | None:
         """Children and creation zxid of ``path``, arming a child watch; ``None`` (and an exists watch) if absent.
 
@@ -94,18 +63,10 @@ class ZooKeeperReader:
             ZooKeeperUnavailable, ZooKeeperNoAuth; ConcurrentModification if the node keeps
             appearing and vanishing between the two calls.
         """
-        client = self.adapter.client
-        for _ in range(3):
-            with self._mapped("get_children", path):
-                try:
-                    children, stat = client.get_children(path, watch=self._on_event, include_data=True)
-                    return Listing(tuple(sorted(str(c) for c in children)), int(stat.czxid))
-                except NoNodeError:
-                    pass
-            with self._mapped("exists", path):
-                if client.exists(path, watch=self._on_event) is None:
-                    return None
-        raise ConcurrentModification(f"znode {path} kept appearing and vanishing while being listed")
+        return self.adapter.list_watched(path, self._changed)
+
+    def _changed(self, path: str) -> None:
+        self.on_change(path)
 
     def read(self, path: str) -> Observed | None:
         """``path``'s bytes and stat through the adapter (a data watch, or an exists watch if absent)."""

@@ -31,8 +31,8 @@ from collections.abc import Callable, Sequence
 
 from zkop.kube.client import JSON
 from zkop.kube.events import EventRecorder
+from zkop.runtime.cache import Indexer
 from zkop.runtime.controller import Result, RetryableError
-from zkop.runtime.informer import Indexer
 from zkop.services.endpoints import SERVICE_NAME_LABEL
 from zkop.services.errors import retry_on_zookeeper_errors
 from zkop.services.fullsync import (

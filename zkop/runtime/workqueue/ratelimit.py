@@ -24,6 +24,8 @@ import time
 from collections.abc import Callable, Hashable
 from typing import Generic, Protocol, TypeVar
 
+from zkop.kube.flowcontrol import TokenBucket
+
 __all__ = [
     "BucketRateLimiter",
     "ItemExponentialFailureRateLimiter",
@@ -42,7 +44,7 @@ _MAX_EXPONENT = 1023
 
 
 class RateLimiter(Protocol[T_contra]):
-    """What a :class:`~zkop.runtime.workqueue.RateLimitingQueue` needs from a limiter.
+    """What a :class:`~zkop.runtime.workqueue.ratelimiting.RateLimitingQueue` needs from a limiter.
 
     Mirrors client-go's ``TypedRateLimiter[T]`` [CG util/workqueue/default_rate_limiters.go:27-39].
     """
@@ -143,61 +145,31 @@ class ItemFastSlowRateLimiter(Generic[T]):
 class BucketRateLimiter:
     """One token bucket shared by every item: an overall retry-speed cap, not per item.
 
-    The bucket holds at most ``burst`` tokens and refills at ``qps`` tokens per second; it starts
-    full.  :meth:`when` always *reserves* a token (the balance may go negative) and returns how long
-    the caller must wait for it, which is ``golang.org/x/time/rate``'s ``Reserve().Delay()`` as used
-    by ``TypedBucketRateLimiter.When`` [CG util/workqueue/default_rate_limiters.go:58-78].  With the
-    defaults (10 qps, burst 100) and no time passing: 100 calls return 0, then 0.1 s, 0.2 s, ...
+    The bucket (:class:`zkop.kube.flowcontrol.TokenBucket`) holds at most ``burst`` tokens and
+    refills at ``qps`` tokens per second; it starts full.  :meth:`when` always *reserves* a token
+    (the balance may go negative) and returns how long the caller must wait for it, which is
+    ``golang.org/x/time/rate``'s ``Reserve().Delay()`` as used by ``TypedBucketRateLimiter.When``
+    [CG util/workqueue/default_rate_limiters.go:58-78].  With the defaults (10 qps, burst 100) and
+    no time passing: 100 calls return 0, then 0.1 s, 0.2 s, ...
 
     :meth:`forget` does nothing and :meth:`num_requeues` is always 0, as in client-go.
 
     ``clock`` returns monotonic seconds; inject a fake one in tests.  Raises :class:`ValueError`
-    if ``qps <= 0`` or ``burst < 1`` (x/time/rate would answer "never" there; a zero-qps limiter is
-    meaningless for a work queue).
+    if ``qps <= 0`` or ``burst < 1``.
     """
 
     def __init__(
         self, qps: float = 10.0, burst: int = 100, *, clock: Callable[[], float] = time.monotonic
     ) -> None:
-        if not qps > 0:
-            raise ValueError(f"qps must be > 0, got {qps!r}")
-        if burst < 1:
-            raise ValueError(f"burst must be >= 1, got {burst!r}")
-        self._qps = float(qps)
-        self._burst = burst
-        self._clock = clock
-        self._tokens = float(burst)
-        self._last = clock()
-        self._lock = threading.Lock()
-
-    def _advance(self, now: float) -> float:
-        # x/time/rate advance(): a clock that went backwards counts as "no time passed".
-        last = min(self._last, now)
-        return min(float(self._burst), self._tokens + (now - last) * self._qps)
+        self._bucket = TokenBucket(qps, burst, clock=clock)
 
     def when(self, item: object) -> float:
         """Reserve one token and return the wait (seconds) until it is available."""
-        with self._lock:
-            now = self._clock()
-            if math.isinf(self._qps):
-                return 0.0
-            tokens = self._advance(now) - 1.0
-            wait = -tokens / self._qps if tokens < 0 else 0.0
-            self._tokens = tokens
-            self._last = now
-            return wait
+        return self._bucket.reserve()
 
     def allow(self) -> bool:
         """Take a token if one is available now (x/time/rate ``Allow()``); never waits, never goes negative."""
-        with self._lock:
-            now = self._clock()
-            tokens = self._advance(now)
-            self._last = now
-            if tokens >= 1.0:
-                self._tokens = tokens - 1.0
-                return True
-            self._tokens = tokens
-            return False
+        return self._bucket.allow()
 
     def forget(self, item: object) -> None:
         """No-op: the bucket is shared, there is nothing per item to forget."""

@@ -1,0 +1,176 @@
+"""The generic Manager: start order, cache wait, probes, fatal stops, shutdown order, leader election."""
+
+from __future__ import annotations
+
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+from zkop_testing.apiserver import ApiServer
+from zkop_testing.waiting import wait_for
+
+from zkop.kube.client import KubeClient, resource_path
+from zkop.runtime.manager import LeaderElectionOptions, Manager, ManagerOptions
+
+
+class Fake:
+    """A runnable that records its calls in a shared log; optionally with a cache and a health check."""
+
+    def __init__(self, name: str, log: list[str], *, synced: threading.Event | None = None,
+                 health: str | None = None) -> None:
+        self.name = name
+        self.log = log
+        self.synced = synced
+        self.health = health
+        self.stop_timeouts: list[float] = []
+
+    def start(self) -> None:
+        self.log.append(f"start {self.name}")
+
+    def stop(self, timeout: float, /) -> None:
+        self.stop_timeouts.append(timeout)
+        self.log.append(f"stop {self.name}")
+
+
+class Cached(Fake):
+    def has_synced(self) -> bool:
+        assert self.synced is not None
+        return self.synced.is_set()
+
+
+class Checked(Fake):
+    def health_check(self) -> str | None:
+        return self.health
+
+
+def quiet(**kw: object) -> ManagerOptions:
+    return ManagerOptions(metrics_bind_address="0", health_probe_bind_address="0", cache_sync_poll=0.01,
+                          **kw)  # type: ignore[arg-type]
+
+
+def run_in_thread(manager: Manager) -> tuple[threading.Thread, list[int]]:
+    codes: list[int] = []
+    thread = threading.Thread(target=lambda: codes.append(manager.run()), daemon=True)
+    thread.start()
+    return thread, codes
+
+
+def test_start_order_waits_for_caches_and_stops_in_reverse() -> None:
+    log: list[str] = []
+    synced = threading.Event()
+    manager = Manager(quiet(graceful_shutdown_timeout=5.0))
+    cache = Cached("cache", log, synced=synced)
+    manager.add(Fake("controller", log), needs_leader=True)
+    manager.add(cache, needs_leader=False)
+    manager.add(Fake("recorder", log), needs_leader=False)
+    thread, codes = run_in_thread(manager)
+    wait_for(lambda: log == ["start cache", "start recorder"], timeout=5)
+    assert manager.not_synced() == ["cache"]
+    assert not manager.elected.wait(0.1), "leader runnables must wait for the caches"
+    synced.set()
+    assert manager.elected.wait(5)
+    assert log[-1] == "start controller"
+    manager.stop()
+    thread.join(10)
+    assert codes == [0]
+    assert log[3:] == ["stop controller", "stop recorder", "stop cache"]
+    assert cache.stop_timeouts[0] >= 1.0
+
+
+def test_added_while_running_starts_with_its_group() -> None:
+    log: list[str] = []
+    manager = Manager(quiet())
+    thread, _ = run_in_thread(manager)
+    try:
+        assert manager.elected.wait(5)
+        manager.add(Fake("late-informer", log), needs_leader=False)
+        manager.add(Fake("late-controller", log), needs_leader=True)
+        assert log == ["start late-informer", "start late-controller"]
+    finally:
+        manager.stop()
+        thread.join(10)
+
+
+def test_fail_before_sync_ends_the_run_without_leader_runnables() -> None:
+    log: list[str] = []
+    manager = Manager(quiet())
+    manager.add(Cached("zookeeper", log, synced=threading.Event()), needs_leader=False)
+    manager.add(Fake("controller", log), needs_leader=True)
+    thread, codes = run_in_thread(manager)
+    wait_for(lambda: "start zookeeper" in log, timeout=5)
+    manager.fail(2, "probe refused")
+    thread.join(10)
+    assert codes == [2]
+    assert "start controller" not in log
+    assert log[-2:] == ["stop controller", "stop zookeeper"]  # a never-started controller's queue is shut too
+
+
+def get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return int(r.status), r.read().decode()
+    except urllib.error.HTTPError as err:
+        return int(err.code), err.read().decode()
+
+
+def test_probes_serve_named_checks_and_runnable_health() -> None:
+    log: list[str] = []
+    manager = Manager(ManagerOptions(metrics_bind_address="127.0.0.1:0", health_probe_bind_address="127.0.0.1:0"))
+    worker = Checked("controller", log)
+    manager.add(worker, needs_leader=True)
+    manager.add_healthz_check("ping", lambda: None)
+    manager.add_healthz_check("workers", manager.runnables_healthy)
+    ready: list[str | None] = ["not yet"]
+    manager.add_readyz_check("things", lambda: ready[0])
+    with pytest.raises(ValueError, match="already exists"):
+        manager.add_readyz_check("things", lambda: None)
+    thread, _ = run_in_thread(manager)
+    try:
+        assert manager.elected.wait(5)
+        assert manager.health is not None and manager.metrics_server is not None
+        base = f"http://127.0.0.1:{manager.health.port}"
+        assert get(f"{base}/readyz") == (500, "[-]things failed: not yet\n")
+        ready[0] = None
+        assert get(f"{base}/readyz") == (200, "ok\n")
+        assert get(f"{base}/healthz?verbose") == (200, "[+]ping ok\n[+]workers ok\n")
+        worker.health = "worker threads died: w-0"
+        assert get(f"{base}/healthz") == (500, "[+]ping ok\n[-]workers failed: worker threads died: w-0\n")
+        assert get(f"{base}/nope")[0] == 404
+        assert get(manager.metrics_server.url)[0] == 200
+    finally:
+        manager.stop()
+        thread.join(10)
+
+
+@pytest.fixture
+def kube() -> Iterator[KubeClient]:
+    with ApiServer() as server:
+        client = KubeClient(server.api_client())
+        yield client
+        client.close()
+
+
+def test_leader_runnables_start_only_when_leading_and_a_clean_stop_releases_the_lease(kube: KubeClient) -> None:
+    log: list[str] = []
+    election = LeaderElectionOptions(namespace="default", name="mgr-test", identity="me", lease_duration=3.0,
+                                     renew_deadline=2.0, retry_period=0.5)
+    manager = Manager(quiet(leader_election=election), kube)
+    manager.add(Fake("controller", log), needs_leader=True)
+    thread, codes = run_in_thread(manager)
+    assert manager.elected.wait(10)
+    lease = kube.request("GET", resource_path("coordination.k8s.io", "v1", "leases", "default", "mgr-test"))
+    assert lease["spec"]["holderIdentity"] == "me"
+    manager.stop()
+    thread.join(10)
+    assert codes == [0]
+    assert log == ["start controller", "stop controller"]
+    lease = kube.request("GET", resource_path("coordination.k8s.io", "v1", "leases", "default", "mgr-test"))
+    assert lease["spec"].get("holderIdentity") is None  # released: the null holder is dropped
+    assert lease["spec"]["leaseDurationSeconds"] == 1
+
+
+def test_leader_election_needs_a_client() -> None:
+    with pytest.raises(ValueError, match="client"):
+        Manager(quiet(leader_election=LeaderElectionOptions(namespace="d", name="n", identity="i")))

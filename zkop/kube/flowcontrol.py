@@ -1,0 +1,79 @@
+"""A token bucket: client-go ``util/flowcontrol`` on ``golang.org/x/time/rate``.
+
+:class:`TokenBucket` holds at most ``burst`` tokens, refills at ``qps`` tokens per second and
+starts full.  Two ways to take a token, as in ``x/time/rate.Limiter``:
+
+* :meth:`TokenBucket.reserve` always takes one (the balance may go negative) and returns how
+  long, in seconds, the caller must wait before using it -- ``Reserve().Delay()``
+  [x/time/rate rate.go ``reserveN``]; the work queue's bucket rate limiter is built on it
+  [CG util/workqueue/default_rate_limiters.go:58-78].
+* :meth:`TokenBucket.allow` takes one only if it is available now and never waits --
+  ``Allow()`` [x/time/rate rate.go ``AllowN``]; the Events budget uses it (client-go's
+  ``EventSourceObjectSpamFilter`` drops over budget).
+
+Thread-safe.  Imports nothing else of zkop.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable
+
+__all__ = ["TokenBucket"]
+
+
+class TokenBucket:
+    """``burst`` tokens refilled at ``qps`` per second; starts full.
+
+    Args:
+        qps: refill rate, tokens per second; ``math.inf`` means "never limit".
+        burst: bucket size, tokens.
+        clock: monotonic seconds (inject a fake one in tests).
+
+    Raises:
+        ValueError: ``qps <= 0`` or ``burst < 1`` (x/time/rate would answer "never" there; a
+            zero-qps limiter is meaningless for zkop's uses).
+    """
+
+    def __init__(self, qps: float, burst: int, *, clock: Callable[[], float] = time.monotonic) -> None:
+        if not qps > 0:
+            raise ValueError(f"qps must be > 0, got {qps!r}")
+        if burst < 1:
+            raise ValueError(f"burst must be >= 1, got {burst!r}")
+        self._qps = float(qps)
+        self._burst = burst
+        self._clock = clock
+        self._tokens = float(burst)
+        self._last = clock()
+        self._lock = threading.Lock()
+
+    def _advance(self, now: float) -> float:
+        # x/time/rate advance(): a clock that went backwards counts as "no time passed".
+        last = min(self._last, now)
+        return min(float(self._burst), self._tokens + (now - last) * self._qps)
+
+    def reserve(self) -> float:
+        """Take one token and return the wait (seconds, ``>= 0``) until it is available."""
+        with self._lock:
+            now = self._clock()
+            if math.isinf(self._qps):
+                return 0.0
+            tokens = self._advance(now) - 1.0
+            wait = -tokens / self._qps if tokens < 0 else 0.0
+            self._tokens = tokens
+            self._last = now
+            return wait
+
+    def allow(self) -> bool:
+        """Take a token if one is available now; never waits, never goes negative."""
+        with self._lock:
+            now = self._clock()
+            tokens = self._advance(now)
+            self._last = now
+            if tokens >= 1.0:
+                self._tokens = tokens - 1.0
+                return True
+            self._tokens = tokens
+            return False

@@ -1,0 +1,195 @@
+"""A cache of one resource kind with event handlers: client-go ``tools/cache/shared_informer.go``.
+
+:class:`Informer` owns one :class:`~.indexer.Indexer`, one :class:`~.reflector.Reflector` per
+namespace, the event handlers and the periodic resync, which re-delivers every cached object as
+an update without any API call (client-go ``DeltaFIFO.Resync``).  See ``docs/architecture.md``
+and ``shared/reference/controller-conventions.md`` §3.
+
+Handlers run on the reflector thread and must not block or do I/O: they only enqueue keys.
+Objects are plain dicts as the API server sent them; treat them as read-only.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from zkop.kube.client import JSON, KubeClient
+from zkop.runtime.cache.indexer import Indexer, IndexFunc, meta_namespace_key, resource_version
+from zkop.runtime.cache.reflector import Reflector, ResourceRef
+
+__all__ = ["EventHandler", "FuncHandler", "Informer"]
+
+log = logging.getLogger(__name__)
+
+
+class EventHandler(Protocol):
+    """client-go ``ResourceEventHandler``. Implementations must not block or do I/O."""
+
+    def on_add(self, obj: JSON) -> None: ...
+
+    def on_update(self, old: JSON, new: JSON) -> None: ...
+
+    def on_delete(self, obj: JSON) -> None: ...
+
+
+@dataclass
+class FuncHandler:
+    """An :class:`EventHandler` that maps every event to ``enqueue(obj)``.
+
+    ``update_filter(old, new)`` returning False drops an update (controller-runtime's
+    ``predicate.Funcs.UpdateFunc``); adds and deletes always pass.
+    """
+
+    enqueue: Callable[[JSON], None]
+    update_filter: Callable[[JSON, JSON], bool] | None = None
+
+    def on_add(self, obj: JSON) -> None:
+        self.enqueue(obj)
+
+    def on_update(self, old: JSON, new: JSON) -> None:
+        if self.update_filter is None or self.update_filter(old, new):
+            self.enqueue(new)
+
+    def on_delete(self, obj: JSON) -> None:
+        self.enqueue(obj)
+
+
+class Informer:
+    """A cache of one resource kind, kept current by reflectors, with event handlers.
+
+    Args:
+        client: the JSON client.
+        resource: group/version/plural.
+        namespaces: namespaces to watch (one reflector each), or ``None`` for all.
+        indexers: secondary indexes, see :class:`Indexer`.
+        resync_period: seconds between re-deliveries of every cached object (jittered ±10 %); 0 disables.
+        name: for logs.
+        reflector_options: extra keyword arguments for :class:`Reflector`.
+    """
+
+    def __init__(
+        self, client: KubeClient, resource: ResourceRef, *, namespaces: Sequence[str] | None = None,
+        indexers: dict[str, IndexFunc] | None = None, resync_period: float = 600.0, name: str = "",
+        **reflector_options: Any,
+    ) -> None:
+        self.resource = resource
+        self.name = name or resource.plural
+        self.indexer = Indexer(indexers)
+        self.resync_period = resync_period
+        self._handlers: list[EventHandler] = []
+        self._lock = threading.RLock()  # serialises cache mutation + handler delivery
+        self._threads: list[threading.Thread] = []
+        self._stop = threading.Event()
+        scopes: list[str | None] = [*namespaces] if namespaces else [None]
+        self.reflectors = [Reflector(client, resource, ns, self, **reflector_options) for ns in scopes]
+
+    def add_event_handler(self, handler: EventHandler) -> None:
+        """Register a handler; it receives adds for objects already cached."""
+        with self._lock:
+            self._handlers.append(handler)
+            for obj in self.indexer.list():
+                handler.on_add(obj)
+
+    def has_synced(self) -> bool:
+        """True once every reflector has completed its first LIST."""
+        return all(r.synced.is_set() for r in self.reflectors)
+
+    def wait_for_sync(self, timeout: float | None = None) -> bool:
+        """Block until :meth:`has_synced`; returns it (False on timeout). ``timeout`` in seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for reflector in self.reflectors:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not reflector.synced.wait(remaining):
+                return False
+        return True
+
+    # --- store callbacks (called by reflectors) ------------------------------------------------
+
+    def replace(self, namespace: str | None, items: list[JSON]) -> None:
+        """Replace the cached objects in ``namespace`` (all if ``None``) with a fresh LIST.
+
+        Delivers the difference: adds for new keys, updates for changed resourceVersions,
+        deletes (with the last known object) for keys that vanished during the gap.
+        """
+        with self._lock:
+            fresh = {meta_namespace_key(o): o for o in items}
+            for key in self.indexer.list_keys():
+                if namespace is not None and not key.startswith(namespace + "/"):
+                    continue
+                if key not in fresh:
+                    old = self.indexer.delete(key)
+                    if old is not None:
+                        self._dispatch("delete", old, old)
+            for obj in items:
+                old = self.indexer.upsert(obj)
+                if old is None:
+                    self._dispatch("add", obj, obj)
+                elif resource_version(old) != resource_version(obj):
+                    self._dispatch("update", old, obj)
+
+    def on_watch_upsert(self, obj: JSON) -> None:
+        """Apply an ADDED or MODIFIED watch event."""
+        with self._lock:
+            old = self.indexer.upsert(obj)
+            if old is None:
+                self._dispatch("add", obj, obj)
+            else:
+                self._dispatch("update", old, obj)
+
+    def on_watch_delete(self, obj: JSON) -> None:
+        """Apply a DELETED watch event."""
+        with self._lock:
+            self.indexer.delete(meta_namespace_key(obj))
+            self._dispatch("delete", obj, obj)
+
+    def _dispatch(self, kind: str, old: JSON, new: JSON) -> None:
+        for handler in self._handlers:
+            try:
+                if kind == "add":
+                    handler.on_add(new)
+                elif kind == "update":
+                    handler.on_update(old, new)
+                else:
+                    handler.on_delete(new)
+            except Exception:
+                log.exception("%s: event handler failed", self.name)
+
+    def resync(self) -> None:
+        """Re-deliver every cached object as ``on_update(obj, obj)``; no API call."""
+        with self._lock:
+            for obj in self.indexer.list():
+                self._dispatch("update", obj, obj)
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the reflector threads (and the resync timer); returns at once."""
+        for reflector in self.reflectors:
+            thread = threading.Thread(
+                target=reflector.run, name=f"informer-{self.name}-{reflector.namespace or 'all'}", daemon=True
+            )
+            thread.start()
+            self._threads.append(thread)
+        if self.resync_period > 0:
+            thread = threading.Thread(target=self._resync_loop, name=f"resync-{self.name}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def _resync_loop(self) -> None:
+        while not self._stop.wait(self.resync_period * random.uniform(0.9, 1.1)):
+            if self.has_synced():
+                self.resync()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop reflectors and the resync timer; waits up to ``timeout`` seconds per thread."""
+        self._stop.set()
+        for reflector in self.reflectors:
+            reflector.stop()
+        for thread in self._threads:
+            thread.join(timeout)

@@ -1,0 +1,324 @@
+"""The Manager: runs runnables, serves probes and metrics, elects a leader (controller-runtime ``pkg/manager``).
+
+It knows no feature.  Features add what they build -- informers, controllers, anything with
+``start()`` and ``stop(timeout)`` -- with :meth:`Manager.add`, and name health and readiness
+checks with :meth:`Manager.add_healthz_check` / :meth:`Manager.add_readyz_check`.
+
+Start order [CR pkg/manager/internal.go ``Start``]:
+
+1. the ``/metrics`` and ``/healthz`` + ``/readyz`` servers (:mod:`zkop.runtime.serving`);
+2. the runnables added with ``needs_leader=False``, in the order added (informers, so standbys
+   keep a warm cache; the Events writer; start-up probes);
+3. wait until every such runnable that has a ``has_synced()`` reports True (``WaitForCacheSync``;
+   a :meth:`Manager.stop` or :meth:`Manager.fail` meanwhile ends the run);
+4. leader election, when configured (:mod:`zkop.runtime.leaderelection`);
+5. once leading (or at once without election), the ``needs_leader=True`` runnables, in order.
+
+Shutdown [CR pkg/manager/runnable_group.go, internal.go ``engageStopProcedure``]: stop the
+leader runnables (controllers: stop taking work, drain in-flight reconciles) all at once within
+``graceful_shutdown_timeout`` seconds; release the Lease (only after a clean stop); stop the
+other runnables in reverse order; close the servers.  A leader that cannot renew its Lease stops
+its leader runnables at once and the run ends with exit code 1, so it never acts after another
+replica may have taken over ("leader election lost" in controller-runtime).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from zkop.kube.client import KubeClient
+from zkop.runtime.leaderelection import LeaderElector
+from zkop.runtime.serving import Check, HealthServer, MetricsServer, parse_bind_address, start_metrics_server
+
+__all__ = ["HasSynced", "HealthChecker", "LeaderElectionOptions", "Manager", "ManagerOptions", "Runnable"]
+
+log = logging.getLogger(__name__)
+
+
+class Runnable(Protocol):
+    """Something the manager starts and stops (controller-runtime ``manager.Runnable``).
+
+    ``start()`` returns at once (work happens on the runnable's own threads); ``stop(timeout)``
+    stops it, waiting at most ``timeout`` seconds.
+    """
+
+    def start(self) -> None: ...
+
+    def stop(self, timeout: float, /) -> object: ...
+
+
+@runtime_checkable
+class HasSynced(Protocol):
+    """A runnable with a cache: leader runnables start only once ``has_synced()`` is True."""
+
+    def has_synced(self) -> bool: ...
+
+
+@runtime_checkable
+class HealthChecker(Protocol):
+    """A runnable that can tell it is alive: ``health_check()`` is ``None`` or why not."""
+
+    def health_check(self) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class LeaderElectionOptions:
+    """The Lease and its timing; see :class:`zkop.runtime.leaderelection.LeaderElector`.
+
+    Durations are seconds; ``identity`` is ``<hostname>_<uuid>``.
+    """
+
+    namespace: str
+    name: str
+    identity: str
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+
+@dataclass
+class ManagerOptions:
+    """Manager settings, as controller-runtime's ``manager.Options``.
+
+    Attributes:
+        metrics_bind_address: ``--metrics-bind-address``; ``"0"`` disables.
+        health_probe_bind_address: ``--health-probe-bind-address``; ``"0"`` disables.
+        leader_election: ``None`` runs leader runnables at once (single replica).
+        graceful_shutdown_timeout: seconds the leader runnables get to drain on a clean stop.
+        cache_sync_poll: seconds between checks of ``has_synced`` and of a stop request.
+    """
+
+    metrics_bind_address: str = ":8080"
+    health_probe_bind_address: str = ":8081"
+    leader_election: LeaderElectionOptions | None = None
+    graceful_shutdown_timeout: float = 30.0
+    cache_sync_poll: float = 0.05
+
+
+@dataclass
+class _Entry:
+    runnable: Runnable
+    name: str
+    needs_leader: bool
+    started: bool = field(default=False)
+
+
+def _name_of(runnable: object) -> str:
+    name = getattr(runnable, "name", None)
+    return name if isinstance(name, str) and name else type(runnable).__name__
+
+
+class Manager:
+    """Runs runnables until stopped; build, :meth:`add`, then :meth:`run` (blocks).
+
+    Args:
+        options: servers, leader election, shutdown timing.
+        client: the API client the leader elector uses; required with ``options.leader_election``.
+
+    Raises:
+        ValueError: leader election without a client (or invalid durations, see
+            :class:`~zkop.runtime.leaderelection.LeaderElector`).
+    """
+
+    def __init__(self, options: ManagerOptions, client: KubeClient | None = None) -> None:
+        if options.leader_election is not None and client is None:
+            raise ValueError("leader election needs an API client")
+        self.options = options
+        self.client = client
+        self.stop_event = threading.Event()
+        #: Set once the leader runnables have been started (controller-runtime ``Elected()``).
+        self.elected = threading.Event()
+        self.exit_code = 0
+        self.health: HealthServer | None = None
+        self.metrics_server: MetricsServer | None = None
+        self._entries: list[_Entry] = []
+        self._healthz: dict[str, Check] = {}
+        self._readyz: dict[str, Check] = {}
+        self._lock = threading.Lock()
+        self._started = False
+        self._leading = False
+        self._elector: LeaderElector | None = None
+
+    # --- registration ------------------------------------------------------------------------
+
+    def add(self, runnable: Runnable, *, needs_leader: bool) -> None:
+        """Register ``runnable``; ``needs_leader`` ones run only on the elected replica.
+
+        Added after :meth:`run` began, it starts at once if its group already started
+        (controller-runtime allows the same).
+        """
+        entry = _Entry(runnable, _name_of(runnable), needs_leader)
+        with self._lock:
+            self._entries.append(entry)
+            start_now = self._leading if needs_leader else self._started
+        if start_now:
+            self._start(entry)
+
+    def add_healthz_check(self, name: str, check: Check) -> None:
+        """Add a liveness check served on ``/healthz`` (``None`` = healthy, else the reason).
+
+        Raises:
+            ValueError: a check of that name exists.
+        """
+        self._add_check(self._healthz, name, check)
+
+    def add_readyz_check(self, name: str, check: Check) -> None:
+        """Add a readiness check served on ``/readyz``.  Raises :class:`ValueError` on a duplicate name."""
+        self._add_check(self._readyz, name, check)
+
+    @staticmethod
+    def _add_check(checks: dict[str, Check], name: str, check: Check) -> None:
+        if name in checks:
+            raise ValueError(f"check {name!r} already exists")
+        checks[name] = check
+
+    # --- generic checks features register ----------------------------------------------------
+
+    def not_synced(self) -> list[str]:
+        """Names of the non-leader runnables whose ``has_synced()`` is still False."""
+        with self._lock:
+            entries = [e for e in self._entries if not e.needs_leader]
+        return [e.name for e in entries if isinstance(e.runnable, HasSynced) and not e.runnable.has_synced()]
+
+    def runnables_healthy(self) -> str | None:
+        """Liveness over every started runnable that is a :class:`HealthChecker`; ``None`` while stopping."""
+        if self.stop_event.is_set():
+            return None
+        with self._lock:
+            entries = [e for e in self._entries if e.started]
+        reasons = [why for e in entries if isinstance(e.runnable, HealthChecker) and (why := e.runnable.health_check())]
+        return "; ".join(reasons) or None
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def run(self) -> int:
+        """Start everything in order, block until :meth:`stop`, :meth:`fail` or a lost Lease; shut down.
+
+        Returns the exit code: 0 after :meth:`stop`, 1 after a lost Lease, or what :meth:`fail` set.
+
+        Raises:
+            ValueError, OSError: a server address is malformed or cannot be bound.
+        """
+        self._start_servers()
+        try:
+            with self._lock:
+                self._started = True
+                entries = [e for e in self._entries if not e.needs_leader]
+            for entry in entries:
+                self._start(entry)
+            if self._wait_for_caches():
+                self._elect()
+                self.stop_event.wait()
+            self._shutdown(drain=self.exit_code == 0 and self._leading)
+        finally:
+            self._close_servers()
+        return self.exit_code
+
+    def stop(self) -> None:
+        """Ask :meth:`run` to shut down cleanly (thread- and signal-safe)."""
+        self.stop_event.set()
+
+    def fail(self, exit_code: int, reason: str) -> None:
+        """End the run with ``exit_code`` (a fatal start-up error of a runnable); logged at error."""
+        log.error("%s; stopping", reason)
+        if self.exit_code == 0:
+            self.exit_code = exit_code
+        self.stop_event.set()
+
+    def _start(self, entry: _Entry) -> None:
+        entry.runnable.start()
+        entry.started = True
+
+    def _start_servers(self) -> None:
+        bind = parse_bind_address(self.options.health_probe_bind_address)
+        if bind is not None:
+            self.health = HealthServer(*bind)
+            self.health.liveness = self._healthz
+            self.health.readiness = self._readyz
+            self.health.start()
+            log.info("health probes on %s:%d", bind[0], self.health.port)
+        self.metrics_server = start_metrics_server(self.options.metrics_bind_address)
+
+    def _close_servers(self) -> None:
+        if self.health is not None:
+            self.health.shutdown()
+        if self.metrics_server is not None:
+            self.metrics_server.shutdown()
+
+    def _wait_for_caches(self) -> bool:
+        """Block until every non-leader runnable has synced; False if stopped first."""
+        while self.not_synced():
+            if self.stop_event.wait(self.options.cache_sync_poll):
+                return False
+        return not self.stop_event.is_set()
+
+    def _elect(self) -> None:
+        election = self.options.leader_election
+        if election is None:
+            self._start_leader_runnables()
+            return
+        assert self.client is not None
+        self._elector = LeaderElector(
+            self.client, namespace=election.namespace, name=election.name, identity=election.identity,
+            lease_duration=election.lease_duration, renew_deadline=election.renew_deadline,
+            retry_period=election.retry_period,
+            on_started_leading=lambda: threading.Thread(
+                target=self._start_leader_runnables, name="start-leader-runnables", daemon=True).start(),
+            on_stopped_leading=self._on_stopped_leading,
+        )
+        threading.Thread(target=self._elector.run, args=(self.stop_event,), name="leader-election",
+                         daemon=True).start()
+
+    def _start_leader_runnables(self) -> None:
+        with self._lock:
+            self._leading = True
+            entries = [e for e in self._entries if e.needs_leader]
+        for entry in entries:
+            if self.stop_event.is_set():
+                return
+            self._start(entry)
+        self.elected.set()
+        log.info("leader runnables started")
+
+    def _on_stopped_leading(self) -> None:
+        if self.stop_event.is_set() and self.exit_code == 0:
+            return  # a clean shutdown released the Lease
+        if not self._leading:
+            return
+        log.error("leader election lost; stopping leader runnables and exiting")
+        self.exit_code = 1
+        self.stop_event.set()
+        for entry in self._leader_entries():
+            entry.runnable.stop(0.0)
+
+    def _leader_entries(self) -> list[_Entry]:
+        with self._lock:
+            return [e for e in self._entries if e.needs_leader]
+
+    def _shutdown(self, *, drain: bool) -> None:
+        """Stop leader runnables (concurrently, bounded), release the Lease, stop the others."""
+        timeout = self.options.graceful_shutdown_timeout if drain else 0.0
+        deadline = time.monotonic() + timeout
+        threads = [
+            threading.Thread(target=entry.runnable.stop, args=(timeout,), name=f"stop-{entry.name}", daemon=True)
+            for entry in self._leader_entries()
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            # Controller.stop drains up to ``timeout`` and then joins its workers briefly.
+            thread.join(max(0.0, deadline - time.monotonic()) + 2.0)
+        if self._elector is not None and self.exit_code == 0:
+            self._elector.release()
+        with self._lock:
+            others = [e for e in self._entries if not e.needs_leader and e.started]
+        for entry in reversed(others):
+            try:
+                entry.runnable.stop(max(1.0, deadline - time.monotonic()))
+            except Exception:
+                log.exception("stopping %s failed", entry.name)
+

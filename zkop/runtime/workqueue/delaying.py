@@ -1,0 +1,130 @@
+"""A work queue that can add an item later: client-go ``util/workqueue/delaying_queue.go``."""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+import time
+from collections.abc import Hashable
+from typing import Generic, TypeVar
+
+from zkop.runtime.workqueue.metrics import MetricsProvider
+from zkop.runtime.workqueue.queue import Clock, WorkQueue
+
+__all__ = ["MAX_WAIT", "DelayingQueue"]
+
+T = TypeVar("T", bound=Hashable)
+
+#: The delaying loop wakes at least this often (seconds) [CG util/workqueue/delaying_queue.go:273].
+MAX_WAIT = 10.0
+
+
+class _WaitFor(Generic[T]):
+    """A heap entry: ``item`` becomes ready at ``ready_at``; ``seq`` keeps equal times FIFO."""
+
+    __slots__ = ("item", "ready_at", "seq")
+
+    def __init__(self, item: T, ready_at: float, seq: int) -> None:
+        self.item = item
+        self.ready_at = ready_at
+        self.seq = seq
+
+    def __lt__(self, other: _WaitFor[T]) -> bool:
+        return (self.ready_at, self.seq) < (other.ready_at, other.seq)
+
+
+class DelayingQueue(WorkQueue[T]):
+    """A :class:`WorkQueue` that can add an item later: :meth:`add_after`.
+
+    Waiting items sit in a min-heap ordered by ready time, with at most one entry per item.  A
+    daemon thread (started on the first delayed add, stopped by shutdown) moves ready items into
+    the queue, waking when the earliest one is due, on every new delayed add, and at least every
+    :data:`MAX_WAIT` (10 s) seconds [CG util/workqueue/delaying_queue.go:273].  Items still
+    waiting at shutdown are dropped.
+    """
+
+    def __init__(
+        self,
+        name: str = "",
+        *,
+        clock: Clock = time.monotonic,
+        metrics_provider: MetricsProvider | None = None,
+    ) -> None:
+        super().__init__(name, clock=clock, metrics_provider=metrics_provider)
+        self._delay_cond = threading.Condition(threading.Lock())
+        self._heap: list[_WaitFor[T]] = []
+        self._waiting: dict[T, _WaitFor[T]] = {}
+        self._seq = itertools.count()
+        self._delay_stopped = False
+        self._delay_thread: threading.Thread | None = None
+
+    def add_after(self, item: T, delay: float) -> None:
+        """Add ``item`` once ``delay`` seconds have passed.
+
+        Ignored while shutting down.  Otherwise counts one ``workqueue_retries_total`` (every
+        call, as client-go does) and: ``delay <= 0`` -> :meth:`add` now; else if ``item`` is
+        already waiting, the **earlier** of the two ready times wins
+        [CG util/workqueue/delaying_queue.go:249-266, 355-369].  A waiting item can still be
+        added directly with :meth:`add`; the delayed add then fires too (usually a dedup no-op).
+        """
+        if self.shutting_down():
+            return
+        with self._cond:
+            self._metrics.retries.inc()
+        if delay <= 0:
+            self.add(item)
+            return
+        with self._delay_cond:
+            if self._delay_stopped:
+                return
+            ready_at = self._clock() + delay
+            existing = self._waiting.get(item)
+            if existing is not None:
+                if ready_at < existing.ready_at:
+                    existing.ready_at = ready_at
+                    heapq.heapify(self._heap)
+            else:
+                entry = _WaitFor(item, ready_at, next(self._seq))
+                self._waiting[item] = entry
+                heapq.heappush(self._heap, entry)
+            if self._delay_thread is None:
+                self._delay_thread = threading.Thread(
+                    target=self._waiting_loop, name=f"workqueue-delay-{self.name or 'unnamed'}", daemon=True
+                )
+                self._delay_thread.start()
+            self._delay_cond.notify()
+
+    def _waiting_loop(self) -> None:
+        """Move ready items into the queue until shutdown."""
+        while True:
+            ready: list[T] = []
+            with self._delay_cond:
+                if self._delay_stopped:
+                    return
+                now = self._clock()
+                while self._heap and self._heap[0].ready_at <= now:
+                    entry = heapq.heappop(self._heap)
+                    del self._waiting[entry.item]
+                    ready.append(entry.item)
+                if not ready:
+                    wait = MAX_WAIT
+                    if self._heap:
+                        wait = min(wait, self._heap[0].ready_at - now)
+                    self._delay_cond.wait(wait)
+                    continue
+            # Outside the delay lock, so the two locks are never held together.
+            for item in ready:
+                self.add(item)
+
+    def _on_shutdown(self) -> None:
+        with self._delay_cond:
+            self._delay_stopped = True
+            self._heap.clear()
+            self._waiting.clear()
+            self._delay_cond.notify_all()
+
+    def _num_waiting(self) -> int:
+        """Items waiting for their ready time (for tests and debugging)."""
+        with self._delay_cond:
+            return len(self._waiting)

@@ -1,0 +1,175 @@
+"""Wire the ZooKeeperConfig controller into a Manager (controller-runtime's ``SetupWithManager``).
+
+:func:`setup` builds and adds to the :class:`~zkop.runtime.manager.Manager`:
+
+* three informers (non-leader: every replica keeps a warm cache) -- ZooKeeperConfigs, indexed by
+  declared path (:data:`~zkop.zkconfig.reconciler.PATH_INDEX`) and by referenced ConfigMap /
+  Secret (:data:`~zkop.zkconfig.reconciler.REF_INDEX`), and the ConfigMaps and Secrets that feed
+  ``spec.dataFrom`` (their own resync off: the ZooKeeperConfig resync covers them);
+* the key mappers: an event on a ZooKeeperConfig enqueues it and every other object declaring
+  the same path (ownership may move); a ConfigMap or Secret event enqueues the objects
+  referencing it (controller-runtime ``handler.EnqueueRequestsFromMapFunc``);
+* the znode-change listener: a ZooKeeper watch on a managed path (or its ownership record)
+  enqueues the objects declaring that path;
+* the ``zookeeperconfig`` controller (leader-only), preceded by one pass of
+  :meth:`~zkop.zkconfig.reconciler.ZooKeeperConfigReconciler.learn_absent` once caches synced;
+* the ``zkop_zookeeperconfig_*`` status collector, registered while the manager runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+
+from prometheus_client import REGISTRY
+
+from zkop.kube.client import JSON, KubeClient
+from zkop.kube.events import EventRecorder
+from zkop.runtime.cache import Informer, ResourceRef, meta_namespace_key
+from zkop.runtime.controller import Controller
+from zkop.runtime.manager import Manager
+from zkop.zkconfig.reconciler import (
+    PATH_INDEX,
+    REF_INDEX,
+    ReconcilerOptions,
+    ZooKeeperConfigReconciler,
+    index_by_path,
+    index_by_ref,
+)
+from zkop.zkconfig.spec import GROUP, PLURAL, VERSION
+from zkop.zkconfig.status_metrics import ZooKeeperConfigStatusCollector
+from zkop.zookeeper.adapter import ZooKeeperAdapter
+
+__all__ = ["CONFIGMAPS", "CONTROLLER_NAME", "SECRETS", "ZOOKEEPERCONFIGS", "ZooKeeperConfigController", "setup"]
+
+CONTROLLER_NAME = "zookeeperconfig"
+ZOOKEEPERCONFIGS = ResourceRef(GROUP, VERSION, PLURAL)
+CONFIGMAPS = ResourceRef("", "v1", "configmaps")
+SECRETS = ResourceRef("", "v1", "secrets")
+
+
+@dataclass
+class ZooKeeperConfigController:
+    """What :func:`setup` built, for the caller's session wiring, tests and diagnostics."""
+
+    informer: Informer
+    configmaps: Informer
+    secrets: Informer
+    controller: Controller
+    reconciler: ZooKeeperConfigReconciler
+
+    @property
+    def informers(self) -> list[Informer]:
+        """ZooKeeperConfigs, ConfigMaps, Secrets."""
+        return [self.informer, self.configmaps, self.secrets]
+
+    def on_session_reconnected(self) -> None:
+        """A ZooKeeper session came back (after LOST or SUSPENDED): re-deliver every object.
+
+        After a LOST session every watch is gone and the data may have changed; after SUSPENDED,
+        keys may sit in long backoffs.  A resync is cheap where the watch-validated cache holds.
+        """
+        self.informer.resync()
+
+    def keys_sharing_path(self, obj: JSON) -> list[str]:
+        """``obj``'s key plus every other object declaring one of its paths."""
+        keys = [meta_namespace_key(obj)]
+        for path in index_by_path(obj):
+            keys.extend(k for k in self.informer.indexer.index_keys(PATH_INDEX, path) if k != keys[0])
+        return keys
+
+    def keys_referencing(self, kind: str, obj: JSON) -> list[str]:
+        """Keys of the ZooKeeperConfigs whose ``spec.dataFrom`` names ``obj`` (a ``kind`` object)."""
+        meta = obj.get("metadata") or {}
+        return self.informer.indexer.index_keys(REF_INDEX, f"{kind}/{meta.get('namespace')}/{meta.get('name')}")
+
+    def on_znode_changed(self, path: str) -> None:
+        """A ZooKeeper watch fired (kazoo's event thread): enqueue the objects declaring that path."""
+        registry = self.reconciler.registry
+        managed = registry.managed_path(path) if registry.is_registry_path(path) else path
+        if managed is None:
+            return
+        for key in self.informer.indexer.index_keys(PATH_INDEX, managed):
+            self.controller.queue.add(key)
+
+
+class _LearnAbsent:
+    """Leader runnable: one ``learn_absent`` pass before the controller's workers start."""
+
+    name = "zookeeperconfig-learn-absent"
+
+    def __init__(self, reconciler: ZooKeeperConfigReconciler) -> None:
+        self._reconciler = reconciler
+
+    def start(self) -> None:
+        self._reconciler.learn_absent()
+
+    def stop(self, timeout: float, /) -> None:
+        """Nothing runs in the background."""
+
+
+class _StatusCollector:
+    """Non-leader runnable: exports the status collector while the manager runs."""
+
+    name = "zookeeperconfig-status-metrics"
+
+    def __init__(self, collector: ZooKeeperConfigStatusCollector) -> None:
+        self._collector = collector
+
+    def start(self) -> None:
+        with contextlib.suppress(ValueError):  # already registered by another in-process manager (tests)
+            REGISTRY.register(self._collector)
+
+    def stop(self, timeout: float, /) -> None:
+        with contextlib.suppress(KeyError):
+            REGISTRY.unregister(self._collector)
+
+
+def setup(
+    manager: Manager, client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: EventRecorder,
+    options: ReconcilerOptions, *, namespaces: list[str] | None, workers: int, sync_period: float,
+    inactivity_timeout: float,
+) -> ZooKeeperConfigController:
+    """Build the ZooKeeperConfig controller and add its parts to ``manager``.
+
+    Args:
+        manager: where informers (non-leader) and the controller (leader) go.
+        client: JSON client the informers list and watch with, and the reconciler writes with.
+        zookeeper: the adapter; its watch listener gets :meth:`ZooKeeperConfigController.on_znode_changed`.
+        recorder: Kubernetes Events.
+        options: reconciler settings (size limit, cluster id, registry root).
+        namespaces: namespaces to watch, ``None`` for all.
+        workers: concurrent reconciles.
+        sync_period: seconds between resyncs of the ZooKeeperConfig informer.
+        inactivity_timeout: seconds a silent watch is kept before it is reopened.
+
+    Returns:
+        The parts, e.g. for :meth:`ZooKeeperConfigController.on_session_reconnected`.
+    """
+    informer = Informer(
+        client, ZOOKEEPERCONFIGS, name="zookeeperconfigs", namespaces=namespaces,
+        indexers={PATH_INDEX: index_by_path, REF_INDEX: index_by_ref}, resync_period=sync_period,
+        inactivity_timeout=inactivity_timeout,
+    )
+    configmaps = Informer(client, CONFIGMAPS, name="configmaps", namespaces=namespaces,
+                          resync_period=0, inactivity_timeout=inactivity_timeout)
+    secrets = Informer(client, SECRETS, name="secrets", namespaces=namespaces,
+                       resync_period=0, inactivity_timeout=inactivity_timeout)
+    reconciler = ZooKeeperConfigReconciler(
+        informer.indexer, client, zookeeper, recorder, options,
+        configmaps=configmaps.indexer, secrets=secrets.indexer,
+    )
+    controller = Controller(CONTROLLER_NAME, reconciler, workers=workers)
+    parts = ZooKeeperConfigController(informer, configmaps, secrets, controller, reconciler)
+    controller.watch(informer, parts.keys_sharing_path, update_filter=reconciler.wants_update)
+    # An update held while our own write of it was in flight, and not its echo after all, is enqueued.
+    reconciler.own_writes.release = controller.queue.add
+    controller.watch(configmaps, lambda obj: parts.keys_referencing("ConfigMap", obj))
+    controller.watch(secrets, lambda obj: parts.keys_referencing("Secret", obj))
+    zookeeper.add_watch_listener(parts.on_znode_changed)
+    manager.add(_StatusCollector(ZooKeeperConfigStatusCollector(informer.indexer)), needs_leader=False)
+    for each in parts.informers:
+        manager.add(each, needs_leader=False)
+    manager.add(_LearnAbsent(reconciler), needs_leader=True)
+    manager.add(controller, needs_leader=True)
+    return parts

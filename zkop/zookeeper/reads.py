@@ -1,0 +1,378 @@
+"""Reads: pipelined single reads, children, listings as hints, watched listings and a tree walk.
+
+ZooKeeper answers one session's requests in the order they were sent (Programmer's Guide,
+"ZooKeeper guarantees": sequential consistency), so reads started back to back cost one round
+trip of latency instead of one each. Every read here is sent with kazoo's ``*_async`` calls,
+waits at most the session timeout (:meth:`~zkop.zookeeper.session.Session.wait`) and runs
+inside :meth:`~zkop.zookeeper.session.Session.mapped` (errors mapped, requests timed).
+
+The walks (:meth:`Reads.walk`, :meth:`Reads.read_many`) are not atomic: ZooKeeper has no
+multi-read, so a node changed while they run is seen either before or after the change.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kazoo.exceptions import NoNodeError
+from kazoo.security import ACL
+
+from zkop.zookeeper.actions import OPEN_ACL, AclEntry, Observed
+from zkop.zookeeper.cache import WatchCache
+from zkop.zookeeper.errors import (
+    ConcurrentModification,
+    NodeNotFound,
+    ZooKeeperError,
+    ZooKeeperNoAuth,
+)
+from zkop.zookeeper.session import Session
+
+__all__ = ["BATCH", "Listing", "NodeSnapshot", "PendingRead", "Reads", "from_kazoo_acl", "join_path"]
+
+#: Nodes whose requests a walk keeps in flight together.
+BATCH = 256
+
+
+def from_kazoo_acl(acl: Sequence[ACL]) -> tuple[AclEntry, ...]:
+    """Convert kazoo's ``ACL`` objects to sorted entries."""
+    return tuple(sorted({AclEntry(str(a.id.scheme), str(a.id.id), int(a.perms)) for a in acl}))
+
+
+def join_path(parent: str, name: str) -> str:
+    """``/a`` + ``b`` → ``/a/b``; ``/`` + ``b`` → ``/b``."""
+    return f"{parent.rstrip('/')}/{name}"
+
+
+def _observed(data: bytes | None, stat: Any, acl: tuple[AclEntry, ...] | None) -> Observed:
+    return Observed(data=data or b"", version=stat.version, num_children=stat.numChildren,
+                    ephemeral_owner=stat.ephemeralOwner, acl_version=stat.aversion, acl=acl)
+
+
+@dataclass(frozen=True)
+class Listing:
+    """A node's children (sorted) and ``Stat.czxid`` (the zxid that created the node)."""
+
+    children: tuple[str, ...]
+    created_zxid: int
+
+
+@dataclass(frozen=True)
+class NodeSnapshot:
+    """A node read by :meth:`Reads.walk`: its :class:`Observed` (ACL always read) and child names, sorted."""
+
+    path: str
+    observed: Observed
+    children: tuple[str, ...]
+
+
+class PendingRead:
+    """A :meth:`Reads.read_async` in flight; :meth:`result` waits for it.
+
+    Not built directly. ``result()`` may be called once per read; it raises what
+    :meth:`Reads.read` raises.
+    """
+
+    def __init__(self, reads: Reads, path: str, *, cached: Observed | None = None,
+                 request: Any = None, issued: float = 0.0, expected_acl: tuple[AclEntry, ...] | None = OPEN_ACL,
+                 watch: bool = False, watch_absent: bool = True, generation: int | None = None,
+                 read_at: float = 0.0) -> None:
+        self.reads = reads
+        self.path = path
+        self.cached = cached
+        self.request = request
+        self.issued = issued
+        self.expected_acl = expected_acl
+        self.watch = watch
+        self.watch_absent = watch_absent
+        self.generation = generation
+        self.read_at = read_at
+
+    def result(self) -> Observed | None:
+        """The znode, or ``None`` if it does not exist (waits at most the session timeout, seconds)."""
+        if self.request is None:
+            return self.cached
+        return self.reads.finish(self)
+
+
+class Reads:
+    """Every read of the ZooKeeper layer, over one :class:`Session` and its :class:`WatchCache`.
+
+    Attributes:
+        count: ``getData`` requests sent by :meth:`read_async` (cache hits are not requests).
+    """
+
+    def __init__(self, session: Session, cache: WatchCache) -> None:
+        self.session = session
+        self.cache = cache
+        self.count = 0
+
+    # --- single znodes -------------------------------------------------------------------------
+
+    def read_async(self, path: str, expected_acl: tuple[AclEntry, ...] | None = OPEN_ACL, *,
+                   watch: bool = False, max_age: float | None = None, watch_absent: bool = True) -> PendingRead:
+        """Start a read of ``path`` and return at once; see ``ZooKeeperAdapter.read`` for the arguments.
+
+        A result remembered by the cache (watched reads only) completes at once, without a request.
+
+        Raises:
+            ZooKeeperUnavailable: not connected (raised here, not by ``result()``).
+        """
+        generation: int | None = None
+        read_at = 0.0
+        if watch:
+            hit, cached, generation = self.cache.lookup(path, expected_acl, max_age=max_age,
+                                                        watch_absent=watch_absent)
+            if hit:
+                return PendingRead(self, path, cached=cached)
+            read_at = time.monotonic()
+        self.session.require_connected("read")
+        self.count += 1
+        request = self.session.client.get_async(path, watch=self.cache.on_watch if watch else None)
+        return PendingRead(self, path, request=request, issued=time.monotonic(), expected_acl=expected_acl,
+                           watch=watch, watch_absent=watch_absent, generation=generation, read_at=read_at)
+
+    def settle(self, pending: Sequence[PendingRead]) -> None:
+        """Wait (at most the session timeout) until the last of ``pending`` in flight is answered.
+
+        The earlier ones are answered by then too (in order): their ``result()`` no longer
+        blocks, and a worker wakes up once for a batch instead of once per request. Raises
+        nothing; errors surface from ``result()``.
+        """
+        for read in reversed(pending):
+            if read.request is not None:
+                read.request.wait(self.session.options.session_timeout)
+                return
+
+    def finish(self, pending: PendingRead) -> Observed | None:
+        """Wait for a started read, complete it (exists watch, ACL) and remember it if watched.
+
+        Raises:
+            ZooKeeperUnavailable, ZooKeeperNoAuth; ConcurrentModification (changed between data and ACL reads).
+        """
+        session, client, path = self.session, self.session.client, pending.path
+        with session.mapped("get", path, started=pending.issued):
+            try:
+                data, stat = session.wait(pending.request)
+            except NoNodeError:
+                stat = None
+        observed: Observed | None = None
+        if stat is None:
+            if pending.watch and pending.watch_absent:
+                with session.mapped("exists", path):
+                    if session.wait(client.exists_async(path, watch=self.cache.on_watch)) is not None:
+                        raise ConcurrentModification(f"znode {path} appeared while being read")
+        else:
+            acl: tuple[AclEntry, ...] | None = None
+            expected_acl = pending.expected_acl
+            if expected_acl is None or stat.aversion > 0 or expected_acl != OPEN_ACL:
+                with session.mapped("get_acls", path):
+                    try:
+                        acls, stat2 = session.wait(client.get_acls_async(path))
+                    except NoNodeError:
+                        raise ConcurrentModification(f"znode {path} vanished while being read") from None
+                acl = from_kazoo_acl(acls)
+                if stat2.version != stat.version:
+                    raise ConcurrentModification(f"znode {path} changed while being read")
+            observed = _observed(data, stat, acl)
+        if pending.watch and (observed is not None or pending.watch_absent):
+            self.cache.remember(path, pending.generation, pending.read_at, observed)
+        return observed
+
+    # --- children ------------------------------------------------------------------------------
+
+    def children(self, path: str, *, watch: bool = False) -> list[str] | None:
+        """Children names of ``path`` (unsorted), or ``None`` if it does not exist.
+
+        With ``watch=True`` a child watch is armed; it is delivered like a data watch
+        (the cache forgets ``path``, the watch listeners get it).
+        """
+        session = self.session
+        with session.mapped("get_children", path):
+            try:
+                request = session.client.get_children_async(path, watch=self.cache.on_watch if watch else None)
+                return list(session.wait(request))
+            except NoNodeError:
+                return None
+
+    def list_watched(self, path: str, on_change: Callable[[str], None]) -> Listing | None:
+        """Children and creation zxid of ``path`` with a child watch; ``None`` (and an exists watch) if absent.
+
+        A node that does not exist cannot carry a child watch, so an exists watch is armed
+        instead, which fires when it is created. Both call ``on_change(path)`` when they fire
+        (on kazoo's event thread: enqueue only); events without a path (kazoo fires every
+        watcher with one when the session is lost) are dropped. The cache is not involved.
+
+        Raises:
+            ZooKeeperUnavailable, ZooKeeperNoAuth; ConcurrentModification if the node keeps
+            appearing and vanishing between the two calls.
+        """
+        def watcher(event: Any) -> None:
+            changed = getattr(event, "path", None)
+            if changed:
+                on_change(str(changed))
+
+        session, client = self.session, self.session.client
+        for _ in range(3):
+            session.require_connected("get_children")
+            with session.mapped("get_children", path):
+                try:
+                    children, stat = session.wait(client.get_children_async(path, watch=watcher, include_data=True))
+                    return Listing(tuple(sorted(str(c) for c in children)), int(stat.czxid))
+                except NoNodeError:
+                    pass
+            session.require_connected("exists")
+            with session.mapped("exists", path):
+                if session.wait(client.exists_async(path, watch=watcher)) is None:
+                    return None
+        raise ConcurrentModification(f"znode {path} kept appearing and vanishing while being listed")
+
+    def learn_absent(self, paths: Iterable[str], *, min_per_parent: int = 2, max_children: int = 10_000) -> int:
+        """List parents once and note which of ``paths`` are absent; see ``ZooKeeperAdapter.learn_absent``.
+
+        Returns:
+            How many paths were learned absent.
+
+        Raises:
+            ZooKeeperUnavailable, ZooKeeperNoAuth: as a read.
+        """
+        by_parent: dict[str, set[str]] = {}
+        for path in paths:
+            parent, _, name = path.rpartition("/")
+            by_parent.setdefault(parent or "/", set()).add(name)
+        parents = sorted(p for p, names in by_parent.items() if len(names) >= min_per_parent)
+        if not parents:
+            return 0
+        session, client = self.session, self.session.client
+        session.require_connected("read")
+        learned_at = time.monotonic()
+        stats = [(parent, time.monotonic(), client.exists_async(parent)) for parent in parents]
+        absent: list[str] = []
+        listings: list[tuple[str, float, Any]] = []
+        for parent, started, request in stats:
+            with session.mapped("exists", parent, started=started):
+                stat = session.wait(request)
+            if stat is None:
+                absent.extend(join_path(parent, name) for name in by_parent[parent])
+            elif stat.numChildren <= max_children:
+                listings.append((parent, time.monotonic(), client.get_children_async(parent)))
+        for parent, started, request in listings:
+            with session.mapped("get_children", parent, started=started):
+                try:
+                    children = set(session.wait(request))
+                except NoNodeError:
+                    children = set()
+            absent.extend(join_path(parent, name) for name in by_parent[parent] if name not in children)
+        self.cache.learn_absent(absent, learned_at)
+        return len(absent)
+
+    # --- many znodes ---------------------------------------------------------------------------
+
+    def _pipelined(self, paths: Sequence[str], *, children: bool) -> Iterator[tuple[str, list[Any]]]:
+        """Per path, in order: the answers to ``get``, ``get_acls`` (and ``get_children``).
+
+        Requests are sent :data:`BATCH` paths at a time; each answer is the value, or the
+        ``NoNodeError`` or :class:`ZooKeeperNoAuth` the request met.
+
+        Raises:
+            ZooKeeperUnavailable: connection or session lost, or a request unanswered for the session timeout.
+        """
+        session, client = self.session, self.session.client
+        width = 3 if children else 2
+        for start in range(0, len(paths), BATCH):
+            chunk = paths[start : start + BATCH]
+            issued: list[tuple[str, str, float, Any]] = []
+            for path in chunk:
+                now = time.monotonic()
+                issued += [("get", path, now, client.get_async(path)),
+                           ("get_acls", path, now, client.get_acls_async(path))]
+                if children:
+                    issued.append(("get_children", path, now, client.get_children_async(path)))
+            answers: list[Any] = []
+            for operation, path, started, request in issued:
+                try:
+                    with session.mapped(operation, path, started=started):
+                        answers.append(session.wait(request))
+                except (NoNodeError, ZooKeeperNoAuth) as err:
+                    answers.append(err)
+            for index, path in enumerate(chunk):
+                yield path, answers[width * index : width * (index + 1)]
+
+    def walk(self, root: str, visit: Callable[[NodeSnapshot], bool], *,
+             skip: Callable[[str], bool] = lambda _: False) -> list[str]:
+        """Read ``root`` and its subtree level by level: data, stat, ACL and child names of every node.
+
+        Requests are pipelined, :data:`BATCH` nodes at a time (three requests each), so a tree
+        of thousands of znodes costs a few round trips per level rather than three per node.
+        Requests sent while the connection is down are queued by kazoo and sent when it is
+        back; none waits longer than the session timeout.
+
+        Args:
+            root: absolute path to start at (``/`` allowed).
+            visit: called with every node read, parents before children; returns whether to
+                read its children.
+            skip: nodes (and their subtrees) not to read at all.
+
+        Returns:
+            The paths that could not be read (``NoAuth``; their subtrees are unknown), in read
+            order. Nodes that vanish during the walk are simply not visited.
+
+        Raises:
+            NodeNotFound: ``root`` does not exist.
+            ZooKeeperNoAuth: ``root`` itself is not readable.
+            ZooKeeperUnavailable: connection or session lost, or a request unanswered for the session timeout.
+        """
+        unreadable: list[str] = []
+        level = [root]
+        while level:
+            upcoming: list[str] = []
+            for path, answers in self._pipelined(level, children=True):
+                failed = next((a for a in answers if isinstance(a, Exception)), None)
+                if isinstance(failed, NoNodeError):
+                    if path == root:
+                        raise NodeNotFound(f"znode {root} does not exist")
+                    continue
+                if failed is not None:
+                    if path == root:
+                        raise ZooKeeperNoAuth(f"ZooKeeper refused to read {root}: not authorised (NoAuth)")
+                    unreadable.append(path)
+                    continue
+                (data, stat), (acls, _), children = answers
+                names = tuple(sorted(children))
+                if visit(NodeSnapshot(path, _observed(data, stat, from_kazoo_acl(acls)), names)):
+                    upcoming.extend(p for p in (join_path(path, c) for c in names) if not skip(p))
+            level = upcoming
+        return unreadable
+
+    def read_many(self, paths: Sequence[str], *,
+                  on_node: Callable[[], None] | None = None) -> dict[str, Observed | ZooKeeperError | None]:
+        """Read data, stat and ACL of many znodes, pipelined (:data:`BATCH` at a time).
+
+        The same reads as ``read(path, expected_acl=None)``, without a round trip per node.
+
+        Returns:
+            path → the znode (ACL always set), ``None`` if absent, or the per-node error:
+            :class:`ZooKeeperNoAuth`, or :class:`ConcurrentModification` if it changed
+            between the data and the ACL read. ``on_node()`` is called once per path.
+
+        Raises:
+            ZooKeeperUnavailable: connection or session lost, or a request unanswered for the session timeout.
+        """
+        result: dict[str, Observed | ZooKeeperError | None] = {}
+        for path, answers in self._pipelined(paths, children=False):
+            failed = next((a for a in answers if isinstance(a, Exception)), None)
+            if isinstance(failed, NoNodeError):
+                result[path] = None
+            elif failed is not None:
+                result[path] = ZooKeeperNoAuth(f"ZooKeeper refused get on {path}: not authorised (NoAuth)")
+            else:
+                (data, stat), (acl, acl_stat) = answers
+                if acl_stat.version != stat.version or acl_stat.aversion != stat.aversion:
+                    result[path] = ConcurrentModification(f"znode {path} changed while being read")
+                else:
+                    result[path] = _observed(data, stat, from_kazoo_acl(acl))
+            if on_node is not None:
+                on_node()
+        return result

@@ -1,0 +1,209 @@
+"""Writes: plan actions executed with compare-and-set, atomically (``multi``) or one by one.
+
+Every write is conditional on the version it was planned from (ZooKeeper Programmer's Guide,
+"Conditional updates"), and idempotent under retries after a lost reply: a create that finds
+the node holding the intended bytes succeeds, a delete that finds nothing succeeds. Missing
+parents are created (empty, with ``ConnectionOptions.parent_acl``). Preconditions
+(:class:`~zkop.zookeeper.actions.CheckVersion`) ride in the same ``multi`` as the writes they
+guard (ZooKeeper's ``check`` operation).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from contextlib import suppress
+
+from kazoo.exceptions import (
+    BadVersionError,
+    NoAuthError,
+    NodeExistsError,
+    NoNodeError,
+    NotEmptyError,
+    RolledBackError,
+)
+from kazoo.security import ACL, Id
+
+from zkop.zookeeper.actions import AclEntry, Action, CheckVersion, CreateNode, DeleteNode, SetAcl, SetData
+from zkop.zookeeper.cache import WatchCache
+from zkop.zookeeper.errors import ConcurrentModification, ZooKeeperNoAuth
+from zkop.zookeeper.paths import parent_paths
+from zkop.zookeeper.reads import Reads
+from zkop.zookeeper.session import Session
+
+__all__ = ["Writer", "to_kazoo_acl"]
+
+
+def to_kazoo_acl(acl: Sequence[AclEntry]) -> list[ACL]:
+    """Convert entries to kazoo's ``ACL`` objects."""
+    return [ACL(entry.perms, Id(entry.scheme, entry.id)) for entry in acl]
+
+
+class Writer:
+    """Executes plan actions on ``session``; forgets what ``cache`` knows of every path written."""
+
+    def __init__(self, session: Session, cache: WatchCache, reads: Reads) -> None:
+        self.session = session
+        self.cache = cache
+        self.reads = reads
+
+    def execute(self, actions: Sequence[Action], *, atomic: bool = False, arm_watches: bool = False,
+                require: Sequence[CheckVersion] = ()) -> None:
+        """Execute plan actions in order; see ``ZooKeeperAdapter.execute`` for the arguments.
+
+        Raises:
+            ConcurrentModification: the node changed since it was read; read and plan again.
+            ZooKeeperUnavailable: not connected (SUSPENDED/LOST) or the request failed in transit.
+            ZooKeeperNoAuth: the ACL forbids the write.
+        """
+        if not actions:
+            return
+        session = self.session
+        has_acl = any(isinstance(a, SetAcl) for a in actions)
+        if (require or (atomic and len(actions) > 1)) and not has_acl:
+            session.require_connected("writes")
+            for action in actions:
+                self.cache.forget(action.path)
+            self._commit(actions, arm_watches, require)
+            return
+        for check in require:
+            session.require_connected("writes")
+            with session.mapped("exists", check.path):
+                stat = session.wait(session.client.exists_async(check.path))
+            if stat is None or stat.version != check.version:
+                raise ConcurrentModification(f"znode {check.path} changed (version is no longer {check.version})")
+        for action in actions:
+            session.require_connected("writes")
+            self.cache.forget(action.path)
+            if isinstance(action, CreateNode):
+                self._create(action)
+            elif isinstance(action, SetData):
+                self._set(action)
+            elif isinstance(action, SetAcl):
+                self._set_acl(action)
+            elif isinstance(action, DeleteNode):
+                self._delete(action)
+            else:  # pragma: no cover - exhaustive
+                raise TypeError(f"unknown action {action!r}")
+        if arm_watches:
+            reads = [self.reads.read_async(a.path, a.acl, watch=True) for a in actions if isinstance(a, CreateNode)]
+            self.reads.settle(reads)
+            for pending in reads:
+                pending.result()
+
+    def _create_parents(self, paths: Sequence[str]) -> None:
+        """Create each of ``paths`` (outermost first) empty with the parent ACL; existing ones are fine."""
+        session = self.session
+        parent_acl = to_kazoo_acl(session.options.parent_acl)
+        for parent in paths:
+            with session.mapped("create", parent), suppress(NodeExistsError):
+                session.wait(session.client.create_async(parent, b"", acl=parent_acl))
+
+    def _commit(self, actions: Sequence[Action], arm_watches: bool, require: Sequence[CheckVersion] = ()) -> None:
+        """Run ``require`` checks and ``actions`` as one ``multi``; see :meth:`execute`."""
+        session = self.session
+        creates = [a for a in actions if isinstance(a, CreateNode)]
+        for attempt in range(2):
+            transaction = session.client.transaction()
+            for check in require:
+                transaction.check(check.path, check.version)
+            for action in actions:
+                if isinstance(action, CreateNode):
+                    transaction.create(action.path, action.data, acl=to_kazoo_acl(action.acl))
+                elif isinstance(action, SetData):
+                    transaction.set_data(action.path, action.data, version=action.expected_version)
+                elif isinstance(action, DeleteNode):
+                    transaction.delete(action.path, version=action.expected_version)
+                else:  # pragma: no cover - execute() never sends SetAcl here
+                    raise TypeError(f"{action!r} cannot run in a multi")
+            started = time.monotonic()
+            request = transaction.commit_async()
+            # Sent behind the multi on the same session, so answered after it (in order).
+            reads = [self.reads.read_async(a.path, a.acl, watch=True) for a in creates] if arm_watches else []
+            self.reads.settle(reads)
+            failed: tuple[CheckVersion | Action, Exception] | None
+            try:
+                with session.mapped("multi", actions[0].path, started=started):
+                    results = list(session.wait(request))
+                failed = next(((a, r) for a, r in zip([*require, *actions], results, strict=False)
+                               if isinstance(r, Exception) and not isinstance(r, RolledBackError)), None)
+            except (NoNodeError, NodeExistsError, BadVersionError, NotEmptyError) as err:
+                # A server that reports the failure in the reply header names no operation: a NoNode
+                # is taken as a missing parent when there are creates, as ZooKeeper 3.8 would say.
+                failed = (creates[0] if isinstance(err, NoNodeError) and creates else actions[0], err)
+            if failed is None:
+                for pending in reads:
+                    pending.result()
+                return
+            step, error = failed
+            for pending in reads:
+                self.cache.forget(pending.path)  # what the reads saw belongs to no write of ours
+            if isinstance(error, NoNodeError) and isinstance(step, CreateNode) and not attempt:
+                self._create_parents(sorted({p for a in creates for p in parent_paths(a.path)}, key=len))
+                continue
+            if isinstance(error, NoAuthError):
+                raise ZooKeeperNoAuth(f"ZooKeeper refused the write of {step.path}: not authorised (NoAuth)")
+            raise ConcurrentModification(
+                f"znode {step.path} changed since it was read ({type(error).__name__}); nothing was written"
+            )
+        raise ConcurrentModification(f"a parent of {creates[0].path} vanished during create")  # pragma: no cover
+
+    def _create(self, action: CreateNode) -> None:
+        session = self.session
+        # Try the node itself first: when its parents exist (the common case) that is one round trip.
+        for attempt in range(2):
+            with session.mapped("create", action.path):
+                try:
+                    session.wait(session.client.create_async(action.path, action.data,
+                                                             acl=to_kazoo_acl(action.acl)))
+                    return
+                except NodeExistsError:
+                    break
+                except NoNodeError:
+                    if attempt:
+                        raise ConcurrentModification(f"a parent of {action.path} vanished during create") from None
+            self._create_parents(parent_paths(action.path))
+        current = self.reads.read_async(action.path).result()
+        if current is not None and current.data == action.data and not current.ephemeral_owner:
+            return  # our earlier create whose reply was lost, or someone wrote the same bytes
+        raise ConcurrentModification(f"znode {action.path} appeared with other data before it could be created")
+
+    def _set(self, action: SetData) -> None:
+        session = self.session
+        with session.mapped("set", action.path):
+            try:
+                session.wait(session.client.set_async(action.path, action.data, version=action.expected_version))
+                return
+            except BadVersionError:
+                pass
+            except NoNodeError:
+                raise ConcurrentModification(f"znode {action.path} was deleted before it could be updated") from None
+        current = self.reads.read_async(action.path).result()
+        if current is not None and current.data == action.data:
+            return  # the write went through and the reply was lost
+        raise ConcurrentModification(f"znode {action.path} changed (version is no longer {action.expected_version})")
+
+    def _set_acl(self, action: SetAcl) -> None:
+        session = self.session
+        with session.mapped("set_acls", action.path):
+            try:
+                acl = to_kazoo_acl(action.acl)
+                session.wait(session.client.set_acls_async(action.path, acl, version=action.expected_acl_version))
+            except BadVersionError:
+                raise ConcurrentModification(f"ACL of znode {action.path} changed meanwhile") from None
+            except NoNodeError:
+                raise ConcurrentModification(f"znode {action.path} was deleted before its ACL was set") from None
+
+    def _delete(self, action: DeleteNode) -> None:
+        session = self.session
+        with session.mapped("delete", action.path):
+            try:
+                session.wait(session.client.delete_async(action.path, version=action.expected_version))
+            except NoNodeError:
+                return
+            except BadVersionError:
+                raise ConcurrentModification(
+                    f"znode {action.path} changed (version is no longer {action.expected_version})"
+                ) from None
+            except NotEmptyError:
+                raise ConcurrentModification(f"znode {action.path} has children; not deleted") from None
