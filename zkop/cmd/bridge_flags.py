@@ -21,7 +21,7 @@ from zkop.services.bridge.options import (
     Policy,
 )
 from zkop.services.bridge.records import parse_bool
-from zkop.zookeeper.paths import InvalidPath, validate_path
+from zkop.services.options import check_counts, root_flag
 
 __all__ = ["add_flags", "options_from_args"]
 
@@ -85,15 +85,8 @@ def options_from_args(args: argparse.Namespace) -> BridgeOptions | None:
     """
     if not args.service_bridge:
         return None
-    root = str(args.service_bridge_root).rstrip("/") or "/"
-    try:
-        validate_path(root)
-    except InvalidPath as err:
-        raise SystemExit(f"--service-bridge-root: {err}") from None
-    if args.service_bridge_max_deletes < 0:
-        raise SystemExit("--service-bridge-max-deletes must be 0 (no limit) or more")
-    if args.service_bridge_workers < 1:
-        raise SystemExit("--service-bridge-workers must be at least 1")
+    root = root_flag("--service-bridge-root", args.service_bridge_root)
+    check_counts("--service-bridge", max_deletes=args.service_bridge_max_deletes, workers=args.service_bridge_workers)
     if args.service_bridge_endpoints_debounce < 0:
         raise SystemExit("--service-bridge-endpoints-debounce must not be negative")
     excluded = DEFAULT_EXCLUDED_NAMESPACES

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import argparse
 
-from zkop.services.importer.naming import is_dns1123_label
+from zkop.kube.validation import is_dns1123_label
 from zkop.services.importer.options import DEFAULT_ROOTS, FORMATS, ImportFormat, ImportOptions
-from zkop.zookeeper.paths import InvalidPath, validate_path
+from zkop.services.options import check_counts, root_flag
 
 __all__ = ["add_flags", "options_from_args"]
 
@@ -48,17 +48,10 @@ def options_from_args(args: argparse.Namespace) -> ImportOptions | None:
     if not args.import_services:
         return None
     fmt: ImportFormat = args.import_format
-    root = str(args.import_root if args.import_root is not None else DEFAULT_ROOTS[fmt]).rstrip("/") or "/"
-    try:
-        validate_path(root)
-    except InvalidPath as err:
-        raise SystemExit(f"--import-root: {err}") from None
+    root = root_flag("--import-root", args.import_root if args.import_root is not None else DEFAULT_ROOTS[fmt])
     if not is_dns1123_label(args.import_namespace):
         raise SystemExit(f"--import-namespace: {args.import_namespace!r} is not a valid namespace name")
-    if args.import_max_deletes < 0:
-        raise SystemExit("--import-max-deletes must be 0 (no limit) or more")
-    if args.import_workers < 1:
-        raise SystemExit("--import-workers must be at least 1")
+    check_counts("--import", max_deletes=args.import_max_deletes, workers=args.import_workers)
     return ImportOptions(
         namespace=args.import_namespace, format=fmt, root=root, prefix=str(args.import_prefix),
         max_deletes=int(args.import_max_deletes), workers=int(args.import_workers),

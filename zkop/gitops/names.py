@@ -4,7 +4,8 @@ Object names follow Kubernetes "Object Names and IDs": a custom resource's
 ``metadata.name`` must be a *DNS-1123 subdomain* — at most 253 characters,
 lowercase alphanumerics, ``-`` and ``.``, starting and ending with an
 alphanumeric (apimachinery ``IsDNS1123Subdomain``). Namespaces are
-*DNS-1123 labels* (the same without ``.``, at most 63 characters).
+*DNS-1123 labels* (the same without ``.``, at most 63 characters). Both checks live in
+:mod:`zkop.kube.validation` and are re-exported here for the gitops callers.
 
 :func:`object_name` is a pure function of the path, so the same tree always
 exports the same names, whatever else the tree holds:
@@ -28,6 +29,8 @@ import re
 import unicodedata
 from pathlib import PurePosixPath
 
+from zkop.kube.validation import DNS1123_LABEL_MAX, DNS1123_SUBDOMAIN_MAX, is_dns1123_label, is_dns1123_subdomain
+
 __all__ = [
     "DNS1123_LABEL_MAX",
     "DNS1123_SUBDOMAIN_MAX",
@@ -37,11 +40,6 @@ __all__ = [
     "object_name",
 ]
 
-DNS1123_SUBDOMAIN_MAX = 253
-DNS1123_LABEL_MAX = 63
-_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_LABEL_RE = re.compile(_LABEL)
-_SUBDOMAIN_RE = re.compile(rf"{_LABEL}(\.{_LABEL})*")
 _PLAIN_SEGMENT = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 _DIGEST_CHARS = 10
 _SEPARATOR = "--"
@@ -50,16 +48,6 @@ _SEPARATOR = "--"
 #: (most file systems allow 255; room is left for ``.yaml`` and editors' temp files).
 MAX_FILE_COMPONENT = 200
 _SAFE_FILE_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.")
-
-
-def is_dns1123_subdomain(name: str) -> bool:
-    """True if ``name`` is a DNS-1123 subdomain (Kubernetes "Object Names and IDs": at most 253 characters)."""
-    return len(name) <= DNS1123_SUBDOMAIN_MAX and _SUBDOMAIN_RE.fullmatch(name) is not None
-
-
-def is_dns1123_label(name: str) -> bool:
-    """True if ``name`` is a DNS-1123 label (at most 63 characters), the rule for namespaces."""
-    return len(name) <= DNS1123_LABEL_MAX and _LABEL_RE.fullmatch(name) is not None
 
 
 def _digest(path: str) -> str:

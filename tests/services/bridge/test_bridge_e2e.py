@@ -12,22 +12,20 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
+from service_testing import running_bridge
 from zkop_testing.apiserver import ApiServer
-from zkop_testing.controllers import running
 from zkop_testing.operator import OperatorProcess
 from zkop_testing.waiting import wait_for
 from zkop_testing.zookeeper import ZooKeeperServer
 
 from zkop.kube.client import MERGE_PATCH, ApiException, KubeClient, WatchStream, resource_path
-from zkop.kube.events import EventRecorder
-from zkop.services.bridge.builder import ServiceBridge, build_service_bridge
 from zkop.services.bridge.options import SYNC_ANNOTATION, BridgeOptions
 from zkop.zookeeper.adapter import ZooKeeperAdapter
 
@@ -105,23 +103,6 @@ class BlackoutClient(KubeClient):
             self._relist = False
             raise ApiException(status=410, reason="Gone")
         return super().watch(path, **kwargs)
-
-
-@contextlib.contextmanager
-def running_bridge(apiserver: ApiServer, adapter: ZooKeeperAdapter, options: BridgeOptions, *,
-                   cluster_id: str = "test", client: KubeClient | None = None) -> Iterator[ServiceBridge]:
-    """Build the bridge as the manager would, start informers, wait for sync, start the controller."""
-    client = client or KubeClient(apiserver.api_client())
-    recorder = EventRecorder(client, component="zkop")
-    recorder.start()
-    bridge = build_service_bridge(client, adapter, recorder, options, cluster_id=cluster_id, resync_period=30.0,
-                                  inactivity_timeout=10.0)
-    try:
-        with running(bridge.informers, bridge.controllers):
-            yield bridge
-    finally:
-        recorder.stop()
-        client.close()
 
 
 def reconciles() -> float:

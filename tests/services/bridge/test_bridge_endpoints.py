@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from zkop.services.bridge.endpoints import Debouncer, EndpointPort, EndpointsView, endpoints_view, slice_service_key
+from zkop.services.endpoints import Debouncer, EndpointPort, EndpointsView, endpoints_view, slice_service_key
 
 from .factories import endpoint_slice
 

@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from zkop.services.bridge.endpoints import EndpointPort, EndpointsView
 from zkop.services.bridge.formats import (
     SPRING_PAYLOAD_CLASS,
     CuratorFormat,
@@ -19,6 +18,7 @@ from zkop.services.bridge.formats import (
 )
 from zkop.services.bridge.options import PORT_ANNOTATION, BridgeOptions
 from zkop.services.bridge.records import service_record
+from zkop.services.endpoints import EndpointPort, EndpointsView
 
 from .factories import service
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from zkop.services.bridge.endpoints import EndpointsView
 from zkop.services.bridge.options import SYNC_ANNOTATION, BridgeOptions
 from zkop.services.bridge.records import PortRecord, creation_millis, is_selected, parse_bool, service_record
+from zkop.services.endpoints import EndpointsView
 
 from .factories import service
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
-from prometheus_client import REGISTRY
+from service_testing import sample as sample
 from zkop_testing.apiserver import ApiServer
 from zkop_testing.controllers import running
 from zkop_testing.zookeeper import ZooKeeperServer
@@ -27,11 +27,6 @@ NAMESPACE = "legacy"
 GC_DELAY = 0.2  # seconds from a service vanishing to the full sync that collects it
 
 
-def sample(name: str, labels: dict[str, str] | None = None) -> float:
-    """The current value of a metric sample (0 if it was never set)."""
-    return REGISTRY.get_sample_value(name, labels or {}) or 0.0
-
-
 @pytest.fixture
 def chrooted(zk_server: ZooKeeperServer, zk_base: str) -> Iterator[KazooClient]:
     """A kazoo client for the registering side (legacy services), chrooted at ``zk_base``."""
@@ -40,12 +35,6 @@ def chrooted(zk_server: ZooKeeperServer, zk_base: str) -> Iterator[KazooClient]:
     yield client
     client.stop()
     client.close()
-
-
-@pytest.fixture
-def apiserver() -> Iterator[ApiServer]:
-    with ApiServer() as server:
-        yield server
 
 
 @pytest.fixture

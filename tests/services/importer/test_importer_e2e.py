@@ -7,22 +7,18 @@ through their own kazoo sessions (``chrooted``), so ephemeral instances vanish w
 
 from __future__ import annotations
 
-import contextlib
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
 from kazoo.client import KazooClient
+from service_testing import running_bridge
 from zkop_testing.apiserver import ApiServer
-from zkop_testing.controllers import running
 from zkop_testing.waiting import wait_for
 from zkop_testing.zookeeper import ZooKeeperServer, expire_session
 
 from zkop.kube.client import KubeClient, resource_path
-from zkop.kube.events import EventRecorder
-from zkop.services.bridge.builder import ServiceBridge, build_service_bridge
 from zkop.services.bridge.options import BridgeOptions
 from zkop.services.importer.builder import ServiceImporter
 from zkop.services.importer.options import ImportOptions
@@ -176,21 +172,6 @@ def test_a_foreign_service_of_the_same_name_is_left_alone(
         wait_for(lambda: endpoints(kube, "orders") == {"10.1.0.1": True}, timeout=10, message="taken over")
         assert (get_service(kube, "orders") or {})["metadata"]["labels"][
             "platform.example.com/imported-from-zookeeper"] == "true"
-
-
-@contextlib.contextmanager
-def running_bridge(apiserver: ApiServer, adapter: ZooKeeperAdapter, options: BridgeOptions) -> Iterator[ServiceBridge]:
-    client = KubeClient(apiserver.api_client())
-    recorder = EventRecorder(client)
-    recorder.start()
-    bridge = build_service_bridge(client, adapter, recorder, options, cluster_id="test", resync_period=30.0,
-                                  inactivity_timeout=10.0)
-    try:
-        with running(bridge.informers, bridge.controllers):
-            yield bridge
-    finally:
-        recorder.stop()
-        client.close()
 
 
 def children(zk: KazooClient, path: str) -> set[str]:

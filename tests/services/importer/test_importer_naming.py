@@ -7,7 +7,8 @@ from dataclasses import dataclass
 import pytest
 from zkop_testing.apiserver_select import dns1035_label_errors
 
-from zkop.services.importer.naming import is_dns1035_label, port_name, service_name, winner
+from zkop.kube.validation import is_dns1035_label
+from zkop.services.importer.naming import port_name, service_name, winner
 
 
 @pytest.mark.parametrize(("source", "prefix", "expected"), [

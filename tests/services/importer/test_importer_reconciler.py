@@ -15,7 +15,7 @@ from zkop.kube.client import ApiException
 from zkop.kube.events import EventRecorder
 from zkop.runtime.cache import Indexer
 from zkop.runtime.controller import TerminalError
-from zkop.services.bridge.endpoints import slice_service_key
+from zkop.services.endpoints import slice_service_key
 from zkop.services.importer.options import ImportOptions
 from zkop.services.importer.reader import ZooKeeperReader
 from zkop.services.importer.reconciler import FULL_SYNC_KEY, ROOT_KEY, SLICE_INDEX, ServiceImportReconciler, service_key

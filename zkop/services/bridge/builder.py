@@ -1,8 +1,8 @@
 """Wire the service bridge: informers, the ``service-bridge`` controller and its reconciler.
 
-The manager owns the lifecycle (controller-runtime's ``Manager``): it starts the informers
-on every replica and waits for them to sync, starts the controllers only while leading, and
-calls :meth:`ServiceBridge.on_session_reconnected` after a new ZooKeeper session.
+The manager owns the lifecycle (:mod:`zkop.services.wiring`): it starts the informers on every
+replica and waits for them to sync, starts the controllers only while leading, and calls
+:meth:`ServiceBridge.on_session_reconnected` after a new ZooKeeper session.
 """
 
 from __future__ import annotations
@@ -11,16 +11,18 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar
 
 from zkop.kube.client import JSON, KubeClient
 from zkop.kube.events import EventRecorder
-from zkop.runtime.cache import FuncHandler, Informer, ResourceRef, meta_namespace_key
+from zkop.runtime.cache import FuncHandler, Informer, meta_namespace_key
 from zkop.runtime.controller import Controller
 from zkop.runtime.workqueue import RateLimitingQueue
-from zkop.services.bridge.endpoints import slice_service_key
 from zkop.services.bridge.options import BridgeOptions
 from zkop.services.bridge.reconciler import FULL_SYNC_KEY, KEY_INDEX, SLICE_INDEX, ServiceBridgeReconciler
 from zkop.services.bridge.records import is_selected
+from zkop.services.endpoints import slice_service_key
+from zkop.services.wiring import ENDPOINTSLICES, SERVICES, ServiceSync, all_synced
 from zkop.zookeeper.adapter import ZooKeeperAdapter
 
 __all__ = ["CONTROLLER_NAME", "ENDPOINTSLICES", "SERVICES", "ServiceBridge", "build_service_bridge"]
@@ -28,33 +30,17 @@ __all__ = ["CONTROLLER_NAME", "ENDPOINTSLICES", "SERVICES", "ServiceBridge", "bu
 log = logging.getLogger(__name__)
 
 CONTROLLER_NAME = "service-bridge"
-SERVICES = ResourceRef("", "v1", "services")
-ENDPOINTSLICES = ResourceRef("discovery.k8s.io", "v1", "endpointslices")
 
 
 @dataclass
-class ServiceBridge:
-    """The bridge's parts, for the manager.
+class ServiceBridge(ServiceSync[ServiceBridgeReconciler]):
+    """The bridge's parts, for the manager (:class:`~zkop.services.wiring.ServiceSync`).
 
-    Attributes:
-        informers: Services (and EndpointSlices with ``--service-bridge-endpoints``); the manager
-            starts and stops them and waits for their sync.
-        controllers: the ``service-bridge`` controller; started only while leading.
-        reconciler: the reconciler (for tests and diagnostics).
+    ``informers`` are the Services (and EndpointSlices with ``--service-bridge-endpoints``),
+    ``controllers`` the ``service-bridge`` controller; a full sync is garbage collection.
     """
 
-    informers: list[Informer]
-    controllers: list[Controller]
-    reconciler: ServiceBridgeReconciler
-
-    @property
-    def controller(self) -> Controller:
-        """The ``service-bridge`` controller."""
-        return self.controllers[0]
-
-    def request_full_sync(self, delay: float = 0.0) -> None:
-        """Enqueue a full sync (garbage collection) after ``delay`` seconds."""
-        self.controller.queue.add_after(FULL_SYNC_KEY, delay)
+    FULL_SYNC_KEY: ClassVar[str] = FULL_SYNC_KEY
 
     def on_session_reconnected(self) -> None:
         """A new ZooKeeper session: re-check every published Service and run a full sync."""
@@ -100,13 +86,9 @@ def build_service_bridge(
         )
         informers.append(slices)
     queue: RateLimitingQueue[str] = RateLimitingQueue(CONTROLLER_NAME)
-
-    def synced() -> bool:
-        return all(i.has_synced() for i in informers)
-
     reconciler = ServiceBridgeReconciler(
         services.indexer, zookeeper, recorder, options, cluster_id=cluster_id,
-        slices=slices.indexer if slices is not None else None, synced=synced,
+        slices=slices.indexer if slices is not None else None, synced=all_synced(informers),
         request_full_sync=lambda delay: queue.add_after(FULL_SYNC_KEY, delay),
         full_sync_period=resync_period, clock=clock,
     )

@@ -3,11 +3,13 @@ znode's owner is recognised.
 
 A format is a :class:`RecordFormat`. The reconciler only ever calls :meth:`RecordFormat.locate`
 (where a Service's nodes live), :meth:`RecordFormat.nodes` (the desired nodes, parents first) and
-:func:`parse_owner` (whose node is this?); it never looks inside the bytes. Adding a format —
-e.g. Dubbo's provider URLs, ``/dubbo/<interface>/providers/<URL-encoded provider URL>`` with the
-owner stamp carried as URL parameters in the node *name* — means writing one subclass (its own
-``locate`` reading an interface annotation, ``render`` and ``owner_of`` parsing the name) and
-registering it in :data:`FORMATS`; the reconciler and the planner stay untouched.
+:func:`parse_owner` (whose node is this?); it never looks inside the bytes. The bytes themselves
+are the codecs' (:mod:`zkop.services.codecs`), which the importer decodes with: a format here
+decides *which* records a Service gets (addresses chosen for reachability, the primary port), its
+codec *how* one record is written. Adding a format — e.g. Dubbo's provider URLs with
+:mod:`zkop.services.codecs.dubbo`, the owner stamp carried as URL parameters in the node *name* —
+means writing one subclass (its own ``locate`` reading an interface annotation, ``render`` and
+``owner_of``) and registering it in :data:`FORMATS`; the reconciler and the planner stay untouched.
 
 Ownership. Every node zkop writes carries an owner stamp:
 
@@ -28,15 +30,19 @@ Service's creation time), so an unchanged Service produces identical bytes and n
 
 from __future__ import annotations
 
-import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from zkop.kube.client import JSON
 from zkop.services.bridge.naming import key_path, namespace_container, service_node_name
 from zkop.services.bridge.options import MANAGED_BY, PORT_ANNOTATION, BridgeOptions
 from zkop.services.bridge.records import PortRecord, ServiceRecord
+from zkop.services.codecs import curator, json_record
+from zkop.services.codecs.base import Owner, container_stamp, dumps
+from zkop.services.codecs.curator import SPRING_PAYLOAD_CLASS
+from zkop.services.codecs.owners import parse_owner
+from zkop.services.options import choose
 
 __all__ = [
     "FORMATS",
@@ -52,43 +58,6 @@ __all__ = [
     "get_format",
     "parse_owner",
 ]
-
-#: Payload class of Spring Cloud Zookeeper instances (``ZookeeperInstance{id, name, metadata}``).
-SPRING_PAYLOAD_CLASS = "org.springframework.cloud.zookeeper.discovery.ZookeeperInstance"
-#: Curator ``ServiceType`` written by zkop, see :class:`CuratorFormat`.
-CURATOR_SERVICE_TYPE = "PERMANENT"
-#: Spring Cloud Zookeeper's default URI spec ``{scheme}://{address}:{port}`` as Curator's ``UriSpec`` serialises it.
-SPRING_URI_SPEC: JSON = {"parts": [
-    {"value": "scheme", "variable": True},
-    {"value": "://", "variable": False},
-    {"value": "address", "variable": True},
-    {"value": ":", "variable": False},
-    {"value": "port", "variable": True},
-]}
-
-
-def dumps(value: Any) -> bytes:
-    """Compact UTF-8 JSON with the key order of ``value`` (dicts are built in a fixed order)."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-
-
-@dataclass(frozen=True)
-class Owner:
-    """An owner stamp as read from a node.
-
-    Attributes:
-        managed_by: ``managedBy`` (zkop writes ``"zkop"``).
-        cluster_id: the writing installation's ``--cluster-id``.
-        uid: the Service's uid for records; ``None`` for container nodes.
-    """
-
-    managed_by: str
-    cluster_id: str
-    uid: str | None = None
-
-    def is_ours(self, cluster_id: str) -> bool:
-        """True if this installation (``cluster_id``) wrote the node."""
-        return self.managed_by == MANAGED_BY and self.cluster_id == cluster_id
 
 
 @dataclass(frozen=True)
@@ -113,22 +82,6 @@ class DesiredNode:
     path: str
     data: bytes
     container: bool = False
-
-
-def container_stamp(cluster_id: str) -> bytes:
-    """The data of a container node zkop creates: just the owner stamp, without a uid."""
-    return dumps({"managedBy": MANAGED_BY, "owner": {"managedBy": MANAGED_BY, "clusterId": cluster_id}})
-
-
-def _owner_dict(cluster_id: str, uid: str) -> JSON:
-    return {"managedBy": MANAGED_BY, "clusterId": cluster_id, "uid": uid}
-
-
-def _loads(data: bytes) -> Any:
-    try:
-        return json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        return None
 
 
 class RecordFormat(ABC):
@@ -164,21 +117,6 @@ class RecordFormat(ABC):
         return containers + self.render(record, location, cluster_id)
 
 
-def _json_owner(value: Any) -> Owner | None:
-    if not isinstance(value, dict):
-        return None
-    owner = value.get("owner")
-    if not isinstance(owner, dict) or not isinstance(owner.get("managedBy"), str):
-        return None
-    uid = owner.get("uid")
-    return Owner(str(owner["managedBy"]), str(owner.get("clusterId") or ""), str(uid) if uid else None)
-
-
-def _port_json(port: PortRecord) -> JSON:
-    return {"name": port.name, "port": port.port, "protocol": port.protocol,
-            "targetPort": port.target_port, "nodePort": port.node_port}
-
-
 class JsonFormat(RecordFormat):
     """``--service-bridge-format json``: one JSON record per Service at its key path.
 
@@ -197,30 +135,8 @@ class JsonFormat(RecordFormat):
     records_below_key = False
 
     def body(self, record: ServiceRecord, cluster_id: str) -> JSON:
-        """The record as a dict in its fixed key order."""
-        body: JSON = {
-            "name": record.name,
-            "namespace": record.namespace,
-            "type": record.type,
-            "clusterIP": record.cluster_ip,
-            "clusterIPs": list(record.cluster_ips),
-            "ipFamilies": list(record.ip_families),
-            "headless": record.headless,
-            "ports": [_port_json(p) for p in record.ports],
-            "externalName": record.external_name,
-            "externalIPs": list(record.external_ips),
-            "loadBalancerIngress": [{"ip": ip, "hostname": host} for ip, host in record.load_balancer_ingress],
-            "externalAddresses": list(record.external_addresses),
-            "labels": dict(record.labels),
-        }
-        if record.endpoints is not None:
-            body["endpoints"] = {
-                "addresses": list(record.endpoints.addresses),
-                "ports": [{"name": p.name, "port": p.port, "protocol": p.protocol} for p in record.endpoints.ports],
-            }
-        body["managedBy"] = MANAGED_BY
-        body["owner"] = _owner_dict(cluster_id, record.uid)
-        return body
+        """The record as a dict in its fixed key order (:func:`zkop.services.codecs.json_record.encode`)."""
+        return json_record.encode(record, cluster_id)
 
     def render(self, record: ServiceRecord, location: Location, cluster_id: str) -> tuple[DesiredNode, ...]:
         """One node at the key path."""
@@ -228,7 +144,7 @@ class JsonFormat(RecordFormat):
 
     def owner_of(self, path: str, data: bytes) -> Owner | None:
         """The top-level ``owner`` object."""
-        return _json_owner(_loads(data))
+        return json_record.owner_of(data)
 
 
 def _primary_port(record: ServiceRecord) -> PortRecord | None:
@@ -323,19 +239,8 @@ class CuratorFormat(RecordFormat):
         if record.endpoints is not None and record.type != "ExternalName":
             enabled = bool(record.endpoints.addresses)
             metadata["instance_status"] = "UP" if enabled else "OUT_OF_SERVICE"
-        return {
-            "name": location.service_name,
-            "id": address,
-            "address": address,
-            "port": port,
-            "sslPort": ssl_port,
-            "payload": {"@class": SPRING_PAYLOAD_CLASS, "id": address, "name": location.service_name,
-                        "metadata": dict(sorted(metadata.items()))},
-            "registrationTimeUTC": record.created_ms,
-            "serviceType": CURATOR_SERVICE_TYPE,
-            "uriSpec": SPRING_URI_SPEC,
-            "enabled": enabled,
-        }
+        return curator.encode_instance(name=location.service_name, address=address, port=port, ssl_port=ssl_port,
+                                       metadata=metadata, registration_ms=record.created_ms, enabled=enabled)
 
     def render(self, record: ServiceRecord, location: Location, cluster_id: str) -> tuple[DesiredNode, ...]:
         """One node per instance below the key path."""
@@ -347,14 +252,7 @@ class CuratorFormat(RecordFormat):
 
     def owner_of(self, path: str, data: bytes) -> Owner | None:
         """``payload.metadata.{managedBy, clusterId, uid}``."""
-        value = _loads(data)
-        if not isinstance(value, dict) or not isinstance(value.get("payload"), dict):
-            return None
-        metadata = value["payload"].get("metadata")
-        if not isinstance(metadata, dict) or not isinstance(metadata.get("managedBy"), str):
-            return None
-        uid = metadata.get("uid")
-        return Owner(str(metadata["managedBy"]), str(metadata.get("clusterId") or ""), str(uid) if uid else None)
+        return curator.owner_of(data)
 
 
 #: Every known format by ``--service-bridge-format`` name.
@@ -367,24 +265,4 @@ def get_format(name: str) -> RecordFormat:
     Raises:
         ValueError: unknown format.
     """
-    try:
-        return FORMATS[name]
-    except KeyError:
-        raise ValueError(f"unknown service bridge format {name!r} (known: {', '.join(FORMATS)})") from None
-
-
-def parse_owner(path: str, data: bytes) -> Owner | None:
-    """The owner stamp of any node zkop may have written, whatever the format; ``None`` if none.
-
-    Tries the top-level ``owner`` object (JSON records and containers) first, then each
-    registered format, so nodes written under an earlier ``--service-bridge-format`` are still
-    recognised (and collected).
-    """
-    owner = _json_owner(_loads(data))
-    if owner is not None:
-        return owner
-    for fmt in FORMATS.values():
-        owner = fmt.owner_of(path, data)
-        if owner is not None:
-            return owner
-    return None
+    return choose(FORMATS, name, "service bridge format")

@@ -14,7 +14,8 @@ format, the Curator service node (parent of the instances) for the Curator forma
 Collision rule (:func:`winner`): among the selected Services that share a key path, the one
 with the oldest ``metadata.creationTimestamp`` keeps it, ties broken by ``namespace/name``
 (lexicographic). It depends only on the informer cache, so every reconcile and every replica
-computes the same winner and ownership never flaps.
+computes the same winner and ownership never flaps (:func:`zkop.services.naming.oldest`, the rule
+the importer applies too).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from collections.abc import Iterable
 from zkop.kube.client import JSON
 from zkop.services.bridge.options import Layout
 from zkop.services.bridge.records import creation_millis
+from zkop.services.naming import oldest
 
 __all__ = ["key_path", "namespace_container", "service_node_name", "winner"]
 
@@ -56,8 +58,4 @@ def winner(candidates: Iterable[JSON]) -> JSON | None:
 
     Returns ``None`` for no candidates.
     """
-    best: JSON | None = None
-    for obj in candidates:
-        if best is None or _order(obj) < _order(best):
-            best = obj
-    return best
+    return oldest(candidates, _order)

@@ -2,13 +2,19 @@
 
 One frozen :class:`BridgeOptions` value is built by :func:`zkop.cmd.bridge_flags.options_from_args`
 and handed to :func:`zkop.services.bridge.builder.build_service_bridge`; everything downstream
-(selection, naming, formats, planning) reads it and never mutates it.
+(selection, naming, formats, planning) reads it and never mutates it. The names both directions
+share (:data:`SYNC_ANNOTATION`, :data:`IMPORTED_LABEL`, :data:`MANAGED_BY`, :data:`DEFAULT_ROOT`) live
+in :mod:`zkop.services.options` and the policies in :mod:`zkop.services.policy`; they are
+re-exported here.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
+
+from zkop.services.options import DEFAULT_ROOT, IMPORTED_LABEL, MANAGED_BY, SYNC_ANNOTATION
+from zkop.services.policy import Policy
 
 __all__ = [
     "DEFAULT_EXCLUDED_NAMESPACES",
@@ -24,17 +30,8 @@ __all__ = [
     "Policy",
 ]
 
-#: The opt-out (or, with ``--service-bridge-default-sync=false``, opt-in) annotation.
-SYNC_ANNOTATION = "platform.example.com/zookeeper-sync"
 #: Names the port (by name or number) a Curator instance advertises; default: the first port.
 PORT_ANNOTATION = "platform.example.com/zookeeper-port"
-#: Label (value ``"true"``) on every Service and EndpointSlice the service importer
-#: (:mod:`zkop.services.importer`) creates from ZooKeeper; the bridge never publishes such a Service,
-#: so an imported service is never exported back (loop prevention).
-IMPORTED_LABEL = "platform.example.com/imported-from-zookeeper"
-#: The ``managedBy`` value of every node zkop writes (and the only one it ever changes or deletes).
-MANAGED_BY = "zkop"
-DEFAULT_ROOT = "/kubernetes/services"
 #: Left out unless ``--service-bridge-exclude-namespace`` is given (which replaces this list).
 DEFAULT_EXCLUDED_NAMESPACES: tuple[str, ...] = ("kube-system", "kube-public")
 #: ``spec.type`` values ``--service-bridge-type`` accepts (external-dns ``--service-type-filter``).
@@ -42,7 +39,6 @@ SERVICE_TYPES: tuple[str, ...] = ("ClusterIP", "NodePort", "LoadBalancer", "Exte
 
 Layout = Literal["flat", "nested"]
 Format = Literal["json", "curator"]
-Policy = Literal["sync", "upsert-only", "create-only"]
 
 
 @dataclass(frozen=True)

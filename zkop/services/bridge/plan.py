@@ -18,8 +18,9 @@ Two planners:
   published (their old nodes are being moved, not lost); above ``max_deletes`` nothing at all
   is deleted in that sweep.
 
-Policies (external-dns ``plan/policy.go``): ``sync`` creates, updates and deletes;
-``upsert-only`` never deletes; ``create-only`` only creates.
+Policies (external-dns ``plan/policy.go``, :mod:`zkop.services.policy`): each planner classifies
+its actions into a :class:`~zkop.services.policy.Changes` value and the policy filters it —
+``sync`` creates, updates and deletes; ``upsert-only`` never deletes; ``create-only`` only creates.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from zkop.services.bridge.formats import DesiredNode, Owner, RecordFormat
 from zkop.services.bridge.naming import winner
 from zkop.services.bridge.options import BridgeOptions, Policy
 from zkop.services.bridge.records import is_selected
+from zkop.services.fullsync import breaker_trips
+from zkop.services.policy import Changes, Kind, apply_policy
 from zkop.zookeeper.actions import Action, CreateNode, DeleteNode, SetData
 from zkop.zookeeper.paths import parent_paths
 
@@ -186,9 +189,8 @@ def plan_service(
 
     Children of the key path that are ours and not desired are deleted (``sync`` only).
     """
-    actions: list[Action] = []
+    planned: list[tuple[Kind, Action]] = []
     foreign: list[str] = []
-    suppressed: list[str] = []
     created: list[str] = []
     blocked: list[str] = []
     wanted = {node.path for node in desired}
@@ -198,7 +200,7 @@ def plan_service(
             continue
         current = observed.get(node.path)
         if current is None:
-            actions.append(CreateNode(node.path, node.data))
+            planned.append(("create", CreateNode(node.path, node.data)))
             if not node.container:
                 created.append(node.path)
             continue
@@ -210,20 +212,16 @@ def plan_service(
             continue
         if current.data == node.data:
             continue
-        if policy == "create-only":
-            suppressed.append(f"update {node.path} (policy create-only)")
-            continue
-        actions.append(SetData(node.path, node.data, current.version))
+        planned.append(("update", SetData(node.path, node.data, current.version)))
     for child in sorted(children, key=lambda c: c.path):
         if child.path in wanted or not child.ours(cluster_id):
             continue
         if child.num_children:
             continue  # never recursive; the sweep collects what is below first
-        if policy != "sync":
-            suppressed.append(f"delete {child.path} (policy {policy})")
-            continue
-        actions.append(DeleteNode(child.path, child.version))
-    return ServicePlan(tuple(actions), tuple(foreign), tuple(suppressed), tuple(created))
+        planned.append(("delete", DeleteNode(child.path, child.version)))
+    kept, dropped = apply_policy(policy, Changes.of(planned))
+    suppressed = [f"{verb} {action.path} (policy {policy})" for verb, action in dropped.order]
+    return ServicePlan(kept.ordered(), tuple(foreign), tuple(suppressed), tuple(created))
 
 
 # --- garbage collection ------------------------------------------------------------------------
@@ -313,7 +311,7 @@ def plan_sweep(
                 published.add(str(node.owner.uid))
     foreign = sum(1 for n in scan if not n.ours(cluster_id) and n.path not in owned_ancestors)
     orphans = tuple(a.path for a in actions)
-    breaker = max_deletes > 0 and len(uids) > max_deletes
-    suppressed = policy != "sync" and bool(actions)
-    final = () if breaker or policy != "sync" else tuple(actions)
-    return SweepPlan(final, orphans, frozenset(uids), breaker, suppressed, foreign, len(published))
+    breaker = breaker_trips(len(uids), max_deletes)
+    kept, dropped = apply_policy(policy, Changes.of(("delete", a) for a in actions))
+    final = () if breaker else kept.deletes
+    return SweepPlan(final, orphans, frozenset(uids), breaker, bool(dropped.deletes), foreign, len(published))

@@ -26,7 +26,6 @@ version) makes the stale delete fail instead of removing it.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -35,9 +34,8 @@ from typing import Protocol
 from zkop.kube.client import JSON
 from zkop.kube.events import EventRecorder
 from zkop.runtime.cache import Indexer, meta_namespace_key
-from zkop.runtime.controller import Result, RetryableError
+from zkop.runtime.controller import Result
 from zkop.services.bridge import metrics
-from zkop.services.bridge.endpoints import Debouncer, EndpointsView, endpoints_view
 from zkop.services.bridge.formats import DesiredNode, RecordFormat, get_format, parse_owner
 from zkop.services.bridge.naming import winner
 from zkop.services.bridge.options import BridgeOptions
@@ -52,8 +50,18 @@ from zkop.services.bridge.plan import (
     plan_sweep,
 )
 from zkop.services.bridge.records import is_selected, service_record
+from zkop.services.endpoints import Debouncer, EndpointsView, endpoints_view
+from zkop.services.errors import retry_on_zookeeper_errors
+from zkop.services.fullsync import (
+    FullSyncReconciler,
+    default_event_object,
+    delete_unless_wanted,
+    next_full_sync,
+    postpone_until_synced,
+)
+from zkop.services.reporting import ReportOnce
 from zkop.zookeeper.actions import Action, CreateNode, DeleteNode, Observed, SetData
-from zkop.zookeeper.adapter import ConcurrentModification, ZooKeeperError
+from zkop.zookeeper.errors import ConcurrentModification
 
 __all__ = [
     "FULL_SYNC_KEY",
@@ -76,10 +84,6 @@ SLICE_INDEX = "service"
 MAX_REPLANS = 3
 #: Levels below the root the full sync scans (Curator instances of the nested layout are 3 deep).
 SCAN_DEPTH = 3
-#: Seconds until a full sync that the circuit breaker stopped runs again (the breaker re-judges then).
-BREAKER_RECHECK = 30.0
-#: Seconds until a full sync that lost a race (a node changed, a Service came back) re-plans.
-CONFLICT_RECHECK = 5.0
 
 
 class ZooKeeperClient(Protocol):
@@ -92,15 +96,7 @@ class ZooKeeperClient(Protocol):
     def execute(self, actions: Sequence[Action]) -> None: ...
 
 
-def default_event_object() -> JSON:
-    """What breaker Events are about: zkop's Pod (``POD_NAME``/``POD_NAMESPACE`` set), else Namespace ``default``."""
-    name, namespace = os.environ.get("POD_NAME"), os.environ.get("POD_NAMESPACE")
-    if name and namespace:
-        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace}}
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}
-
-
-class ServiceBridgeReconciler:
+class ServiceBridgeReconciler(FullSyncReconciler):
     """Publishes the Services of ``services`` into ZooKeeper.
 
     Args:
@@ -123,23 +119,22 @@ class ServiceBridgeReconciler:
         request_full_sync: Callable[[float], None] = lambda delay: None, full_sync_period: float = 600.0,
         clock: Callable[[], float] = time.monotonic, event_object: JSON | None = None,
     ) -> None:
+        super().__init__(
+            who="service-bridge", log=log, breaker_gauge=metrics.SERVICE_BRIDGE_DELETE_CIRCUIT_BREAKER_OPEN,
+            closed_message="delete circuit breaker closed; garbage collection resumed", recorder=recorder,
+            synced=synced, request_full_sync=request_full_sync, full_sync_period=full_sync_period,
+            event_object=event_object)
         self.services = services
         self.slices = slices
         self.zookeeper = zookeeper
-        self.recorder = recorder
         self.options = options
         self.cluster_id = cluster_id
         self.format: RecordFormat = get_format(options.format)
-        self.synced = synced
-        self.request_full_sync = request_full_sync
-        self.full_sync_period = full_sync_period
-        self.event_object = event_object or default_event_object()
         self.debouncer = Debouncer(options.endpoints_debounce, options.endpoints_max_delay, clock)
         self._lock = threading.Lock()
-        self._collisions: dict[str, tuple[str, str]] = {}  # loser key → (its uid, winner key)
-        self._conflicts: dict[str, tuple[str, tuple[str, ...]]] = {}  # key → (uid, foreign paths)
+        self._collisions: ReportOnce[str, tuple[str, str]] = ReportOnce()  # loser key → (its uid, winner key)
+        self._conflicts: ReportOnce[str, tuple[str, tuple[str, ...]]] = ReportOnce()  # key → (uid, foreign paths)
         self._tracked: set[str] = set()  # keys of selected Services seen; only these can leave records behind
-        self.breaker_open = False
         self.last_sweep: SweepPlan | None = None
 
     # --- index and mapping helpers (used by the builder) ----------------------------------------
@@ -166,12 +161,10 @@ class ServiceBridgeReconciler:
             RetryableError: ZooKeeper unavailable or refused, or a conflict persisted; the controller
                 requeues the key with backoff and logs it without a traceback.
         """
-        try:
+        with retry_on_zookeeper_errors(key):
             if key == FULL_SYNC_KEY:
                 return self.full_sync()
             return self.sync_service(key)
-        except ZooKeeperError as err:
-            raise RetryableError(f"{key}: {err}") from err
 
     # --- one Service --------------------------------------------------------------------------
 
@@ -195,8 +188,7 @@ class ServiceBridgeReconciler:
         if meta_namespace_key(best) != key:
             self._note_collision(key, obj, best, location.key_path)
             return Result()
-        with self._lock:
-            self._collisions.pop(key, None)
+        self._collisions.clear(key)
         view, recheck = self._endpoints(key)
         record = service_record(obj, self.options, view)
         desired = self.format.nodes(record, location, self.cluster_id)
@@ -211,9 +203,8 @@ class ServiceBridgeReconciler:
 
     def _forget(self, key: str) -> None:
         self.debouncer.forget(key)
-        with self._lock:
-            self._collisions.pop(key, None)
-            self._conflicts.pop(key, None)
+        self._collisions.clear(key)
+        self._conflicts.clear(key)
 
     def _read(self, path: str) -> ObservedNode | None:
         observed = self.zookeeper.read(path)
@@ -277,13 +268,9 @@ class ServiceBridgeReconciler:
         if plan.created and not had_record and not self.options.dry_run:
             self.recorder.event(obj, "Normal", "Published", f"published to ZooKeeper at {key_path}")
         uid = str((obj.get("metadata") or {}).get("uid") or "")
-        with self._lock:
-            previous = self._conflicts.get(key)
-            if plan.foreign:
-                self._conflicts[key] = (uid, plan.foreign)
-            else:
-                self._conflicts.pop(key, None)
-        if plan.foreign and previous != (uid, plan.foreign):
+        if not plan.foreign:
+            self._conflicts.clear(key)
+        elif self._conflicts.note(key, (uid, plan.foreign)):
             metrics.SERVICE_BRIDGE_SKIPPED_FOREIGN.inc(len(plan.foreign))
             self.recorder.event(
                 obj, "Warning", "RecordConflict",
@@ -294,10 +281,7 @@ class ServiceBridgeReconciler:
     def _note_collision(self, key: str, obj: JSON, best: JSON, key_path: str) -> None:
         uid = str((obj.get("metadata") or {}).get("uid") or "")
         winner_key = meta_namespace_key(best)
-        with self._lock:
-            new = self._collisions.get(key) != (uid, winner_key)
-            self._collisions[key] = (uid, winner_key)
-        if not new:
+        if not self._collisions.note(key, (uid, winner_key)):
             return
         metrics.SERVICE_BRIDGE_COLLISIONS.inc()
         self.recorder.event(
@@ -325,9 +309,9 @@ class ServiceBridgeReconciler:
 
     def full_sync(self) -> Result:
         """Garbage-collect orphaned records (see the module docstring); never before the informers synced."""
-        if not self.synced():
-            log.info("service-bridge: informers not synced yet; full sync postponed")
-            return Result(requeue_after=1.0)
+        postponed = postpone_until_synced(self.synced, log, "service-bridge")
+        if postponed is not None:
+            return postponed
         services = self.services.list()
         want = desired_set(services, self.options, self.format)
         with self._lock:
@@ -337,55 +321,39 @@ class ServiceBridgeReconciler:
             policy=self.options.policy, max_deletes=self.options.max_deletes,
         )
         self.last_sweep = plan
-        self._set_breaker(plan)
+        self.breaker.judge(
+            plan.breaker_open,
+            f"delete circuit breaker open: the records of {len(plan.counted_uids)} Services under "
+            f"{self.options.root} would be deleted, more than --service-bridge-max-deletes="
+            f"{self.options.max_deletes}; nothing was deleted. If this is intended, raise the limit",
+            plan.orphans,
+        )
         if plan.suppressed:
             log.info("service-bridge: policy %s keeps %d orphaned node(s): %s", self.options.policy,
                      len(plan.orphans), ", ".join(plan.orphans))
         complete = True
-        deleted = 0
         if self.options.dry_run:
             for action in plan.actions:
                 log.info("service-bridge dry-run full sync: would %s", describe(action))
         elif plan.actions:
-            for action in plan.actions:
-                fresh = desired_set(self.services.list(), self.options, self.format).keys
-                if is_protected(action.path, fresh):
-                    log.info("service-bridge: %s is wanted again; not deleted", action.path)
-                    complete = False
-                    continue
-                try:
-                    self._execute([action])
-                    deleted += 1
-                except ConcurrentModification as err:
-                    log.info("service-bridge: %s changed since the scan; not deleted (%s)", action.path, err)
-                    complete = False
-            if deleted:
-                log.info("service-bridge: full sync deleted %d orphaned node(s)", deleted)
+            outcome = delete_unless_wanted(
+                plan.actions, wanted_again=self._wanted_again, delete=lambda action: self._execute([action]),
+                lost_race=ConcurrentModification,
+                lost=lambda action, err: f"{action.path} changed since the scan; not deleted ({err})",
+                log=log, who="service-bridge",
+            )
+            complete = outcome.complete
+            if outcome.deleted:
+                log.info("service-bridge: full sync deleted %d orphaned node(s)", outcome.deleted)
         orphaned = len(plan.counted_uids) if plan.breaker_open or plan.suppressed or self.options.dry_run else 0
         metrics.SERVICE_BRIDGE_RECORDS.labels("published").set(plan.published)
         metrics.SERVICE_BRIDGE_RECORDS.labels("foreign").set(plan.foreign)
         metrics.SERVICE_BRIDGE_RECORDS.labels("orphaned").set(orphaned)
         metrics.SERVICE_BRIDGE_RECORDS.labels("collided").set(len(want.collisions))
-        if plan.breaker_open:
-            return Result(requeue_after=min(self.full_sync_period, BREAKER_RECHECK))
-        if not complete:
-            return Result(requeue_after=min(self.full_sync_period, CONFLICT_RECHECK))
-        metrics.SERVICE_BRIDGE_LAST_FULL_SYNC.set(time.time())
-        return Result(requeue_after=self.full_sync_period)
+        return next_full_sync(self.full_sync_period, breaker_open=plan.breaker_open, complete=complete,
+                              last_full_sync=metrics.SERVICE_BRIDGE_LAST_FULL_SYNC)
 
-    def _set_breaker(self, plan: SweepPlan) -> None:
-        metrics.SERVICE_BRIDGE_DELETE_CIRCUIT_BREAKER_OPEN.set(1 if plan.breaker_open else 0)
-        was_open, self.breaker_open = self.breaker_open, plan.breaker_open
-        if plan.breaker_open:
-            message = (
-                f"delete circuit breaker open: the records of {len(plan.counted_uids)} Services under "
-                f"{self.options.root} would be deleted, more than --service-bridge-max-deletes="
-                f"{self.options.max_deletes}; nothing was deleted. If this is intended, raise the limit"
-            )
-            log.log(logging.WARNING if was_open else logging.ERROR, "service-bridge: %s (e.g. %s)", message,
-                    ", ".join(plan.orphans[:5]))
-            self.recorder.event(self.event_object, "Warning", "DeleteCircuitBreakerOpen", message)
-        elif was_open:
-            log.warning("service-bridge: delete circuit breaker closed")
-            self.recorder.event(self.event_object, "Normal", "DeleteCircuitBreakerClosed",
-                                "delete circuit breaker closed; garbage collection resumed")
+    def _wanted_again(self, action: DeleteNode) -> str | None:
+        """The "wanted again" guard: is ``action``'s path protected by the cache as it is now?"""
+        fresh = desired_set(self.services.list(), self.options, self.format).keys
+        return f"{action.path} is wanted again; not deleted" if is_protected(action.path, fresh) else None

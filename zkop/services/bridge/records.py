@@ -6,6 +6,8 @@ Pure functions, no I/O. Two questions are answered here:
   the ``platform.example.com/zookeeper-sync`` annotation)?
 * :func:`service_record` — what is there to say about it (addresses, ports, labels, owner),
   independent of the output format, which :mod:`zkop.services.bridge.formats` decides.
+  (:class:`ServiceRecord` and :class:`PortRecord` themselves are the codecs' encode input,
+  :mod:`zkop.services.codecs.base`; re-exported here.)
 
 Field meanings follow the core/v1 Service API reference: ``spec.clusterIP`` ``"None"`` marks a
 headless Service (published as ``null``); ExternalName Services have no cluster IP;
@@ -15,12 +17,12 @@ headless Service (published as ``null``); ExternalName Services have no cluster 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from zkop.kube.client import JSON
-from zkop.services.bridge.endpoints import EndpointsView
 from zkop.services.bridge.options import IMPORTED_LABEL, SYNC_ANNOTATION, BridgeOptions
+from zkop.services.codecs.base import PortRecord, ServiceRecord
+from zkop.services.endpoints import EndpointsView
 
 __all__ = [
     "PortRecord",
@@ -98,82 +100,6 @@ def creation_millis(obj: JSON) -> int:
     if stamp.tzinfo is None:
         stamp = stamp.replace(tzinfo=UTC)
     return int(stamp.timestamp() * 1000)
-
-
-@dataclass(frozen=True)
-class PortRecord:
-    """One ``spec.ports`` entry.
-
-    Attributes:
-        name: the port's name, ``None`` when unnamed (allowed for a single port).
-        port: the Service port.
-        protocol: ``TCP`` (default), ``UDP`` or ``SCTP``.
-        target_port: number or named container port; defaults to ``port`` like the API server.
-        node_port: allocated node port (NodePort/LoadBalancer), else ``None``.
-    """
-
-    name: str | None
-    port: int
-    protocol: str
-    target_port: int | str
-    node_port: int | None
-
-
-@dataclass(frozen=True)
-class ServiceRecord:
-    """What the bridge publishes about one Service, before formatting.
-
-    Attributes:
-        namespace, name, uid: identity; ``uid`` goes into the owner stamp.
-        type: ``spec.type``.
-        headless: ``spec.clusterIP == "None"``.
-        cluster_ip: the primary cluster IP, ``None`` for headless and ExternalName Services.
-        cluster_ips: ``spec.clusterIPs`` (dual-stack: one per family), empty when headless.
-        ip_families: ``spec.ipFamilies``.
-        ports: ``spec.ports`` in spec order, every protocol.
-        external_name: ``spec.externalName`` for ExternalName Services.
-        external_ips: ``spec.externalIPs`` in spec order.
-        load_balancer_ingress: ``(ip, hostname)`` per ``status.loadBalancer.ingress`` entry.
-        labels: the selected labels, sorted by key.
-        created_ms: creation time, Unix milliseconds.
-        annotations: ``metadata.annotations`` (formats may read their own).
-        endpoints: ready endpoints (``--service-bridge-endpoints``), else ``None``.
-    """
-
-    namespace: str
-    name: str
-    uid: str
-    type: str
-    headless: bool
-    cluster_ip: str | None
-    cluster_ips: tuple[str, ...]
-    ip_families: tuple[str, ...]
-    ports: tuple[PortRecord, ...]
-    external_name: str | None
-    external_ips: tuple[str, ...]
-    load_balancer_ingress: tuple[tuple[str | None, str | None], ...]
-    labels: tuple[tuple[str, str], ...]
-    created_ms: int
-    annotations: tuple[tuple[str, str], ...] = ()
-    endpoints: EndpointsView | None = None
-
-    @property
-    def external_addresses(self) -> tuple[str, ...]:
-        """Addresses reachable from outside: LB ingress IPs/hostnames, then ``externalIPs``, deduplicated."""
-        seen: list[str] = []
-        for ip, hostname in self.load_balancer_ingress:
-            for address in (ip, hostname):
-                if address and address not in seen:
-                    seen.append(address)
-                    break
-        for address in self.external_ips:
-            if address not in seen:
-                seen.append(address)
-        return tuple(seen)
-
-    def annotation(self, name: str) -> str | None:
-        """The value of annotation ``name``, or ``None``."""
-        return dict(self.annotations).get(name)
 
 
 def _port(raw: JSON) -> PortRecord:

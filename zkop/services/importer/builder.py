@@ -1,24 +1,27 @@
 """Wire the service importer: informers, the ``service-import`` controller, its reconciler and watches.
 
-The manager owns the lifecycle, exactly as for the service bridge: it starts the informers on
-every replica and waits for their sync, starts the controller only while leading, and calls
-:meth:`ServiceImporter.on_session_reconnected` after the ZooKeeper session comes back.
+The manager owns the lifecycle (:mod:`zkop.services.wiring`), exactly as for the service bridge:
+it starts the informers on every replica and waits for their sync, starts the controller only
+while leading, and calls :meth:`ServiceImporter.on_session_reconnected` after the ZooKeeper
+session comes back.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import ClassVar
 
 from zkop.kube.client import KubeClient
 from zkop.kube.events import EventRecorder
-from zkop.runtime.cache import Informer, ResourceRef
+from zkop.runtime.cache import Informer
 from zkop.runtime.controller import Controller
 from zkop.runtime.workqueue import RateLimitingQueue
-from zkop.services.bridge.endpoints import slice_service_key
+from zkop.services.endpoints import slice_service_key
 from zkop.services.importer.options import IMPORTED_LABEL, ImportOptions
 from zkop.services.importer.reader import ZooKeeperReader
 from zkop.services.importer.reconciler import FULL_SYNC_KEY, ROOT_KEY, SLICE_INDEX, ServiceImportReconciler, service_key
+from zkop.services.wiring import ENDPOINTSLICES, SERVICES, ServiceSync, all_synced
 from zkop.zookeeper.adapter import ZooKeeperAdapter
 
 __all__ = ["CONTROLLER_NAME", "ServiceImporter", "build_service_importer"]
@@ -26,34 +29,18 @@ __all__ = ["CONTROLLER_NAME", "ServiceImporter", "build_service_importer"]
 log = logging.getLogger(__name__)
 
 CONTROLLER_NAME = "service-import"
-SERVICES = ResourceRef("", "v1", "services")
-ENDPOINTSLICES = ResourceRef("discovery.k8s.io", "v1", "endpointslices")
 
 
 @dataclass
-class ServiceImporter:
-    """The importer's parts, for the manager.
+class ServiceImporter(ServiceSync[ServiceImportReconciler]):
+    """The importer's parts, for the manager (:class:`~zkop.services.wiring.ServiceSync`).
 
-    Attributes:
-        informers: the import namespace's Services (all of them: a foreign Service of a wanted name
-            must be seen) and its imported EndpointSlices (label-selected); the manager starts,
-            stops and waits for them.
-        controllers: the ``service-import`` controller; started only while leading.
-        reconciler: the reconciler (for tests and diagnostics).
+    ``informers`` are the import namespace's Services (all of them: a foreign Service of a wanted
+    name must be seen) and its imported EndpointSlices (label-selected); ``controllers`` the
+    ``service-import`` controller; a full sync re-reads everything and collects garbage.
     """
 
-    informers: list[Informer]
-    controllers: list[Controller]
-    reconciler: ServiceImportReconciler
-
-    @property
-    def controller(self) -> Controller:
-        """The ``service-import`` controller."""
-        return self.controllers[0]
-
-    def request_full_sync(self, delay: float = 0.0) -> None:
-        """Enqueue a full sync (re-read everything, garbage collection) after ``delay`` seconds."""
-        self.controller.queue.add_after(FULL_SYNC_KEY, delay)
+    FULL_SYNC_KEY: ClassVar[str] = FULL_SYNC_KEY
 
     def on_session_reconnected(self) -> None:
         """A new ZooKeeper session (every watch may be gone): re-list the root, re-read every known
@@ -97,13 +84,9 @@ def build_service_importer(
     )
     queue: RateLimitingQueue[str] = RateLimitingQueue(CONTROLLER_NAME)
     informers = [services, slices]
-
-    def synced() -> bool:
-        return all(i.has_synced() for i in informers)
-
     reconciler = ServiceImportReconciler(
         services.indexer, slices.indexer, ZooKeeperReader(zookeeper, lambda path: reconciler.on_znode_event(path)),
-        client, recorder, options, cluster_id=cluster_id, enqueue=queue.add, synced=synced,
+        client, recorder, options, cluster_id=cluster_id, enqueue=queue.add, synced=all_synced(informers),
         request_full_sync=lambda delay: queue.add_after(FULL_SYNC_KEY, delay), full_sync_period=resync_period,
     )
     controller = Controller(CONTROLLER_NAME, reconciler, workers=options.workers, queue=queue)

@@ -1,6 +1,7 @@
 """Kubernetes names for imported services, and who wins when two ZooKeeper services want one name.
 
-Rules follow "Object Names and IDs" (kubernetes.io/docs/concepts/overview/working-with-objects/names):
+Rules follow "Object Names and IDs" (kubernetes.io/docs/concepts/overview/working-with-objects/names;
+the validators are :mod:`zkop.kube.validation`, port names :func:`zkop.services.naming.port_name`):
 
 * a Service name is an RFC 1035 label (``validation.IsDNS1035Label``): at most 63 characters,
   lower-case alphanumerics or ``-``, starting with a letter and ending with an alphanumeric;
@@ -19,55 +20,28 @@ Collision rule (:func:`winner`): among the ZooKeeper service nodes mapping to on
 the one created first (lowest ``czxid``, the zxid of the transaction that created it) is imported;
 ties cannot happen (zxids are unique) but would fall back to the path. It depends only on what
 ZooKeeper holds, so every reconcile and every replica picks the same winner and a newcomer never
-takes a name over from an established service (the forward bridge's "oldest wins" rule).
+takes a name over from an established service (the forward bridge's "oldest wins" rule,
+:func:`zkop.services.naming.oldest`).
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Iterable
 from typing import Protocol, TypeVar
 
+from zkop.kube.validation import DNS1035_LABEL_MAX
+from zkop.services.naming import oldest, port_name, squash
+
 __all__ = [
     "MAX_LABEL",
-    "is_dns1035_label",
-    "is_dns1123_label",
-    "is_dns1123_subdomain",
     "port_name",
     "service_name",
     "winner",
 ]
 
-#: Longest DNS label (RFC 1035 / RFC 1123), characters.
-MAX_LABEL = 63
-#: Longest DNS subdomain (RFC 1123), characters.
-MAX_SUBDOMAIN = 253
-
-_DNS1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
-_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-_INVALID = re.compile(r"[^a-z0-9-]+")
-_DASHES = re.compile(r"-{2,}")
-
-
-def is_dns1035_label(value: str) -> bool:
-    """``validation.IsDNS1035Label`` (Service names)."""
-    return len(value) <= MAX_LABEL and _DNS1035.fullmatch(value) is not None
-
-
-def is_dns1123_label(value: str) -> bool:
-    """``validation.IsDNS1123Label`` (port names)."""
-    return len(value) <= MAX_LABEL and _DNS1123_LABEL.fullmatch(value) is not None
-
-
-def is_dns1123_subdomain(value: str) -> bool:
-    """``validation.IsDNS1123Subdomain`` (EndpointSlice names, FQDN endpoint addresses)."""
-    return len(value) <= MAX_SUBDOMAIN and _DNS1123_SUBDOMAIN.fullmatch(value) is not None
-
-
-def _squash(value: str) -> str:
-    return _DASHES.sub("-", _INVALID.sub("-", value.lower())).strip("-")
+#: Longest Service name (an RFC 1035 label), characters.
+MAX_LABEL = DNS1035_LABEL_MAX
 
 
 def service_name(source: str, prefix: str = "") -> str | None:
@@ -76,7 +50,7 @@ def service_name(source: str, prefix: str = "") -> str | None:
     Returns:
         A valid DNS-1035 label, or ``None`` when nothing usable is left (e.g. ``"___"``).
     """
-    name = _squash(prefix + source)
+    name = squash(prefix + source)
     if not name:
         return None
     if not name[0].isalpha():
@@ -85,16 +59,6 @@ def service_name(source: str, prefix: str = "") -> str | None:
         digest = hashlib.sha256((prefix + source).encode("utf-8")).hexdigest()[:8]
         name = f"{name[:MAX_LABEL - 9].rstrip('-')}-{digest}"
     return name
-
-
-def port_name(raw: str) -> str | None:
-    """``raw`` as a DNS-1123 label port name (lower-cased, invalid characters to ``-``, at most 63).
-
-    Returns:
-        The name, or ``None`` when nothing usable is left.
-    """
-    name = _squash(raw)[:MAX_LABEL].strip("-")
-    return name or None
 
 
 class _Candidate(Protocol):
@@ -113,8 +77,4 @@ def winner(candidates: Iterable[C]) -> C | None:
 
     Returns ``None`` for no candidates.
     """
-    best: C | None = None
-    for candidate in candidates:
-        if best is None or (candidate.created_zxid, candidate.path) < (best.created_zxid, best.path):
-            best = candidate
-    return best
+    return oldest(candidates, lambda c: (c.created_zxid, c.path))

@@ -5,7 +5,7 @@ and handed to :func:`zkop.services.importer.builder.build_service_importer`; not
 
 Ownership marks. Every object the importer creates carries all of:
 
-* label :data:`~zkop.services.bridge.options.IMPORTED_LABEL` ``= "true"`` (the informers select on it, and
+* label :data:`~zkop.services.options.IMPORTED_LABEL` ``= "true"`` (the informers select on it, and
   the forward bridge never publishes a Service carrying it);
 * annotation :data:`OWNER_ANNOTATION` ``= "zkop/<cluster id>"`` (which installation owns it);
 * annotation :data:`PATH_ANNOTATION` (the ZooKeeper service node it was imported from);
@@ -25,8 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from zkop.services.bridge.options import DEFAULT_ROOT as BRIDGE_DEFAULT_ROOT
-from zkop.services.bridge.options import IMPORTED_LABEL, MANAGED_BY
+from zkop.services.options import DEFAULT_ROOT as BRIDGE_DEFAULT_ROOT
+from zkop.services.options import IMPORTED_LABEL, MANAGED_BY
 
 __all__ = [
     "DEFAULT_ROOTS",

@@ -27,6 +27,9 @@ What is built (Kubernetes "Services without selectors" and the EndpointSlice API
   Slices carry an ``ownerReference`` to the Service, so Kubernetes' garbage collector removes
   them with it.
 
+The actions and ownership marks live in :mod:`zkop.services.importer.objects`, the EndpointSlice
+planner in :mod:`zkop.services.importer.slices`; both are re-exported here.
+
 Ownership (:func:`is_owned`): label ``platform.example.com/imported-from-zookeeper: "true"`` and
 annotation ``platform.example.com/imported-by: zkop/<cluster id>``. Only owned objects are updated
 or deleted; a Service of the wanted name that is not owned is left alone and reported
@@ -41,25 +44,31 @@ would lose objects; above ``max_deletes`` the sweep deletes nothing.
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
-from collections.abc import Iterable, Sequence, Set
+from collections.abc import Iterable, Set
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from zkop.kube.client import JSON
-from zkop.services.bridge.endpoints import SERVICE_NAME_LABEL
-from zkop.services.bridge.options import SYNC_ANNOTATION
-from zkop.services.importer.options import (
-    IMPORTED_LABEL,
-    MANAGED_BY,
-    MANAGED_BY_LABEL,
-    OWNER_ANNOTATION,
-    PATH_ANNOTATION,
-    SLICE_MANAGED_BY_LABEL,
-    owner_value,
+from zkop.services.endpoints import SERVICE_NAME_LABEL
+from zkop.services.fullsync import breaker_trips
+from zkop.services.importer.objects import (
+    CreateObject,
+    DeleteObject,
+    KubeAction,
+    PatchObject,
+    Resource,
+    delete_action,
+    describe,
+    is_owned,
+    metadata_of,
+    owned_annotations,
+    owned_labels,
+    subset_differs,
 )
+from zkop.services.importer.slices import MAX_ENDPOINTS_PER_SLICE, SlicePlan, desired_slices, plan_slices
 from zkop.services.importer.sources import ImportedInstance, ImportedService
+from zkop.services.options import SYNC_ANNOTATION
 
 __all__ = [
     "MAX_ENDPOINTS_PER_SLICE",
@@ -80,84 +89,6 @@ __all__ = [
     "plan_slices",
     "service_ports",
 ]
-
-#: Endpoints per EndpointSlice: the EndpointSlice controller's default ``--max-endpoints-per-slice``
-#: (the API allows 1000).
-MAX_ENDPOINTS_PER_SLICE = 100
-
-Resource = Literal["services", "endpointslices"]
-
-
-# --- actions -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CreateObject:
-    """``POST`` ``body`` (a complete object) to the ``resource`` collection of its namespace."""
-
-    resource: Resource
-    body: JSON
-
-    @property
-    def name(self) -> str:
-        """The object's name."""
-        return str(self.body["metadata"]["name"])
-
-
-@dataclass(frozen=True)
-class PatchObject:
-    """JSON merge patch (RFC 7386) of object ``name``; ``patch.metadata.resourceVersion`` is the precondition."""
-
-    resource: Resource
-    name: str
-    patch: JSON
-
-
-@dataclass(frozen=True)
-class DeleteObject:
-    """``DELETE`` object ``name`` with preconditions on ``uid`` and ``resource_version``."""
-
-    resource: Resource
-    name: str
-    uid: str
-    resource_version: str
-
-
-KubeAction = CreateObject | PatchObject | DeleteObject
-
-
-def describe(action: KubeAction) -> str:
-    """One line for logs, e.g. ``create services/orders``."""
-    verb = {CreateObject: "create", PatchObject: "update", DeleteObject: "delete"}[type(action)]
-    return f"{verb} {action.resource}/{action.name}"
-
-
-# --- ownership ---------------------------------------------------------------------------------
-
-
-def _meta(obj: JSON) -> JSON:
-    meta: JSON = obj.get("metadata") or {}
-    return meta
-
-
-def is_owned(obj: JSON, cluster_id: str) -> bool:
-    """True if installation ``cluster_id`` created ``obj`` (label and owner annotation, see the module docstring)."""
-    meta = _meta(obj)
-    return ((meta.get("labels") or {}).get(IMPORTED_LABEL) == "true"
-            and (meta.get("annotations") or {}).get(OWNER_ANNOTATION) == owner_value(cluster_id))
-
-
-def _labels(extra: dict[str, str] | None = None) -> dict[str, str]:
-    return {IMPORTED_LABEL: "true", MANAGED_BY_LABEL: MANAGED_BY, **(extra or {})}
-
-
-def _annotations(path: str, cluster_id: str, extra: dict[str, str] | None = None) -> dict[str, str]:
-    return {OWNER_ANNOTATION: owner_value(cluster_id), PATH_ANNOTATION: path, **(extra or {})}
-
-
-def _subset_differs(wanted: dict[str, str], actual: Any) -> bool:
-    actual = actual if isinstance(actual, dict) else {}
-    return any(actual.get(k) != v for k, v in wanted.items())
 
 
 # --- the Service -------------------------------------------------------------------------------
@@ -208,8 +139,8 @@ def desired_service(imported: ImportedService, name: str, namespace: str, cluste
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {
-            "name": name, "namespace": namespace, "labels": _labels(),
-            "annotations": _annotations(imported.path, cluster_id, {SYNC_ANNOTATION: "false"}),
+            "name": name, "namespace": namespace, "labels": owned_labels(),
+            "annotations": owned_annotations(imported.path, cluster_id, {SYNC_ANNOTATION: "false"}),
         },
         "spec": {"type": "ClusterIP", "ports": ports},
     }
@@ -243,14 +174,14 @@ def plan_service(desired: JSON | None, existing: JSON | None, cluster_id: str) -
         return ServiceStep()
     if existing is None:
         return ServiceStep(CreateObject("services", desired))
-    meta = _meta(existing)
+    meta = metadata_of(existing)
     if meta.get("deletionTimestamp"):
         return ServiceStep(terminating=True)
     spec = existing.get("spec") or {}
     wanted_meta, wanted_spec = desired["metadata"], desired["spec"]
     differs = (
-        _subset_differs(wanted_meta["labels"], meta.get("labels"))
-        or _subset_differs(wanted_meta["annotations"], meta.get("annotations"))
+        subset_differs(wanted_meta["labels"], meta.get("labels"))
+        or subset_differs(wanted_meta["annotations"], meta.get("annotations"))
         or spec.get("type", "ClusterIP") != wanted_spec["type"]
         or _port_view(spec.get("ports")) != _port_view(wanted_spec["ports"])
         or bool(spec.get("selector"))
@@ -266,153 +197,6 @@ def plan_service(desired: JSON | None, existing: JSON | None, cluster_id: str) -
         "spec": patch_spec,
     }
     return ServiceStep(PatchObject("services", str(meta.get("name")), patch))
-
-
-# --- EndpointSlices ----------------------------------------------------------------------------
-
-
-def _ports_key(ports: Sequence[tuple[str, int, str]]) -> str:
-    text = ",".join(f"{name}:{port}/{protocol}" for name, port, protocol in ports)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
-
-
-def desired_slices(imported: ImportedService, name: str, namespace: str, cluster_id: str,
-                   service_uid: str | None) -> list[JSON]:
-    """The EndpointSlices of ``imported`` for Service ``name`` (rules in the module docstring), sorted by name.
-
-    Args:
-        service_uid: the Service's uid for the ``ownerReference``; ``None`` leaves it out.
-    """
-    groups: dict[tuple[str, tuple[tuple[str, int, str], ...]], dict[str, bool]] = {}
-    for instance in imported.instances:
-        ports = tuple((p.name, p.port, p.protocol) for p in instance.ports)
-        ready = groups.setdefault((instance.address_type, ports), {})
-        ready[instance.address] = ready.get(instance.address, False) or instance.ready
-    per_type = Counter(address_type for address_type, _ in groups)
-    slices: list[JSON] = []
-    for (address_type, ports), addresses in sorted(groups.items()):
-        base = f"{name}-zkop-{address_type.lower()}"
-        if per_type[address_type] > 1:
-            base = f"{base}-{_ports_key(ports)}"
-        ordered = sorted(addresses)
-        for index in range(0, len(ordered), MAX_ENDPOINTS_PER_SLICE):
-            chunk = ordered[index:index + MAX_ENDPOINTS_PER_SLICE]
-            number = index // MAX_ENDPOINTS_PER_SLICE + 1
-            meta: JSON = {
-                "name": base if number == 1 else f"{base}-{number}",
-                "namespace": namespace,
-                "labels": _labels({SERVICE_NAME_LABEL: name, SLICE_MANAGED_BY_LABEL: MANAGED_BY}),
-                "annotations": _annotations(imported.path, cluster_id),
-            }
-            if service_uid:
-                meta["ownerReferences"] = [{"apiVersion": "v1", "kind": "Service", "name": name,
-                                            "uid": service_uid, "controller": True}]
-            slices.append({
-                "apiVersion": "discovery.k8s.io/v1",
-                "kind": "EndpointSlice",
-                "metadata": meta,
-                "addressType": address_type,
-                "endpoints": [{"addresses": [a], "conditions": {"ready": addresses[a], "serving": addresses[a],
-                                                                 "terminating": False}} for a in chunk],
-                "ports": [{"name": n, "port": p, "protocol": proto} for n, p, proto in ports],
-            })
-    return sorted(slices, key=lambda s: str(s["metadata"]["name"]))
-
-
-def _endpoints_view(endpoints: Any) -> list[tuple[tuple[str, ...], Any, Any, Any]]:
-    view = []
-    for endpoint in endpoints or []:
-        if not isinstance(endpoint, dict):
-            continue
-        conditions = endpoint.get("conditions") or {}
-        view.append((tuple(str(a) for a in endpoint.get("addresses") or []), conditions.get("ready"),
-                     conditions.get("serving"), conditions.get("terminating")))
-    return view
-
-
-def _slice_ports_view(ports: Any) -> list[tuple[Any, Any, Any]]:
-    return [(p.get("name"), p.get("port"), p.get("protocol") or "TCP") for p in ports or [] if isinstance(p, dict)]
-
-
-def _owner_refs_view(refs: Any) -> list[tuple[Any, ...]]:
-    return [(r.get("apiVersion"), r.get("kind"), r.get("name"), r.get("uid"), bool(r.get("controller")))
-            for r in refs or [] if isinstance(r, dict)]
-
-
-def _slice_differs(desired: JSON, existing: JSON) -> bool:
-    want, have = desired["metadata"], _meta(existing)
-    return (
-        _subset_differs(want["labels"], have.get("labels"))
-        or _subset_differs(want["annotations"], have.get("annotations"))
-        or _owner_refs_view(want.get("ownerReferences")) != _owner_refs_view(have.get("ownerReferences"))
-        or _endpoints_view(desired["endpoints"]) != _endpoints_view(existing.get("endpoints"))
-        or _slice_ports_view(desired["ports"]) != _slice_ports_view(existing.get("ports"))
-    )
-
-
-@dataclass(frozen=True)
-class SlicePlan:
-    """The result of :func:`plan_slices`: ``actions`` in order, and ``foreign`` slice names left alone."""
-
-    actions: tuple[KubeAction, ...] = ()
-    foreign: tuple[str, ...] = ()
-
-
-def _delete(resource: Resource, obj: JSON) -> DeleteObject:
-    meta = _meta(obj)
-    return DeleteObject(resource, str(meta.get("name")), str(meta.get("uid") or ""),
-                        str(meta.get("resourceVersion") or ""))
-
-
-def plan_slices(desired: Sequence[JSON], existing: Iterable[JSON], cluster_id: str) -> SlicePlan:
-    """Plan one Service's EndpointSlices against the cached ones carrying its ``kubernetes.io/service-name``.
-
-    ===================================  ==========================================
-    cached slice of a desired name       action
-    ===================================  ==========================================
-    absent                               create
-    owned, managed fields equal          nothing
-    owned, managed fields differ         merge patch (labels, annotations,
-                                         ownerReferences, endpoints, ports)
-    owned, other ``addressType``         delete, then create (the field is immutable)
-    not owned                            left alone, reported as foreign
-    ===================================  ==========================================
-
-    Owned slices that are not desired are deleted, after the creates and updates (so a renamed
-    slice never leaves the Service without endpoints in between). Slices being deleted are skipped.
-    """
-    by_name = {str(_meta(s).get("name")): s for s in existing}
-    wanted = {str(s["metadata"]["name"]) for s in desired}
-    actions: list[KubeAction] = []
-    foreign: list[str] = []
-    for body in desired:
-        name = str(body["metadata"]["name"])
-        current = by_name.get(name)
-        if current is None:
-            actions.append(CreateObject("endpointslices", body))
-            continue
-        if not is_owned(current, cluster_id):
-            foreign.append(name)
-            continue
-        if _meta(current).get("deletionTimestamp"):
-            continue
-        if current.get("addressType") != body["addressType"]:
-            actions.extend([_delete("endpointslices", current), CreateObject("endpointslices", body)])
-            continue
-        if _slice_differs(body, current):
-            patch: JSON = {
-                "metadata": {"resourceVersion": _meta(current).get("resourceVersion"),
-                             "labels": body["metadata"]["labels"], "annotations": body["metadata"]["annotations"]},
-                "endpoints": body["endpoints"],
-                "ports": body["ports"],
-            }
-            if "ownerReferences" in body["metadata"]:
-                patch["metadata"]["ownerReferences"] = body["metadata"]["ownerReferences"]
-            actions.append(PatchObject("endpointslices", name, patch))
-    for name, current in sorted(by_name.items()):
-        if name not in wanted and is_owned(current, cluster_id) and not _meta(current).get("deletionTimestamp"):
-            actions.append(_delete("endpointslices", current))
-    return SlicePlan(tuple(actions), tuple(foreign))
 
 
 # --- garbage collection ------------------------------------------------------------------------
@@ -454,24 +238,24 @@ def plan_gc(services: Iterable[JSON], slices: Iterable[JSON], *, wanted: Set[str
     names: set[str] = set()
     imported = 0
     for obj in slices:
-        meta = _meta(obj)
+        meta = metadata_of(obj)
         if not is_owned(obj, cluster_id) or meta.get("deletionTimestamp"):
             continue
         service = str((meta.get("labels") or {}).get(SERVICE_NAME_LABEL) or "")
         if service not in wanted or not service:
-            doomed_slices.append(_delete("endpointslices", obj))
+            doomed_slices.append(delete_action("endpointslices", obj))
             names.add(service)
     for obj in services:
-        meta = _meta(obj)
+        meta = metadata_of(obj)
         if not is_owned(obj, cluster_id) or meta.get("deletionTimestamp"):
             continue
         name = str(meta.get("name"))
         if name in wanted:
             imported += 1
             continue
-        doomed_services.append(_delete("services", obj))
+        doomed_services.append(delete_action("services", obj))
         names.add(name)
-    breaker = max_deletes > 0 and len(names) > max_deletes
+    breaker = breaker_trips(len(names), max_deletes)
     actions = () if breaker else tuple(sorted(doomed_slices, key=lambda a: a.name)) + tuple(
         sorted(doomed_services, key=lambda a: a.name))
     return GcPlan(actions, tuple(sorted(names)), breaker, imported)

@@ -27,18 +27,20 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Sequence
 
-import urllib3.exceptions
-
-from zkop.kube.client import JSON, MERGE_PATCH, ApiException, resource_path
+from zkop.kube.client import JSON
 from zkop.kube.events import EventRecorder
 from zkop.runtime.cache import Indexer
-from zkop.runtime.controller import Result, RetryableError, TerminalError
-from zkop.services.bridge.endpoints import SERVICE_NAME_LABEL
-from zkop.services.bridge.reconciler import default_event_object
+from zkop.runtime.controller import Result, RetryableError
+from zkop.services.endpoints import SERVICE_NAME_LABEL
+from zkop.services.errors import retry_on_zookeeper_errors
+from zkop.services.fullsync import (
+    FullSyncReconciler,
+    delete_unless_wanted,
+    next_full_sync,
+    postpone_until_synced,
+)
 from zkop.services.importer import metrics
 from zkop.services.importer.naming import service_name, winner
 from zkop.services.importer.options import OWNER_ANNOTATION, ImportOptions, owner_value
@@ -46,9 +48,6 @@ from zkop.services.importer.plan import (
     CreateObject,
     DeleteObject,
     GcPlan,
-    KubeAction,
-    PatchObject,
-    describe,
     desired_service,
     desired_slices,
     is_owned,
@@ -58,7 +57,8 @@ from zkop.services.importer.plan import (
 )
 from zkop.services.importer.reader import ZooKeeperReader, child_path
 from zkop.services.importer.sources import ImportedService, ServiceSource, get_source, written_by_zkop
-from zkop.zookeeper.adapter import ZooKeeperError
+from zkop.services.importer.writer import ApiWriter, KubeWriter
+from zkop.services.reporting import ReportOnce
 
 __all__ = [
     "FULL_SYNC_KEY",
@@ -78,12 +78,6 @@ ROOT_KEY = "import::root"
 FULL_SYNC_KEY = "import::full-sync"
 #: EndpointSlices informer index: slice → ``namespace/service`` (``slice_service_key``).
 SLICE_INDEX = "service"
-#: Seconds until a full sync that the circuit breaker stopped runs again.
-BREAKER_RECHECK = 30.0
-#: Seconds until a full sync that lost a race (an object changed, a name came back) runs again.
-CONFLICT_RECHECK = 5.0
-
-_GROUPS = {"services": ("", "v1"), "endpointslices": ("discovery.k8s.io", "v1")}
 
 
 def service_key(name: str) -> str:
@@ -91,14 +85,7 @@ def service_key(name: str) -> str:
     return f"{KEY_PREFIX}{name}"
 
 
-class KubeWriter(Protocol):
-    """What the reconciler needs from :class:`~zkop.kube.client.KubeClient`."""
-
-    def request(self, method: str, path: str, *, query: Any = None, body: Any = None,
-                content_type: str | None = None, timeout: Any = None) -> JSON: ...
-
-
-class ServiceImportReconciler:
+class ServiceImportReconciler(FullSyncReconciler):
     """Imports the services under ``options.root`` into ``options.namespace``.
 
     Args:
@@ -114,7 +101,7 @@ class ServiceImportReconciler:
         request_full_sync: ``f(delay_seconds)`` enqueues :data:`FULL_SYNC_KEY` after a delay.
         full_sync_period: seconds between full syncs.
         event_object: what breaker Events are about (default: zkop's Pod, see
-            :func:`zkop.services.bridge.reconciler.default_event_object`).
+            :func:`zkop.services.fullsync.default_event_object`).
     """
 
     def __init__(
@@ -123,28 +110,28 @@ class ServiceImportReconciler:
         synced: Callable[[], bool] = lambda: True, request_full_sync: Callable[[float], None] = lambda delay: None,
         full_sync_period: float = 600.0, event_object: JSON | None = None,
     ) -> None:
+        super().__init__(
+            who="service-import", log=log, breaker_gauge=metrics.DELETE_CIRCUIT_BREAKER_OPEN,
+            closed_message="service import: delete circuit breaker closed; garbage collection resumed",
+            recorder=recorder, synced=synced, request_full_sync=request_full_sync,
+            full_sync_period=full_sync_period, event_object=event_object)
         self.services = services
         self.slices = slices
         self.reader = reader
         self.client = client
-        self.recorder = recorder
+        self.writer = ApiWriter(client, options.namespace)
         self.options = options
         self.cluster_id = cluster_id
         self.source: ServiceSource = get_source(options.format)
         self.enqueue = enqueue
-        self.synced = synced
-        self.request_full_sync = request_full_sync
-        self.full_sync_period = full_sync_period
-        self.event_object = event_object or default_event_object()
         self._lock = threading.Lock()
         self._root_lock = threading.Lock()
         self._listing: dict[str, tuple[str, ...]] = {}  # Service name → service node names
         self._listed = False
-        self._unnamed: set[str] = set()  # node names with no usable Service name (reported once)
-        self._collisions: dict[str, tuple[str, ...]] = {}  # name → losing paths (reported)
-        self._conflicts: dict[str, str] = {}  # name → uid of the foreign Service (reported)
-        self._skips: dict[str, dict[str, str]] = {}  # name → instance path → reason (reported)
-        self.breaker_open = False
+        self._unnamed: ReportOnce[str, bool] = ReportOnce()  # node names with no usable Service name
+        self._collisions: ReportOnce[str, tuple[str, ...]] = ReportOnce()  # name → losing paths
+        self._conflicts: ReportOnce[str, str] = ReportOnce()  # name → uid of the foreign Service
+        self._skips: ReportOnce[str, dict[str, str]] = ReportOnce()  # name → instance path → reason
         self.last_gc: GcPlan | None = None
 
     # --- mapping (event handlers and watch callbacks: no I/O) ---------------------------------
@@ -201,7 +188,7 @@ class ServiceImportReconciler:
                 for a reason that retrying can fix (conflict, not found, unavailable).
             TerminalError: the API server rejected an object as invalid.
         """
-        try:
+        with retry_on_zookeeper_errors(key):
             if key == ROOT_KEY:
                 self.sync_root()
                 return Result()
@@ -211,8 +198,6 @@ class ServiceImportReconciler:
                 return self.sync_service(key[len(KEY_PREFIX):])
             log.warning("service-import: ignoring unknown key %r", key)
             return Result()
-        except ZooKeeperError as err:
-            raise RetryableError(f"{key}: {err}") from err
 
     # --- the root -----------------------------------------------------------------------------
 
@@ -233,8 +218,7 @@ class ServiceImportReconciler:
                 continue
             name = self.name_for_node(node)
             if name is None:
-                if node not in self._unnamed:
-                    self._unnamed.add(node)
+                if self._unnamed.note(node, True):
                     log.warning("service-import: %s has no usable Kubernetes name; not imported",
                                 child_path(self.options.root, node))
                 continue
@@ -286,13 +270,12 @@ class ServiceImportReconciler:
             assert existing is not None
             self._report_conflict(name, existing, best)
             # Endpoints zkop imported must never attach to someone else's Service.
-            self._execute(plan_slices([], slices, self.cluster_id).actions)
+            self.writer.execute(plan_slices([], slices, self.cluster_id).actions)
             return Result()
-        with self._lock:
-            self._conflicts.pop(name, None)
+        self._conflicts.clear(name)
         live = existing
         if step.action is not None:
-            live = self._execute_one(step.action) or existing
+            live = self.writer.execute_one(step.action) or existing
             if isinstance(step.action, CreateObject):
                 self.recorder.event(live or step.action.body, "Normal", "Imported",
                                     f"imported from ZooKeeper {best.path} "
@@ -306,21 +289,18 @@ class ServiceImportReconciler:
         for foreign in plan.foreign:
             log.warning("service-import: EndpointSlice %s/%s exists and is not owned by this zkop; left unchanged",
                         namespace, foreign)
-        self._execute(plan.actions)
+        self.writer.execute(plan.actions)
         return Result()
 
     def _forget(self, name: str) -> None:
-        with self._lock:
-            self._collisions.pop(name, None)
-            self._conflicts.pop(name, None)
-            self._skips.pop(name, None)
+        self._collisions.clear(name)
+        self._conflicts.clear(name)
+        self._skips.clear(name)
 
     def _report_skips(self, name: str, imported: ImportedService) -> None:
         """Log and count each skipped instance once (per path and reason, while it stays skipped)."""
         current: dict[str, str] = {s.path: s.reason for s in imported.skipped}
-        with self._lock:
-            previous = self._skips.get(name, {})
-            self._skips[name] = current
+        previous = self._skips.swap(name, current) or {}
         for skipped in imported.skipped:
             if previous.get(skipped.path) == skipped.reason:
                 continue
@@ -330,10 +310,7 @@ class ServiceImportReconciler:
 
     def _report_conflict(self, name: str, existing: JSON, imported: ImportedService) -> None:
         uid = str((existing.get("metadata") or {}).get("uid") or "")
-        with self._lock:
-            new = self._conflicts.get(name) != uid
-            self._conflicts[name] = uid
-        if new:
+        if self._conflicts.note(name, uid):
             self.recorder.event(
                 existing, "Warning", "ImportConflict",
                 f"ZooKeeper service {imported.path} maps to this Service's name, but this Service was not "
@@ -344,72 +321,14 @@ class ServiceImportReconciler:
     def _report_collision(self, name: str, best: ImportedService, found: Sequence[ImportedService],
                           live: JSON | None) -> None:
         losers = tuple(sorted(s.path for s in found if s is not best))
-        with self._lock:
-            new = bool(losers) and self._collisions.get(name) != losers
-            if losers:
-                self._collisions[name] = losers
-            else:
-                self._collisions.pop(name, None)
-        if new:
+        if not losers:
+            self._collisions.clear(name)
+        elif self._collisions.note(name, losers):
             self.recorder.event(
                 live or self.event_object, "Warning", "ImportCollision",
                 f"ZooKeeper services {', '.join(losers)} also map to Service name {name}; {best.path}, "
                 "created first, is the one imported",
             )
-
-    # --- writes -------------------------------------------------------------------------------
-
-    def _path(self, resource: str, name: str | None = None) -> str:
-        group, version = _GROUPS[resource]
-        return resource_path(group, version, resource, self.options.namespace, name)
-
-    def _execute(self, actions: Iterable[KubeAction]) -> None:
-        for action in actions:
-            self._execute_one(action)
-
-    def _execute_one(self, action: KubeAction) -> JSON | None:
-        """Send one action; returns the object the API server answered with (``None`` for deletes).
-
-        Raises:
-            RetryableError: 409 (changed meanwhile), 404 on an update, 429, 5xx, transport errors.
-            TerminalError: 400/422 (the object is invalid; a later ZooKeeper change re-enqueues the name).
-        """
-        result: JSON | None = None
-        try:
-            if isinstance(action, CreateObject):
-                result = self.client.request("POST", self._path(action.resource), body=action.body)
-                metrics.WRITES.labels(action.resource, "create").inc()
-            elif isinstance(action, PatchObject):
-                result = self.client.request("PATCH", self._path(action.resource, action.name), body=action.patch,
-                                             content_type=MERGE_PATCH)
-                metrics.WRITES.labels(action.resource, "update").inc()
-            else:
-                self._delete(action)
-        except ApiException as err:
-            if err.status in (400, 422):
-                raise TerminalError(f"{describe(action)} rejected: {err.status} {err.reason}: {err.body}") from err
-            if err.status == 409 and isinstance(action, CreateObject) and action.resource == "endpointslices":
-                # Not in the (label-selected) cache, so it does not carry zkop's label: someone else's.
-                log.warning("service-import: EndpointSlice %s/%s exists and is not owned by this zkop; left unchanged",
-                            self.options.namespace, action.name)
-                return None
-            raise RetryableError(f"{describe(action)} failed: {err.status} {err.reason}") from err
-        except (OSError, urllib3.exceptions.HTTPError) as err:
-            raise RetryableError(f"{describe(action)} failed: {err}") from err
-        log.debug("service-import: %s", describe(action))
-        return result
-
-    def _delete(self, action: DeleteObject) -> None:
-        body = {"apiVersion": "v1", "kind": "DeleteOptions",
-                "preconditions": {"uid": action.uid, "resourceVersion": action.resource_version}}
-        try:
-            self.client.request("DELETE", self._path(action.resource, action.name), body=body)
-        except ApiException as err:
-            if err.status == 404:
-                return
-            raise
-        metrics.DELETES.labels(action.resource).inc()
-        log.info("service-import: deleted %s/%s/%s", action.resource, self.options.namespace, action.name)
 
     # --- full sync ----------------------------------------------------------------------------
 
@@ -427,9 +346,9 @@ class ServiceImportReconciler:
 
     def full_sync(self) -> Result:
         """Re-read everything and collect orphans (see the module docstring); never before the informers synced."""
-        if not self.synced():
-            log.info("service-import: informers not synced yet; full sync postponed")
-            return Result(requeue_after=1.0)
+        postponed = postpone_until_synced(self.synced, log, "service-import")
+        if postponed is not None:
+            return postponed
         listing = self.sync_root()
         wanted = self._wanted(listing)
         for name in sorted(wanted):
@@ -437,52 +356,32 @@ class ServiceImportReconciler:
         plan = plan_gc(self.services.list(), self.slices.list(), wanted=wanted, cluster_id=self.cluster_id,
                        max_deletes=self.options.max_deletes)
         self.last_gc = plan
-        self._set_breaker(plan)
-        complete = True
-        for action in plan.actions:
+        self.breaker.judge(
+            plan.breaker_open,
+            f"delete circuit breaker open: {len(plan.orphaned)} imported Services in namespace "
+            f"{self.options.namespace} have no service under {self.options.root} in ZooKeeper any more, more "
+            f"than --import-max-deletes={self.options.max_deletes}; nothing was deleted. If this is intended, "
+            "raise the limit",
+            plan.orphaned,
+        )
+
+        def wanted_again(action: DeleteObject) -> str | None:
             name = action.name if action.resource == "services" else self._slice_service(action.name)
             with self._lock:
                 back = name in self._listing and self._listing[name] != listing.get(name)
-            if back:
-                log.info("service-import: %s is wanted again; %s/%s not deleted", name, action.resource, action.name)
-                complete = False
-                continue
-            try:
-                self._execute_one(action)
-            except RetryableError as err:
-                log.info("service-import: %s not deleted: %s", action.name, err)
-                complete = False
-        with self._lock:
-            conflicts, collisions = len(self._conflicts), len(self._collisions)
+            return f"{name} is wanted again; {action.resource}/{action.name} not deleted" if back else None
+
+        outcome = delete_unless_wanted(
+            plan.actions, wanted_again=wanted_again, delete=self.writer.execute_one, lost_race=RetryableError,
+            lost=lambda action, err: f"{action.name} not deleted: {err}", log=log, who="service-import",
+        )
         metrics.SERVICES.labels("imported").set(plan.imported)
-        metrics.SERVICES.labels("foreign").set(conflicts)
-        metrics.SERVICES.labels("collided").set(collisions)
+        metrics.SERVICES.labels("foreign").set(len(self._conflicts))
+        metrics.SERVICES.labels("collided").set(len(self._collisions))
         metrics.SERVICES.labels("orphaned").set(len(plan.orphaned) if plan.breaker_open else 0)
-        if plan.breaker_open:
-            return Result(requeue_after=min(self.full_sync_period, BREAKER_RECHECK))
-        if not complete:
-            return Result(requeue_after=min(self.full_sync_period, CONFLICT_RECHECK))
-        metrics.LAST_FULL_SYNC.set(time.time())
-        return Result(requeue_after=self.full_sync_period)
+        return next_full_sync(self.full_sync_period, breaker_open=plan.breaker_open, complete=outcome.complete,
+                              last_full_sync=metrics.LAST_FULL_SYNC)
 
     def _slice_service(self, slice_name: str) -> str:
         obj = self.slices.get(f"{self.options.namespace}/{slice_name}") or {}
         return str(((obj.get("metadata") or {}).get("labels") or {}).get(SERVICE_NAME_LABEL) or "")
-
-    def _set_breaker(self, plan: GcPlan) -> None:
-        metrics.DELETE_CIRCUIT_BREAKER_OPEN.set(1 if plan.breaker_open else 0)
-        was_open, self.breaker_open = self.breaker_open, plan.breaker_open
-        if plan.breaker_open:
-            message = (
-                f"delete circuit breaker open: {len(plan.orphaned)} imported Services in namespace "
-                f"{self.options.namespace} have no service under {self.options.root} in ZooKeeper any more, more "
-                f"than --import-max-deletes={self.options.max_deletes}; nothing was deleted. If this is intended, "
-                "raise the limit"
-            )
-            log.log(logging.WARNING if was_open else logging.ERROR, "service-import: %s (e.g. %s)", message,
-                    ", ".join(plan.orphaned[:5]))
-            self.recorder.event(self.event_object, "Warning", "DeleteCircuitBreakerOpen", message)
-        elif was_open:
-            log.warning("service-import: delete circuit breaker closed")
-            self.recorder.event(self.event_object, "Normal", "DeleteCircuitBreakerClosed",
-                                "service import: delete circuit breaker closed; garbage collection resumed")

@@ -1,0 +1,118 @@
+"""Apache Curator service discovery: ``ServiceInstance`` JSON (also Spring Cloud Zookeeper, Dubbo 3).
+
+Layout ``<base path>/<service name>/<instance id>`` (``ServiceDiscoveryImpl.pathForInstance``), each
+instance node holding a JSON ``ServiceInstance`` as Curator's ``JsonInstanceSerializer`` writes it,
+fields in declaration order: ``name``, ``id``, ``address``, ``port``, ``sslPort``, ``payload``,
+``registrationTimeUTC``, ``serviceType``, ``uriSpec``, ``enabled``.
+
+Encoding (:func:`encode_instance`) writes Spring Cloud Zookeeper's payload
+(``ZookeeperInstance{id, name, metadata}`` with its ``@class``, so Spring consumers deserialize it),
+``serviceType`` ``PERMANENT`` (persistent nodes that Curator's ``InstanceCleanup`` leaves alone;
+``STATIC`` ones would be purged, only ``DYNAMIC`` means ephemeral) and Spring's default URI spec
+``{scheme}://{address}:{port}``. zkop's owner stamp lives in ``payload.metadata``
+(``managedBy``, ``clusterId``, ``uid``: :func:`owner_of`), so the instance JSON stays exactly what
+Curator writes.
+
+Decoding (:func:`decode_instance`) uses ``address``, ``port`` and ``sslPort`` (either may be
+``null``; exposed as ports named ``http`` and ``https``, the schemes Curator's ``UriSpec`` resolves
+``{scheme}`` to), ``id``, ``enabled`` (CURATOR-275; absent means enabled) and the Spring Cloud
+Zookeeper status ``payload.metadata.instance_status`` (absent or ``UP`` means serving). Unknown
+fields are ignored, as Curator's serializer does (``FAIL_ON_UNKNOWN_PROPERTIES=false``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from zkop.kube.client import JSON
+from zkop.services.codecs.base import ImportedInstance, ImportedPort, Owner, Skipped, loads, parse_address, valid_port
+
+__all__ = [
+    "CURATOR_SERVICE_TYPE",
+    "SPRING_PAYLOAD_CLASS",
+    "SPRING_URI_SPEC",
+    "decode_instance",
+    "encode_instance",
+    "owner_of",
+]
+
+#: Payload class of Spring Cloud Zookeeper instances (``ZookeeperInstance{id, name, metadata}``).
+SPRING_PAYLOAD_CLASS = "org.springframework.cloud.zookeeper.discovery.ZookeeperInstance"
+#: Curator ``ServiceType`` written by zkop (see the module docstring).
+CURATOR_SERVICE_TYPE = "PERMANENT"
+#: Spring Cloud Zookeeper's default URI spec ``{scheme}://{address}:{port}`` as Curator's ``UriSpec`` serialises it.
+SPRING_URI_SPEC: JSON = {"parts": [
+    {"value": "scheme", "variable": True},
+    {"value": "://", "variable": False},
+    {"value": "address", "variable": True},
+    {"value": ":", "variable": False},
+    {"value": "port", "variable": True},
+]}
+
+
+def encode_instance(*, name: str, address: str, port: int | None, ssl_port: int | None,
+                    metadata: Mapping[str, str], registration_ms: int, enabled: bool) -> JSON:
+    """One ``ServiceInstance`` with id ``address``, as a dict in Curator's field order.
+
+    Args:
+        name: the service name consumers look up.
+        address: the instance's address (also its id).
+        port, ssl_port: the ports (``None``: ``null``).
+        metadata: ``payload.metadata`` (written sorted by key), including zkop's owner stamp.
+        registration_ms: ``registrationTimeUTC``, Unix milliseconds (a stable value keeps bytes stable).
+        enabled: Curator's ``enabled``.
+    """
+    return {
+        "name": name,
+        "id": address,
+        "address": address,
+        "port": port,
+        "sslPort": ssl_port,
+        "payload": {"@class": SPRING_PAYLOAD_CLASS, "id": address, "name": name,
+                    "metadata": dict(sorted(metadata.items()))},
+        "registrationTimeUTC": registration_ms,
+        "serviceType": CURATOR_SERVICE_TYPE,
+        "uriSpec": SPRING_URI_SPEC,
+        "enabled": enabled,
+    }
+
+
+def owner_of(data: bytes) -> Owner | None:
+    """``payload.metadata.{managedBy, clusterId, uid}``, or ``None`` if the node has no such stamp."""
+    value = loads(data)
+    if not isinstance(value, dict) or not isinstance(value.get("payload"), dict):
+        return None
+    metadata = value["payload"].get("metadata")
+    if not isinstance(metadata, dict) or not isinstance(metadata.get("managedBy"), str):
+        return None
+    uid = metadata.get("uid")
+    return Owner(str(metadata["managedBy"]), str(metadata.get("clusterId") or ""), str(uid) if uid else None)
+
+
+def decode_instance(path: str, name: str, data: bytes) -> ImportedInstance | Skipped:
+    """The instance in node ``path`` (called ``name``), or why it cannot be imported.
+
+    The owner stamp is not looked at here (the importer refuses zkop's own nodes before decoding).
+    """
+    value = loads(data)
+    if not isinstance(value, dict):
+        return Skipped(path, "invalid", "not a JSON ServiceInstance")
+    address = parse_address(str(value.get("address") or ""))
+    if address is None:
+        return Skipped(path, "invalid", f"unusable address {value.get('address')!r}")
+    ports = []
+    port, ssl_port = valid_port(value.get("port")), valid_port(value.get("sslPort"))
+    if port is not None:
+        ports.append(ImportedPort("http", port))
+    if ssl_port is not None:
+        ports.append(ImportedPort("https", ssl_port))
+    if not ports:
+        return Skipped(path, "no-port", "neither port nor sslPort is set")
+    ready = value.get("enabled") is not False
+    payload = value.get("payload")
+    metadata = payload.get("metadata") if isinstance(payload, dict) else None
+    if isinstance(metadata, dict):
+        status = metadata.get("instance_status")
+        if status is not None and str(status).upper() != "UP":
+            ready = False
+    return ImportedInstance(str(value.get("id") or name), address[0], address[1], tuple(sorted(ports)), ready, path)

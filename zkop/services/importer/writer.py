@@ -1,0 +1,99 @@
+"""The importer's writes: Services and EndpointSlices through the API server, with preconditions.
+
+Every update is a JSON merge patch carrying the ``resourceVersion`` it was planned from, every
+delete ``preconditions`` on uid and ``resourceVersion`` (``DeleteOptions``), so a concurrent change
+becomes a 409 and a re-plan instead of a lost update or the deletion of a re-created object.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+import urllib3.exceptions
+
+from zkop.kube.client import JSON, MERGE_PATCH, ApiException, resource_path
+from zkop.runtime.controller import RetryableError, TerminalError
+from zkop.services.importer import metrics
+from zkop.services.importer.objects import CreateObject, DeleteObject, KubeAction, PatchObject, describe
+
+__all__ = ["ApiWriter", "KubeWriter"]
+
+log = logging.getLogger(__name__)
+
+_GROUPS = {"services": ("", "v1"), "endpointslices": ("discovery.k8s.io", "v1")}
+
+
+class KubeWriter(Protocol):
+    """What the reconciler needs from :class:`~zkop.kube.client.KubeClient`."""
+
+    def request(self, method: str, path: str, *, query: Any = None, body: Any = None,
+                content_type: str | None = None, timeout: Any = None) -> JSON: ...
+
+
+class ApiWriter:
+    """Sends :data:`~zkop.services.importer.plan.KubeAction` values to the API server.
+
+    Args:
+        client: the JSON client (anything with ``request``).
+        namespace: the import namespace every object lives in.
+    """
+
+    def __init__(self, client: KubeWriter, namespace: str) -> None:
+        self.client = client
+        self.namespace = namespace
+
+    def path(self, resource: str, name: str | None = None) -> str:
+        """The API path of ``resource`` (or of object ``name``) in the import namespace."""
+        group, version = _GROUPS[resource]
+        return resource_path(group, version, resource, self.namespace, name)
+
+    def execute(self, actions: Iterable[KubeAction]) -> None:
+        """Send ``actions`` in order (see :meth:`execute_one`)."""
+        for action in actions:
+            self.execute_one(action)
+
+    def execute_one(self, action: KubeAction) -> JSON | None:
+        """Send one action; returns the object the API server answered with (``None`` for deletes).
+
+        Raises:
+            RetryableError: 409 (changed meanwhile), 404 on an update, 429, 5xx, transport errors.
+            TerminalError: 400/422 (the object is invalid; a later ZooKeeper change re-enqueues the name).
+        """
+        result: JSON | None = None
+        try:
+            if isinstance(action, CreateObject):
+                result = self.client.request("POST", self.path(action.resource), body=action.body)
+                metrics.WRITES.labels(action.resource, "create").inc()
+            elif isinstance(action, PatchObject):
+                result = self.client.request("PATCH", self.path(action.resource, action.name), body=action.patch,
+                                             content_type=MERGE_PATCH)
+                metrics.WRITES.labels(action.resource, "update").inc()
+            else:
+                self._delete(action)
+        except ApiException as err:
+            if err.status in (400, 422):
+                raise TerminalError(f"{describe(action)} rejected: {err.status} {err.reason}: {err.body}") from err
+            if err.status == 409 and isinstance(action, CreateObject) and action.resource == "endpointslices":
+                # Not in the (label-selected) cache, so it does not carry zkop's label: someone else's.
+                log.warning("service-import: EndpointSlice %s/%s exists and is not owned by this zkop; left unchanged",
+                            self.namespace, action.name)
+                return None
+            raise RetryableError(f"{describe(action)} failed: {err.status} {err.reason}") from err
+        except (OSError, urllib3.exceptions.HTTPError) as err:
+            raise RetryableError(f"{describe(action)} failed: {err}") from err
+        log.debug("service-import: %s", describe(action))
+        return result
+
+    def _delete(self, action: DeleteObject) -> None:
+        body = {"apiVersion": "v1", "kind": "DeleteOptions",
+                "preconditions": {"uid": action.uid, "resourceVersion": action.resource_version}}
+        try:
+            self.client.request("DELETE", self.path(action.resource, action.name), body=body)
+        except ApiException as err:
+            if err.status == 404:
+                return
+            raise
+        metrics.DELETES.labels(action.resource).inc()
+        log.info("service-import: deleted %s/%s/%s", action.resource, self.namespace, action.name)

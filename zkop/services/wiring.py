@@ -1,0 +1,62 @@
+"""What the two service builders share: the watched resources, the parts handed to the manager
+and the full-sync request.
+
+The manager owns the lifecycle (controller-runtime's ``Manager``): it starts a feature's
+``informers`` on every replica and waits for their sync, starts its ``controllers`` only while
+leading, and calls ``on_session_reconnected`` after a new ZooKeeper session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import ClassVar, Generic, TypeVar
+
+from zkop.runtime.cache import Informer, ResourceRef
+from zkop.runtime.controller import Controller
+
+__all__ = ["ENDPOINTSLICES", "SERVICES", "ServiceSync", "all_synced"]
+
+#: core/v1 Services.
+SERVICES = ResourceRef("", "v1", "services")
+#: discovery.k8s.io/v1 EndpointSlices.
+ENDPOINTSLICES = ResourceRef("discovery.k8s.io", "v1", "endpointslices")
+
+R = TypeVar("R")
+
+
+@dataclass
+class ServiceSync(Generic[R]):
+    """One direction's parts, for the manager.
+
+    Attributes:
+        informers: what the manager starts and stops on every replica and waits for.
+        controllers: the direction's one controller; started only while leading.
+        reconciler: the reconciler (for tests and diagnostics).
+
+    Subclasses set :attr:`FULL_SYNC_KEY` and define ``on_session_reconnected()``.
+    """
+
+    #: The queue key of the direction's full sync.
+    FULL_SYNC_KEY: ClassVar[str]
+
+    informers: list[Informer]
+    controllers: list[Controller]
+    reconciler: R
+
+    @property
+    def controller(self) -> Controller:
+        """The direction's controller."""
+        return self.controllers[0]
+
+    def request_full_sync(self, delay: float = 0.0) -> None:
+        """Enqueue a full sync after ``delay`` seconds."""
+        self.controller.queue.add_after(self.FULL_SYNC_KEY, delay)
+
+
+def all_synced(informers: Sequence[Informer]) -> Callable[[], bool]:
+    """A ``synced()`` for the reconcilers: True once every one of ``informers`` has listed."""
+    def synced() -> bool:
+        return all(i.has_synced() for i in informers)
+
+    return synced
