@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from zkop.cmd.flags import UsageError
 from zkop.cmd.logging_setup import JsonFormatter, configure_logging
 from zkop.cmd.main import build_parser, connection_options, parse_acl_entry
 from zkop.zookeeper.actions import OPEN_ACL, AclEntry
@@ -42,7 +43,7 @@ def test_auth_file(tmp_path: Path) -> None:
     assert missing.auth == ()  # an optional Secret volume that is not there: no auth
     bad = tmp_path / "bad"
     bad.write_text("no-colon")
-    with pytest.raises(SystemExit, match="user:password"):
+    with pytest.raises(UsageError, match="user:password"):
         connection_options(build_parser().parse_args(["run", "--zk-auth-file", str(bad)]))
 
 
@@ -51,8 +52,11 @@ def test_parent_acl_uses_zkcli_notation() -> None:
     assert parse_acl_entry("digest:ops:abc=:r") == AclEntry("digest", "ops:abc=", 1)
     with pytest.raises(ValueError):
         parse_acl_entry("world:anyone:rx")
-    with pytest.raises(SystemExit):
-        connection_options(build_parser().parse_args(["run", "--zk-parent-acl", "nonsense"]))
+    with pytest.raises(SystemExit):  # an argparse type: a usage error while parsing
+        build_parser().parse_args(["run", "--zk-parent-acl", "nonsense"])
+    args = build_parser().parse_args(["run", "--zk-parent-acl", "world:anyone:r",
+                                      "--zk-parent-acl", "digest:a:b:cdrwa"])
+    assert connection_options(args).parent_acl == (AclEntry("digest", "a:b", 31), AclEntry("world", "anyone", 1))
 
 
 def test_json_log_lines() -> None:

@@ -17,7 +17,7 @@ from zkop.gitops.names import is_dns1123_subdomain
 
 def export(cli: Cli, legacy: Legacy, out: Path, *extra: str) -> Any:
     """Export /app (chrooted) with alice's credentials; return the JSON report."""
-    run = cli("export", *legacy.flags(), "--path", "/app", "-o", str(out), "--output", "json", *extra)
+    run = cli("export", *legacy.flags(), "--path", "/app", "-d", str(out), "-o", "json", *extra)
     assert run.code == 0, run.err
     return run.json()
 
@@ -129,13 +129,13 @@ def test_export_refuses_to_overwrite_without_force(cli: Cli, legacy: Legacy, tmp
     export(cli, legacy, out)
     edited = out / "app" / "text.yaml"
     edited.write_text("# my edit\n")
-    run = cli("export", *legacy.flags(), "--path", "/app", "-o", str(out))
+    run = cli("export", *legacy.flags(), "--path", "/app", "-d", str(out))
     assert run.code == 2
     assert "already exist" in run.err and "--force" in run.err
     assert edited.read_text() == "# my edit\n"
     # A file that is not one of the export's targets is never touched, even with --force.
     (out / "notes.txt").write_text("keep")
-    forced = cli("export", *legacy.flags(), "--path", "/app", "-o", str(out), "--force")
+    forced = cli("export", *legacy.flags(), "--path", "/app", "-d", str(out), "--force")
     assert forced.code == 0, forced.err
     assert "stringData" in edited.read_text()
     assert (out / "notes.txt").read_text() == "keep"
@@ -143,7 +143,7 @@ def test_export_refuses_to_overwrite_without_force(cli: Cli, legacy: Legacy, tmp
 
 def test_export_without_credentials_reports_unreadable_znodes(cli: Cli, legacy: Legacy, tmp_path: Path) -> None:
     out = tmp_path / "export"
-    run = cli("export", *legacy.flags(auth=False), "--path", "/app", "-o", str(out))
+    run = cli("export", *legacy.flags(auth=False), "--path", "/app", "-d", str(out))
     assert run.code == 1
     assert "error: /app/locked: not readable with the given credentials (NoAuth)" in run.err
     assert "skipped: /app/svc/instance-1: ephemeral node" in run.err
@@ -170,7 +170,7 @@ def test_diff_and_sync_skip_datafrom_without_printing_secret_bytes(cli: Cli, leg
         "apiVersion: platform.example.com/v1alpha1\nkind: ZooKeeperConfig\nmetadata: {name: pw}\n"
         "spec:\n  path: /app/password\n  dataFrom: {secretKeyRef: {name: db, key: password}}\n")
     for command in (["diff"], ["sync"], ["sync", "--dry-run"]):
-        for output in ("text", "json"):
+        for output in ("text", "json", "yaml"):
             run = cli(*command, *legacy.flags(), "-f", str(manifest), "--output", output)
             assert run.code == 0, run.err
             assert "s3cr3t" not in run.out + run.err

@@ -34,7 +34,7 @@ def test_export_apply_run_writes_no_znode(kubeconfig: str, kube: KubeClient, zk_
                                                      make_acl("world", "anyone", all=True)])
     out = tmp_path / "export"
     hosts = f"{zk_server.hosts}{zk_base}"
-    assert zkop_main(["export", "--zk-hosts", hosts, "--path", "/legacy", "-o", str(out)]) == 0
+    assert zkop_main(["export", "--zk-hosts", hosts, "--path", "/legacy", "-d", str(out)]) == 0
     assert zkop_main(["validate", "-f", str(out)]) == 0
     objects = load_manifests([str(out)]).objects
     assert len(objects) == len(tree) + 1

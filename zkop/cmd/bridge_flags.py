@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 
+from zkop.cmd.flags import duration, format_duration, non_negative_int, positive_int, znode_path
 from zkop.services.bridge.options import (
     DEFAULT_EXCLUDED_NAMESPACES,
     DEFAULT_ROOT,
@@ -38,7 +39,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("service bridge (Kubernetes Services → ZooKeeper)")
     group.add_argument("--service-bridge", action="store_true",
                        help="publish Kubernetes Services into ZooKeeper (default off)")
-    group.add_argument("--service-bridge-root", default=DEFAULT_ROOT,
+    group.add_argument("--service-bridge-root", default=DEFAULT_ROOT, type=znode_path, metavar="PATH",
                        help=f"znode under which records are written (default {DEFAULT_ROOT})")
     group.add_argument("--service-bridge-default-sync", type=_bool, nargs="?", const=True, default=True,
                        metavar="{true,false}",
@@ -50,8 +51,9 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
                        help="never publish Services of this namespace; wins over --service-bridge-namespace "
                             f"(repeatable; default: {', '.join(DEFAULT_EXCLUDED_NAMESPACES)}; giving the flag "
                             "replaces the default, an empty value excludes nothing)")
-    group.add_argument("--service-bridge-type", action="append", default=[], choices=SERVICE_TYPES,
-                       help="publish only Services of this spec.type (repeatable; default: all)")
+    group.add_argument("--service-bridge-type", action="append", default=[], choices=SERVICE_TYPES, metavar="TYPE",
+                       help=f"publish only Services of this spec.type: {', '.join(SERVICE_TYPES)} "
+                            "(repeatable; default: all)")
     group.add_argument("--service-bridge-label", action="append", default=[], metavar="KEY",
                        help="copy this Service label into records (repeatable)")
     group.add_argument("--service-bridge-layout", choices=("flat", "nested"), default="flat",
@@ -63,15 +65,15 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--service-bridge-policy", choices=("sync", "upsert-only", "create-only"), default="sync",
                        help="sync: create, update and delete (default); upsert-only: never delete; "
                             "create-only: never update or delete")
-    group.add_argument("--service-bridge-max-deletes", type=int, default=10, metavar="N",
+    group.add_argument("--service-bridge-max-deletes", type=non_negative_int, default=10, metavar="N",
                        help="delete circuit breaker: a full sync that would remove the records of more than N "
                             "Services removes none (default 10; 0: no limit)")
     group.add_argument("--service-bridge-endpoints", action="store_true",
                        help="include ready EndpointSlice addresses in records (default off)")
-    group.add_argument("--service-bridge-endpoints-debounce", type=float, default=5.0, metavar="SECONDS",
-                       help="publish an endpoint change once it has been stable this long (default 5; at the "
-                            "latest after 6 times as long)")
-    group.add_argument("--service-bridge-workers", type=int, default=2, metavar="N",
+    group.add_argument("--service-bridge-endpoints-debounce", type=duration, default=5.0, metavar="DURATION",
+                       help="publish an endpoint change once it has been stable this long (default "
+                            f"{format_duration(5.0)}; at the latest after 6 times as long)")
+    group.add_argument("--service-bridge-workers", type=positive_int, default=2, metavar="N",
                        help="concurrent service-bridge reconciles (default 2)")
     group.add_argument("--dry-run", action="store_true",
                        help="service bridge: log the ZooKeeper writes and deletes it would make, make none")

@@ -1,14 +1,15 @@
 """The GitOps adoption subcommands: ``zkop export``, ``diff``, ``validate`` and ``sync``.
 
-Exit status of every command: 0 success / no differences, 1 problems found
-(``validate``: invalid manifests; ``diff``: differences, as ``diff`` and
-``kubectl diff``; ``export``: some znodes could not be exported; ``sync``: some
-znodes could not be converged), 2 error (bad flags, unreadable or invalid input
-for ``diff``/``sync``, ZooKeeper unreachable, files in the way of ``export``).
+Exit status of every command (the table for all of zkop is in :mod:`zkop.cmd.flags`): 0 success /
+no differences, 1 problems found (``validate``: invalid manifests; ``diff``: differences, as
+``diff`` and ``kubectl diff``; ``export``: some znodes could not be exported; ``sync``: some
+znodes could not be converged), 2 error (bad flags, unreadable or invalid input for
+``diff``/``sync``, ZooKeeper unreachable, files in the way of ``export``).
 
-``--output json`` prints one JSON object on stdout (shapes in each ``_run_*``
-docstring); ``text`` prints results on stdout and notes, warnings and
-summaries on stderr. A progress bar is drawn on stderr when stdout is a terminal.
+``-o/--output`` is the output format, as in kubectl: ``json`` (or ``yaml``) prints one document
+on stdout (shapes in each ``_run_*`` docstring); ``text`` prints results on stdout and notes,
+warnings and summaries on stderr. ``export`` writes into ``-d/--dir``. A progress bar is drawn on
+stderr when stdout is a terminal.
 """
 
 from __future__ import annotations
@@ -25,6 +26,16 @@ from typing import Any
 
 import yaml
 
+from zkop.cmd.flags import (
+    EXIT_ERROR,
+    EXIT_OK,
+    EXIT_PROBLEMS,
+    LOG_LEVELS,
+    UsageError,
+    log_level,
+    output_format,
+    positive_int,
+)
 from zkop.cmd.main import add_zookeeper_flags, connection_options
 from zkop.gitops.diff import ZnodeDiff, diff_object, diff_prune, skipped
 from zkop.gitops.export import ExportConflict, plan_export, write_export
@@ -45,9 +56,7 @@ __all__ = ["EXIT_ERROR", "EXIT_OK", "EXIT_PROBLEMS", "add_commands"]
 
 log = logging.getLogger(__name__)
 
-EXIT_OK = 0
-EXIT_PROBLEMS = 1
-EXIT_ERROR = 2
+OUTPUT_FORMATS = ("text", "json", "yaml")
 
 
 class CommandError(Exception):
@@ -57,15 +66,16 @@ class CommandError(Exception):
 # --- parser ----------------------------------------------------------------------------------
 
 
-def _common(parser: argparse.ArgumentParser, *, manifests: bool) -> None:
-    parser.add_argument("--output", choices=["text", "json"], default="text",
-                        help="text (default) or one JSON object on stdout")
-    parser.add_argument("--max-data-bytes", type=int, default=DEFAULT_MAX_DATA_BYTES,
-                        help=f"largest znode value accepted, bytes, as the operator's flag "
-                             f"(default {DEFAULT_MAX_DATA_BYTES})")
+def _common(parser: argparse.ArgumentParser, *, manifests: bool, output_hint: str = "") -> None:
+    parser.add_argument("-o", "--output", type=output_format(OUTPUT_FORMATS, output_hint), default="text",
+                        metavar="{" + ",".join(OUTPUT_FORMATS) + "}",
+                        help="output format: text (default), or one JSON or YAML document on stdout")
+    parser.add_argument("--max-data-bytes", type=positive_int, default=DEFAULT_MAX_DATA_BYTES, metavar="BYTES",
+                        help=f"largest znode value accepted, as the operator's flag (default {DEFAULT_MAX_DATA_BYTES})")
     parser.add_argument("--crd", default=None, metavar="FILE",
                         help="ZooKeeperConfig CRD to check against (default: the one shipped with zkop)")
-    parser.add_argument("--log-level", default="warning", help="debug|info|warning|error (default warning)")
+    parser.add_argument("--log-level", type=log_level, default="warning", metavar="{" + ",".join(LOG_LEVELS) + "}",
+                        help="(default warning)")
     if manifests:
         parser.add_argument("-f", "--filename", action="extend", nargs="+", required=True, metavar="PATH",
                             help="manifest file, directory (recursive; one holding a kustomization.yaml is built "
@@ -73,7 +83,7 @@ def _common(parser: argparse.ArgumentParser, *, manifests: bool) -> None:
 
 
 def _registry_flag(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--registry-root", default=DEFAULT_REGISTRY_ROOT,
+    parser.add_argument("--registry-root", default=DEFAULT_REGISTRY_ROOT, metavar="PATH",
                         help=f"zkop's ownership registry, never exported or pruned (default {DEFAULT_REGISTRY_ROOT})")
 
 
@@ -99,24 +109,25 @@ def add_commands(sub: Any) -> None:
         description="Write one ZooKeeperConfig per leaf znode and per interior znode holding data or a "
                     "non-open ACL, in a directory mirroring the tree, plus a kustomization.yaml. Ephemeral "
                     "and sequential znodes are skipped. Exit 0 ok, 1 some znodes not exported, 2 error.")
-    add_zookeeper_flags(export)
-    export.add_argument("--path", default="/", help="subtree to export (default /)")
-    export.add_argument("-o", "--output-dir", required=True, metavar="DIR", help="directory to write into")
-    export.add_argument("--namespace", default=None, help="metadata.namespace of every object (default: none)")
+    add_zookeeper_flags(export, writes=False)
+    export.add_argument("--path", default="/", metavar="PATH", help="subtree to export (default /)")
+    export.add_argument("-d", "--dir", required=True, metavar="DIRECTORY", help="directory to write into")
+    export.add_argument("--namespace", default=None, metavar="NAMESPACE",
+                        help="metadata.namespace of every object (default: none)")
     export.add_argument("--exclude", action="append", default=[], metavar="GLOB",
                         help="subtree not exported (glob on the path, or on the name if it has no '/'; repeatable)")
     export.add_argument("--include-empty", action="store_true",
                         help="also export empty interior znodes with the open ACL")
-    export.add_argument("--force", action="store_true", help="overwrite files that exist in DIR")
+    export.add_argument("--force", action="store_true", help="overwrite files that exist in DIRECTORY")
     _registry_flag(export)
-    _common(export, manifests=False)
+    _common(export, manifests=False, output_hint="; the directory to write into is -d/--dir")
     export.set_defaults(func=_guarded(_run_export))
 
     diff = sub.add_parser(
         "diff", allow_abbrev=False, help="compare manifests with live ZooKeeper",
         description="Print a unified diff per znode that sync would change. "
                     "Exit 0 no differences, 1 differences, 2 error (as diff and kubectl diff).")
-    add_zookeeper_flags(diff)
+    add_zookeeper_flags(diff, writes=False)
     _common(diff, manifests=True)
     _prune_flags(diff, "show as deletions")
     diff.set_defaults(func=_guarded(_run_diff))
@@ -144,8 +155,15 @@ def add_commands(sub: Any) -> None:
 # --- plumbing --------------------------------------------------------------------------------
 
 
-def _emit_json(document: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(document, ensure_ascii=False, indent=2) + "\n")
+def _emit(args: argparse.Namespace, document: dict[str, Any]) -> None:
+    """Write ``document`` on stdout as ``-o json`` or ``-o yaml`` asks (keys in insertion order).
+
+    YAML strings are not folded (a message stays on one line, as in the JSON and text outputs).
+    """
+    if args.output == "yaml":
+        sys.stdout.write(yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=1 << 30))
+    else:
+        sys.stdout.write(json.dumps(document, ensure_ascii=False, indent=2) + "\n")
 
 
 def _note(message: str) -> None:
@@ -164,8 +182,8 @@ def _guarded(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Nam
             log.debug("zkop %s failed", args.command, exc_info=True)
             message = f"{type(err).__name__}: {err}"
         _note(f"zkop {args.command}: error: {message}")
-        if args.output == "json":
-            _emit_json({"command": args.command, "error": message})
+        if args.output != "text":
+            _emit(args, {"command": args.command, "error": message})
         return EXIT_ERROR
 
     guarded.__doc__ = run.__doc__
@@ -176,8 +194,8 @@ def _guarded(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Nam
 def _session(args: argparse.Namespace) -> Iterator[ZooKeeperAdapter]:
     try:
         options = connection_options(args)
-    except SystemExit as err:  # _read_auth_file reports a bad file this way
-        raise CommandError(str(err.code)) from None
+    except UsageError as err:  # an unreadable or malformed --zk-auth-file
+        raise CommandError(str(err)) from None
     adapter = ZooKeeperAdapter(options)
     try:
         adapter.start()
@@ -267,11 +285,11 @@ def _run_export(args: argparse.Namespace) -> int:
             raise CommandError(str(err)) from None
     export = plan_export(tree, checker, namespace=args.namespace, include_empty=args.include_empty,
                          max_data_bytes=args.max_data_bytes)
-    directory = Path(args.output_dir)
+    directory = Path(args.dir)
     write_export(export, directory, force=args.force)
     problems = export.problems
-    if args.output == "json":
-        _emit_json({
+    if args.output != "text":
+        _emit(args, {
             "command": "export", "root": args.path, "directory": str(directory),
             "exported": [{"path": z.path, "name": z.name, "file": str(z.file)} for z in export.znodes],
             "skipped": [{"path": n.path, "reason": n.reason} for n in export.notes if not n.problem],
@@ -291,8 +309,8 @@ def _run_validate(args: argparse.Namespace) -> int:
     """``zkop validate``. JSON: ``{"command", "objects", "valid", "ignored", "problems": [{"location", "object",
     "field", "rule", "severity"}]}``."""
     validation = _validation(args, strict=args.strict)
-    if args.output == "json":
-        _emit_json({"command": "validate", "objects": validation.total, "valid": len(validation.objects),
+    if args.output != "text":
+        _emit(args, {"command": "validate", "objects": validation.total, "valid": len(validation.objects),
                     "ignored": validation.ignored, "problems": [p.to_json() for p in validation.problems]})
     else:
         for problem in validation.problems:
@@ -323,8 +341,8 @@ def _run_diff(args: argparse.Namespace) -> int:
         if args.prune:
             results.extend(diff_prune(node) for node in _prune_candidates(args, adapter, objects))
     summary = Counter(r.status for r in results)
-    if args.output == "json":
-        _emit_json({"command": "diff", "results": [r.to_json() for r in results], "summary": dict(summary)})
+    if args.output != "text":
+        _emit(args, {"command": "diff", "results": [r.to_json() for r in results], "summary": dict(summary)})
     else:
         for result in results:
             if result.status == "differs":
@@ -364,8 +382,8 @@ def _run_sync(args: argparse.Namespace) -> int:
             with Progress("pruning znodes", total=len(candidates)) as progress:
                 results.extend(prune_znodes(adapter, candidates, dry_run=args.dry_run, on_done=progress.advance))
     summary = Counter(r.result for r in results)
-    if args.output == "json":
-        _emit_json({"command": "sync", "dryRun": args.dry_run, "results": [r.to_json() for r in results],
+    if args.output != "text":
+        _emit(args, {"command": "sync", "dryRun": args.dry_run, "results": [r.to_json() for r in results],
                     "summary": dict(summary)})
     else:
         for result in results:

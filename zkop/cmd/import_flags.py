@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 
+from zkop.cmd.flags import dns_label, non_negative_int, positive_int, znode_path
 from zkop.kube.validation import is_dns1123_label
 from zkop.services.importer.options import DEFAULT_ROOTS, FORMATS, ImportFormat, ImportOptions
 from zkop.services.options import check_counts, root_flag
@@ -25,17 +26,17 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
                        help="curator: <root>/<service>/<instance> Curator ServiceInstance JSON (default; also "
                             "Spring Cloud Zookeeper); json: zkop's service-bridge records <root>/<key>; dubbo: "
                             "<root>/<interface>/providers/<provider URL>")
-    group.add_argument("--import-root", default=None, metavar="PATH",
+    group.add_argument("--import-root", default=None, type=znode_path, metavar="PATH",
                        help="znode whose children are the services (default: "
                             + ", ".join(f"{root} for {fmt}" for fmt, root in DEFAULT_ROOTS.items()) + ")")
-    group.add_argument("--import-namespace", default="default", metavar="NAMESPACE",
+    group.add_argument("--import-namespace", default="default", type=dns_label, metavar="NAMESPACE",
                        help="namespace the Services and EndpointSlices are created in (default: default)")
     group.add_argument("--import-prefix", default="", metavar="PREFIX",
                        help="prepended to every imported Service name (default: none)")
-    group.add_argument("--import-max-deletes", type=int, default=10, metavar="N",
+    group.add_argument("--import-max-deletes", type=non_negative_int, default=10, metavar="N",
                        help="delete circuit breaker: a full sync that would remove more than N imported Services "
                             "removes none (default 10; 0: no limit)")
-    group.add_argument("--import-workers", type=int, default=2, metavar="N",
+    group.add_argument("--import-workers", type=positive_int, default=2, metavar="N",
                        help="concurrent service-import reconciles (default 2)")
 
 

@@ -1,8 +1,10 @@
 """Command line: ``zkop run`` (the operator) and its flags.
 
 Flag names follow controller-runtime (``--leader-elect``, ``--metrics-bind-address``,
-``--health-probe-bind-address``); where an environment variable is named in
-the help, it is the fallback when the flag is absent.
+``--health-probe-bind-address``), and so do their values: durations are Go durations
+(``15s``, ``10m``; a bare number is seconds), bind addresses ``[host]:port`` or ``0``. Where an
+environment variable is named in the help, it is the fallback when the flag is absent. A usage
+error is one line on stderr and exit status 2 (:mod:`zkop.cmd.flags`, which lists every exit code).
 """
 
 from __future__ import annotations
@@ -18,7 +20,22 @@ from types import FrameType
 from kubernetes.config.config_exception import ConfigException
 
 from zkop import __version__
+from zkop.cmd.flags import (
+    EXIT_ERROR,
+    LOG_LEVELS,
+    ArgumentParser,
+    UsageError,
+    bind_address,
+    dns_label,
+    duration,
+    exit_usage,
+    format_duration,
+    log_level,
+    positive_duration,
+    positive_int,
+)
 from zkop.cmd.logging_setup import configure_logging
+from zkop.runtime.leaderelection import JITTER_FACTOR
 from zkop.zkconfig.spec import DEFAULT_MAX_DATA_BYTES
 from zkop.zookeeper.actions import OPEN_ACL, AclEntry
 from zkop.zookeeper.adapter import ConnectionOptions
@@ -39,7 +56,8 @@ def _read_auth_file(path: str | None) -> tuple[tuple[str, str], ...]:
     optional volume, so an install without credentials has an empty directory.
 
     Raises:
-        SystemExit: the file exists but does not hold ``user:password``.
+        UsageError: the file exists but cannot be read (a directory, no permission, not UTF-8)
+            or does not hold ``user:password``.
     """
     if not path:
         return ()
@@ -49,26 +67,38 @@ def _read_auth_file(path: str | None) -> tuple[tuple[str, str], ...]:
     except FileNotFoundError:
         log.info("--zk-auth-file %s does not exist; connecting without authentication", path)
         return ()
+    except (OSError, UnicodeDecodeError) as err:
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        raise UsageError(f"--zk-auth-file {path}: cannot read it: {reason}") from None
     if ":" not in credential:
-        raise SystemExit(f"--zk-auth-file {path}: expected 'user:password'")
+        raise UsageError(f"--zk-auth-file {path}: expected 'user:password'")
     return (("digest", credential),)
 
 
-def add_zookeeper_flags(parser: argparse.ArgumentParser) -> None:
-    """Flags shared by every command that talks to ZooKeeper."""
+def add_zookeeper_flags(parser: argparse.ArgumentParser, *, writes: bool = True) -> None:
+    """Flags shared by every command that talks to ZooKeeper.
+
+    Args:
+        parser: the subcommand's parser.
+        writes: the command creates znodes, so ``--zk-parent-acl`` applies (``run``, ``sync``);
+            read-only commands (``export``, ``diff``) do not show it.
+    """
     group = parser.add_argument_group("ZooKeeper")
     group.add_argument("--zk-hosts", default=_env("ZOOKEEPER_HOSTS", "127.0.0.1:2181"),
-                       help="connect string host:port[,host:port...][/chroot] [ZOOKEEPER_HOSTS] "
-                            "(default 127.0.0.1:2181)")
-    group.add_argument("--zk-session-timeout", type=float, default=10.0, help="session timeout, seconds (default 10)")
-    group.add_argument("--zk-auth-file", default=_env("ZOOKEEPER_AUTH_FILE"),
-                       help="file holding digest credentials user:password [ZOOKEEPER_AUTH_FILE]")
-    group.add_argument("--zk-tls-ca-file", default=None, help="CA bundle for TLS to ZooKeeper")
-    group.add_argument("--zk-tls-cert-file", default=None, help="client certificate for TLS")
-    group.add_argument("--zk-tls-key-file", default=None, help="client key for TLS")
-    group.add_argument("--zk-parent-acl", action="append", default=[], metavar="SCHEME:ID:PERMS",
-                       help="ACL entry for parent znodes zkop creates, zkCli style, e.g. world:anyone:cdrwa or "
-                            "digest:ops:HASH:cdrwa (repeatable; default: the open ACL)")
+                       metavar="HOST:PORT[,...][/CHROOT]",
+                       help="ZooKeeper connect string [ZOOKEEPER_HOSTS] (default 127.0.0.1:2181)")
+    group.add_argument("--zk-session-timeout", type=positive_duration, default=10.0, metavar="DURATION",
+                       help=f"session timeout (default {format_duration(10.0)})")
+    group.add_argument("--zk-auth-file", default=_env("ZOOKEEPER_AUTH_FILE"), metavar="FILE",
+                       help="file holding digest credentials user:password; a missing file means no "
+                            "authentication [ZOOKEEPER_AUTH_FILE]")
+    group.add_argument("--zk-tls-ca-file", default=None, metavar="FILE", help="CA bundle for TLS to ZooKeeper")
+    group.add_argument("--zk-tls-cert-file", default=None, metavar="FILE", help="client certificate for TLS")
+    group.add_argument("--zk-tls-key-file", default=None, metavar="FILE", help="client key for TLS")
+    if writes:
+        group.add_argument("--zk-parent-acl", action="append", default=[], type=_acl_entry, metavar="SCHEME:ID:PERMS",
+                           help="ACL entry for parent znodes zkop creates, zkCli style, e.g. world:anyone:cdrwa or "
+                                "digest:ops:HASH:cdrwa (repeatable; default: the open ACL)")
 
 
 def parse_acl_entry(text: str) -> AclEntry:
@@ -90,17 +120,24 @@ def parse_acl_entry(text: str) -> AclEntry:
     return AclEntry(scheme, ident, sum(letters[ch] for ch in set(perms)))
 
 
+def _acl_entry(text: str) -> AclEntry:
+    """argparse type for ``--zk-parent-acl``: :func:`parse_acl_entry`, errors as usage errors."""
+    try:
+        return parse_acl_entry(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 def connection_options(args: argparse.Namespace) -> ConnectionOptions:
     """Build :class:`ConnectionOptions` from parsed ZooKeeper flags.
 
+    ``--zk-parent-acl`` entries were parsed by argparse; a command without that flag gets the open ACL.
+
     Raises:
-        SystemExit: an unreadable auth file or a malformed ``--zk-parent-acl``.
+        UsageError: an unreadable or malformed auth file.
     """
     use_tls = bool(args.zk_tls_ca_file or args.zk_tls_cert_file)
-    try:
-        parent_acl = tuple(sorted(parse_acl_entry(e) for e in args.zk_parent_acl)) or OPEN_ACL
-    except ValueError as err:
-        raise SystemExit(f"--zk-parent-acl: {err}") from None
+    parent_acl = tuple(sorted(getattr(args, "zk_parent_acl", []))) or OPEN_ACL
     return ConnectionOptions(
         hosts=args.zk_hosts, session_timeout=args.zk_session_timeout, auth=_read_auth_file(args.zk_auth_file),
         use_tls=use_tls, tls_ca_file=args.zk_tls_ca_file, tls_cert_file=args.zk_tls_cert_file,
@@ -109,42 +146,53 @@ def connection_options(args: argparse.Namespace) -> ConnectionOptions:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``zkop`` argument parser with its subcommands."""
-    parser = argparse.ArgumentParser(prog="zkop", description="Kubernetes operator that puts ZooKeeper under GitOps.")
+    """The ``zkop`` argument parser with its subcommands (usage errors: one line, exit 2)."""
+    parser = ArgumentParser(prog="zkop", description="Kubernetes operator that puts ZooKeeper under GitOps.",
+                            epilog="Exit status: 0 ok, 1 problems found or the run failed, 2 usage or "
+                                   "configuration error (docs/operations.md, 'Exit codes').")
     parser.add_argument("--version", action="version", version=f"zkop {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    run = sub.add_parser("run", help="run the operator")
-    run.add_argument("--kubeconfig", default=None,
+    run = sub.add_parser(
+        "run", help="run the operator",
+        description="Run the operator. Durations are Go durations (15s, 10m, 1h30m; a bare number is seconds). "
+                    "Exit 0 after SIGTERM/SIGINT, 1 when the Lease is lost, 2 usage or configuration error "
+                    "(including a start-up probe ZooKeeper refuses).")
+    run.add_argument("--kubeconfig", default=None, metavar="FILE",
                      help="kubeconfig path [KUBECONFIG]; else in-cluster config, else ~/.kube/config")
     add_zookeeper_flags(run)
-    run.add_argument("--namespace", action="append", default=[], dest="namespaces",
-                     help="watch only this namespace (repeatable; default: all namespaces)")
-    run.add_argument("--workers", type=int, default=4, help="concurrent reconciles (default 4)")
-    run.add_argument("--cluster-id", default=_env("ZKOP_CLUSTER_ID", "default"),
+    run.add_argument("--namespace", action="append", default=[], dest="namespaces", type=dns_label,
+                     metavar="NAMESPACE", help="watch only this namespace (repeatable; default: all namespaces)")
+    run.add_argument("--workers", type=positive_int, default=4, metavar="N",
+                     help="concurrent reconciles (default 4)")
+    run.add_argument("--cluster-id", default=_env("ZKOP_CLUSTER_ID", "default"), metavar="ID",
                      help="names this installation in ZooKeeper ownership records; give every cluster sharing "
-                          "an ensemble its own [ZKOP_CLUSTER_ID]")
-    run.add_argument("--registry-root", default="/zkop/owners",
+                          "an ensemble its own [ZKOP_CLUSTER_ID] (default default)")
+    run.add_argument("--registry-root", default="/zkop/owners", metavar="PATH",
                      help="znode under which ownership records are kept (default /zkop/owners)")
-    run.add_argument("--sync-period", type=float, default=600.0,
-                     help="seconds between full resyncs from the cache (default 600, jittered)")
-    run.add_argument("--max-data-bytes", type=int, default=DEFAULT_MAX_DATA_BYTES,
-                     help=f"largest znode value accepted, bytes (default {DEFAULT_MAX_DATA_BYTES})")
-    run.add_argument("--metrics-bind-address", default=":8080",
+    run.add_argument("--sync-period", type=positive_duration, default=600.0, metavar="DURATION",
+                     help=f"full resync from the cache, jittered (default {format_duration(600.0)})")
+    run.add_argument("--max-data-bytes", type=positive_int, default=DEFAULT_MAX_DATA_BYTES, metavar="BYTES",
+                     help=f"largest znode value accepted (default {DEFAULT_MAX_DATA_BYTES})")
+    run.add_argument("--metrics-bind-address", type=bind_address, default=":8080", metavar="[HOST]:PORT",
                      help="Prometheus /metrics address; 0 disables (default :8080)")
-    run.add_argument("--health-probe-bind-address", default=":8081",
+    run.add_argument("--health-probe-bind-address", type=bind_address, default=":8081", metavar="[HOST]:PORT",
                      help="/healthz and /readyz address; 0 disables (default :8081)")
     run.add_argument("--leader-elect", action="store_true", help="elect a leader through a Lease (for replicas > 1)")
-    run.add_argument("--leader-election-id", default="zkop-leader", help="name of the Lease (default zkop-leader)")
-    run.add_argument("--leader-election-namespace", default=None,
+    run.add_argument("--leader-election-id", default="zkop-leader", metavar="NAME",
+                     help="name of the Lease (default zkop-leader)")
+    run.add_argument("--leader-election-namespace", default=None, type=dns_label, metavar="NAMESPACE",
                      help="namespace of the Lease (default: the pod's namespace)")
-    run.add_argument("--leader-election-lease-duration", type=float, default=15.0, help="seconds (default 15)")
-    run.add_argument("--leader-election-renew-deadline", type=float, default=10.0, help="seconds (default 10)")
-    run.add_argument("--leader-election-retry-period", type=float, default=2.0, help="seconds (default 2)")
-    run.add_argument("--graceful-shutdown-timeout", type=float, default=30.0,
-                     help="seconds to drain in-flight reconciles on SIGTERM (default 30)")
-    run.add_argument("--log-level", default=_env("ZKOP_LOG_LEVEL", "info"),
-                     help="debug|info|warning|error [ZKOP_LOG_LEVEL] (default info)")
+    run.add_argument("--leader-election-lease-duration", type=positive_duration, default=15.0, metavar="DURATION",
+                     help=f"how long a Lease is valid without renewal (default {format_duration(15.0)})")
+    run.add_argument("--leader-election-renew-deadline", type=positive_duration, default=10.0, metavar="DURATION",
+                     help=f"a leader that cannot renew for this long exits (default {format_duration(10.0)})")
+    run.add_argument("--leader-election-retry-period", type=positive_duration, default=2.0, metavar="DURATION",
+                     help=f"how often candidates try and leaders renew (default {format_duration(2.0)})")
+    run.add_argument("--graceful-shutdown-timeout", type=duration, default=30.0, metavar="DURATION",
+                     help=f"time to drain in-flight reconciles on SIGTERM (default {format_duration(30.0)})")
+    run.add_argument("--log-level", type=log_level, default=_env("ZKOP_LOG_LEVEL", "info"),
+                     metavar="{" + ",".join(LOG_LEVELS) + "}", help="[ZKOP_LOG_LEVEL] (default info)")
     run.add_argument("--log-format", default=_env("ZKOP_LOG_FORMAT", "text"), choices=["text", "json"],
                      help="text for people, json for log pipelines [ZKOP_LOG_FORMAT] (default text)")
     run.set_defaults(func=_run)
@@ -161,13 +209,37 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _check_leader_election(args: argparse.Namespace) -> None:
+    """client-go's ``NewLeaderElector`` rule: lease duration > renew deadline > 1.2 × retry period.
+
+    Raises:
+        UsageError: the three ``--leader-election-*`` durations break it (only with ``--leader-elect``).
+    """
+    if not args.leader_elect:
+        return
+    lease, renew, retry = (args.leader_election_lease_duration, args.leader_election_renew_deadline,
+                           args.leader_election_retry_period)
+    if lease <= renew:
+        raise UsageError(f"--leader-election-lease-duration ({format_duration(lease)}) must be longer than "
+                         f"--leader-election-renew-deadline ({format_duration(renew)})")
+    if renew <= JITTER_FACTOR * retry:
+        raise UsageError(f"--leader-election-renew-deadline ({format_duration(renew)}) must be longer than "
+                         f"{JITTER_FACTOR} × --leader-election-retry-period ({format_duration(retry)})")
+
+
 def _run(args: argparse.Namespace) -> int:
     from zkop.cmd.bridge_flags import options_from_args as bridge_options_from_args
     from zkop.cmd.import_flags import options_from_args as import_options_from_args
     from zkop.cmd.operator import Operator, OperatorOptions
 
-    if args.workers < 1:
-        raise SystemExit("--workers must be at least 1")
+    _check_leader_election(args)
+    try:
+        bridge = bridge_options_from_args(args)
+        importer = import_options_from_args(args)
+    except SystemExit as err:  # the services' flag checks end this way; argparse types catch them first
+        if isinstance(err.code, str):
+            raise UsageError(err.code) from None
+        raise
     options = OperatorOptions(
         kubeconfig=args.kubeconfig, zookeeper=connection_options(args), namespaces=args.namespaces,
         workers=args.workers, metrics_bind_address=args.metrics_bind_address,
@@ -176,16 +248,13 @@ def _run(args: argparse.Namespace) -> int:
         lease_duration=args.leader_election_lease_duration, renew_deadline=args.leader_election_renew_deadline,
         retry_period=args.leader_election_retry_period, sync_period=args.sync_period,
         graceful_shutdown_timeout=args.graceful_shutdown_timeout, max_data_bytes=args.max_data_bytes,
-        cluster_id=args.cluster_id, registry_root=args.registry_root, bridge=bridge_options_from_args(args),
-        importer=import_options_from_args(args),
+        cluster_id=args.cluster_id, registry_root=args.registry_root, bridge=bridge, importer=importer,
     )
     try:
         operator = Operator(options)
     except ConfigException as err:
-        raise SystemExit(
-            f"zkop run: no usable Kubernetes configuration ({err}); pass --kubeconfig, set KUBECONFIG, "
-            "or run in a cluster"
-        ) from None
+        raise UsageError(f"no usable Kubernetes configuration ({err}); pass --kubeconfig, set KUBECONFIG, "
+                         "or run in a cluster") from None
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         log.info("received %s; shutting down", signal.Signals(signum).name)
@@ -194,16 +263,27 @@ def _run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     log.info("zkop %s starting (identity %s)", __version__, operator.identity)
-    code = operator.run()
+    try:
+        code = operator.run()
+    except OSError as err:  # Manager.run: a server address that cannot be bound
+        log.error("cannot serve metrics or probes: %s", err)
+        return EXIT_ERROR
     log.info("zkop stopped (exit code %d)", code)
     return code
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``zkop`` console script; returns the process exit code."""
+    """Entry point of the ``zkop`` console script; returns the process exit code.
+
+    Usage errors (argparse's and :class:`~zkop.cmd.flags.UsageError`) print one line on stderr and
+    raise ``SystemExit(2)``; codes are listed in :mod:`zkop.cmd.flags`.
+    """
     args = build_parser().parse_args(argv)
     configure_logging(getattr(args, "log_level", "info"), getattr(args, "log_format", "text"))
-    code: int = args.func(args)
+    try:
+        code: int = args.func(args)
+    except UsageError as err:
+        exit_usage(f"zkop {args.command}", str(err))
     return code
 
 

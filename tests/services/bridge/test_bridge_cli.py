@@ -50,12 +50,15 @@ def test_an_empty_exclude_value_clears_the_default() -> None:
 @pytest.mark.parametrize(("argv", "message"), [
     (["--service-bridge-root", "relative"], "--service-bridge-root: path must be absolute"),
     (["--service-bridge-root", "/zookeeper/x"], "--service-bridge-root: paths under /zookeeper are reserved"),
-    (["--service-bridge-max-deletes", "-1"], "--service-bridge-max-deletes must be 0"),
-    (["--service-bridge-workers", "0"], "--service-bridge-workers must be at least 1"),
+    (["--service-bridge-max-deletes", "-1"], "--service-bridge-max-deletes: must be 0"),
+    (["--service-bridge-workers", "0"], "--service-bridge-workers: must be at least 1"),
+    (["--service-bridge-endpoints-debounce=-1s"], "--service-bridge-endpoints-debounce: duration '-1s' must not"),
 ])
-def test_invalid_values_name_the_flag(argv: list[str], message: str) -> None:
-    with pytest.raises(SystemExit, match=message):
+def test_invalid_values_name_the_flag(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Checked while parsing, so ``zkop run`` reports them as usage errors (exit 2)."""
+    with pytest.raises(SystemExit) as exit_:
         parse("--service-bridge", *argv)
+    assert exit_.value.code == 2 and message in capsys.readouterr().err
 
 
 def test_bad_choices_are_argparse_errors(capsys: pytest.CaptureFixture[str]) -> None:
