@@ -9,7 +9,7 @@ import os
 import re
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,7 @@ from kazoo.client import KazooClient
 from zkop_testing.apiserver import RequestRecord
 from zkop_testing.metrics import Metrics
 from zkop_testing.operator import OperatorProcess
-from zkop_testing.zookeeper import ZooKeeperServer
+from zkop_testing.zookeeper import ZooKeeperServer, connected_client
 
 from zkop.zkconfig.spec import PLURAL
 from zkop.zookeeper.handler import SelectHandler
@@ -216,16 +216,9 @@ def server_packets(server: ZooKeeperServer) -> int:
     return int(server.mntr()["zk_packets_received"])
 
 
-@contextlib.contextmanager
-def zk_client(server: ZooKeeperServer) -> Iterator[KazooClient]:
-    """A connected, unchrooted kazoo client on ``server`` for the bench's own use."""
-    client = KazooClient(hosts=server.hosts, timeout=10.0, handler=SelectHandler())
-    client.start(timeout=15)
-    try:
-        yield client
-    finally:
-        client.stop()
-        client.close()
+def zk_client(server: ZooKeeperServer) -> contextlib.AbstractContextManager[KazooClient]:
+    """A connected, unchrooted kazoo client on ``server`` for the bench's own use (``with`` it)."""
+    return connected_client(server.hosts, timeout=10.0, handler=SelectHandler())
 
 
 

@@ -70,6 +70,9 @@ META_FIELDS = frozenset({"apiVersion", "kind", "metadata"})
 
 _DNS1123_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
 _DATE_TIME = r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})"
+# bool before int: True is an int in Python.
+_TYPE_NAMES: tuple[tuple[type, str], ...] = (
+    (bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"), (list, "array"), (dict, "object"))
 _NOT_VALIDATION = ("nullable", "default", "example", "externalDocs", "description", "title", "$schema", "id")
 
 
@@ -112,19 +115,7 @@ def json_type_name(value: Any) -> str:
     """The OpenAPI type name of a decoded JSON value (``string``, ``integer``, ``object``, ...)."""
     if value is None:
         return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
+    return next((name for kind, name in _TYPE_NAMES if isinstance(value, kind)), type(value).__name__)
 
 
 def field_path(parts: Iterable[str | int]) -> str:

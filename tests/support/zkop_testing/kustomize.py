@@ -110,19 +110,18 @@ def _build(directory: Path) -> list[Obj]:
     k = _kustomization(directory)
     if k.get("kind") == "Component":
         raise UnsupportedKustomizeFeature(f"{directory} is a Component; list it under components:")
-    objs: list[Obj] = []
-    for entry in k.get("resources", []):
-        objs = _add(objs, _load_resource(directory, entry))
-    for entry in k.get("components", []):
-        objs = _apply_component((directory / entry).resolve(), objs)
-    objs = _add(objs, _generate(directory, k))
-    return _transform(directory, k, objs)
+    return _accumulate(directory, k, [])
 
 
 def _apply_component(directory: Path, objs: list[Obj]) -> list[Obj]:
     k = _kustomization(directory)
     if k.get("kind") != "Component":
         raise UnsupportedKustomizeFeature(f"{directory} is listed as a component but is not kind: Component")
+    return _accumulate(directory, k, objs)
+
+
+def _accumulate(directory: Path, k: Obj, objs: list[Obj]) -> list[Obj]:
+    """kustomize's order: resources, then components, then generators, then the transformers."""
     for entry in k.get("resources", []):
         objs = _add(objs, _load_resource(directory, entry))
     for entry in k.get("components", []):
