@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
+import shutil
 import signal
 import sys
 import tempfile
@@ -19,12 +20,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from kazoo.client import KazooClient
 from zkop_testing.apiserver import ApiServer
 from zkop_testing.crds import install_crds
 from zkop_testing.operator import OperatorProcess
 from zkop_testing.waiting import wait_for
-from zkop_testing.zookeeper import ZooKeeperServer
+from zkop_testing.zookeeper import ZooKeeperServer, connected_client
 
 from zkop.kube.client import KubeClient, resource_path
 
@@ -52,7 +52,8 @@ def main() -> int:
     # examples/acl.yaml grants write access to the digest user ops; zkop authenticates as ops.
     credentials = workdir / "zookeeper-credentials"
     credentials.write_text("ops:ops-password\n")
-    with ZooKeeperServer() as zookeeper, ApiServer() as apiserver:
+    ok = False
+    with ZooKeeperServer() as zookeeper, ApiServer() as apiserver, contextlib.ExitStack() as stack:
         kubeconfig = str(workdir / "kubeconfig")
         apiserver.write_kubeconfig(kubeconfig)
         print(f">> ZooKeeper {zookeeper.hosts}; API server {apiserver.url}; kubeconfig {kubeconfig}")
@@ -77,8 +78,7 @@ def main() -> int:
                 return items if done else None
 
             items = wait_for(all_settled, timeout=30, message="all ZooKeeperConfigs reconciled")
-            zk = KazooClient(hosts=zookeeper.hosts)
-            zk.start(timeout=15)
+            zk = stack.enter_context(connected_client(zookeeper.hosts))
             print("\n== znodes in ZooKeeper")
             for item in items:
                 path = item["spec"]["path"]
@@ -95,13 +95,17 @@ def main() -> int:
             print(yaml.safe_dump(first["status"], sort_keys=False))
             expected = base64.b64decode(first["spec"]["data"])
             ok = zk.get(first["spec"]["path"])[0] == expected and first["status"]["state"] == "Synced"
-            zk.stop()
+            stack.close()
             if args.keep_running:
                 print(">> running; Ctrl-C to stop. The in-memory API server serves no OpenAPI documents, so use")
                 print(f">>   kubectl --kubeconfig {kubeconfig} apply --validate=false -f ...  and  get zkc -o yaml")
                 with contextlib.suppress(KeyboardInterrupt):
                     threading.Event().wait()
         print(">> stopped")
+    if ok:
+        shutil.rmtree(workdir, ignore_errors=True)
+    else:
+        print(f">> kept {workdir} (zkop.log) for a look")
     return 0 if ok else 1
 
 

@@ -9,6 +9,9 @@
 - ``adapter``: a started :class:`~zkop.zookeeper.adapter.ZooKeeperAdapter` whose ``/`` is ``zk_base``.
 - ``zk_ensemble``: a 3-member quorum shared by a module, started only if requested.
   Tests that stop members must call ``zk_ensemble.heal()`` (in a ``finally``).
+- ``apiserver``: a fresh in-memory Kubernetes API server (:mod:`zkop_testing.apiserver`) per
+  test, no CRDs installed; ``kube``: a :class:`~zkop.kube.client.KubeClient` on it (10 s timeout)
+  for the test's own requests. Directories override ``kube`` where they need more (CRDs, a namespace).
 
 Missing ``java``/ZooKeeper fails the tests (never skips): ``apt-get install -y zookeeper``.
 """
@@ -22,13 +25,16 @@ from collections.abc import Iterator
 import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
+from zkop_testing.apiserver import ApiServer
 from zkop_testing.zookeeper import (
     ZooKeeperEnsemble,
     ZooKeeperNotInstalledError,
     ZooKeeperServer,
+    connected_client,
     find_zookeeper,
 )
 
+from zkop.kube.client import KubeClient
 from zkop.zookeeper.adapter import ConnectionOptions, ZooKeeperAdapter
 
 
@@ -48,11 +54,8 @@ def zk_server() -> Iterator[ZooKeeperServer]:
 
 @pytest.fixture(scope="session")
 def _zk_admin(zk_server: ZooKeeperServer) -> Iterator[KazooClient]:
-    client = KazooClient(hosts=zk_server.hosts)
-    client.start(timeout=15)
-    yield client
-    client.stop()
-    client.close()
+    with connected_client(zk_server.hosts) as client:
+        yield client
 
 
 @pytest.fixture
@@ -66,11 +69,8 @@ def zk_base(_zk_admin: KazooClient) -> Iterator[str]:
 
 @pytest.fixture
 def zk(zk_server: ZooKeeperServer, zk_base: str) -> Iterator[KazooClient]:
-    client = KazooClient(hosts=zk_server.hosts)
-    client.start(timeout=15)
-    yield client
-    client.stop()
-    client.close()
+    with connected_client(zk_server.hosts) as client:
+        yield client
 
 
 @pytest.fixture
@@ -87,3 +87,18 @@ def zk_ensemble() -> Iterator[ZooKeeperEnsemble]:
     _require_zookeeper()
     with ZooKeeperEnsemble(3) as ensemble:
         yield ensemble
+
+
+@pytest.fixture
+def apiserver() -> Iterator[ApiServer]:
+    """A fresh in-memory API server for this test."""
+    with ApiServer() as server:
+        yield server
+
+
+@pytest.fixture
+def kube(apiserver: ApiServer) -> Iterator[KubeClient]:
+    """A client on ``apiserver`` for the test's own requests."""
+    client = KubeClient(apiserver.api_client(), default_timeout=10)
+    yield client
+    client.close()

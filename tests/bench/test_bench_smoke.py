@@ -1,4 +1,4 @@
-"""``hack/bench.py --smoke`` still runs and reports every scenario with its parameters.
+"""``python -m hack.bench --smoke`` still runs and reports every scenario with its parameters.
 
 The figures themselves are never asserted: on shared machines they are noise. This test only
 keeps the benchmark from rotting (see docs/performance.md).
@@ -25,7 +25,7 @@ TARGETS = ("cold_sync_vs_floor", "warm_restart_zero_writes", "resync_zero_writes
 @pytest.mark.timeout(120)
 def test_smoke_run_reports_every_scenario_with_its_parameters(tmp_path: Path) -> None:
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, str(REPO / "hack" / "bench.py"), "--smoke"], cwd=REPO,
+    proc = subprocess.run([sys.executable, "-m", "hack.bench", "--smoke"], cwd=REPO,
                           capture_output=True, text=True, timeout=90, check=False)
     elapsed = time.monotonic() - started
     assert proc.returncode == 0, proc.stderr[-5000:]

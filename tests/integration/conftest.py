@@ -13,12 +13,6 @@ from zkop.kube.client import KubeClient
 
 
 @pytest.fixture
-def apiserver() -> Iterator[ApiServer]:
-    with ApiServer() as server:
-        yield server
-
-
-@pytest.fixture
 def kubeconfig(apiserver: ApiServer, tmp_path: Path) -> str:
     path = tmp_path / "kubeconfig"
     apiserver.write_kubeconfig(str(path))

@@ -18,18 +18,10 @@ import pytest
 import yaml
 from kazoo.client import KazooClient
 from kazoo.security import make_digest_acl_credential
-from zkop_testing.kustomize import (
-    REPO,
-    Obj,
-    containers,
-    crd_schema,
-    find,
-    load_documents,
-    render,
-    schema_declares,
-    strip_kubernetes_extensions,
-)
+from zkop_testing.kustomize import REPO, Obj, containers, find, load_documents, render
 from zkop_testing.zookeeper import ZooKeeperServer
+
+from zkop.kube.schema import crd_version_schema, declares, to_json_schema
 
 EXAMPLES = REPO / "examples"
 FLUX = EXAMPLES / "flux"
@@ -52,7 +44,7 @@ def _zookeeperconfigs() -> list[tuple[Path, Obj]]:
 def schema() -> Obj:
     """The CRD's v1alpha1 openAPIV3Schema as plain JSON Schema."""
     (crd,) = load_documents(CRD_FILE)
-    result: Obj = strip_kubernetes_extensions(crd_schema(crd, "v1alpha1"))
+    result: Obj = to_json_schema(crd_version_schema(crd, "v1alpha1"))
     return result
 
 
@@ -65,7 +57,7 @@ def test_examples_exist() -> None:
                          ids=[f"{p.name}:{d['metadata']['name']}" for p, d in _zookeeperconfigs()])
 def test_example_matches_crd_schema(path: Path, doc: Obj, schema: Obj) -> None:
     assert doc["apiVersion"] == "platform.example.com/v1alpha1"
-    undeclared = sorted(k for k in doc["spec"] if not schema_declares(schema, ("spec", k)))
+    undeclared = sorted(k for k in doc["spec"] if not declares(schema, ("spec", k)))
     if undeclared:
         pytest.skip(f"the CRD does not declare spec.{', spec.'.join(undeclared)} yet")
     errors = sorted(jsonschema.Draft7Validator(schema).iter_errors(doc), key=str)

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import random
 import threading
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from zkop_testing.apiserver import ApiServer
 from zkop_testing.waiting import wait_for
 
@@ -44,19 +42,6 @@ class Recorder:
         with self.lock:
             self.deleted.append(meta_namespace_key(obj))
             self.deleted_objects[meta_namespace_key(obj)] = obj
-
-
-@pytest.fixture
-def server() -> Iterator[ApiServer]:
-    with ApiServer() as s:
-        yield s
-
-
-@pytest.fixture
-def kube(server: ApiServer) -> Iterator[KubeClient]:
-    client = KubeClient(server.api_client(), default_timeout=10)
-    yield client
-    client.close()
 
 
 def configmap(name: str, value: str, namespace: str = "default") -> JSON:
@@ -96,20 +81,20 @@ def test_initial_paginated_list_then_watch(kube: KubeClient) -> None:
         informer.stop()
 
 
-def test_relist_after_410_delivers_deletions_from_the_gap(server: ApiServer, kube: KubeClient) -> None:
+def test_relist_after_410_delivers_deletions_from_the_gap(apiserver: ApiServer, kube: KubeClient) -> None:
     for i in range(5):
         kube.request("POST", resource_path("", "v1", "configmaps", "default"), body=configmap(f"cm-{i}", "a"))
     informer, recorder = start_informer(kube)
     try:
         relists = informer.reflectors[0].relists
-        server.stall_watches(True)
+        apiserver.stall_watches(True)
         kube.request("DELETE", resource_path("", "v1", "configmaps", "default", "cm-1"))
         kube.request("PUT", resource_path("", "v1", "configmaps", "default", "cm-2"),
                      body={**kube.request("GET", resource_path("", "v1", "configmaps", "default", "cm-2")),
                            "data": {"v": "b"}})
-        server.expire_history()
-        server.stall_watches(False)
-        server.drop_watches()
+        apiserver.expire_history()
+        apiserver.stall_watches(False)
+        apiserver.drop_watches()
         wait_for(lambda: informer.reflectors[0].relists > relists, message="relisted after 410")
         wait_for(lambda: cache_state(informer) == server_state(kube), message="cache converged")
         assert "default/cm-1" in recorder.deleted
@@ -119,25 +104,25 @@ def test_relist_after_410_delivers_deletions_from_the_gap(server: ApiServer, kub
         informer.stop()
 
 
-def test_stalled_watch_is_abandoned_after_inactivity_timeout(server: ApiServer, kube: KubeClient) -> None:
+def test_stalled_watch_is_abandoned_after_inactivity_timeout(apiserver: ApiServer, kube: KubeClient) -> None:
     informer, recorder = start_informer(kube, inactivity=1.0)
     try:
-        wait_for(lambda: server.count_requests("watch", "configmaps") == 1, timeout=10, message="the watch opened")
-        server.stall_watches(True)
+        wait_for(lambda: apiserver.count_requests("watch", "configmaps") == 1, timeout=10, message="the watch opened")
+        apiserver.stall_watches(True)
         kube.request("POST", resource_path("", "v1", "configmaps", "default"), body=configmap("during-stall", "a"))
         # While every stream is still silent, the informer must give up on the stalled one and open a
         # new watch by itself: unstalling alone would also deliver the buffered event on the old stream.
-        wait_for(lambda: server.count_requests("watch", "configmaps") > 1, timeout=10,
+        wait_for(lambda: apiserver.count_requests("watch", "configmaps") > 1, timeout=10,
                  message="a new watch opened after the inactivity timeout")
         assert "default/during-stall" not in recorder.added
-        server.stall_watches(False)
+        apiserver.stall_watches(False)
         wait_for(lambda: "default/during-stall" in recorder.added, timeout=10,
                  message="event seen after the stalled stream was replaced")
     finally:
         informer.stop()
 
 
-def test_storm_under_faults_converges(server: ApiServer, kube: KubeClient) -> None:
+def test_storm_under_faults_converges(apiserver: ApiServer, kube: KubeClient) -> None:
     rng = random.Random(7)
     informer, recorder = start_informer(kube)
     names = [f"storm-{i}" for i in range(30)]
@@ -146,14 +131,14 @@ def test_storm_under_faults_converges(server: ApiServer, kube: KubeClient) -> No
     try:
         for step in range(300):
             if step % 50 == 10:
-                server.drop_watches()
+                apiserver.drop_watches()
             if step % 97 == 30:
-                server.expire_history()
-                server.drop_watches()
+                apiserver.expire_history()
+                apiserver.drop_watches()
             if step == 120:
-                server.fail_requests(0.3, seed=3)
+                apiserver.fail_requests(0.3, seed=3)
             if step == 200:
-                server.fail_requests(0)
+                apiserver.fail_requests(0)
             name = rng.choice(names)
             try:
                 if name in live and rng.random() < 0.4:
@@ -170,8 +155,8 @@ def test_storm_under_faults_converges(server: ApiServer, kube: KubeClient) -> No
                     live.add(name)
             except ApiException as err:
                 assert err.status in (500, 429), err
-        server.fail_requests(0)
-        server.drop_watches()
+        apiserver.fail_requests(0)
+        apiserver.drop_watches()
         wait_for(lambda: cache_state(informer) == server_state(kube), timeout=20, message="cache converged")
         # Every object the informer ever knew and that is gone now got a delete (an object created and
         # deleted entirely inside a watch gap is never seen, as with client-go).
@@ -195,13 +180,13 @@ def test_namespaced_informers_only_see_their_namespaces(kube: KubeClient) -> Non
         informer.stop()
 
 
-def test_resync_redelivers_from_cache_without_api_calls(server: ApiServer, kube: KubeClient) -> None:
+def test_resync_redelivers_from_cache_without_api_calls(apiserver: ApiServer, kube: KubeClient) -> None:
     kube.request("POST", resource_path("", "v1", "configmaps", "default"), body=configmap("r", "1"))
     informer, recorder = start_informer(kube)
     try:
-        before = server.request_log
+        before = apiserver.request_log
         informer.resync()
         assert recorder.updated == ["default/r"]
-        assert server.request_log == before
+        assert apiserver.request_log == before
     finally:
         informer.stop()

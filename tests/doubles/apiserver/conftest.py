@@ -17,21 +17,14 @@ JSON = dict[str, Any]
 
 
 @pytest.fixture
-def server() -> Iterator[ApiServer]:
-    with ApiServer() as s:
-        yield s
+def server(apiserver: ApiServer) -> ApiServer:
+    """The API server under test: ``apiserver`` of ``tests/conftest.py``."""
+    return apiserver
 
 
 @pytest.fixture
 def api(server: ApiServer) -> Iterator[Any]:
     client = server.api_client()
-    yield client
-    client.close()
-
-
-@pytest.fixture
-def kube(server: ApiServer) -> Iterator[KubeClient]:
-    client = KubeClient(server.api_client(), default_timeout=10)
     yield client
     client.close()
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import pytest
 from apiserver_helpers import api_error, zkc, zkc_path
 from zkop_testing.apiserver import ApiServer
-from zkop_testing.apiserver_fixtures import crd_from_manifest, zookeeperconfig_crd
+from zkop_testing.apiserver_fixtures import zookeeperconfig_crd
 
 from zkop.kube.client import JSON_PATCH, MERGE_PATCH, KubeClient, resource_path
 
@@ -60,8 +59,10 @@ def test_create_defaults_prunes_and_drops_status(kube: KubeClient, crd: JSON, ns
     body["status"] = {"observedGeneration": 3}
     body["topLevelJunk"] = 1
     created = kube.request("POST", zkc_path(ns), body=body)
-    assert created["spec"] == {"path": "/app/config", "data": "x", "encoding": "utf-8", "syncPolicy": "createOrUpdate"}
-    assert "status" not in created and "topLevelJunk" not in created
+    assert created["spec"] == {"path": "/app/config", "data": "x", "encoding": "utf-8", "syncPolicy": "createOrUpdate",
+                               "deletionPolicy": "Delete"}
+    # the client's status is dropped; the schema's default for status is what reads show
+    assert created["status"] == {"state": "Pending", "observedGeneration": -1} and "topLevelJunk" not in created
     assert created["metadata"]["generation"] == 1
     assert created["apiVersion"] == "platform.example.com/v1alpha1" and created["kind"] == "ZooKeeperConfig"
     explicit = kube.request("POST", zkc_path(ns), body=zkc("b", encoding="binary", syncPolicy="createOnly"))
@@ -73,23 +74,23 @@ def test_create_defaults_prunes_and_drops_status(kube: KubeClient, crd: JSON, ns
 
 def test_schema_validation_errors_look_like_kube(kube: KubeClient, crd: JSON, ns: str) -> None:
     bad = {"apiVersion": "platform.example.com/v1alpha1", "kind": "ZooKeeperConfig", "metadata": {"name": "bad"},
-           "spec": {"path": 5, "encoding": "latin1"}}
+           "spec": {"data": 5, "encoding": "latin1"}}
     status, body = api_error(lambda: kube.request("POST", zkc_path(ns), body=bad))
     assert status == 422 and body["reason"] == "Invalid"
     assert body["details"]["group"] == "platform.example.com" and body["details"]["kind"] == "ZooKeeperConfig"
     causes = {c["field"]: c for c in body["details"]["causes"]}
-    assert causes["spec.path"] == {"reason": "FieldValueTypeInvalid", "field": "spec.path",
-                                   "message": 'Invalid value: "integer": spec.path in body must be of type string: '
+    assert causes["spec.data"] == {"reason": "FieldValueTypeInvalid", "field": "spec.data",
+                                   "message": 'Invalid value: "integer": spec.data in body must be of type string: '
                                               '"integer"'}
     assert causes["spec.encoding"] == {"reason": "FieldValueNotSupported", "field": "spec.encoding",
                                        "message": 'Unsupported value: "latin1": supported values: "utf-8", "binary"'}
-    assert causes["spec.data"] == {"reason": "FieldValueRequired", "field": "spec.data", "message": "Required value"}
+    assert causes["spec.path"] == {"reason": "FieldValueRequired", "field": "spec.path", "message": "Required value"}
     assert body["message"].startswith('ZooKeeperConfig.platform.example.com "bad" is invalid: [')
-    assert 'spec.data: Required value' in body["message"]
+    assert 'spec.path: Required value' in body["message"]
     one = zkc("one")
-    del one["spec"]["data"]
+    del one["spec"]["path"]
     _, body = api_error(lambda: kube.request("POST", zkc_path(ns), body=one))
-    assert body["message"] == 'ZooKeeperConfig.platform.example.com "one" is invalid: spec.data: Required value'
+    assert body["message"] == 'ZooKeeperConfig.platform.example.com "one" is invalid: spec.path: Required value'
     status, body = api_error(lambda: kube.request("POST", zkc_path(ns), body=zkc("Upper")))
     assert status == 422 and "RFC 1123 subdomain" in body["message"]
 
@@ -120,7 +121,7 @@ def test_generation_bumps_only_for_spec_changes(kube: KubeClient, crd: JSON, ns:
     assert changed["metadata"]["generation"] == 2
     status = kube.request("PATCH", zkc_path(ns, "a", "status"), body={"status": {"observedGeneration": 2}},
                           content_type=MERGE_PATCH)
-    assert status["metadata"]["generation"] == 2 and status["status"] == {"observedGeneration": 2}
+    assert status["metadata"]["generation"] == 2 and status["status"] == {"state": "Pending", "observedGeneration": 2}
     again = kube.request("PATCH", zkc_path(ns, "a"), body={"spec": {"data": "new"}}, content_type=MERGE_PATCH)
     assert again["metadata"]["generation"] == 2
     assert again["metadata"]["resourceVersion"] == status["metadata"]["resourceVersion"]  # no-op
@@ -141,7 +142,8 @@ def test_status_subresource_splits_writes(kube: KubeClient, crd: JSON, ns: str, 
     assert same["status"] == {"observedGeneration": 1} and server.resource_version == rv
     # /status writes are validated against the schema
     status, body = api_error(lambda: kube.request("PATCH", zkc_path(ns, "a", "status"), body={"status": {
-        "conditions": [{"type": "Ready", "status": "Maybe"}]}}, content_type=MERGE_PATCH))
+        "conditions": [{"type": "Ready", "status": "Maybe", "lastTransitionTime": "2026-01-01T00:00:00Z",
+                        "reason": "Synced", "message": ""}]}}, content_type=MERGE_PATCH))
     assert status == 422 and body["details"]["causes"][0]["field"] == "status.conditions[0].status"
     # stale resourceVersion on /status conflicts too
     status, _ = api_error(lambda: kube.request("PATCH", zkc_path(ns, "a", "status"), body={
@@ -286,10 +288,7 @@ def test_crd_update_changes_what_is_served(kube: KubeClient, crd: JSON, ns: str)
 
 
 def test_the_repository_crd_manifest_installs(kube: KubeClient, ns: str) -> None:
-    manifest = crd_from_manifest()
-    if manifest is None:
-        pytest.skip("manifests/crd/zookeeperconfigs.yaml is not there yet")
-    kube.request("POST", CRDS, body=manifest)
+    kube.request("POST", CRDS, body=zookeeperconfig_crd())
     created = kube.request("POST", zkc_path(ns), body=zkc("from-manifest"))
     assert created["spec"]["encoding"] == "utf-8" and created["spec"]["syncPolicy"] == "createOrUpdate"
     missing = zkc("nope")

@@ -17,6 +17,7 @@ from zkop_testing.zookeeper import (
     ZooKeeperNotServingError,
     ZooKeeperServer,
     ZooKeeperStartError,
+    connected_client,
     expire_session,
     find_zookeeper,
     four_letter_word,
@@ -25,12 +26,6 @@ from zkop_testing.zookeeper import (
 )
 
 RETRYABLE = (ConnectionLoss, SessionExpiredError)
-
-
-def _client(hosts: str, timeout: float = 10.0) -> KazooClient:
-    client = KazooClient(hosts=hosts, timeout=timeout)
-    client.start(timeout=15)
-    return client
 
 
 # ----------------------------------------------------------------------------- waiting
@@ -124,8 +119,7 @@ def test_standalone_start_stop_restart_keeps_data() -> None:
         with pytest.raises(ZooKeeperError, match="already running"):
             server.start()
 
-        client = _client(server.hosts)
-        try:
+        with connected_client(server.hosts) as client:
             client.create("/kept", b"v1")
 
             server.restart()  # clean stop + start: data dir kept
@@ -140,9 +134,6 @@ def test_standalone_start_stop_restart_keeps_data() -> None:
             server.start()
             value = wait_for(lambda: client.get("/kept")[0], timeout=15, ignore=RETRYABLE)
             assert value == b"v2"
-        finally:
-            client.stop()
-            client.close()
 
         assert server.log_path.stat().st_size > 0  # log4j output lands in the temp dir
         assert "binding to port" in server.log_path.read_text()
@@ -212,8 +203,7 @@ def test_expire_session_really_expires(zk_server: ZooKeeperServer, zk: KazooClie
     old_session = zk.client_id[0]
     ephemeral = f"{zk_base}/ephemeral"
     zk.create(ephemeral, b"", ephemeral=True)
-    observer = _client(zk_server.hosts)
-    try:
+    with connected_client(zk_server.hosts) as observer:
         assert observer.exists(ephemeral) is not None
 
         started = time.monotonic()
@@ -227,9 +217,6 @@ def test_expire_session_really_expires(zk_server: ZooKeeperServer, zk: KazooClie
         assert observer.exists(ephemeral) is None
         assert zk.exists(ephemeral) is None
         zk.create(ephemeral, b"", ephemeral=True)  # the new session works
-    finally:
-        observer.stop()
-        observer.close()
 
 
 def test_expire_session_needs_connected_client(zk_server: ZooKeeperServer) -> None:
@@ -249,46 +236,32 @@ def test_ensemble_forms_quorum_with_one_leader(zk_ensemble: ZooKeeperEnsemble) -
     assert zk_ensemble.member(leader).mntr()["zk_server_state"] == "leader"
     assert len({p for m in zk_ensemble.members for p in m.ports()}) == 9
 
-    writer = _client(zk_ensemble.member(0).hosts)
-    try:
+    with connected_client(zk_ensemble.member(0).hosts) as writer:
         writer.create("/replicated", b"hello")
-    finally:
-        writer.stop()
-        writer.close()
     for member in zk_ensemble.members:
-        reader = _client(member.hosts)
-        try:
+        with connected_client(member.hosts) as reader:
             reader.sync("/replicated")
             assert reader.get("/replicated")[0] == b"hello"
-        finally:
-            reader.stop()
-            reader.close()
 
 
 def test_ensemble_member_stop_start_keeps_quorum(zk_ensemble: ZooKeeperEnsemble) -> None:
     follower = next(i for i, mode in zk_ensemble.modes().items() if mode == "follower")
     member = zk_ensemble.member(follower)
-    client = _client(zk_ensemble.hosts)
-    try:
-        member.stop()
-        assert member.mode() is None
-        assert zk_ensemble.wait_for_quorum(timeout=30) == zk_ensemble.leader()
-        client.retry(client.create, "/while-member-down", b"1")
-        member.start()  # rejoins with its data and catches up
-        assert member.mode() == "follower"
-        with pytest.raises(ZooKeeperError, match="already running"):
-            member.start()
-        reader = _client(member.hosts)
+    with connected_client(zk_ensemble.hosts) as client:
         try:
-            reader.sync("/while-member-down")
-            assert reader.get("/while-member-down")[0] == b"1"
+            member.stop()
+            assert member.mode() is None
+            assert zk_ensemble.wait_for_quorum(timeout=30) == zk_ensemble.leader()
+            client.retry(client.create, "/while-member-down", b"1")
+            member.start()  # rejoins with its data and catches up
+            assert member.mode() == "follower"
+            with pytest.raises(ZooKeeperError, match="already running"):
+                member.start()
+            with connected_client(member.hosts) as reader:
+                reader.sync("/while-member-down")
+                assert reader.get("/while-member-down")[0] == b"1"
         finally:
-            reader.stop()
-            reader.close()
-    finally:
-        client.stop()
-        client.close()
-        zk_ensemble.heal()
+            zk_ensemble.heal()
 
 
 def test_ensemble_without_quorum_is_not_serving(zk_ensemble: ZooKeeperEnsemble) -> None:
@@ -314,16 +287,12 @@ def test_ensemble_without_quorum_is_not_serving(zk_ensemble: ZooKeeperEnsemble) 
 
 
 def test_expire_session_on_ensemble(zk_ensemble: ZooKeeperEnsemble) -> None:
-    client = _client(zk_ensemble.hosts)
-    try:
+    with connected_client(zk_ensemble.hosts) as client:
         client.create("/ensemble-ephemeral", b"", ephemeral=True)
         old_session = client.client_id[0]
         expire_session(client, zk_ensemble.hosts)
         assert client.client_id[0] != old_session
         assert client.exists("/ensemble-ephemeral") is None
-    finally:
-        client.stop()
-        client.close()
 
 
 def test_kill_leader_elects_new_leader_and_clients_keep_working() -> None:
@@ -333,8 +302,7 @@ def test_kill_leader_elects_new_leader_and_clients_keep_working() -> None:
         print(f"ensemble start: {time.monotonic() - started:.2f} s")
         ports = [p for m in ensemble.members for p in m.ports()]
         base_dir = ensemble.member(0).base_dir.parent
-        client = _client(ensemble.hosts)
-        try:
+        with connected_client(ensemble.hosts) as client:
             client.create("/before", b"1")
             killed_at = time.monotonic()
             old_leader = ensemble.kill_leader()
@@ -351,9 +319,6 @@ def test_kill_leader_elects_new_leader_and_clients_keep_working() -> None:
             ensemble.member(old_leader).start()  # the old leader rejoins as a follower
             assert ensemble.member(old_leader).mode() == "follower"
             assert ensemble.leader() == new_leader
-        finally:
-            client.stop()
-            client.close()
     assert all(not m.is_running for m in ensemble.members)
     assert all(port_is_free(p) for p in ports)
     assert not base_dir.exists()

@@ -9,6 +9,7 @@ from typing import Any
 from kazoo.client import KazooClient
 from zkop_testing.apiserver import ApiServer
 from zkop_testing.crds import install_crds
+from zkop_testing.metrics import Metrics
 from zkop_testing.operator import OperatorProcess
 from zkop_testing.waiting import wait_for
 from zkop_testing.zookeeper import ZooKeeperServer
@@ -38,7 +39,9 @@ def test_zkop_run_with_import_services(apiserver: ApiServer, kube: KubeClient, z
         chrooted.delete("/services/payments", recursive=True)
         wait_for(lambda: get_service(kube, "payments") is None and not slices_of(kube, "payments"), timeout=20,
                  message="collected")
-        assert 'controller_runtime_reconcile_total{controller="service-import",result="success"}' in proc.metrics()
+        # Imported, updated, collected: three successful reconciles (the series exists at 0 from start-up).
+        wait_for(lambda: Metrics(proc.metrics()).reconciles("service-import") >= 3, timeout=20,
+                 message="three successful service-import reconciles counted")
     assert proc.proc is not None and proc.proc.returncode == 0, proc.log_tail()
 
 

@@ -160,26 +160,11 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         """Silence the default stderr access log."""
 
-    def do_GET(self) -> None:
-        self.server.api._dispatch(self, "GET")
+    def _handle(self) -> None:
+        """Every verb (``do_GET``, ``do_POST``, …): the API server dispatches on ``self.command``."""
+        self.server.api._dispatch(self, self.command)
 
-    def do_POST(self) -> None:
-        self.server.api._dispatch(self, "POST")
-
-    def do_PUT(self) -> None:
-        self.server.api._dispatch(self, "PUT")
-
-    def do_PATCH(self) -> None:
-        self.server.api._dispatch(self, "PATCH")
-
-    def do_DELETE(self) -> None:
-        self.server.api._dispatch(self, "DELETE")
-
-    def do_HEAD(self) -> None:
-        self.server.api._dispatch(self, "HEAD")
-
-    def do_OPTIONS(self) -> None:
-        self.server.api._dispatch(self, "OPTIONS")
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _handle
 
 
 class _WatchAborted(Exception):

@@ -37,46 +37,35 @@ _QUALIFIED_NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 _LABEL_VALUE = r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?"
 
 
+def _dns_errors(value: str, max_length: int, regex: str, rule: str) -> list[str]:
+    errs = []
+    if len(value) > max_length:
+        errs.append(f"must be no more than {max_length} characters")
+    if not re.fullmatch(regex, value):
+        errs.append(f"{rule}, regex used for validation is '{regex}')")
+    return errs
+
+
 def dns1123_subdomain_errors(value: str) -> list[str]:
     """``validation.IsDNS1123Subdomain``: messages for an invalid subdomain (max 253 chars)."""
-    errs = []
-    if len(value) > 253:
-        errs.append("must be no more than 253 characters")
-    if not re.fullmatch(_DNS1123_SUBDOMAIN, value):
-        errs.append(
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
-            "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
-            "validation is '" + _DNS1123_SUBDOMAIN + "')"
-        )
-    return errs
+    return _dns_errors(value, 253, _DNS1123_SUBDOMAIN,
+                       "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
+                       "'.', and must start and end with an alphanumeric character (e.g. 'example.com'")
 
 
 def dns1123_label_errors(value: str) -> list[str]:
     """``validation.IsDNS1123Label``: messages for an invalid label (max 63 chars)."""
-    errs = []
-    if len(value) > 63:
-        errs.append("must be no more than 63 characters")
-    if not re.fullmatch(_DNS1123_LABEL, value):
-        errs.append(
-            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must "
-            "start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "
-            "validation is '" + _DNS1123_LABEL + "')"
-        )
-    return errs
+    return _dns_errors(value, 63, _DNS1123_LABEL,
+                       "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
+                       "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc'")
 
 
 def dns1035_label_errors(value: str) -> list[str]:
     """``validation.IsDNS1035Label``: messages for an invalid DNS-1035 label (Service names)."""
-    errs = []
-    if len(value) > 63:
-        errs.append("must be no more than 63 characters")
-    if not re.fullmatch(_DNS1035_LABEL, value):
-        errs.append(
-            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
-            "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
-            "regex used for validation is '" + _DNS1035_LABEL + "')"
-        )
-    return errs
+    return _dns_errors(value, 63, _DNS1035_LABEL,
+                       "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+                       "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "
+                       "'abc-123'")
 
 
 def qualified_name_errors(value: str) -> list[str]:

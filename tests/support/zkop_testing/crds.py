@@ -1,8 +1,7 @@
-"""zkop's CustomResourceDefinitions, for tests, the demo and ``zkop validate``."""
+"""zkop's CustomResourceDefinition for tests, the demo and the benchmark: ``manifests/crd/``, the one source."""
 
 from __future__ import annotations
 
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +17,12 @@ CRD_FILE = Path(__file__).resolve().parents[3] / "manifests" / "crd" / "zookeepe
 
 
 def load_crd() -> dict[str, Any]:
-    """The ZooKeeperConfig CRD as a dict, from the installed package (works outside a checkout)."""
-    text = resources.files("zkop.crds").joinpath("zookeeperconfigs.yaml").read_text(encoding="utf-8")
-    crd: dict[str, Any] = yaml.safe_load(text)
+    """A fresh copy of the ZooKeeperConfig CRD (``manifests/crd/zookeeperconfigs.yaml``) as a dict.
+
+    Raises:
+        FileNotFoundError: not run from a source checkout.
+    """
+    crd: dict[str, Any] = yaml.safe_load(CRD_FILE.read_text(encoding="utf-8"))
     return crd
 
 

@@ -1,4 +1,4 @@
-"""Test support: a small kustomize renderer and RBAC/schema utilities for zkop's manifests.
+"""Test support: a small kustomize renderer and RBAC utilities for zkop's manifests.
 
 :func:`render` builds a kustomization directory the way ``kubectl kustomize`` does, for the
 subset of kustomize that zkop's manifests use (resources, components, namespace, labels,
@@ -8,7 +8,7 @@ subset raises :class:`UnsupportedKustomizeFeature` instead of rendering somethin
 wherever kubectl is installed.
 
 :func:`rbac_rules` flattens the RBAC of a rendered install into ``(apiGroup, resource, verb)``
-triples, for comparing with the requests zkop actually sends.
+triples, for comparing with the requests zkop actually sends. CRD schemas: :mod:`zkop.kube.schema`.
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ __all__ = [
     "Obj",
     "UnsupportedKustomizeFeature",
     "containers",
-    "crd_schema",
     "find",
     "kubectl_kustomize",
     "load_documents",
@@ -39,8 +38,6 @@ __all__ = [
     "pod_spec",
     "rbac_rules",
     "render",
-    "schema_declares",
-    "strip_kubernetes_extensions",
 ]
 
 #: The repository root.
@@ -113,19 +110,18 @@ def _build(directory: Path) -> list[Obj]:
     k = _kustomization(directory)
     if k.get("kind") == "Component":
         raise UnsupportedKustomizeFeature(f"{directory} is a Component; list it under components:")
-    objs: list[Obj] = []
-    for entry in k.get("resources", []):
-        objs = _add(objs, _load_resource(directory, entry))
-    for entry in k.get("components", []):
-        objs = _apply_component((directory / entry).resolve(), objs)
-    objs = _add(objs, _generate(directory, k))
-    return _transform(directory, k, objs)
+    return _accumulate(directory, k, [])
 
 
 def _apply_component(directory: Path, objs: list[Obj]) -> list[Obj]:
     k = _kustomization(directory)
     if k.get("kind") != "Component":
         raise UnsupportedKustomizeFeature(f"{directory} is listed as a component but is not kind: Component")
+    return _accumulate(directory, k, objs)
+
+
+def _accumulate(directory: Path, k: Obj, objs: list[Obj]) -> list[Obj]:
+    """kustomize's order: resources, then components, then generators, then the transformers."""
     for entry in k.get("resources", []):
         objs = _add(objs, _load_resource(directory, entry))
     for entry in k.get("components", []):
@@ -346,37 +342,3 @@ def rbac_rules(rendered: Iterable[Obj], service_account: tuple[str, str] = ("zko
                     for verb in rule.get("verbs", []):
                         out.add((group, resource, verb))
     return out
-
-
-# --------------------------------------------------------------------------------------------
-# CRD schema
-# --------------------------------------------------------------------------------------------
-
-
-def crd_schema(crd: Obj, version: str) -> Obj:
-    """The ``openAPIV3Schema`` of ``version`` in a CustomResourceDefinition."""
-    for v in crd["spec"]["versions"]:
-        if v["name"] == version:
-            schema: Obj = v["schema"]["openAPIV3Schema"]
-            return schema
-    raise KeyError(f"{crd['metadata']['name']} has no version {version}")
-
-
-def strip_kubernetes_extensions(schema: Any) -> Any:
-    """A copy of a structural schema without ``x-kubernetes-*`` keys (plain JSON Schema)."""
-    if isinstance(schema, dict):
-        return {k: strip_kubernetes_extensions(v) for k, v in schema.items() if not k.startswith("x-kubernetes-")}
-    if isinstance(schema, list):
-        return [strip_kubernetes_extensions(v) for v in schema]
-    return schema
-
-
-def schema_declares(schema: Obj, path: Iterable[str]) -> bool:
-    """Whether ``properties`` lead from ``schema`` through ``path`` (e.g. ``("spec", "acl")``)."""
-    node: Any = schema
-    for key in path:
-        props = node.get("properties", {}) if isinstance(node, dict) else {}
-        if key not in props:
-            return False
-        node = props[key]
-    return True

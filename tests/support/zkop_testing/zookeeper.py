@@ -46,11 +46,11 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Protocol, Self
 
 from kazoo.client import KazooClient, KazooState
 
@@ -68,6 +68,7 @@ __all__ = [
     "ZooKeeperNotServingError",
     "ZooKeeperServer",
     "ZooKeeperStartError",
+    "connected_client",
     "expire_session",
     "find_zookeeper",
     "four_letter_word",
@@ -277,6 +278,22 @@ def _kill_process_group(proc: subprocess.Popen[bytes]) -> None:
 
 
 # ----------------------------------------------------------------------- processes
+
+
+class _Stoppable(Protocol):
+    def stop(self, timeout: float = ...) -> None: ...
+
+
+class _StopOnExit:
+    """``with`` support shared by :class:`ZooKeeperServer` and :class:`ZooKeeperEnsemble`: leaving stops."""
+
+    def __exit__(
+        self: _Stoppable,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
 
 
 class _ZooKeeperProcess:
@@ -582,7 +599,7 @@ class _ZooKeeperProcess:
         return f"<{type(self).__name__} {self.hosts} {state} pid={self.pid}>"
 
 
-class ZooKeeperServer(_ZooKeeperProcess):
+class ZooKeeperServer(_ZooKeeperProcess, _StopOnExit):
     """A standalone ZooKeeper server on ``127.0.0.1`` in a temporary directory.
 
     ``start()`` creates the temporary directory if there is none; ``stop()`` stops the
@@ -676,13 +693,6 @@ class ZooKeeperServer(_ZooKeeperProcess):
             self.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 class EnsembleMember(_ZooKeeperProcess):
@@ -738,7 +748,7 @@ class EnsembleMember(_ZooKeeperProcess):
         return f"<EnsembleMember {self.index} (myid {self.myid}) {self.hosts} {state} pid={self.pid}>"
 
 
-class ZooKeeperEnsemble:
+class ZooKeeperEnsemble(_StopOnExit):
     """A real ZooKeeper quorum of ``size`` servers on ``127.0.0.1``.
 
     Members are indexed ``0..size-1`` (``myid`` ``1..size``). Each has a client port,
@@ -940,16 +950,30 @@ class ZooKeeperEnsemble:
         self.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         return f"<ZooKeeperEnsemble size={self.size} {self.hosts}>"
+
+
+# -------------------------------------------------------------------- clients
+
+
+@contextlib.contextmanager
+def connected_client(hosts: str, *, timeout: float = 10.0, handler: Any = None) -> Iterator[KazooClient]:
+    """A kazoo client connected to ``hosts`` (within 15 s), stopped and closed on leaving.
+
+    :param hosts: connect string, optionally with a chroot (``127.0.0.1:2181/base``).
+    :param timeout: session timeout in seconds.
+    :param handler: a kazoo handler; default kazoo's threading handler.
+    :raises kazoo.handlers.threading.KazooTimeoutError: not connected within 15 s.
+    """
+    client = KazooClient(hosts=hosts, timeout=timeout, handler=handler)
+    client.start(timeout=15)
+    try:
+        yield client
+    finally:
+        client.stop()
+        client.close()
 
 
 # -------------------------------------------------------------------- session expiry

@@ -1,0 +1,294 @@
+"""The benchmark's environment, shared by every scenario (module ``hack.bench``)."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+from zkop_testing.apiserver import ApiServer
+from zkop_testing.crds import install_crds
+from zkop_testing.metrics import Metrics
+from zkop_testing.operator import OperatorProcess
+from zkop_testing.txnlog import read_txn_log
+from zkop_testing.zookeeper import ZooKeeperServer
+
+from zkop.kube.client import KubeClient
+from zkop.zkconfig.spec import GROUP, PLURAL, VERSION
+
+from .measure import (
+    GcPauses,
+    ops_delta,
+    per_item,
+    proc_cpu_seconds,
+    quiet_heap,
+    scrape,
+    server_packets,
+    server_stats,
+    server_zxid,
+)
+from .params import CONTROLLER, JSON, MAIN_CHROOT, NAMESPACE, Params, cr_data, cr_manifest, cr_path
+from .txns import TxnWindow, txn_summary
+
+log = logging.getLogger("bench")
+
+
+@dataclass
+class Snapshot:
+    mono: float
+    zxid: int
+    packets: int
+    log_len: int
+    zk_cpu: float
+    bench_cpu: float
+    ops: dict[str, float] = field(default_factory=dict)
+    reconciles: float = 0.0
+    op_cpu: float = 0.0
+    gc_index: int = 0
+    op_gc: dict[str, float] = field(default_factory=dict)
+    zk_stats: dict[str, float] = field(default_factory=dict)
+
+
+
+class Harness:
+    """What every scenario shares: the ZooKeeper server, the main API server, operators, snapshots and waits.
+
+    Args:
+        params: what to run.
+        workdir: operator logs, kubeconfigs, scratch files.
+    """
+
+    def __init__(self, params: Params, workdir: Path, *, py_spy: Path | None = None) -> None:
+        self.p = params
+        self.workdir = workdir
+        self.py_spy = py_spy
+        self.zk: ZooKeeperServer | None = None
+        self.api: ApiServer | None = None
+        self.kubeconfig = ""
+        self.txn_windows: list[TxnWindow] = []
+        self.results: dict[str, JSON] = {}
+        self.operators: list[OperatorProcess] = []
+        self.operator_count = 0
+        self.git: JSON = {}
+        self.gc = GcPauses()
+
+    # --- environment ------------------------------------------------------------------------
+
+    @property
+    def server(self) -> ZooKeeperServer:
+        """The ZooKeeper server (after :meth:`run` started it)."""
+        assert self.zk is not None
+        return self.zk
+
+    @property
+    def main_api(self) -> ApiServer:
+        """The API server of every scenario but the floor."""
+        assert self.api is not None
+        return self.api
+
+    def new_api(self, name: str) -> tuple[ApiServer, str]:
+        api = ApiServer().start()
+        kubeconfig = str(api.write_kubeconfig(self.workdir / f"kubeconfig-{name}"))
+        client = KubeClient(api.api_client())
+        try:
+            install_crds(client)
+        finally:
+            client.close()
+        started = time.monotonic()
+        rt = api.store.resolve(GROUP, VERSION, PLURAL)
+        assert rt is not None
+        for i in range(self.p.n):
+            api.store.create(rt, NAMESPACE, cr_manifest(i), {})
+        log.info("%s API server %s: %d ZooKeeperConfigs created in %.1f s", name, api.url, self.p.n,
+                 time.monotonic() - started)
+        api.clear_request_log()
+        quiet_heap()
+        return api, kubeconfig
+
+    def states(self, api: ApiServer) -> Counter[str]:
+        """``status.state`` of every ZooKeeperConfig, read from the store (no HTTP, not in the request log).
+
+        An object counts as ``Synced`` only when its status is at its current generation.
+        """
+        rt = api.store.resolve(GROUP, VERSION, PLURAL)
+        assert rt is not None
+        states: Counter[str] = Counter()
+        for obj in api.store.iter_objects(rt):
+            status = obj.get("status") or {}
+            state = str(status.get("state") or "none")
+            if state == "Synced" and status.get("observedGeneration") != obj["metadata"].get("generation"):
+                state = "Synced-stale"
+            states[state] += 1
+        return states
+
+    def new_operator(self, args: Sequence[str], label: str) -> OperatorProcess:
+        self.operator_count += 1
+        log_path = self.workdir / f"zkop-{self.operator_count}-{label}.log"
+        operator = OperatorProcess(self.kubeconfig, f"{self.server.hosts}{MAIN_CHROOT}", list(args),
+                                   log_path=str(log_path))
+        self.operators.append(operator)
+        return operator
+
+    def stop_operator(self, operator: OperatorProcess) -> None:
+        code = operator.stop()
+        if code not in (0, None):
+            log.warning("zkop exited with %s; log %s", code, operator.log_path)
+
+    def snapshot(self, operator: OperatorProcess | None = None, controller: str = CONTROLLER) -> Snapshot:
+        stats = server_stats(self.server)
+        snap = Snapshot(
+            mono=time.monotonic(), zxid=server_zxid(self.server), packets=int(stats["zk_packets_received"]),
+            zk_stats=stats,
+            log_len=len(self.main_api.request_log) if self.api is not None else 0,
+            zk_cpu=proc_cpu_seconds(self.server.pid or 0), bench_cpu=time.process_time(),
+            gc_index=len(self.gc.pauses),
+        )
+        if operator is not None:
+            metrics = scrape(operator)
+            snap.ops = metrics.zookeeper_ops()
+            snap.reconciles = metrics.total("controller_runtime_reconcile_total", controller=controller)
+            snap.op_gc = metrics.by_label("python_gc_collections_total", "generation")
+            if operator.proc is not None:
+                snap.op_cpu = proc_cpu_seconds(operator.proc.pid)
+        return snap
+
+    def wait_settled(self, operator: OperatorProcess, *, min_reconciles: float, timeout: float,
+                      controller: str = CONTROLLER, api: ApiServer | None = None) -> tuple[float, Metrics]:
+        """Wait until ``controller`` has done ``min_reconciles`` and nothing moved for :attr:`Params.quiet` s.
+
+        "Nothing moved": reconcile count and API request log length unchanged, work queue
+        empty, no active worker. (ZooKeeper's packet count is no use here: every four-letter
+        word the bench sends counts as a packet, and sessions ping.)
+
+        Returns:
+            The monotonic time at which it became quiet, and the last scrape.
+
+        Raises:
+            TimeoutError: not settled within ``timeout`` seconds.
+            RuntimeError: the operator exited.
+        """
+        api = api or self.main_api
+        deadline = time.monotonic() + timeout
+        last: tuple[float, int] | None = None
+        since = time.monotonic()
+        while True:
+            if operator.proc is not None and operator.proc.poll() is not None:
+                raise RuntimeError(f"zkop exited with {operator.proc.returncode}:\n{operator.log_tail()}")
+            metrics = scrape(operator)
+            now = time.monotonic()
+            total = metrics.total("controller_runtime_reconcile_total", controller=controller)
+            busy = (metrics.total("workqueue_depth", name=controller)
+                    + metrics.total("controller_runtime_active_workers", controller=controller))
+            state = (total, len(api.request_log))
+            if total >= min_reconciles and busy == 0 and state == last:
+                if now - since >= self.p.quiet:
+                    return since, metrics
+            else:
+                since = now
+                last = state
+            if now > deadline:
+                raise TimeoutError(f"{controller} did not settle within {timeout:.0f} s "
+                                   f"({total:.0f} reconciles, want {min_reconciles:.0f})\n{operator.log_tail(20)}")
+            time.sleep(0.1)
+
+    def gc_report(self, before: Snapshot, after: Snapshot) -> JSON:
+        """Garbage collections in a window: zkop's (counts, from its metrics) and the API server's (pauses)."""
+        return {"zkop_collections_by_generation": ops_delta(after.op_gc, before.op_gc),
+                "apiserver_process": self.gc.summary(before.gc_index)}
+
+    def txn_window(self, result: JSON, before: Snapshot, after: Snapshot, n: int) -> None:
+        self.txn_windows.append(TxnWindow(result, before.zxid, after.zxid, n, MAIN_CHROOT))
+
+    def timeout_for(self, per_item: float, items: int, floor: float = 60.0) -> float:
+        return floor + per_item * items
+
+    # --- scenarios ------------------------------------------------------------------------
+
+    def start_profilers(self, pids: Mapping[str, int]) -> list[subprocess.Popen[bytes]]:
+        """``py-spy record --gil`` (collapsed stacks of the thread holding the GIL) of each pid.
+
+        Only with ``--py-spy DIR``. Both processes are bound by their interpreter lock, so the
+        GIL holder's stack is where their CPU goes.
+        """
+        if self.py_spy is None:
+            return []
+        exe = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+        self.py_spy.mkdir(parents=True, exist_ok=True)
+        procs = []
+        for name, pid in pids.items():
+            out = self.py_spy / f"cold_sync-{name}.txt"
+            procs.append(subprocess.Popen([exe, "record", "--pid", str(pid), "--format", "raw", "--rate", "200",
+                                           "--gil", "--nonblocking", "--output", str(out)],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            log.info("py-spy recording %s (pid %d) to %s", name, pid, out)
+        return procs
+
+    @staticmethod
+    def stop_profilers(procs: Sequence[subprocess.Popen[bytes]]) -> None:
+        for proc in procs:
+            proc.send_signal(signal.SIGINT)
+        for proc in procs:
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+    def check_znodes(self, zk: KazooClient, chroot: str) -> int:
+        """Number of the N znodes that do not hold their expected bytes (asynchronous reads)."""
+        results = [(i, zk.get_async(f"{chroot}{cr_path(i)}")) for i in range(self.p.n)]
+        wrong = 0
+        for i, result in results:
+            try:
+                data, _ = result.get(timeout=30)
+            except NoNodeError:
+                data = None
+            if data != cr_data(i) and not self.expected_override(i, data):
+                wrong += 1
+        return wrong
+
+    def expected_override(self, i: int, data: bytes | None) -> bool:
+        # After update_latency some CRs hold update-<k> values: those are right too.
+        return data is not None and data.startswith(b"update-")
+
+    def wait_ready(self, operator: OperatorProcess, started: float) -> float:
+        deadline = started + 120
+        while True:
+            if operator.proc is not None and operator.proc.poll() is not None:
+                raise RuntimeError(f"zkop exited with {operator.proc.returncode}:\n{operator.log_tail()}")
+            if operator.probe() == 200:
+                return time.monotonic()
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"zkop not ready after 120 s\n{operator.log_tail(30)}")
+            time.sleep(0.02)
+
+    def idle(self, operator: OperatorProcess, before: Snapshot, *, until: float) -> JSON | None:
+        """zkop left alone, everything in sync, until ``until`` (monotonic): CPU, API requests, packets.
+
+        Nothing is scraped meanwhile (a scrape costs zkop CPU). ``None`` if less than 1 s is left.
+        """
+        seconds = until - time.monotonic()
+        if seconds < 1.0 or operator.proc is None:
+            return None
+        time.sleep(seconds)
+        elapsed = time.monotonic() - before.mono
+        cpu = proc_cpu_seconds(operator.proc.pid) - before.op_cpu
+        packets = server_packets(self.server) - before.packets
+        return {"seconds": round(elapsed, 1), "zkop_cpu_percent": round(cpu / elapsed * 100, 2),
+                "api_requests": len(self.main_api.request_log) - before.log_len,
+                "zookeeper_packets_per_s": round(packets / elapsed, 2)}
+
+    def count_txns(self) -> None:
+        txns = read_txn_log(self.server.data_dir)
+        for window in self.txn_windows:
+            inside = [t for t in txns if window.zxid_from < t.zxid <= window.zxid_to]
+            window.result.update(per_item(txn_summary(inside, window.n, window.chroot, window.bench_session),
+                                           window.item))

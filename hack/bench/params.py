@@ -1,0 +1,110 @@
+"""What a run is asked to do, the constants shared by the scenarios, and the objects they create."""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from typing import Any
+
+from zkop.zkconfig.spec import GROUP, VERSION
+
+JSON = dict[str, Any]
+NAMESPACE = "default"
+SERVICE_NAMESPACE = "bench"
+BRIDGE_ROOT = "/kubernetes/services"
+REGISTRY_ROOT = "/zkop/owners"
+PROBE_ROOT = "/zkop/probe"
+FLOOR_CHROOT = "/floor"
+MAIN_CHROOT = "/main"
+API_WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+ZK_READ_OPS = ("get", "exists", "get_acls", "get_children")
+SESSION_TXNS = frozenset({"createSession", "closeSession", "createContainer", "deleteContainer"})
+#: Transaction-log entries that change no znode: sessions, failed writes, a multi's ``check`` preconditions.
+NOT_WRITES = SESSION_TXNS | {"error", "check"}
+CONTROLLER = "zookeeperconfig"
+#: User-Agent of the bench's own API requests (left out of zkop's counts).
+BENCH_AGENT = "zkop-bench"
+BRIDGE_CONTROLLER = "service-bridge"
+
+
+
+
+@dataclass(frozen=True)
+class Params:
+    """What one benchmark run is asked to do.
+
+    Attributes:
+        n: ZooKeeperConfig objects.
+        m: Services (bridge and memory scenarios).
+        workers: ``zkop run --workers`` (and ``--service-bridge-workers``).
+        floor_threads: client threads of the floor.
+        floor_runs: floor runs; the median is the floor.
+        update_rate: ``spec.data`` changes per second in ``update_latency``.
+        update_seconds: how long the update stream runs.
+        drift_rate: hand edits per second in ``drift_latency``.
+        drift_seconds: how long hand edits go on.
+        min_sync_period: smallest ``--sync-period`` used for the resync window, seconds.
+        quiet: seconds without new reconciles or API requests that count as "settled".
+        smoke: the CI mode (small N and M, short streams).
+    """
+
+    n: int = 2000
+    m: int = 1000
+    workers: int = 8
+    floor_threads: int = 8
+    floor_runs: int = 3
+    update_rate: float = 50.0
+    update_seconds: float = 10.0
+    drift_rate: float = 10.0
+    drift_seconds: float = 10.0
+    min_sync_period: float = 5.0
+    quiet: float = 1.0
+    smoke: bool = False
+
+
+# --------------------------------------------------------------------------- naming of test objects
+
+
+def cr_name(i: int) -> str:
+    """Name of the ``i``-th ZooKeeperConfig."""
+    return f"cr-{i:06d}"
+
+
+def cr_path(i: int) -> str:
+    """``spec.path`` of the ``i``-th ZooKeeperConfig (inside the scenario's chroot)."""
+    return f"/bench/app/{cr_name(i)}"
+
+
+def cr_data(i: int) -> bytes:
+    """Initial bytes of the ``i``-th ZooKeeperConfig."""
+    return f"value-{i}".encode()
+
+
+def cr_manifest(i: int) -> JSON:
+    """The ``i``-th ZooKeeperConfig."""
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "ZooKeeperConfig",
+        "metadata": {"name": cr_name(i), "namespace": NAMESPACE},
+        "spec": {"path": cr_path(i), "data": base64.b64encode(cr_data(i)).decode()},
+    }
+
+
+def svc_name(i: int) -> str:
+    """Name of the ``i``-th Service."""
+    return f"svc-{i:06d}"
+
+
+def svc_manifest(i: int) -> JSON:
+    """The ``i``-th Service (ClusterIP, one port)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": svc_name(i), "namespace": SERVICE_NAMESPACE, "labels": {"app": svc_name(i)}},
+        "spec": {"selector": {"app": svc_name(i)}, "ports": [{"name": "http", "port": 80, "targetPort": 8080}]},
+    }
+
+
+def svc_record_path(i: int) -> str:
+    """Where the bridge publishes the ``i``-th Service (flat layout, default root), inside the chroot."""
+    return f"{BRIDGE_ROOT}/{SERVICE_NAMESPACE}-{svc_name(i)}"

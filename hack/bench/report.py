@@ -1,0 +1,94 @@
+"""The report: the issue's targets and the table rendering."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from .params import JSON, Params
+
+
+def brief(result: JSON) -> str:
+    return ", ".join(f"{k}={v}" for k, v in result.items() if isinstance(v, (int, float, str)) and k != "params")
+
+
+def target(description: str, value: Any, met: bool | None, note: str = "") -> JSON:
+    out: JSON = {"target": description, "value": value, "met": met}
+    if note:
+        out["note"] = note
+    return out
+
+
+def targets(s: Mapping[str, JSON], p: Params) -> JSON:
+    """The issue's targets, each with the measured value and whether it is met (``None``: not measured)."""
+    cold, warm, resync = s["cold_sync"], s["warm_restart"], s["resync"]
+    update, drift, memory = s["update_latency"], s["drift_latency"], s["memory"]
+    scale = p.n >= 10000 and p.m >= 5000 and bool(memory["params"]["service_bridge"])
+    update_p99 = update.get("p99_ms")
+    drift_p99 = drift.get("p99_ms")
+    return {
+        "cold_sync_vs_floor": target(">= 0.8 x floor CR/s", cold["ratio_to_floor"], cold["ratio_to_floor"] >= 0.8),
+        "warm_restart_zero_writes": target(
+            "0 API writes and 0 ZooKeeper writes",
+            {"api_writes": warm["api_writes"], "zookeeper_writes": warm.get("zookeeper_writes_excluding_startup_probe"),
+             "startup_probe_writes": warm.get("zookeeper_writes_by_area", {}).get("startup_probe", 0)},
+            warm["api_writes"] == 0 and warm.get("zookeeper_writes_excluding_startup_probe") == 0,
+            "ZooKeeper writes exclude the start-up probe's scratch znode under /zkop/probe, written and deleted "
+            "on every start by design; they are reported beside it"),
+        "resync_zero_writes": target(
+            "0 API writes and 0 ZooKeeper writes",
+            {"api_writes": resync["api_writes"], "zookeeper_writes": resync.get("zookeeper_writes")},
+            resync["api_writes"] == 0 and resync.get("zookeeper_writes") == 0),
+        "resync_reads_per_cr": target("<= 1 ZooKeeper read per CR", resync["zookeeper_reads_per_cr"],
+                                       resync["zookeeper_reads_per_cr"] <= 1.0),
+        "update_latency_p99": target(
+            f"p99 < 100 ms at 50 changes/s (run at {p.update_rate:g}/s)", update_p99,
+            None if update_p99 is None else update_p99 < 100 and update["not_observed"] == 0),
+        "drift_latency_p99": target("p99 < 500 ms", drift_p99,
+                                     None if drift_p99 is None else drift_p99 < 500 and drift["not_restored"] == 0),
+        "memory_rss": target(
+            "< 200 MB RSS at N = 10,000 and M = 5,000", memory["rss_mb"],
+            (memory["rss_mb"] is not None and memory["rss_mb"] < 200) if scale else None,
+            "" if scale else "evaluated only in the scale run (--n 10000 --m 5000 with the service bridge)"),
+        "api_writes_per_converged_cr": target(
+            "<= 2 API writes per CR (finalizer + status)",
+            {"all_writes": cold["api_writes_per_cr"],
+             "on_zookeeperconfigs": cold["api_writes_on_zookeeperconfigs_per_cr"]},
+            cold["api_writes_per_cr"] <= 2.0,
+            "all_writes includes Events; on_zookeeperconfigs is finalizer and status patches only"),
+        "status_not_rewritten_when_unchanged": target(
+            "0 status writes in warm restart and resync",
+            {"warm_restart": warm["api_status_writes"], "resync": resync["api_status_writes"]},
+            warm["api_status_writes"] == 0 and resync["api_status_writes"] == 0),
+    }
+
+
+
+
+def render_table(report: JSON) -> str:
+    """A human-readable table of a report."""
+    lines: list[str] = []
+    params = report["params"]
+    lines.append(f"zkop benchmark  N={params['n']} M={params['m']} workers={params['workers']} "
+                 f"cpus={params['cpus']} python={params['python']} duration={params['duration_s']}s")
+    lines.append("")
+    lines.append(f"{'scenario':16} {'metric':42} value")
+    lines.append(f"{'-' * 16} {'-' * 42} {'-' * 20}")
+    for name, result in report["scenarios"].items():
+        first = True
+        for key, value in result.items():
+            if key == "params" or isinstance(value, (dict, list)):
+                continue
+            lines.append(f"{name if first else '':16} {key:42} {value}")
+            first = False
+        if first:
+            lines.append(f"{name:16} {'-':42} -")
+    lines.append("")
+    lines.append(f"{'target':36} {'met':5} {'value':40} wanted")
+    lines.append(f"{'-' * 36} {'-' * 5} {'-' * 40} {'-' * 20}")
+    for name, target in report["targets"].items():
+        met = {True: "yes", False: "NO", None: "n/a"}[target["met"]]
+        value = json.dumps(target["value"]) if isinstance(target["value"], dict) else str(target["value"])
+        lines.append(f"{name:36} {met:5} {value:40} {target['target']}")
+    return "\n".join(lines)

@@ -1,0 +1,191 @@
+"""The runner: the scenarios in order, the report, the command line."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+
+from zkop_testing.zookeeper import ZooKeeperServer
+
+from . import REPO
+from .bridge import bridge
+from .cold_sync import cold_sync
+from .drift_latency import drift_latency
+from .floor import floor, floor_client
+from .harness import Harness
+from .measure import zk_client
+from .memory import memory
+from .params import JSON, MAIN_CHROOT, Params
+from .report import brief, render_table, targets
+from .resync import resync
+from .update_latency import update_latency
+from .warm_restart import warm_restart
+
+log = logging.getLogger("bench")
+
+
+
+
+def git_revision() -> JSON:
+    """The checkout being measured: commit and whether ``zkop/`` has uncommitted changes."""
+    def git(*args: str) -> str:
+        try:
+            out = subprocess.run(["git", *args], capture_output=True, text=True, timeout=10, cwd=REPO, check=False)
+        except OSError:
+            return ""
+        return out.stdout.strip() if out.returncode == 0 else ""
+
+    commit = git("rev-parse", "--short=12", "HEAD") or "unknown"
+    dirty = git("status", "--porcelain", "--untracked-files=all", "--", "zkop")
+    return {"commit": commit, "zkop_dirty": bool(dirty)}
+
+
+def run_all(h: Harness) -> JSON:
+    """Run every scenario; returns the report."""
+    p = h.p
+    run_started = time.monotonic()
+    h.git = git_revision()
+    h.zk = ZooKeeperServer()
+    h.zk.start()
+    try:
+        log.info("ZooKeeper %s (pid %s)", h.server.hosts, h.server.pid)
+        with zk_client(h.server) as zk:
+            zk.ensure_path(MAIN_CHROOT)
+        log.info("scenario floor")
+        h.results["floor"] = floor(h)
+        log.info("floor: %s", brief(h.results["floor"]))
+        h.api, h.kubeconfig = h.new_api("main")
+        base_args = ["--workers", str(p.workers)]
+        operator = h.new_operator(base_args, "cold")
+        try:
+            log.info("scenario cold_sync")
+            h.results["cold_sync"] = cold_sync(h, operator)
+            log.info("cold_sync: %s", brief(h.results["cold_sync"]))
+            log.info("scenario update_latency")
+            h.results["update_latency"] = update_latency(h, operator)
+            log.info("update_latency: %s", brief(h.results["update_latency"]))
+            log.info("scenario drift_latency")
+            h.results["drift_latency"] = drift_latency(h, operator)
+            log.info("drift_latency: %s", brief(h.results["drift_latency"]))
+        finally:
+            h.stop_operator(operator)
+        log.info("scenario warm_restart")
+        h.results["warm_restart"] = warm_restart(h, h.new_operator(base_args, "warm"))
+        log.info("warm_restart: %s", brief(h.results["warm_restart"]))
+        log.info("scenario resync")
+        h.results["resync"] = resync(h, float(h.results["warm_restart"]["settled_seconds"]))
+        log.info("resync: %s", brief(h.results["resync"]))
+        log.info("scenario bridge")
+        bridge_result, bridge_operator = bridge(h)
+        h.results["bridge"] = bridge_result
+        if bridge_operator is not None:
+            h.stop_operator(bridge_operator)
+        log.info("bridge: %s", brief(bridge_result))
+        h.results["memory"] = memory(h, bridge_operator is not None)
+        log.info("reading the transaction log")
+        h.count_txns()
+        report = _report(h, time.monotonic() - run_started)
+    finally:
+        for operator in h.operators:
+            with contextlib.suppress(Exception):
+                operator.stop(timeout=10)
+        if h.api is not None:
+            h.api.stop()
+        h.zk.stop()
+    return report
+
+
+def _report(h: Harness, seconds: float) -> JSON:
+    p = h.p
+    scenarios = {name: h.results[name] for name in
+                 ("floor", "cold_sync", "warm_restart", "resync", "update_latency", "drift_latency", "bridge",
+                  "memory")}
+    return {
+        "params": {**asdict(p), "python": platform.python_version(), "cpus": os.cpu_count(),
+                   "git": h.git,
+                   "zookeeper": h.server.mntr().get("zk_version", "?").split(",")[0] if h.zk else "?",
+                   "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                   "duration_s": round(seconds, 1)},
+        "scenarios": scenarios,
+        "targets": targets(scenarios, p),
+    }
+
+
+
+_DESCRIPTION = "zkop's benchmark: convergence speed and idle quietness, measured against the API server's own floor."
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line."""
+    parser = argparse.ArgumentParser(prog="python -m hack.bench", description=_DESCRIPTION,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=None, help="ZooKeeperConfig objects (default 2000; smoke 50)")
+    parser.add_argument("--m", type=int, default=None, help="Services (default 1000; smoke 20)")
+    parser.add_argument("--smoke", action="store_true", help="N=50, M=20, short streams: for CI, well under 60 s")
+    parser.add_argument("--workers", type=int, default=8, help="zkop run --workers (default 8)")
+    parser.add_argument("--update-rate", type=float, default=50.0, help="spec.data changes per second (default 50)")
+    parser.add_argument("--update-seconds", type=float, default=None, help="length of the update stream (default 10)")
+    parser.add_argument("--drift-rate", type=float, default=10.0, help="hand edits per second (default 10)")
+    parser.add_argument("--drift-seconds", type=float, default=None, help="length of the hand edits (default 10)")
+    parser.add_argument("--table", action="store_true", help="print a readable table instead of the JSON object")
+    parser.add_argument("--output", type=Path, default=None, help="also write the JSON report to this file")
+    parser.add_argument("--keep-workdir", action="store_true", help="keep operator logs and kubeconfigs")
+    parser.add_argument("--py-spy", type=Path, default=None, metavar="DIR",
+                        help="profile zkop and the API server during cold_sync with py-spy (must be installed; "
+                             "collapsed stacks go to DIR)")
+    parser.add_argument("--floor-client", type=Path, default=None, help=argparse.SUPPRESS)
+    return parser
+
+
+def params_from_args(args: argparse.Namespace) -> Params:
+    """:class:`Params` from parsed flags (``--smoke`` picks the small defaults)."""
+    if args.smoke:
+        return Params(n=args.n or 50, m=args.m or 20, workers=args.workers, update_rate=args.update_rate,
+                      update_seconds=args.update_seconds or 2.0, drift_rate=args.drift_rate,
+                      drift_seconds=args.drift_seconds or 2.0, min_sync_period=3.0, quiet=0.5, smoke=True,
+                      floor_runs=1)
+    return Params(n=args.n or 2000, m=args.m or 1000, workers=args.workers, update_rate=args.update_rate,
+                  update_seconds=args.update_seconds or 10.0, drift_rate=args.drift_rate,
+                  drift_seconds=args.drift_seconds or 10.0)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    if args.floor_client is not None:
+        print(json.dumps(floor_client(json.loads(args.floor_client.read_text()))))
+        return 0
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("kazoo").setLevel(logging.WARNING)
+    params = params_from_args(args)
+    if params.n < 2:
+        raise SystemExit("--n must be at least 2")
+    workdir = Path(tempfile.mkdtemp(prefix="zkop-bench-"))
+    log.info("workdir %s; params %s", workdir, params)
+    ok = False
+    try:
+        report = run_all(Harness(params, workdir, py_spy=args.py_spy))
+        ok = True
+    finally:
+        if ok and not args.keep_workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
+        else:
+            log.info("operator logs kept in %s", workdir)
+    text = json.dumps(report, indent=2)
+    if args.output is not None:
+        args.output.write_text(text + "\n")
+    print(render_table(report) if args.table else text)
+    return 0
+
