@@ -22,8 +22,7 @@ def test_probes_and_metrics_use_controller_runtime_names(kubeconfig: str, kube: 
             assert "[+]informers-and-zookeeper ok" in r.read().decode()
         create(kube, zkc("m", "/app/m", b"1"))
         wait_for(lambda: synced(kube, "m"), timeout=15)
-        text = proc.metrics()
-        for series in (
+        expected = (
             'controller_runtime_reconcile_total{controller="zookeeperconfig",result="success"}',
             'controller_runtime_reconcile_total{controller="zookeeperconfig",result="error"} 0.0',
             'controller_runtime_max_concurrent_reconciles{controller="zookeeperconfig"} 3.0',
@@ -37,8 +36,12 @@ def test_probes_and_metrics_use_controller_runtime_names(kubeconfig: str, kube: 
             "zkop_zookeeper_connected 1.0",
             'zkop_zookeeper_request_duration_seconds_count{operation="create"}',
             'zkop_zookeeperconfigs{state="Synced"} 1.0',
-        ):
-            assert series in text, series
+        )
+        # The status gauge is computed from the informer cache at scrape time, which may lag the
+        # status write the test saw: wait for every series rather than read once.
+        wait_for(lambda: all(series in proc.metrics() for series in expected), timeout=10,
+                 message="every series exported")
+        text = proc.metrics()
         assert "_created" not in text
 
 

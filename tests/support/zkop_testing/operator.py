@@ -32,7 +32,8 @@ class OperatorProcess:
         zk_hosts: ZooKeeper connect string.
         args: further command-line flags.
         env: extra environment variables.
-        log_path: where stdout+stderr go (a temp file by default).
+        log_path: where stdout+stderr go. By default a temp file that :meth:`stop` reads into
+            memory and removes (``log_tail`` still answers), so tests leave nothing in ``/tmp``.
     """
 
     def __init__(self, kubeconfig: str, zk_hosts: str, args: Sequence[str] = (), *,
@@ -43,7 +44,12 @@ class OperatorProcess:
         self.env = env or {}
         self.metrics_port = free_port()
         self.health_port = free_port()
-        self.log_path = Path(log_path or tempfile.mkstemp(prefix="zkop-", suffix=".log")[1])
+        self._owns_log = log_path is None
+        if log_path is None:
+            fd, log_path = tempfile.mkstemp(prefix="zkop-", suffix=".log")
+            os.close(fd)
+        self.log_path = Path(log_path)
+        self._log_text: str | None = None
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, *, wait_ready: bool = True, timeout: float = 30.0) -> OperatorProcess:
@@ -108,6 +114,7 @@ class OperatorProcess:
     def stop(self, timeout: float = 30.0) -> int | None:
         """SIGTERM, wait, SIGKILL if needed; return the exit code (``None`` if never started)."""
         if self.proc is None:
+            self._collect_log()
             return None
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
@@ -116,14 +123,28 @@ class OperatorProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        self._collect_log()
         return self.proc.returncode
+
+    def _collect_log(self) -> None:
+        """Keep the log of a stopped process in memory and remove the temp file we made."""
+        if not self._owns_log or self._log_text is not None:
+            return
+        try:
+            self._log_text = self.log_path.read_text(errors="replace")
+            self.log_path.unlink()
+        except OSError:
+            self._log_text = ""
 
     def log_tail(self, lines: int = 80) -> str:
         """The last ``lines`` lines of the operator's log."""
-        try:
-            text = self.log_path.read_text(errors="replace")
-        except OSError:
-            return ""
+        if self._log_text is not None:
+            text = self._log_text
+        else:
+            try:
+                text = self.log_path.read_text(errors="replace")
+            except OSError:
+                return ""
         return "\n".join(text.splitlines()[-lines:])
 
     def __enter__(self) -> OperatorProcess:
