@@ -149,7 +149,42 @@ def test_export_without_credentials_reports_unreadable_znodes(cli: Cli, legacy: 
     assert "skipped: /app/svc/instance-1: ephemeral node" in run.err
     assert "skipped: /app/svc/lock-0000000000: sequential node" in run.err
     assert not (out / "app" / "locked.yaml").exists()
-    assert (out / "app" / "secure.yaml").exists()  # world-readable, digest-writable
+    # World-readable, digest-writable: readable, but without ADMIN ZooKeeper shows the digest as
+    # alice:x (ZOOKEEPER-1392). A manifest with that fake id would lock alice out once synced.
+    assert ("error: /app/secure: ACL redacted by ZooKeeper (digest:alice:x" in run.err
+            and "credentials that have ADMIN on /app/secure" in run.err), run.err
+    assert not (out / "app" / "secure.yaml").exists()
+    assert "alice:x" not in "".join(p.read_text() for p in out.rglob("*.yaml"))
+
+
+def test_diff_and_sync_without_admin_cannot_compare_a_redacted_acl(cli: Cli, legacy: Legacy,
+                                                                   tmp_path: Path) -> None:
+    out = tmp_path / "export"
+    export(cli, legacy, out)  # with alice's credentials: the real digest
+    secure = str(out / "app" / "secure.yaml")
+    before = legacy.zk.get_acls(legacy.base + "/app/secure")
+    diff = cli("diff", *legacy.flags(auth=False), "-f", secure)
+    assert diff.code == 2, diff.out + diff.err
+    assert "error: /app/secure: cannot compare the ACL of znode /app/secure" in diff.err
+    assert "ADMIN" in diff.err
+    sync = cli("sync", *legacy.flags(auth=False), "-f", secure)
+    # Without alice's credential sync could not manage that ACL at all: refused before reading.
+    assert sync.code == 1 and "error /app/secure: spec.acl: would lock zkop out" in sync.out, sync.out + sync.err
+    assert "zkop authenticates as ip:127.0.0.1; the ACL grants digest:alice:" in sync.out
+    assert legacy.zk.get_acls(legacy.base + "/app/secure") == before
+
+
+def test_a_redaction_marker_is_never_written_as_an_acl(cli: Cli, legacy: Legacy, tmp_path: Path) -> None:
+    manifest = tmp_path / "fake.yaml"
+    manifest.write_text(
+        "apiVersion: platform.example.com/v1alpha1\nkind: ZooKeeperConfig\nmetadata: {name: fake}\n"
+        "spec:\n  path: /app/fake\n  stringData: x\n"
+        "  acl: [{scheme: digest, id: 'alice:x', permissions: [read, write, create, delete, admin]}]\n")
+    validate = cli("validate", "-f", str(manifest))
+    assert validate.code == 1 and "digest id 'alice:x' is a redaction marker" in validate.out + validate.err
+    sync = cli("sync", *legacy.flags(), "-f", str(manifest))
+    assert sync.code == 2, sync.out + sync.err
+    assert legacy.zk.exists(legacy.base + "/app/fake") is None
 
 
 def test_export_exclude_include_empty_and_namespace(cli: Cli, legacy: Legacy, tmp_path: Path) -> None:
@@ -242,12 +277,14 @@ def test_znodes_that_cannot_be_converged_are_errors_and_the_rest_still_syncs(cli
     assert diff.code == 2  # an error outranks differences
     statuses = {r["path"]: r["status"] for r in diff.json()["results"]}
     assert statuses["/app/locked"] == "error" and statuses[EPHEMERAL] == "error"
-    assert statuses["/app/text"] == statuses["/app/secure"] == "differs"
+    assert statuses["/app/text"] == "differs"
+    # Without ADMIN the digest of /app/secure comes back redacted: it cannot be compared.
+    assert statuses["/app/secure"] == "error"
 
     sync = cli("sync", *legacy.flags(auth=False), "-f", str(out))
     assert sync.code == 1
-    assert "error /app/secure: ZooKeeper refused set on /app/secure: not authorised (NoAuth)" in sync.out
-    assert "error /app/locked: ZooKeeper refused get on /app/locked: not authorised (NoAuth)" in sync.out
+    assert "error /app/secure: spec.acl: would lock zkop out of /app/secure" in sync.out
+    assert "error /app/locked: spec.acl: would lock zkop out of /app/locked" in sync.out
     assert f"error {EPHEMERAL}: znode {EPHEMERAL} is an ephemeral node owned by session" in sync.out
     assert "updated /app/text" in sync.out
     assert zk.get(base + "/app/text")[0] == LEGACY["/app/text"][0]

@@ -37,8 +37,9 @@ from zkop.cmd.flags import (
 from zkop.cmd.logging_setup import configure_logging
 from zkop.runtime.leaderelection import JITTER_FACTOR
 from zkop.zkconfig.spec import DEFAULT_MAX_DATA_BYTES
+from zkop.zookeeper.acls import identities, lockout
 from zkop.zookeeper.actions import OPEN_ACL, AclEntry
-from zkop.zookeeper.adapter import ConnectionOptions
+from zkop.zookeeper.adapter import PARENT_NEEDS, ConnectionOptions
 
 __all__ = ["build_parser", "main"]
 
@@ -134,15 +135,22 @@ def connection_options(args: argparse.Namespace) -> ConnectionOptions:
     ``--zk-parent-acl`` entries were parsed by argparse; a command without that flag gets the open ACL.
 
     Raises:
-        UsageError: an unreadable or malformed auth file.
+        UsageError: an unreadable or malformed auth file; a ``--zk-parent-acl`` that denies zkop's
+            own identities read, create or delete on the parents it creates
+            (:func:`zkop.zookeeper.acls.lockout`; ``ip`` entries get the benefit of the doubt until
+            the start-up probe knows zkop's address).
     """
     use_tls = bool(args.zk_tls_ca_file or args.zk_tls_cert_file)
     parent_acl = tuple(sorted(getattr(args, "zk_parent_acl", []))) or OPEN_ACL
-    return ConnectionOptions(
+    options = ConnectionOptions(
         hosts=args.zk_hosts, session_timeout=args.zk_session_timeout, auth=_read_auth_file(args.zk_auth_file),
         use_tls=use_tls, tls_ca_file=args.zk_tls_ca_file, tls_cert_file=args.zk_tls_cert_file,
         tls_key_file=args.zk_tls_key_file, parent_acl=parent_acl,
     )
+    problem = lockout(parent_acl, identities(options.auth), PARENT_NEEDS, address_known=False)
+    if problem is not None:
+        raise UsageError(f"--zk-parent-acl {problem}")
+    return options
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -172,6 +180,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="znode under which ownership records are kept (default /zkop/owners)")
     run.add_argument("--sync-period", type=positive_duration, default=600.0, metavar="DURATION",
                      help=f"full resync from the cache, jittered (default {format_duration(600.0)})")
+    run.add_argument("--acl-check-period", type=duration, default=60.0, metavar="DURATION",
+                     help="how often the ACLs of managed znodes that declare spec.acl are compared with it; "
+                          "ZooKeeper fires no watch on setAcl, so this bounds how long ACL drift lasts; "
+                          f"0 disables (default {format_duration(60.0)})")
     run.add_argument("--max-data-bytes", type=positive_int, default=DEFAULT_MAX_DATA_BYTES, metavar="BYTES",
                      help=f"largest znode value accepted (default {DEFAULT_MAX_DATA_BYTES})")
     run.add_argument("--metrics-bind-address", type=bind_address, default=":8080", metavar="[HOST]:PORT",
@@ -248,7 +260,8 @@ def _run(args: argparse.Namespace) -> int:
         lease_duration=args.leader_election_lease_duration, renew_deadline=args.leader_election_renew_deadline,
         retry_period=args.leader_election_retry_period, sync_period=args.sync_period,
         graceful_shutdown_timeout=args.graceful_shutdown_timeout, max_data_bytes=args.max_data_bytes,
-        cluster_id=args.cluster_id, registry_root=args.registry_root, bridge=bridge, importer=importer,
+        cluster_id=args.cluster_id, registry_root=args.registry_root, acl_check_period=args.acl_check_period,
+        bridge=bridge, importer=importer,
     )
     try:
         operator = Operator(options)

@@ -66,6 +66,7 @@ class OperatorOptions:
     watch_inactivity_timeout: float = 90.0
     cluster_id: str = "default"
     registry_root: str = "/zkop/owners"
+    acl_check_period: float = 60.0
     startup_probe: bool = True
     bridge: BridgeOptions | None = None
     importer: ImportOptions | None = None
@@ -243,7 +244,7 @@ class Operator:
             ReconcilerOptions(max_data_bytes=options.max_data_bytes, cluster_id=options.cluster_id,
                               registry_root=options.registry_root),
             namespaces=namespaces, workers=options.workers, sync_period=options.sync_period,
-            inactivity_timeout=options.watch_inactivity_timeout,
+            inactivity_timeout=options.watch_inactivity_timeout, acl_check_period=options.acl_check_period,
         )
         on_new_session: list[Callable[[], None]] = [self.zkconfig.on_session_reconnected]
         if options.bridge is not None:

@@ -13,8 +13,10 @@ Which znodes become objects (:func:`plan_export`):
 Each manifest is plain ZooKeeperConfig YAML (``apiVersion``, ``kind``,
 ``metadata.name`` [, ``namespace``], ``spec``): ``stringData`` for printable
 UTF-8, else base64 ``data`` with ``encoding: binary``; ``spec.acl`` unless the
-ACL is the open ACL. Before anything is written, every rendered manifest is
-read back and put through the same checks as ``zkop validate`` (CRD schema and
+ACL is the open ACL. A node whose ACL ZooKeeper returned redacted (``digest:user:x``: the
+caller has no ADMIN on it, ZOOKEEPER-1392) is a problem, never a manifest with a fake id.
+Before anything is written, every rendered manifest is read back and put through the same
+checks as ``zkop validate`` (CRD schema and
 :func:`zkop.zkconfig.spec.parse_spec`), and its bytes and ACL compared with the
 live node; a node failing this is reported as a problem instead of exported.
 
@@ -36,6 +38,7 @@ from zkop.gitops.schema import SchemaChecker
 from zkop.gitops.tree import Tree, ZNode, is_sequential_name
 from zkop.gitops.validate import validate_manifests
 from zkop.zkconfig.spec import DEFAULT_MAX_DATA_BYTES, GROUP, KIND, VERSION
+from zkop.zookeeper.acls import is_redacted
 from zkop.zookeeper.actions import OPEN_ACL, AclEntry
 
 __all__ = [
@@ -46,6 +49,7 @@ __all__ = [
     "ExportedZnode",
     "manifest_object",
     "plan_export",
+    "redacted_acl_reason",
     "write_export",
 ]
 
@@ -100,6 +104,14 @@ class Export:
             "kind": "Kustomization",
             "resources": [str(z.file) for z in self.znodes],
         })
+
+
+def redacted_acl_reason(path: str, redacted: list[AclEntry]) -> str:
+    """Why a znode whose ACL came back redacted is not exported, and how to fix it."""
+    ids = ", ".join(f"digest:{e.id}" for e in redacted)
+    return (f"ACL redacted by ZooKeeper ({ids}: the digest is hidden from clients without ADMIN on the znode); "
+            f"no manifest written with a fake id — run zkop export with credentials that have ADMIN on {path} "
+            "(--zk-auth-file)")
 
 
 def _acl_spec(acl: tuple[AclEntry, ...]) -> list[dict[str, Any]]:
@@ -163,6 +175,11 @@ def plan_export(tree: Tree, checker: SchemaChecker, *, namespace: str | None = N
             continue
         if is_sequential_name(node.name):
             export.notes.append(ExportNote(node.path, "sequential node: belongs to running clients, not to Git"))
+            continue
+        redacted = [e for e in node.acl if is_redacted(e)]
+        if redacted:
+            present[node.path] = True
+            export.notes.append(ExportNote(node.path, redacted_acl_reason(node.path, redacted), problem=True))
             continue
         if below and not node.data and node.acl == OPEN_ACL and not include_empty:
             continue

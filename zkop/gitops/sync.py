@@ -23,7 +23,7 @@ from typing import Any, Literal
 from zkop.gitops.tree import ZNode, path_key
 from zkop.gitops.validate import CheckedObject
 from zkop.zkconfig.plan import Plan, plan_delete, plan_sync
-from zkop.zkconfig.spec import DataRef, DesiredZnode
+from zkop.zkconfig.spec import DataRef, DesiredZnode, InvalidSpec, check_lockout
 from zkop.zookeeper.actions import OPEN_ACL, AclEntry, Action, CreateNode, DeleteNode, Observed, SetAcl, SetData
 from zkop.zookeeper.adapter import ConcurrentModification, ZooKeeperAdapter, ZooKeeperError, ZooKeeperNoAuth
 
@@ -144,13 +144,15 @@ def sync_objects(adapter: ZooKeeperAdapter, objects: Sequence[CheckedObject], *,
 
     Returns:
         One result per object, in path order. A znode that cannot be converged
-        (ephemeral in the way, NoAuth, still changing after :data:`MAX_REPLANS`
-        plans) is an ``error`` result; the others are still applied.
+        (ephemeral in the way, NoAuth, an ACL that would lock this session out or that
+        ZooKeeper returned redacted, still changing after :data:`MAX_REPLANS` plans) is an
+        ``error`` result; the others are still applied.
 
     Raises:
         ZooKeeperUnavailable: the session was lost; results so far are not returned.
     """
     results = []
+    ids = adapter.identities
     for checked in sorted(objects, key=lambda c: path_key(c.path)):
         what = checked.describe()
         if checked.desired is None:
@@ -158,11 +160,15 @@ def sync_objects(adapter: ZooKeeperAdapter, objects: Sequence[CheckedObject], *,
             results.append(SyncResult(checked.path, "skipped", skipped_ref(checked.unresolved), what))
         else:
             try:
+                # The operator's lock-out rule, against the identities this session holds.
+                check_lockout(checked.desired, ids, address_known=any(i.scheme == "ip" for i in ids))
                 first: PreRead | Literal[False] = False
                 if pre_read is not None and checked.path in pre_read:
                     first = pre_read[checked.path]
                 plan = _converge(adapter, checked.desired, plan_sync, dry_run, first)
                 results.append(_result(plan, checked.path, what))
+            except InvalidSpec as err:
+                results.append(SyncResult(checked.path, "error", str(err), what))
             except (ConcurrentModification, ZooKeeperNoAuth) as err:
                 results.append(SyncResult(checked.path, "error", str(err), what))
         if on_done is not None:

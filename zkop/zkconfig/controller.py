@@ -13,6 +13,8 @@
   enqueues the objects declaring that path;
 * the ``zookeeperconfig`` controller (leader-only), preceded by one pass of
   :meth:`~zkop.zkconfig.reconciler.ZooKeeperConfigReconciler.learn_absent` once caches synced;
+* the periodic ACL check (:class:`~zkop.zkconfig.aclcheck.AclCheck`, leader-only), since
+  ZooKeeper fires no watch on ``setACL``;
 * the ``zkop_zookeeperconfig_*`` status collector, registered while the manager runs.
 """
 
@@ -28,6 +30,7 @@ from zkop.kube.events import EventRecorder
 from zkop.runtime.cache import Informer, ResourceRef, meta_namespace_key
 from zkop.runtime.controller import Controller
 from zkop.runtime.manager import Manager
+from zkop.zkconfig.aclcheck import AclCheck
 from zkop.zkconfig.reconciler import (
     PATH_INDEX,
     REF_INDEX,
@@ -57,6 +60,7 @@ class ZooKeeperConfigController:
     secrets: Informer
     controller: Controller
     reconciler: ZooKeeperConfigReconciler
+    acl_check: AclCheck | None = None
 
     @property
     def informers(self) -> list[Informer]:
@@ -128,7 +132,7 @@ class _StatusCollector:
 def setup(
     manager: Manager, client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: EventRecorder,
     options: ReconcilerOptions, *, namespaces: list[str] | None, workers: int, sync_period: float,
-    inactivity_timeout: float,
+    inactivity_timeout: float, acl_check_period: float = 60.0,
 ) -> ZooKeeperConfigController:
     """Build the ZooKeeperConfig controller and add its parts to ``manager``.
 
@@ -142,6 +146,7 @@ def setup(
         workers: concurrent reconciles.
         sync_period: seconds between resyncs of the ZooKeeperConfig informer.
         inactivity_timeout: seconds a silent watch is kept before it is reopened.
+        acl_check_period: seconds between ACL checks of znodes declaring ``spec.acl``; 0 disables.
 
     Returns:
         The parts, e.g. for :meth:`ZooKeeperConfigController.on_session_reconnected`.
@@ -172,4 +177,7 @@ def setup(
         manager.add(each, needs_leader=False)
     manager.add(_LearnAbsent(reconciler), needs_leader=True)
     manager.add(controller, needs_leader=True)
+    if acl_check_period > 0:
+        parts.acl_check = AclCheck(informer.indexer, zookeeper, controller.queue.add, acl_check_period)
+        manager.add(parts.acl_check, needs_leader=True)
     return parts

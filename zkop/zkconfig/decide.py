@@ -41,6 +41,14 @@ record is released; a znode with children is never deleted recursively: a childr
 watch wakes the object when they go (if none are left, the znode is read again at
 once), meanwhile the object is retried; deletionPolicy Orphan keeps the znode.
 
+ACL drift (:func:`declared_acls`, :func:`decide_acl_drift`): ZooKeeper fires no watch on
+``setACL`` (Programmer's Guide, "ZooKeeper Watches": only getData, exists and getChildren set
+one), so a periodic check reads the ACL of every managed znode whose owner declares
+``spec.acl`` (one pipelined ``getACL`` each) and enqueues the owner of every znode whose ACL
+differs from the declared one, or is redacted or unreadable (the pass then reports why). The
+pass corrects it like any drift (``DriftCorrected``). Znodes with the open ACL are not checked:
+their ``aversion`` is read with every data read, and a data watch covers the rest.
+
 Failures (:func:`decide_failure`): ``NoAuth`` and a write conflict that outlived the
 replans are reported at once; an unavailable ZooKeeper only after ``threshold``
 consecutive failures of the same object (a blip is retried quietly).
@@ -49,15 +57,15 @@ consecutive failures of the same object (a blip is retried quietly).
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from zkop.ownership.registry import Claim, OwnerStamp, claim_requires, plan_claim
 from zkop.zkconfig.plan import Outcome, Plan, plan_delete, plan_sync
-from zkop.zkconfig.spec import FINALIZER, DesiredZnode, InvalidSpec, RefNotFound
-from zkop.zookeeper.actions import Action, CheckVersion, CreateNode, Observed, SetData
-from zkop.zookeeper.adapter import ZooKeeperError, ZooKeeperNoAuth, ZooKeeperUnavailable
+from zkop.zkconfig.spec import FINALIZER, DesiredZnode, InvalidSpec, RefNotFound, acl_from_spec
+from zkop.zookeeper.actions import AclEntry, Action, CheckVersion, CreateNode, Observed, SetData, acl_matches
+from zkop.zookeeper.adapter import AclRead, ZooKeeperError, ZooKeeperNoAuth, ZooKeeperUnavailable
 from zkop.zookeeper.paths import validate_path
 
 __all__ = [
@@ -68,9 +76,11 @@ __all__ = [
     "Fetch",
     "SyncFacts",
     "Unread",
+    "decide_acl_drift",
     "decide_delete",
     "decide_failure",
     "decide_sync",
+    "declared_acls",
     "deletion_target",
     "oldest",
     "unsynced_path",
@@ -429,3 +439,58 @@ def decide_failure(err: ZooKeeperError, failures: int, threshold: int) -> Decisi
     else:
         outcome = Outcome("Error", "Conflict", f"znode kept changing during reconcile: {err}", False)
     return Decision(outcome=outcome, retrying=True, warn=True, retry=str(err))
+
+
+# --- ACL drift -----------------------------------------------------------------------------------
+
+def declared_acls(objects: list[JSON]) -> dict[str, tuple[str, tuple[AclEntry, ...]]]:
+    """Managed znodes whose cluster owner declares ``spec.acl``: path → (owner key, its ACL).
+
+    The owner of a path is :func:`oldest` of the live objects declaring it; objects being
+    deleted, with an invalid path or ACL, or without ``spec.acl`` are left out (their passes
+    report or need nothing).
+    """
+    by_path: dict[str, list[JSON]] = {}
+    for obj in objects:
+        if (obj.get("metadata") or {}).get("deletionTimestamp"):
+            continue
+        path = (obj.get("spec") or {}).get("path")
+        if isinstance(path, str):
+            by_path.setdefault(path, []).append(obj)
+    declared: dict[str, tuple[str, tuple[AclEntry, ...]]] = {}
+    for path, candidates in by_path.items():
+        owner = oldest(candidates)
+        obj = next(o for o in candidates if object_key(o) == owner)
+        entries = (obj.get("spec") or {}).get("acl")
+        if not isinstance(entries, list):
+            continue
+        try:
+            declared[validate_path(path)] = (object_key(obj), acl_from_spec(entries))
+        except ValueError:
+            continue
+    return declared
+
+
+def decide_acl_drift(declared: dict[str, tuple[str, tuple[AclEntry, ...]]],
+                     read: Mapping[str, AclRead | ZooKeeperError | None]) -> list[tuple[str, str]]:
+    """The ``(path, key)`` pairs to reconcile after a periodic ACL check.
+
+    Args:
+        declared: from :func:`declared_acls`.
+        read: path → the ACL read (``getACL``), ``None`` if the znode is absent (its watch
+            covers that), or the error met (``NoAuth``: zkop lost READ and ADMIN on it).
+
+    Returns:
+        One pair per znode whose ACL differs from the declared one, is redacted (zkop lost
+        ADMIN: :func:`zkop.zookeeper.actions.acl_matches` never matches it), or could not be
+        read — in path order.
+    """
+    drifted = []
+    for path in sorted(declared):
+        seen = read.get(path)
+        if seen is None:
+            continue
+        key, acl = declared[path]
+        if isinstance(seen, ZooKeeperError) or not acl_matches(seen.acl, acl):
+            drifted.append((path, key))
+    return drifted

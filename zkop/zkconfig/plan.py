@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from zkop.zkconfig.spec import DesiredZnode
+from zkop.zookeeper.acls import is_redacted
 from zkop.zookeeper.actions import Action, CreateNode, DeleteNode, Observed, SetAcl, SetData, acl_matches
 
 __all__ = ["Outcome", "Plan", "plan_delete", "plan_sync"]
@@ -71,6 +72,7 @@ def plan_sync(desired: DesiredZnode, observed: Observed | None) -> Plan:
     same bytes              nothing, Synced    nothing, Synced
     other bytes             set (CAS), Synced  nothing, OutOfSync (left alone on purpose)
     other ACL               setACL (CAS)       nothing
+    ACL redacted (no ADMIN) nothing, Error     nothing, Error
     ephemeral node          nothing, Error     nothing, Error
     ======================  =================  ==========================================
 
@@ -96,6 +98,20 @@ def plan_sync(desired: DesiredZnode, observed: Observed | None) -> Plan:
                 f"znode {path} is an ephemeral node owned by session 0x{observed.ephemeral_owner:x}; "
                 "zkop manages persistent znodes only",
                 False, stalled=True,
+            ),
+        )
+    redacted = [e for e in observed.acl or () if is_redacted(e)]
+    if redacted:
+        # getACL without ADMIN (ZOOKEEPER-1392): the digests are hidden, so the ACL can be neither
+        # compared nor restored; writing anything on that basis could lock its real owner out.
+        return Plan(
+            (),
+            Outcome(
+                "Error", "AclRedacted",
+                f"cannot compare the ACL of znode {path}: ZooKeeper redacted its digest ids "
+                f"({', '.join(f'digest:{e.id}' for e in redacted)}) because zkop's credentials lack ADMIN on it; "
+                "run with credentials that have ADMIN on the znode",
+                False,
             ),
         )
     acl_drift = observed.acl is not None and not acl_matches(observed.acl, desired.acl)

@@ -169,10 +169,11 @@ class ZooKeeperConfigReconciler:
             with self._failures_lock:
                 self._failures.pop(key, None)
             return Result()
-        spec = self._parse(obj)
         if (obj.get("metadata") or {}).get("deletionTimestamp"):
-            target = deletion_target(obj, spec)
+            # No lock-out check here: whatever was written is deleted (if it is ours), whoever zkop is now.
+            target = deletion_target(obj, self._parse(obj, check_access=False))
             return self._finalize(key, DeleteFacts(obj, target, self._cluster_owner(target), self._stamp(obj)))
+        spec = self._parse(obj)
         desired = spec if isinstance(spec, DesiredZnode) else None
         facts = SyncFacts(obj, spec, self._cluster_owner(desired), self._stamp(obj),
                           self.registry.record_path(desired.path if desired else ""), self._stamp_exists)
@@ -237,15 +238,20 @@ class ZooKeeperConfigReconciler:
 
     # --- facts -------------------------------------------------------------------------------
 
-    def _parse(self, obj: JSON) -> DesiredZnode | InvalidSpec | RefNotFound:
-        """The parsed spec, or the error that says why it cannot be parsed."""
+    def _parse(self, obj: JSON, *, check_access: bool = True) -> DesiredZnode | InvalidSpec | RefNotFound:
+        """The parsed spec, or the error that says why it cannot be parsed.
+
+        With ``check_access`` a ``spec.acl`` that would lock zkop out (evaluated against the
+        session's identities, :attr:`ZooKeeperAdapter.identities`) is an :class:`InvalidSpec`.
+        """
         namespace = str((obj.get("metadata") or {}).get("namespace"))
 
         def lookup(ref: DataRef) -> bytes | None:
             return self._lookup(namespace, ref)
 
         try:
-            return parse_spec(obj.get("spec"), max_data_bytes=self.options.max_data_bytes, lookup=lookup)
+            return parse_spec(obj.get("spec"), max_data_bytes=self.options.max_data_bytes, lookup=lookup,
+                              identities=self.zookeeper.identities if check_access else None)
         except (InvalidSpec, RefNotFound) as err:
             return err
 

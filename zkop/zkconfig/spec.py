@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from zkop.zookeeper.acls import ADMIN, READ, WRITE, AclId, is_redacted, lockout, valid_digest_id
 from zkop.zookeeper.actions import OPEN_ACL, PERMISSIONS, AclEntry
 from zkop.zookeeper.paths import InvalidPath, validate_path
 
@@ -23,11 +24,13 @@ __all__ = [
     "KIND",
     "PLURAL",
     "VERSION",
+    "ZNODE_NEEDS",
     "DataRef",
     "DesiredZnode",
     "InvalidSpec",
     "RefNotFound",
     "acl_from_spec",
+    "check_lockout",
     "parse_spec",
 ]
 
@@ -44,6 +47,10 @@ DEFAULT_MAX_DATA_BYTES = 1_000_000
 
 SyncPolicy = Literal["createOrUpdate", "createOnly"]
 DeletionPolicy = Literal["Delete", "Orphan"]
+
+#: What zkop needs on a managed znode whose ACL it manages: read it (and arm its watch), restore
+#: its data, restore its ACL (``setACL`` needs ADMIN, ``PrepRequestProcessor`` ``OpCode.setACL``).
+ZNODE_NEEDS = READ | WRITE | ADMIN
 Encoding = Literal["utf-8", "binary"]
 
 
@@ -130,6 +137,16 @@ def acl_from_spec(entries: list[dict[str, object]]) -> tuple[AclEntry, ...]:
             raise ValueError(f"acl[{index}] needs a scheme and an id")
         if not isinstance(perms, list) or not perms:
             raise ValueError(f"acl[{index}].permissions must list at least one of {', '.join(PERMISSIONS)}")
+        if scheme == "world" and ident != "anyone":
+            raise ValueError(f"acl[{index}]: the world scheme has the one id 'anyone', not {ident!r}")
+        if scheme == "digest" and not valid_digest_id(ident):
+            if is_redacted(AclEntry(scheme, ident, 0)):
+                raise ValueError(
+                    f"acl[{index}]: digest id {ident!r} is a redaction marker, not an id: ZooKeeper shows every "
+                    "digest as user:x to a client without ADMIN on the znode; export again with credentials "
+                    "that have ADMIN on it, or give user:base64(sha1(user:password))")
+            raise ValueError(f"acl[{index}]: digest id {ident!r} is not user:base64(sha1(user:password)) "
+                             "(28 characters after the colon; kazoo's make_digest_acl_credential makes one)")
         mask = 0
         for name in perms:
             if name not in PERMISSIONS:
@@ -139,6 +156,22 @@ def acl_from_spec(entries: list[dict[str, object]]) -> tuple[AclEntry, ...]:
     if not result:
         raise ValueError("acl must not be empty (omit it for the open ACL)")
     return tuple(sorted(set(result)))
+
+
+def check_lockout(desired: DesiredZnode, ids: frozenset[AclId], *, address_known: bool = True) -> None:
+    """Refuse a ``spec.acl`` that would deny zkop what it needs to manage the znode (:data:`ZNODE_NEEDS`).
+
+    Evaluated as ZooKeeper 3.8 would (:func:`zkop.zookeeper.acls.granted`: ``ZooKeeperServer.checkACL``,
+    ``fixupACL`` for ``auth``). The open ACL always passes.
+
+    Raises:
+        InvalidSpec: naming the identities zkop has and the ones the ACL names.
+    """
+    if desired.acl == OPEN_ACL:
+        return
+    problem = lockout(desired.acl, ids, ZNODE_NEEDS, address_known=address_known)
+    if problem is not None:
+        raise InvalidSpec("spec.acl", f"would lock zkop out of {desired.path}: {problem}")
 
 
 def strict_b64decode(value: str) -> bytes:
@@ -172,7 +205,8 @@ def parse_data_ref(value: Any) -> DataRef:
 
 
 def parse_spec(
-    spec: Any, *, max_data_bytes: int = DEFAULT_MAX_DATA_BYTES, lookup: RefLookup | None = None
+    spec: Any, *, max_data_bytes: int = DEFAULT_MAX_DATA_BYTES, lookup: RefLookup | None = None,
+    identities: frozenset[AclId] | None = None,
 ) -> DesiredZnode:
     """Validate a ZooKeeperConfig ``spec`` and return the znode it declares.
 
@@ -181,10 +215,13 @@ def parse_spec(
         max_data_bytes: largest decoded value allowed, bytes.
         lookup: resolves ``spec.dataFrom`` from the informer caches; without it a
             ``dataFrom`` spec raises :class:`RefNotFound`.
+        identities: zkop's identities on the ensemble; if given, a ``spec.acl`` that would lock
+            zkop out is refused (:func:`check_lockout`). ``None`` (offline validation) skips that.
 
     Raises:
         InvalidSpec: naming the field and the rule (path rules, strict base64,
-            UTF-8 for ``encoding: utf-8``, size, exactly one data source, enums).
+            UTF-8 for ``encoding: utf-8``, size, exactly one data source, enums, ACL ids,
+            an ACL locking zkop out).
         RefNotFound: the ConfigMap/Secret key of ``spec.dataFrom`` is missing.
     """
     if not isinstance(spec, dict):
@@ -250,7 +287,10 @@ def parse_spec(
             acl = acl_from_spec(spec["acl"])
         except ValueError as err:
             raise InvalidSpec("spec.acl", str(err)) from None
-    return DesiredZnode(
+    desired = DesiredZnode(
         path=path, data=data, sync_policy=sync_policy, deletion_policy=deletion_policy, encoding=encoding, acl=acl,
         source=source,
     )
+    if identities is not None:
+        check_lockout(desired, identities, address_known=any(i.scheme == "ip" for i in identities))
+    return desired

@@ -53,22 +53,14 @@ OPEN_ACL: tuple[AclEntry, ...] = (AclEntry("world", "anyone", 31),)
 
 
 def acl_matches(observed: tuple[AclEntry, ...], desired: tuple[AclEntry, ...]) -> bool:
-    """True if an ACL read from ZooKeeper equals the desired one.
+    """True if an ACL read from ZooKeeper equals the desired one (as sets of entries).
 
-    ZooKeeper (3.6+, ZOOKEEPER-1392) answers ``getACL`` from a client without
-    ADMIN permission with digest ids redacted to ``user:x``; such an entry
-    matches a desired digest entry of the same user and permissions.
+    Exact: a digest id ZooKeeper redacted to ``user:x`` (``getACL`` from a client without
+    ADMIN, ZOOKEEPER-1392) never matches a real one — zkop cannot tell whether it is the same
+    hash, so it never takes such an ACL for the desired one
+    (:func:`zkop.zookeeper.acls.is_redacted`).
     """
-    if len(observed) != len(desired):
-        return False
-
-    def key(entry: AclEntry, redact: bool) -> tuple[str, str, int]:
-        if entry.scheme == "digest" and redact:
-            return (entry.scheme, entry.id.split(":", 1)[0] + ":x", entry.perms)
-        return (entry.scheme, entry.id, entry.perms)
-
-    redacted = any(e.scheme == "digest" and e.id.endswith(":x") for e in observed)
-    return sorted(key(e, redacted) for e in observed) == sorted(key(e, redacted) for e in desired)
+    return sorted(set(observed)) == sorted(set(desired))
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from contextlib import suppress
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
+from zkop.zookeeper.acls import CREATE, DELETE, READ, AclId, identities, lockout
 from zkop.zookeeper.actions import OPEN_ACL, AclEntry, Action, CheckVersion, CreateNode, DeleteNode, Observed
 from zkop.zookeeper.cache import WatchCache
 from zkop.zookeeper.errors import (
@@ -36,11 +37,14 @@ from zkop.zookeeper.errors import (
     ZooKeeperNoAuth,
     ZooKeeperUnavailable,
 )
-from zkop.zookeeper.reads import Listing, NodeSnapshot, PendingRead, Reads, from_kazoo_acl
+from zkop.zookeeper.paths import parent_paths
+from zkop.zookeeper.reads import AclRead, Listing, NodeSnapshot, PendingRead, Reads, from_kazoo_acl
 from zkop.zookeeper.session import ConnectionOptions, Session, SessionListener, split_chroot
 from zkop.zookeeper.writer import Writer, to_kazoo_acl
 
 __all__ = [
+    "PARENT_NEEDS",
+    "AclRead",
     "ConcurrentModification",
     "ConnectionOptions",
     "Listing",
@@ -57,6 +61,10 @@ __all__ = [
     "split_chroot",
     "to_kazoo_acl",
 ]
+
+#: What zkop needs on the parents it creates (``--zk-parent-acl``): create and delete the znodes
+#: below (ZooKeeper checks CREATE/DELETE on the parent, ``PrepRequestProcessor``), list them.
+PARENT_NEEDS = READ | CREATE | DELETE
 
 
 class ZooKeeperAdapter:
@@ -124,26 +132,65 @@ class ZooKeeperAdapter:
         """
         self._session.add_listener(listener)
 
+    @property
+    def client_address(self) -> str | None:
+        """The local address of the connection (what the server's ``ip`` scheme sees, unless NAT
+        is in between), or ``None`` while not connected."""
+        try:
+            sock = self._session.client._connection._socket
+            return str(sock.getsockname()[0]) if sock is not None else None
+        except (AttributeError, OSError, IndexError):
+            return None
+
+    @property
+    def identities(self) -> frozenset[AclId]:
+        """The identities this session holds on the server (:func:`zkop.zookeeper.acls.identities`):
+        the digest ids of its credentials and, while connected, ``ip:<its address>``."""
+        return identities(self.options.auth, address=self.client_address)
+
+    def parent_acl_problem(self) -> str | None:
+        """Why ``options.parent_acl`` would lock zkop out of the parents it creates, or ``None``.
+
+        Needs :data:`PARENT_NEEDS`; ``ip`` entries count only once the session's address is known.
+        """
+        ids = self.identities
+        problem = lockout(self.options.parent_acl, ids, PARENT_NEEDS,
+                          address_known=any(i.scheme == "ip" for i in ids))
+        return f"--zk-parent-acl {problem}" if problem else None
+
     def probe(self, scratch_root: str = "/zkop/probe") -> None:
         """Write, read back and delete a scratch znode under ``scratch_root`` (parents created).
 
         Catches credentials or ACLs that let zkop connect but not read what it
-        writes, before any managed znode is touched.
+        writes, before any managed znode is touched. A ``--zk-parent-acl`` that would lock
+        zkop out is refused before anything is written; if a step is refused all the same,
+        the parents the probe created are deleted again, so nothing is left that zkop
+        cannot read.
 
         Raises:
-            ZooKeeperNoAuth: a step was refused, or the bytes read back differ.
+            ZooKeeperNoAuth: the parent ACL excludes zkop, a step was refused, or the bytes read back differ.
             ZooKeeperUnavailable: the session failed meanwhile.
         """
+        problem = self.parent_acl_problem()
+        if problem is not None:
+            raise ZooKeeperNoAuth(f"start-up probe: {problem}")
         path = f"{scratch_root.rstrip('/')}/{uuid.uuid4().hex}"
+        missing = [p for p in parent_paths(path) if self.read(p) is None]
         payload = os.urandom(16)
-        self.execute([CreateNode(path, payload)])
         try:
-            observed = self.read(path, OPEN_ACL)
-            if observed is None or observed.data != payload:
-                raise ZooKeeperNoAuth(f"start-up probe: {path} did not read back what was written")
-        finally:
-            with suppress(NoNodeError):
-                self.execute([DeleteNode(path, 0)])
+            self.execute([CreateNode(path, payload)])
+            try:
+                observed = self.read(path, OPEN_ACL)
+                if observed is None or observed.data != payload:
+                    raise ZooKeeperNoAuth(f"start-up probe: {path} did not read back what was written")
+            finally:
+                with suppress(NoNodeError):
+                    self.execute([DeleteNode(path, 0)])
+        except ZooKeeperNoAuth:
+            for parent in reversed(missing):  # deepest first; ones that were there before stay
+                with suppress(ZooKeeperError, NoNodeError):
+                    self.execute([DeleteNode(parent, 0)])
+            raise
 
     # --- the watch-validated cache ---------------------------------------------------------------
 
@@ -321,6 +368,14 @@ class ZooKeeperAdapter:
             ZooKeeperUnavailable: connection or session lost.
         """
         return self._reads.read_many(paths, on_node=on_node)
+
+    def read_acls(self, paths: Sequence[str]) -> dict[str, AclRead | ZooKeeperNoAuth | None]:
+        """``getACL`` of many znodes, pipelined; see :meth:`Reads.read_acls`.
+
+        Raises:
+            ZooKeeperUnavailable: not connected, or a request unanswered for the session timeout.
+        """
+        return self._reads.read_acls(paths)
 
     # --- writes --------------------------------------------------------------------------------
 

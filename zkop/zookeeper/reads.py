@@ -30,7 +30,7 @@ from zkop.zookeeper.errors import (
 )
 from zkop.zookeeper.session import Session
 
-__all__ = ["BATCH", "Listing", "NodeSnapshot", "PendingRead", "Reads", "from_kazoo_acl", "join_path"]
+__all__ = ["BATCH", "AclRead", "Listing", "NodeSnapshot", "PendingRead", "Reads", "from_kazoo_acl", "join_path"]
 
 #: Nodes whose requests a walk keeps in flight together.
 BATCH = 256
@@ -57,6 +57,14 @@ class Listing:
 
     children: tuple[str, ...]
     created_zxid: int
+
+
+@dataclass(frozen=True)
+class AclRead:
+    """A node's ACL as ``getACL`` returned it (digests redacted to ``user:x`` without ADMIN) and ``Stat.aversion``."""
+
+    acl: tuple[AclEntry, ...]
+    acl_version: int
 
 
 @dataclass(frozen=True)
@@ -299,6 +307,35 @@ class Reads:
                     answers.append(err)
             for index, path in enumerate(chunk):
                 yield path, answers[width * index : width * (index + 1)]
+
+    def read_acls(self, paths: Sequence[str]) -> dict[str, AclRead | ZooKeeperNoAuth | None]:
+        """``getACL`` of many znodes, pipelined (:data:`BATCH` in flight): one request per node, no data.
+
+        ZooKeeper fires no watch on ``setACL`` (Programmer's Guide, "ZooKeeper Watches": only
+        getData, exists and getChildren set watches), so a periodic check of this kind is the
+        only way to notice a hand ``setAcl``. ``getACL`` needs READ or ADMIN on the node.
+
+        Returns:
+            path → the ACL and its version, ``None`` if the node is absent, or the ``NoAuth`` met.
+
+        Raises:
+            ZooKeeperUnavailable: not connected, or a request unanswered for the session timeout.
+        """
+        session, client = self.session, self.session.client
+        result: dict[str, AclRead | ZooKeeperNoAuth | None] = {}
+        for start in range(0, len(paths), BATCH):
+            session.require_connected("read")
+            issued = [(path, time.monotonic(), client.get_acls_async(path)) for path in paths[start : start + BATCH]]
+            for path, started, request in issued:
+                try:
+                    with session.mapped("get_acls", path, started=started):
+                        acl, stat = session.wait(request)
+                    result[path] = AclRead(from_kazoo_acl(acl), int(stat.aversion))
+                except NoNodeError:
+                    result[path] = None
+                except ZooKeeperNoAuth as err:
+                    result[path] = err
+        return result
 
     def walk(self, root: str, visit: Callable[[NodeSnapshot], bool], *,
              skip: Callable[[str], bool] = lambda _: False) -> list[str]:

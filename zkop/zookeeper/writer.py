@@ -6,6 +6,12 @@ the node holding the intended bytes succeeds, a delete that finds nothing succee
 parents are created (empty, with ``ConnectionOptions.parent_acl``). Preconditions
 (:class:`~zkop.zookeeper.actions.CheckVersion`) ride in the same ``multi`` as the writes they
 guard (ZooKeeper's ``check`` operation).
+
+A create whose node zkop then cannot read (``NoAuth`` on the read right behind it: an ACL that
+does not grant zkop's identity READ, despite :mod:`zkop.zookeeper.acls` checks upstream) is
+undone: the nodes created in that step — the node, and the parents this step created — are
+deleted again, so nothing is left that only a ZooKeeper superuser could remove. An ACL holding
+a redaction marker (``user:x``, :func:`~zkop.zookeeper.acls.is_redacted`) is never sent.
 """
 
 from __future__ import annotations
@@ -24,11 +30,21 @@ from kazoo.exceptions import (
 )
 from kazoo.security import ACL, Id
 
-from zkop.zookeeper.actions import AclEntry, Action, CheckVersion, CreateNode, DeleteNode, SetAcl, SetData
+from zkop.zookeeper.acls import is_redacted
+from zkop.zookeeper.actions import (
+    OPEN_ACL,
+    AclEntry,
+    Action,
+    CheckVersion,
+    CreateNode,
+    DeleteNode,
+    SetAcl,
+    SetData,
+)
 from zkop.zookeeper.cache import WatchCache
-from zkop.zookeeper.errors import ConcurrentModification, ZooKeeperNoAuth
+from zkop.zookeeper.errors import ConcurrentModification, ZooKeeperError, ZooKeeperNoAuth
 from zkop.zookeeper.paths import parent_paths
-from zkop.zookeeper.reads import Reads
+from zkop.zookeeper.reads import PendingRead, Reads
 from zkop.zookeeper.session import Session
 
 __all__ = ["Writer", "to_kazoo_acl"]
@@ -58,6 +74,10 @@ class Writer:
         """
         if not actions:
             return
+        for action in actions:
+            if isinstance(action, CreateNode | SetAcl) and any(is_redacted(e) for e in action.acl):
+                raise ValueError(f"refusing to write the ACL of {action.path}: it holds a redacted digest id "
+                                 "(user:x, as ZooKeeper shows it to a client without ADMIN)")
         session = self.session
         has_acl = any(isinstance(a, SetAcl) for a in actions)
         if (require or (atomic and len(actions) > 1)) and not has_acl:
@@ -91,18 +111,66 @@ class Writer:
             for pending in reads:
                 pending.result()
 
-    def _create_parents(self, paths: Sequence[str]) -> None:
-        """Create each of ``paths`` (outermost first) empty with the parent ACL; existing ones are fine."""
+    def _read_back(self, creates: Sequence[CreateNode], arm_watches: bool) -> list[PendingRead]:
+        """Reads sent right behind ``creates``: watched ones (``arm_watches``), else plain reads of the
+        nodes created with an ACL other than the open one (could zkop lock itself out?)."""
+        if arm_watches:
+            return [self.reads.read_async(a.path, a.acl, watch=True) for a in creates]
+        return [self.reads.read_async(a.path, None) for a in creates if a.acl != OPEN_ACL]
+
+    def _check_readable(self, reads: Sequence[PendingRead], created: Sequence[str]) -> None:
+        """Finish the read-backs; on ``NoAuth`` delete ``created`` (deepest first) and raise.
+
+        Raises:
+            ZooKeeperNoAuth: a node just created cannot be read with zkop's credentials.
+        """
+        locked: ZooKeeperNoAuth | None = None
+        for pending in reads:
+            try:
+                pending.result()
+            except ZooKeeperNoAuth as err:
+                locked = locked or err
+        if locked is None:
+            return
+        removed = self._undo_creates(created)
+        raise ZooKeeperNoAuth(
+            f"created {reads[0].path} but cannot read it back with zkop's credentials (NoAuth): its ACL does not "
+            f"grant zkop's identity READ; deleted what this write created ({', '.join(removed) or 'nothing'})"
+        ) from locked
+
+    def _undo_creates(self, created: Sequence[str]) -> list[str]:
+        """Delete ``created`` deepest first (best effort: a node changed or given children meanwhile stays)."""
+        session, removed = self.session, []
+        for path in sorted(set(created), key=lambda p: (-p.count("/"), p)):
+            self.cache.forget(path)
+            try:
+                with session.mapped("delete", path):
+                    session.wait(session.client.delete_async(path, version=0))
+                removed.append(path)
+            except (NoNodeError, NotEmptyError, BadVersionError, ZooKeeperError):
+                continue
+        return removed
+
+    def _create_parents(self, paths: Sequence[str]) -> list[str]:
+        """Create each of ``paths`` (outermost first) empty with the parent ACL; existing ones are fine.
+
+        Returns:
+            The parents this call created.
+        """
         session = self.session
         parent_acl = to_kazoo_acl(session.options.parent_acl)
+        made: list[str] = []
         for parent in paths:
             with session.mapped("create", parent), suppress(NodeExistsError):
                 session.wait(session.client.create_async(parent, b"", acl=parent_acl))
+                made.append(parent)
+        return made
 
     def _commit(self, actions: Sequence[Action], arm_watches: bool, require: Sequence[CheckVersion] = ()) -> None:
         """Run ``require`` checks and ``actions`` as one ``multi``; see :meth:`execute`."""
         session = self.session
         creates = [a for a in actions if isinstance(a, CreateNode)]
+        made_parents: list[str] = []
         for attempt in range(2):
             transaction = session.client.transaction()
             for check in require:
@@ -119,7 +187,7 @@ class Writer:
             started = time.monotonic()
             request = transaction.commit_async()
             # Sent behind the multi on the same session, so answered after it (in order).
-            reads = [self.reads.read_async(a.path, a.acl, watch=True) for a in creates] if arm_watches else []
+            reads = self._read_back(creates, arm_watches)
             self.reads.settle(reads)
             failed: tuple[CheckVersion | Action, Exception] | None
             try:
@@ -132,14 +200,13 @@ class Writer:
                 # is taken as a missing parent when there are creates, as ZooKeeper 3.8 would say.
                 failed = (creates[0] if isinstance(err, NoNodeError) and creates else actions[0], err)
             if failed is None:
-                for pending in reads:
-                    pending.result()
+                self._check_readable(reads, [*made_parents, *(a.path for a in creates)])
                 return
             step, error = failed
             for pending in reads:
                 self.cache.forget(pending.path)  # what the reads saw belongs to no write of ours
             if isinstance(error, NoNodeError) and isinstance(step, CreateNode) and not attempt:
-                self._create_parents(sorted({p for a in creates for p in parent_paths(a.path)}, key=len))
+                made_parents = self._create_parents(sorted({p for a in creates for p in parent_paths(a.path)}, key=len))
                 continue
             if isinstance(error, NoAuthError):
                 raise ZooKeeperNoAuth(f"ZooKeeper refused the write of {step.path}: not authorised (NoAuth)")
@@ -150,19 +217,22 @@ class Writer:
 
     def _create(self, action: CreateNode) -> None:
         session = self.session
+        made_parents: list[str] = []
         # Try the node itself first: when its parents exist (the common case) that is one round trip.
         for attempt in range(2):
             with session.mapped("create", action.path):
                 try:
                     session.wait(session.client.create_async(action.path, action.data,
                                                              acl=to_kazoo_acl(action.acl)))
+                    if action.acl != OPEN_ACL:
+                        self._check_readable(self._read_back([action], False), [*made_parents, action.path])
                     return
                 except NodeExistsError:
                     break
                 except NoNodeError:
                     if attempt:
                         raise ConcurrentModification(f"a parent of {action.path} vanished during create") from None
-            self._create_parents(parent_paths(action.path))
+            made_parents = self._create_parents(parent_paths(action.path))
         current = self.reads.read_async(action.path).result()
         if current is not None and current.data == action.data and not current.ephemeral_owner:
             return  # our earlier create whose reply was lost, or someone wrote the same bytes

@@ -1,0 +1,227 @@
+"""ZooKeeper ACL semantics, evaluated client-side: who zkop is, what an ACL grants it, redaction.
+
+zkop must never write an ACL that locks itself out (it could then neither read, restore nor
+delete the znode; only a ZooKeeper superuser could) and never write an ACL id that ZooKeeper
+redacted. This module is the ZooKeeper 3.8 server's logic, replayed on the client:
+
+* **Identities** (:class:`AclId`): what a session is authenticated as. ``addauth digest
+  user:password`` makes ``digest:user:base64(sha1("user:password"))``
+  (``DigestAuthenticationProvider.generateDigest``, kazoo's ``make_digest_acl_credential``);
+  every connection is also ``ip:<client address>`` (``NIOServerCnxn``/``NettyServerCnxn``
+  add it on accept). A TLS client certificate makes ``x509:<subject DN>``
+  (``X509AuthenticationProvider``) and a SASL login ``sasl:<principal>``
+  (``SASLAuthenticationProvider``): :func:`identities` takes those as arguments, for the
+  connection options that will carry them.
+* **Evaluation** (:func:`granted`): ``ZooKeeperServer.checkACL`` — an empty ACL allows
+  everything; an entry counts if ``world:anyone``, or if an identity of the same scheme
+  ``matches`` it: digest, x509 and sasl by equality, ip by address/prefix
+  (``IPAuthenticationProvider.matches``). ``auth`` entries are replaced at create/setACL
+  time by every *authenticated* identity of the writing session (digest, x509, sasl; not ip)
+  — ``PrepRequestProcessor.fixupACL`` — so they grant their permissions to zkop itself, and
+  are refused (``InvalidACL``) when zkop has no authenticated identity.
+* **Redaction**: ``getACL`` answers a caller without ADMIN on the node with every digest id
+  rewritten to ``user:x`` (ZOOKEEPER-1392, ``FinalRequestProcessor`` ``OpCode.getACL``); such
+  an id is a *redaction marker*, never a real one (:func:`is_redacted`). A real digest id
+  holds the 28-character base64 of a SHA-1 (:func:`valid_digest_id`).
+
+Not modelled: a ``super`` identity (``zookeeper.DigestAuthenticationProvider.superDigest``)
+passes every check on the server, but a client cannot tell that it is one; zkop then refuses
+ACLs the server would let it manage (the safe side). ``skipACL=yes`` likewise.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import ipaddress
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from kazoo.security import make_digest_acl_credential
+
+from zkop.zookeeper.actions import PERMISSIONS, AclEntry
+
+__all__ = [
+    "ADMIN",
+    "CREATE",
+    "DELETE",
+    "READ",
+    "WRITE",
+    "AclId",
+    "describe_perms",
+    "granted",
+    "identities",
+    "is_redacted",
+    "lockout",
+    "valid_digest_id",
+]
+
+READ, WRITE, CREATE, DELETE, ADMIN = (PERMISSIONS[n] for n in ("read", "write", "create", "delete", "admin"))
+
+#: Schemes whose identities ``fixupACL`` substitutes for an ``auth`` entry (``isAuthenticated()``).
+AUTHENTICATED_SCHEMES = frozenset({"digest", "x509", "sasl"})
+
+
+@dataclass(frozen=True, order=True)
+class AclId:
+    """One identity a session holds (ZooKeeper's ``Id``): ``scheme`` and ``id``, e.g. ``ip``/``127.0.0.1``."""
+
+    scheme: str
+    id: str
+
+    def __str__(self) -> str:
+        return f"{self.scheme}:{self.id}"
+
+
+def identities(auth: Iterable[tuple[str, str]] = (), *, address: str | None = None,
+               x509_subject: str | None = None, sasl_principal: str | None = None) -> frozenset[AclId]:
+    """The identities a session with these credentials holds on the server.
+
+    Args:
+        auth: ``(scheme, credential)`` pairs as sent with ``addauth`` (``ConnectionOptions.auth``):
+            ``("digest", "user:password")`` becomes ``digest:user:<base64 sha1>``; other schemes
+            are taken as naming their id directly.
+        address: the client address the server sees (``ip`` scheme), if known; behind NAT it is
+            not the local socket's.
+        x509_subject: the subject DN of the TLS client certificate (``x509`` scheme).
+        sasl_principal: the SASL principal after the server's realm/host stripping (``sasl`` scheme).
+
+    Returns:
+        The set of :class:`AclId`; empty for an anonymous session whose address is unknown.
+    """
+    ids: set[AclId] = set()
+    for scheme, credential in auth:
+        if scheme == "digest":
+            user, _, password = credential.partition(":")
+            ids.add(AclId("digest", make_digest_acl_credential(user, password)))
+        else:
+            ids.add(AclId(scheme, credential))
+    if address:
+        ids.add(AclId("ip", address))
+    if x509_subject:
+        ids.add(AclId("x509", x509_subject))
+    if sasl_principal:
+        ids.add(AclId("sasl", sasl_principal))
+    return frozenset(ids)
+
+
+def _ip_matches(address: str, expression: str) -> bool:
+    """``IPAuthenticationProvider.matches``: ``address`` within ``addr[/bits]`` (comma lists allowed)."""
+    try:
+        client = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    for part in expression.split(","):
+        try:
+            if client in ipaddress.ip_network(part.strip(), strict=False):
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+def _matches(entry: AclEntry, who: AclId) -> bool:
+    if entry.scheme != who.scheme:
+        return False
+    if entry.scheme == "ip":
+        return _ip_matches(who.id, entry.id)
+    return entry.id == who.id  # digest, x509, sasl: ServerAuthenticationProvider.matches is equality
+
+
+def granted(acl: Iterable[AclEntry], ids: Iterable[AclId]) -> int:
+    """The permission bits ``acl`` grants a session holding ``ids`` (``ZooKeeperServer.checkACL``).
+
+    An ``auth`` entry grants its permissions when the session has an authenticated identity
+    (it becomes those identities when the ACL is written, ``fixupACL``). An empty ACL grants
+    everything (``checkACL`` returns at once).
+
+    Returns:
+        Bitmask READ=1, WRITE=2, CREATE=4, DELETE=8, ADMIN=16.
+    """
+    entries, held = list(acl), frozenset(ids)
+    if not entries:
+        return sum(PERMISSIONS.values())
+    authenticated = any(i.scheme in AUTHENTICATED_SCHEMES for i in held)
+    mask = 0
+    for entry in entries:
+        if entry.scheme == "world" and entry.id == "anyone":
+            mask |= entry.perms
+        elif entry.scheme == "auth":
+            mask |= entry.perms if authenticated else 0
+        elif any(_matches(entry, who) for who in held):
+            mask |= entry.perms
+    return mask
+
+
+def describe_perms(mask: int) -> str:
+    """``read, write, admin`` for a bitmask (ZooKeeper's names, lower case); ``none`` for 0."""
+    return ", ".join(name for name, bit in PERMISSIONS.items() if mask & bit) or "none"
+
+
+def lockout(acl: Iterable[AclEntry], ids: Iterable[AclId], needs: int, *, address_known: bool = True) -> str | None:
+    """Why ``acl`` would deny a session holding ``ids`` some of ``needs``, or ``None`` if it does not.
+
+    The sentence names the identities zkop has and the ones the ACL names, and points at the
+    classic mistake: a digest credential given in its hashed form (``user:HASH`` instead of
+    ``user:password``), which authenticates as ``digest:user:sha1(user:HASH)``.
+
+    Args:
+        acl: the ACL to be written.
+        ids: zkop's identities (:func:`identities`).
+        needs: permission bits zkop needs on the node.
+        address_known: ``False`` when zkop's client address is not known yet (before it
+            connects): then ``ip`` entries are given the benefit of the doubt (the check is
+            repeated once connected).
+    """
+    entries, held = list(acl), frozenset(ids)
+    if any(e.scheme == "auth" for e in entries) and not any(i.scheme in AUTHENTICATED_SCHEMES for i in held):
+        return ("the ACL has an 'auth' entry but zkop has no authenticated identity (digest, x509 or sasl), "
+                "so ZooKeeper would refuse it (InvalidACL); give zkop credentials or name ids explicitly")
+    mask = granted(entries, held)
+    if not address_known:
+        mask |= sum(e.perms for e in entries if e.scheme == "ip")
+    missing = needs & ~mask
+    if not missing:
+        return None
+    has = ", ".join(map(str, sorted(held))) or "no identity (anonymous)"
+    named = "; ".join(f"{e.scheme}:{e.id} {describe_perms(e.perms)}" for e in entries)
+    message = (f"the ACL would deny zkop {describe_perms(missing)} (it needs {describe_perms(needs)}): "
+               f"zkop authenticates as {has}; the ACL grants {named}")
+    hashed = _hashed_credential_hint(entries, held)
+    return f"{message}; {hashed}" if hashed else message
+
+
+def _hashed_credential_hint(entries: list[AclEntry], held: frozenset[AclId]) -> str:
+    """A hint when zkop's digest credential looks like the hashed id the ACL names."""
+    for entry in entries:
+        if entry.scheme != "digest":
+            continue
+        user, _, digest = entry.id.partition(":")
+        for who in held:
+            if who.scheme != "digest" or who.id.partition(":")[0] != user or who.id == entry.id:
+                continue
+            if who.id == make_digest_acl_credential(user, digest):
+                return (f"zkop's credential for {user!r} is the hashed id itself ({user}:{digest}); "
+                        "the credential file must hold user:password, the ACL the hash")
+            return f"zkop's password for {user!r} does not produce the digest the ACL names"
+    return ""
+
+
+def is_redacted(entry: AclEntry) -> bool:
+    """True for a digest id as ZooKeeper shows it to a caller without ADMIN: ``user:x`` (ZOOKEEPER-1392)."""
+    return entry.scheme == "digest" and entry.id.partition(":")[2] == "x"
+
+
+def valid_digest_id(ident: str) -> bool:
+    """True if ``ident`` is ``user:base64(sha1(user:password))`` — a hash, not a redaction marker or a password.
+
+    ZooKeeper itself accepts any ``a:b`` (``DigestAuthenticationProvider.isValid``); zkop is
+    stricter so that a redacted ``user:x`` or a plain password is never written as an ACL.
+    """
+    user, sep, digest = ident.partition(":")
+    if not user or not sep or len(digest) != 28:
+        return False
+    try:
+        return len(base64.b64decode(digest, validate=True)) == 20
+    except (binascii.Error, ValueError):
+        return False
