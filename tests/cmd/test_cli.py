@@ -68,3 +68,42 @@ def test_json_log_lines() -> None:
     with pytest.raises(ValueError):
         configure_logging("info", "xml")
     configure_logging("info", "text")
+
+
+def test_a_parent_acl_that_excludes_zkop_is_a_usage_error(tmp_path: Path) -> None:
+    """The classic: the credential file holds the hashed id the ACL names, not the password."""
+    from kazoo.security import make_digest_acl_credential
+
+    ops_id = make_digest_acl_credential("ops", "ops-password")
+    hashed = tmp_path / "credentials"
+    hashed.write_text(ops_id + "\n")
+    run = subprocess.run([sys.executable, "-m", "zkop", "run", "--kubeconfig", str(tmp_path / "none"),
+                          "--zk-hosts", "127.0.0.1:1", "--zk-auth-file", str(hashed),
+                          "--zk-parent-acl", f"digest:{ops_id}:cdrwa", "--zk-parent-acl", "world:anyone:r"],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2, run.stderr
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1, run.stderr
+    assert lines[0].startswith("zkop: error: --zk-parent-acl the ACL would deny zkop create, delete")
+    assert f"zkop authenticates as digest:{make_digest_acl_credential('ops', ops_id.split(':')[1])}" in lines[0]
+    assert f"the ACL grants digest:{ops_id} read, write, create, delete, admin; world:anyone read" in lines[0]
+    assert "is the hashed id itself" in lines[0]
+    # With the password in the file the same ACL is fine.
+    hashed.write_text("ops:ops-password\n")
+    options = connection_options(build_parser().parse_args(
+        ["run", "--zk-auth-file", str(hashed), "--zk-parent-acl", f"digest:{ops_id}:cdrwa"]))
+    assert options.parent_acl == (AclEntry("digest", ops_id, 31),)
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("60s", 60.0), ("90", 90.0), ("1m30s", 90.0), ("250ms", 0.25),
+                                               ("0", 0.0)])
+def test_acl_check_period_takes_a_go_duration_or_seconds(text: str, seconds: float) -> None:
+    assert build_parser().parse_args(["run", "--acl-check-period", text]).acl_check_period == seconds
+    assert build_parser().parse_args(["run"]).acl_check_period == 60.0
+
+
+def test_a_bad_acl_check_period_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        build_parser().parse_args(["run", "--acl-check-period", "soon"])
+    assert info.value.code == 2
+    assert "--acl-check-period: 'soon' is not a duration" in capsys.readouterr().err

@@ -18,16 +18,25 @@ from zkop.zkconfig.decide import (
     DeleteFacts,
     Fetch,
     SyncFacts,
+    decide_acl_drift,
     decide_delete,
     decide_failure,
     decide_sync,
+    declared_acls,
     deletion_target,
     oldest,
     unsynced_path,
 )
-from zkop.zkconfig.spec import FINALIZER, DataRef, DesiredZnode, InvalidSpec, RefNotFound
+from zkop.zkconfig.spec import FINALIZER, DataRef, DesiredZnode, InvalidSpec, RefNotFound, parse_spec
+from zkop.zookeeper.acls import identities
 from zkop.zookeeper.actions import AclEntry, CheckVersion, CreateNode, DeleteNode, Observed, SetAcl, SetData
-from zkop.zookeeper.adapter import ConcurrentModification, ZooKeeperError, ZooKeeperNoAuth, ZooKeeperUnavailable
+from zkop.zookeeper.adapter import (
+    AclRead,
+    ConcurrentModification,
+    ZooKeeperError,
+    ZooKeeperNoAuth,
+    ZooKeeperUnavailable,
+)
 
 PATH = "/app/flag"
 RECORD = "/zkop/owners/app/flag"
@@ -41,6 +50,19 @@ ORPHAN = dataclasses.replace(DESIRED, deletion_policy="Orphan")
 READ_ONLY_ACL = (AclEntry("world", "anyone", 1),)
 REF = DataRef("ConfigMap", "flags", "flag")
 FROM_CM = dataclasses.replace(DESIRED, source=REF)
+OPS_ID = "ops:Rmvt8l8VUbmpurbNUjest0kMlgU="  # make_digest_acl_credential("ops", "ops-password")
+OPS_ACL = (AclEntry("digest", OPS_ID, 31),)
+OPS_SPEC_ACL = [{"scheme": "digest", "id": OPS_ID, "permissions": ["read", "write", "create", "delete", "admin"]}]
+
+
+def locked_out() -> InvalidSpec:
+    """The classic: zkop's credential file holds the hashed id; the ACL names the real one."""
+    try:
+        parse_spec({"path": PATH, "stringData": "true", "acl": OPS_SPEC_ACL},
+                   identities=identities([("digest", OPS_ID)], address="10.0.0.5"))
+    except InvalidSpec as err:
+        return err
+    raise AssertionError("not refused")
 
 
 def zkc(*, finalizer: bool = True, synced_at: int | None = None, generation: int = 1, deleting: bool = False,
@@ -97,6 +119,9 @@ SYNC: list[tuple[str, SyncFacts, dict[str, Any]]] = [
     ("invalid spec → Stalled/InvalidSpec, finalizer added first (kstatus Stalled; decide rule 2)",
      sync(obj=zkc(finalizer=False), spec=InvalidSpec("spec.path", "must be absolute")),
      {"add_finalizer": True, "warn": True, "status": ("Error", "InvalidSpec", True)}),
+    ("spec.acl locking zkop out → Stalled/InvalidSpec before anything is read or written, Warning Event "
+     "(ZooKeeperServer.checkACL against zkop's identities)",
+     sync(spec=locked_out()), {"warn": True, "status": ("Error", "InvalidSpec", True)}),
     ("missing dataFrom key → RefNotFound, retrying, not stalled (the ConfigMap informer wakes it)",
      sync(spec=RefNotFound(REF)),
      {"warn": True, "retrying": True, "status": ("Error", "RefNotFound", False)}),
@@ -169,6 +194,16 @@ SYNC: list[tuple[str, SyncFacts, dict[str, Any]]] = [
     ("re-created object (same name, new uid) → the record's uid is refreshed in the same multi",
      sync(record=Observed(dataclasses.replace(OURS, uid="uid-0").to_bytes(), 5), observed=Observed(b"true", 3)),
      {"writes": (SetData(RECORD, OURS.to_bytes(), 5),), "znode_version": 3, "status": ("Synced", "Synced", False)}),
+    ("hand setACL while Synced (found by the periodic ACL check) → setACL at its aversion, DriftCorrected",
+     sync(spec=dataclasses.replace(DESIRED, acl=OPS_ACL), record=ours(), obj=zkc(synced_at=1),
+          observed=Observed(b"true", 3, acl_version=1, acl=(*OPS_ACL, AclEntry("world", "anyone", 31)))),
+     {"writes": (SetAcl(PATH, OPS_ACL, 1),), "require": (CheckVersion(RECORD, 2),), "wrote": True, "drift": True,
+      "znode_version": 3, "status": ("Synced", "Synced", False), "events": [("Normal", "DriftCorrected")]}),
+    ("ACL read back redacted (zkop lost ADMIN, ZOOKEEPER-1392) → never taken for the desired one: "
+     "Error/AclRedacted, nothing written",
+     sync(spec=dataclasses.replace(DESIRED, acl=OPS_ACL), record=ours(),
+          observed=Observed(b"true", 3, acl_version=1, acl=(AclEntry("digest", "ops:x", 31),))),
+     {"require": (CheckVersion(RECORD, 2),), "status": ("Error", "AclRedacted", False)}),
     ("an ephemeral znode is not zkop's → Stalled/EphemeralNode",
      sync(record=ours(), observed=Observed(b"x", 0, ephemeral_owner=0x99)),
      {"require": (CheckVersion(RECORD, 2),), "status": ("Error", "EphemeralNode", True)}),
@@ -282,3 +317,55 @@ def test_oldest_object_owns_the_path_then_namespace_and_name() -> None:
 ])
 def test_unsynced_path(obj: dict[str, Any], path: str | None) -> None:
     assert unsynced_path(obj) == path
+
+
+def test_lockout_message_names_both_identities() -> None:
+    message = str(locked_out())
+    assert message.startswith(f"spec.acl: would lock zkop out of {PATH}: the ACL would deny zkop read, write, admin")
+    assert f"the ACL grants digest:{OPS_ID} read, write, create, delete, admin" in message
+    assert "zkop authenticates as digest:ops:" in message and "ip:10.0.0.5" in message
+    assert "is the hashed id itself" in message
+
+
+def _obj(name: str, path: str, acl: Any = None, *, created: str = "2026-01-01T00:00:00Z",
+         deleting: bool = False) -> dict[str, Any]:
+    spec: dict[str, Any] = {"path": path, "stringData": "x"}
+    if acl is not None:
+        spec["acl"] = acl
+    meta: dict[str, Any] = {"namespace": "default", "name": name, "creationTimestamp": created}
+    if deleting:
+        meta["deletionTimestamp"] = created
+    return {"metadata": meta, "spec": spec}
+
+
+def test_declared_acls_are_the_cluster_owners() -> None:
+    objects = [
+        _obj("guarded", "/a", OPS_SPEC_ACL),
+        _obj("open", "/b"),  # no spec.acl: the data watch and aversion cover it
+        _obj("younger", "/a", None, created="2026-02-01T00:00:00Z"),  # not the owner of /a
+        _obj("older", "/c", OPS_SPEC_ACL, created="2025-01-01T00:00:00Z"),
+        _obj("newer", "/c", None, created="2026-01-01T00:00:00Z"),
+        _obj("going", "/d", OPS_SPEC_ACL, deleting=True),
+        _obj("bad-acl", "/e", [{"scheme": "digest", "id": "ops:x", "permissions": ["read"]}]),
+        _obj("bad-path", "a/../b", OPS_SPEC_ACL),
+    ]
+    assert declared_acls(objects) == {"/a": ("default/guarded", OPS_ACL), "/c": ("default/older", OPS_ACL)}
+
+
+WORLD_ALL = (AclEntry("world", "anyone", 31),)
+ACL_DRIFT: list[tuple[str, dict[str, AclRead | ZooKeeperError | None], list[tuple[str, str]]]] = [
+    ("ACL as declared → nothing", {"/a": AclRead(OPS_ACL, 0)}, []),
+    ("hand setACL (ZooKeeper fires no watch on it) → the owner is reconciled",
+     {"/a": AclRead((*OPS_ACL, *WORLD_ALL), 1)}, [("/a", "default/guarded")]),
+    ("redacted (zkop lost ADMIN) → reconciled, so its status says so",
+     {"/a": AclRead((AclEntry("digest", "ops:x", 31),), 1)}, [("/a", "default/guarded")]),
+    ("unreadable (zkop lost READ and ADMIN) → reconciled", {"/a": ZooKeeperNoAuth("refused")},
+     [("/a", "default/guarded")]),
+    ("absent → nothing (its exists watch covers it)", {"/a": None}, []),
+]
+
+
+@pytest.mark.parametrize(("rule", "read", "keys"), ACL_DRIFT, ids=[row[0] for row in ACL_DRIFT])
+def test_decide_acl_drift(rule: str, read: dict[str, AclRead | ZooKeeperError | None],
+                          keys: list[tuple[str, str]]) -> None:
+    assert decide_acl_drift({"/a": ("default/guarded", OPS_ACL)}, read) == keys

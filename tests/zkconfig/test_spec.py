@@ -41,6 +41,13 @@ def test_string_data_is_utf8() -> None:
         ({"path": "/zookeeper/quota", "data": ""}, "spec.path", "reserved"),
         ({"path": "/a", "data": "", "syncPolicy": "always"}, "spec.syncPolicy", "createOnly"),
         ({"path": "/a", "data": "", "encoding": "latin1"}, "spec.encoding", "binary"),
+        # A digest id as ZooKeeper shows it without ADMIN (ZOOKEEPER-1392) is never written.
+        ({"path": "/a", "data": "", "acl": [{"scheme": "digest", "id": "ops:x", "permissions": ["read"]}]},
+         "spec.acl", "'ops:x' is a redaction marker"),
+        ({"path": "/a", "data": "", "acl": [{"scheme": "digest", "id": "ops:ops-pw", "permissions": ["read"]}]},
+         "spec.acl", "not user:base64(sha1(user:password))"),
+        ({"path": "/a", "data": "", "acl": [{"scheme": "world", "id": "everyone", "permissions": ["read"]}]},
+         "spec.acl", "the one id 'anyone'"),
     ],
 )
 def test_invalid_specs_name_the_rule(spec: dict[str, object], field: str, fragment: str) -> None:
@@ -78,3 +85,46 @@ def test_valid_paths(path: str) -> None:
 def test_parent_paths() -> None:
     assert parent_paths("/a/b/c") == ["/a", "/a/b"]
     assert parent_paths("/a") == []
+
+
+OPS = "ops:Rmvt8l8VUbmpurbNUjest0kMlgU="  # make_digest_acl_credential("ops", "ops-password")
+ALL = ["read", "write", "create", "delete", "admin"]
+
+
+@pytest.mark.parametrize(
+    ("rule", "acl", "auth", "refused"),
+    [
+        ("no spec.acl: the open ACL", None, [], None),
+        ("digest with zkop's own credential", [{"scheme": "digest", "id": OPS, "permissions": ALL}],
+         [("digest", "ops:ops-password")], None),
+        ("the classic: credential given in its hashed form", [{"scheme": "digest", "id": OPS, "permissions": ALL}],
+         [("digest", OPS)], "is the hashed id itself"),
+        ("read-only for everyone, nothing for zkop", [{"scheme": "world", "id": "anyone", "permissions": ["read"]}],
+         [], "would deny zkop write, admin"),
+        ("zkop may write but not restore the ACL",
+         [{"scheme": "world", "id": "anyone", "permissions": ["read", "write"]}], [], "would deny zkop admin"),
+        ("auth: the writer's own identities (fixupACL)", [{"scheme": "auth", "id": "", "permissions": ALL}],
+         [("digest", "ops:ops-password")], None),
+        ("auth without credentials: InvalidACL on the server", [{"scheme": "auth", "id": "", "permissions": ALL}],
+         [], "no authenticated identity"),
+        ("ip of zkop's connection", [{"scheme": "ip", "id": "10.0.0.0/8", "permissions": ALL}], [], None),
+        ("ip of another network", [{"scheme": "ip", "id": "192.168.0.0/16", "permissions": ALL}], [],
+         "zkop authenticates as ip:10.0.0.5"),
+    ],
+)
+def test_an_acl_locking_zkop_out_is_refused(rule: str, acl: list[dict[str, object]] | None,
+                                            auth: list[tuple[str, str]], refused: str | None) -> None:
+    from zkop.zookeeper.acls import identities
+
+    spec: dict[str, object] = {"path": "/a", "stringData": "x"}
+    if acl is not None:
+        spec["acl"] = acl
+    ids = identities(auth, address="10.0.0.5")
+    parse_spec(spec)  # offline (zkop validate): no identities, no lock-out check
+    if refused is None:
+        parse_spec(spec, identities=ids)
+        return
+    with pytest.raises(InvalidSpec) as info:
+        parse_spec(spec, identities=ids)
+    assert info.value.field == "spec.acl" and "would lock zkop out of /a" in str(info.value)
+    assert refused in str(info.value), rule

@@ -1,14 +1,19 @@
-"""Writes against a real server: conditional writes, idempotent retries, atomic multi, preconditions."""
+"""Writes against a real server: conditional writes, idempotent retries, atomic multi, preconditions,
+and never leaving a node zkop cannot read (a create it cannot read back is undone; the start-up probe)."""
 
 from __future__ import annotations
 
 import pytest
 from kazoo.client import KazooClient
+from kazoo.security import make_digest_acl_credential
+from zkop_testing.zookeeper import ZooKeeperServer
 
-from zkop.zookeeper.actions import CreateNode, DeleteNode, SetData
+from zkop.zookeeper.actions import AclEntry, CreateNode, DeleteNode, SetData
 from zkop.zookeeper.adapter import (
     ConcurrentModification,
+    ConnectionOptions,
     ZooKeeperAdapter,
+    ZooKeeperNoAuth,
 )
 
 
@@ -79,3 +84,68 @@ def test_required_versions_guard_writes(adapter: ZooKeeperAdapter, zk: KazooClie
     with pytest.raises(ConcurrentModification, match="guard/record"):
         adapter.execute([SetAcl("/guard/node", OPEN_ACL, 0)], require=[CheckVersion("/guard/record", 0)])
     adapter.execute([], require=[CheckVersion("/guard/record", 0)])  # nothing to write: nothing checked
+
+
+OTHER = AclEntry("digest", make_digest_acl_credential("someone", "else"), 31)  # not zkop: it holds no credential
+
+
+def _left_under(zk: KazooClient, base: str) -> list[str]:
+    return sorted(zk.get_children(base))
+
+
+def test_a_create_zkop_cannot_read_back_is_undone_in_a_multi(adapter: ZooKeeperAdapter, zk: KazooClient,
+                                                             zk_base: str) -> None:
+    # The reconciler's write: record and znode in one multi, watches armed by a read behind it.
+    # The znode's ACL does not grant zkop READ: ZooKeeper accepts it, the read behind it is refused.
+    with pytest.raises(ZooKeeperNoAuth) as info:
+        adapter.execute([CreateNode("/rec/x", b"r"), CreateNode("/locked/a/b", b"x", (OTHER,))], atomic=True,
+                        arm_watches=True)
+    assert "cannot read it back" in str(info.value)
+    # Everything that step created is gone again, the parents it made included.
+    assert _left_under(zk, zk_base) == []
+
+
+def test_a_create_zkop_cannot_read_back_is_undone_one_by_one(adapter: ZooKeeperAdapter, zk: KazooClient,
+                                                             zk_base: str) -> None:
+    zk.ensure_path(zk_base + "/kept")  # existed before: stays
+    with pytest.raises(ZooKeeperNoAuth):
+        adapter.execute([CreateNode("/kept/new/n", b"x", (OTHER,))])
+    assert _left_under(zk, zk_base) == ["kept"] and zk.get_children(zk_base + "/kept") == []
+
+
+def test_a_redaction_marker_is_never_sent(adapter: ZooKeeperAdapter, zk: KazooClient, zk_base: str) -> None:
+    with pytest.raises(ValueError, match="redacted digest id"):
+        adapter.execute([CreateNode("/n", b"x", (AclEntry("digest", "ops:x", 31),))])
+    assert _left_under(zk, zk_base) == []
+
+
+def test_the_probe_refuses_a_parent_acl_that_excludes_zkop(zk_server: ZooKeeperServer, zk: KazooClient,
+                                                           zk_base: str) -> None:
+    options = ConnectionOptions(hosts=f"{zk_server.hosts}{zk_base}", connect_timeout=10, parent_acl=(OTHER,))
+    probing = ZooKeeperAdapter(options)
+    probing.start()
+    try:
+        with pytest.raises(ZooKeeperNoAuth) as info:
+            probing.probe("/zkop/probe")
+        message = str(info.value)
+        assert "--zk-parent-acl the ACL would deny zkop read, create, delete" in message
+        assert "zkop authenticates as ip:127.0.0.1" in message and f"digest:{OTHER.id}" in message
+        assert _left_under(zk, zk_base) == []  # refused before anything was written
+    finally:
+        probing.stop()
+
+
+def test_the_probe_leaves_nothing_it_cannot_read(zk_server: ZooKeeperServer, zk: KazooClient, zk_base: str,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # Should the check be wrong (a super identity, NAT, a SASL realm rule), the server has the last word:
+    # the probe's parents, which zkop cannot read or write below, are deleted again.
+    options = ConnectionOptions(hosts=f"{zk_server.hosts}{zk_base}", connect_timeout=10, parent_acl=(OTHER,))
+    probing = ZooKeeperAdapter(options)
+    monkeypatch.setattr(ZooKeeperAdapter, "parent_acl_problem", lambda self: None)
+    probing.start()
+    try:
+        with pytest.raises(ZooKeeperNoAuth):
+            probing.probe("/zkop/probe")
+        assert _left_under(zk, zk_base) == []
+    finally:
+        probing.stop()

@@ -1,0 +1,86 @@
+"""ZooKeeperConfig ACLs against real ZooKeeper and ``zkop run``: never lock zkop out, bounded ACL drift.
+
+ZooKeeper fires no watch on ``setACL``, so a hand ``setAcl`` is caught by the periodic ACL check
+(``--acl-check-period``), not by a data watch; and an ACL that would deny zkop its own znode is
+refused before anything is written (the classic: a digest credential given in its hashed form).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kazoo.client import KazooClient
+from kazoo.security import make_acl, make_digest_acl, make_digest_acl_credential
+from zkop_testing.operator import OperatorProcess
+from zkop_testing.resources import conditions, create, events, get, reasons, synced, zkc
+from zkop_testing.waiting import wait_for
+from zkop_testing.zookeeper import ZooKeeperServer
+
+from zkop.kube.client import KubeClient
+
+OPS_ID = make_digest_acl_credential("ops", "ops-pw")
+GUARDED = [{"scheme": "digest", "id": OPS_ID, "permissions": ["read", "write", "create", "delete", "admin"]},
+           {"scheme": "world", "id": "anyone", "permissions": ["read"]}]
+
+
+@pytest.fixture
+def ops(zk_server: ZooKeeperServer) -> Iterator[KazooClient]:
+    client = KazooClient(hosts=zk_server.hosts, auth_data=[("digest", "ops:ops-pw")])
+    client.start(timeout=15)
+    yield client
+    client.stop()
+    client.close()
+
+
+def test_hand_set_acl_is_corrected_within_the_acl_check_period(kubeconfig: str, kube: KubeClient,
+                                                              zk_server: ZooKeeperServer, zk_base: str,
+                                                              ops: KazooClient, tmp_path: Path) -> None:
+    credentials = tmp_path / "credentials"
+    credentials.write_text("ops:ops-pw\n")
+    period = 1.0
+    # A full resync only every 10 minutes: only the ACL check can notice an ACL change in time.
+    args = ["--zk-auth-file", str(credentials), "--sync-period", "600", "--acl-check-period", f"{period:g}s"]
+    with OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}", args):
+        create(kube, zkc("guarded", "/app/guarded", b"v1", acl=GUARDED))
+        wait_for(lambda: synced(kube, "guarded"), timeout=15, message="synced")
+        path = zk_base + "/app/guarded"
+        # Someone with the password opens the node to the world. Only the ACL changes: no watch fires.
+        ops.set_acls(path, [make_digest_acl("ops", "ops-pw", all=True), make_acl("world", "anyone", all=True)])
+        started = time.monotonic()
+
+        def restored() -> bool:
+            entries = ops.get_acls(path)[0]
+            return sorted((a.id.scheme, a.perms) for a in entries) == [("digest", 31), ("world", 1)]
+
+        wait_for(restored, timeout=period * 2 + 5, interval=0.05, message="hand setAcl corrected")
+        took = time.monotonic() - started
+        wait_for(lambda: "DriftCorrected" in reasons(kube, "guarded"), timeout=5, message="DriftCorrected event")
+        message = next(e["message"] for e in events(kube, "guarded") if e["reason"] == "DriftCorrected")
+        assert "ACL restored" in message
+        assert ops.get(path)[0] == b"v1"
+        print(f"hand setAcl corrected in {took:.2f} s (acl-check-period {period:g} s)")
+        assert took < period * 2 + 2
+
+
+def test_an_acl_that_would_lock_zkop_out_is_refused_before_anything_is_written(
+        kubeconfig: str, kube: KubeClient, zk_server: ZooKeeperServer, zk_base: str, zk: KazooClient,
+        tmp_path: Path) -> None:
+    # The classic: the Secret holds the hashed id (what goes into the ACL) instead of the password.
+    credentials = tmp_path / "credentials"
+    credentials.write_text(OPS_ID + "\n")
+    with OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}", ["--zk-auth-file", str(credentials)]):
+        create(kube, zkc("guarded", "/app/deep/guarded", b"v1", acl=GUARDED))
+        stalled = wait_for(lambda: conditions(get(kube, "guarded")).get("Stalled"), timeout=15, message="stalled")
+        assert stalled["reason"] == "InvalidSpec"
+        message = conditions(get(kube, "guarded"))["Ready"]["message"]
+        assert "would lock zkop out of /app/deep/guarded" in message
+        assert f"the ACL grants digest:{OPS_ID} read, write, create, delete, admin; world:anyone read" in message
+        assert "zkop authenticates as digest:ops:" in message and "is the hashed id itself" in message
+        wait_for(lambda: any(e["type"] == "Warning" and e["reason"] == "InvalidSpec"
+                             for e in events(kube, "guarded")), timeout=5, message="Warning event")
+        # Nothing was written: neither the znode, its parents, nor an ownership record.
+        assert zk.exists(zk_base + "/app") is None
+        assert zk.exists(zk_base + "/zkop/owners/app") is None
