@@ -175,9 +175,10 @@ class ZooKeeperAdapter:
         if problem is not None:
             raise ZooKeeperNoAuth(f"start-up probe: {problem}")
         path = f"{scratch_root.rstrip('/')}/{uuid.uuid4().hex}"
-        missing = [p for p in parent_paths(path) if self.read(p) is None]
         payload = os.urandom(16)
+        made: list[str] = []  # the parents this probe creates (not the ones that were there)
         try:
+            self._writer.create_parents(parent_paths(path), made)
             self.execute([CreateNode(path, payload)])
             try:
                 observed = self.read(path, OPEN_ACL)
@@ -187,7 +188,7 @@ class ZooKeeperAdapter:
                 with suppress(NoNodeError):
                     self.execute([DeleteNode(path, 0)])
         except ZooKeeperNoAuth:
-            for parent in reversed(missing):  # deepest first; ones that were there before stay
+            for parent in reversed(made):  # deepest first; ones that were there before stay
                 with suppress(ZooKeeperError, NoNodeError):
                     self.execute([DeleteNode(parent, 0)])
             raise

@@ -151,15 +151,23 @@ class Writer:
                 continue
         return removed
 
-    def _create_parents(self, paths: Sequence[str]) -> list[str]:
+    def create_parents(self, paths: Sequence[str], made: list[str] | None = None) -> list[str]:
         """Create each of ``paths`` (outermost first) empty with the parent ACL; existing ones are fine.
 
+        Args:
+            paths: the parents, outermost first.
+            made: where to append each parent as it is created (so a caller knows them even
+                when a later one fails).
+
         Returns:
-            The parents this call created.
+            ``made``: the parents this call created.
+
+        Raises:
+            ZooKeeperNoAuth, ZooKeeperUnavailable: as a create.
         """
         session = self.session
         parent_acl = to_kazoo_acl(session.options.parent_acl)
-        made: list[str] = []
+        made = [] if made is None else made
         for parent in paths:
             with session.mapped("create", parent), suppress(NodeExistsError):
                 session.wait(session.client.create_async(parent, b"", acl=parent_acl))
@@ -206,7 +214,7 @@ class Writer:
             for pending in reads:
                 self.cache.forget(pending.path)  # what the reads saw belongs to no write of ours
             if isinstance(error, NoNodeError) and isinstance(step, CreateNode) and not attempt:
-                made_parents = self._create_parents(sorted({p for a in creates for p in parent_paths(a.path)}, key=len))
+                made_parents = self.create_parents(sorted({p for a in creates for p in parent_paths(a.path)}, key=len))
                 continue
             if isinstance(error, NoAuthError):
                 raise ZooKeeperNoAuth(f"ZooKeeper refused the write of {step.path}: not authorised (NoAuth)")
@@ -232,7 +240,7 @@ class Writer:
                 except NoNodeError:
                     if attempt:
                         raise ConcurrentModification(f"a parent of {action.path} vanished during create") from None
-            made_parents = self._create_parents(parent_paths(action.path))
+            made_parents = self.create_parents(parent_paths(action.path))
         current = self.reads.read_async(action.path).result()
         if current is not None and current.data == action.data and not current.ephemeral_owner:
             return  # our earlier create whose reply was lost, or someone wrote the same bytes
