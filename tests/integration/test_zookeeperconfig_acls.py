@@ -84,3 +84,26 @@ def test_an_acl_that_would_lock_zkop_out_is_refused_before_anything_is_written(
         # Nothing was written: neither the znode, its parents, nor an ownership record.
         assert zk.exists(zk_base + "/app") is None
         assert zk.exists(zk_base + "/zkop/owners/app") is None
+
+
+def test_an_auth_acl_is_compared_as_the_server_stores_it(kubeconfig: str, kube: KubeClient,
+                                                        zk_server: ZooKeeperServer, zk_base: str, zk: KazooClient,
+                                                        ops: KazooClient, tmp_path: Path) -> None:
+    # ``auth`` entries are stored as the writer's authenticated ids (PrepRequestProcessor.fixupACL): read
+    # back, the ACL names digest:ops:…, never auth. Compared as written, it would look drifted forever.
+    credentials = tmp_path / "credentials"
+    credentials.write_text("ops:ops-pw\n")
+    acl = [{"scheme": "auth", "id": "", "permissions": ["read", "write", "create", "delete", "admin"]},
+           {"scheme": "world", "id": "anyone", "permissions": ["read"]}]
+    with OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}",
+                         ["--zk-auth-file", str(credentials), "--acl-check-period", "0.2s"]):
+        create(kube, zkc("mine", "/app/mine", b"v1", acl=acl))
+        wait_for(lambda: synced(kube, "mine"), timeout=15, message="synced")
+        path = zk_base + "/app/mine"
+        assert sorted((a.id.scheme, a.id.id, a.perms) for a in ops.get_acls(path)[0]) == [
+            ("digest", OPS_ID, 31), ("world", "anyone", 1)]
+        ops.set(path, b"hand edit")  # a data change: the pass re-reads the ACL too
+        wait_for(lambda: "DriftCorrected" in reasons(kube, "mine"), timeout=5, message="data drift corrected")
+        message = next(e["message"] for e in events(kube, "mine") if e["reason"] == "DriftCorrected")
+        assert "ACL restored" not in message, message
+        assert ops.get(path)[1].aversion == 0  # never setACL'd: what the server stored is what was declared

@@ -25,6 +25,7 @@ from zkop.zookeeper.acls import (
     READ,
     WRITE,
     AclId,
+    expand_auth,
     granted,
     identities,
     is_redacted,
@@ -71,6 +72,15 @@ def test_identities_are_what_the_server_computes() -> None:
 )
 def test_granted_follows_check_acl(rule: str, acl: list[AclEntry], ids: frozenset[AclId], mask: int) -> None:
     assert granted(acl, ids) == mask, rule
+
+
+def test_auth_entries_expand_as_fixup_acl_stores_them() -> None:
+    acl = [AclEntry("auth", "", ALL), AclEntry("world", "anyone", READ)]
+    two = identities([("digest", "ops:ops-pw"), ("digest", "ci:ci-pw")], address="10.1.2.3")
+    assert expand_auth(acl, two) == tuple(sorted({
+        AclEntry("digest", OPS, ALL), AclEntry("digest", make_digest_acl_credential("ci", "ci-pw"), ALL),
+        AclEntry("world", "anyone", READ)}))  # one entry per authenticated id; ip is not one
+    assert expand_auth(acl, ANON) == tuple(sorted(acl))  # nothing to expand to: the server refuses it
 
 
 def test_lockout_names_both_identities_and_the_hashed_credential() -> None:

@@ -15,6 +15,7 @@ stderr when stdout is a terminal.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import sys
@@ -49,6 +50,7 @@ from zkop.gitops.tree import NodeNotFound, PathFilter, ZNode, is_sequential_name
 from zkop.gitops.validate import CheckedObject, Validation, validate_manifests
 from zkop.ownership.registry import DEFAULT_REGISTRY_ROOT
 from zkop.zkconfig.spec import DEFAULT_MAX_DATA_BYTES
+from zkop.zookeeper.acls import expand_auth
 from zkop.zookeeper.adapter import ZooKeeperAdapter, ZooKeeperError
 from zkop.zookeeper.paths import RESERVED_ROOT, InvalidPath, validate_path
 
@@ -332,12 +334,16 @@ def _run_diff(args: argparse.Namespace) -> int:
     with _session(args) as adapter:
         with Progress("reading znodes", total=len(resolved)) as progress:
             observed = read_nodes(adapter, [c.path for c in resolved], on_node=progress.advance)
+        ids = adapter.identities
         for checked in resolved:
             live = observed[checked.path]
             if isinstance(live, ZooKeeperError):
                 results.append(ZnodeDiff(checked.path, "error", message=str(live), object=checked.describe()))
             else:
-                results.append(diff_object(checked, live))
+                # An ``auth`` entry is stored as the writer's ids (fixupACL): compare with what sync would store.
+                assert checked.desired is not None
+                desired = dataclasses.replace(checked.desired, acl=expand_auth(checked.desired.acl, ids))
+                results.append(diff_object(dataclasses.replace(checked, desired=desired), live))
         if args.prune:
             results.extend(diff_prune(node) for node in _prune_candidates(args, adapter, objects))
     summary = Counter(r.status for r in results)

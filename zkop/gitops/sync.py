@@ -16,6 +16,7 @@ cluster: reported as skipped, never read or printed).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -24,6 +25,7 @@ from zkop.gitops.tree import ZNode, path_key
 from zkop.gitops.validate import CheckedObject
 from zkop.zkconfig.plan import Plan, plan_delete, plan_sync
 from zkop.zkconfig.spec import DataRef, DesiredZnode, InvalidSpec, check_lockout
+from zkop.zookeeper.acls import expand_auth
 from zkop.zookeeper.actions import OPEN_ACL, AclEntry, Action, CreateNode, DeleteNode, Observed, SetAcl, SetData
 from zkop.zookeeper.adapter import ConcurrentModification, ZooKeeperAdapter, ZooKeeperError, ZooKeeperNoAuth
 
@@ -160,12 +162,14 @@ def sync_objects(adapter: ZooKeeperAdapter, objects: Sequence[CheckedObject], *,
             results.append(SyncResult(checked.path, "skipped", skipped_ref(checked.unresolved), what))
         else:
             try:
-                # The operator's lock-out rule, against the identities this session holds.
+                # The operator's lock-out rule, against the identities this session holds; ``auth``
+                # entries are desired as the server will store them (fixupACL).
                 check_lockout(checked.desired, ids, address_known=any(i.scheme == "ip" for i in ids))
+                desired = dataclasses.replace(checked.desired, acl=expand_auth(checked.desired.acl, ids))
                 first: PreRead | Literal[False] = False
                 if pre_read is not None and checked.path in pre_read:
                     first = pre_read[checked.path]
-                plan = _converge(adapter, checked.desired, plan_sync, dry_run, first)
+                plan = _converge(adapter, desired, plan_sync, dry_run, first)
                 results.append(_result(plan, checked.path, what))
             except InvalidSpec as err:
                 results.append(SyncResult(checked.path, "error", str(err), what))

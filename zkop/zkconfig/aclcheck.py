@@ -80,7 +80,7 @@ class AclCheck:
         Raises:
             ZooKeeperUnavailable: the session went away during the check.
         """
-        declared = declared_acls(self.cache.list())
+        declared = declared_acls(self.cache.list(), self.zookeeper.identities)
         if not declared:
             self.checks += 1
             return []

@@ -64,6 +64,7 @@ from typing import Any, Final, Literal
 from zkop.ownership.registry import Claim, OwnerStamp, claim_requires, plan_claim
 from zkop.zkconfig.plan import Outcome, Plan, plan_delete, plan_sync
 from zkop.zkconfig.spec import FINALIZER, DesiredZnode, InvalidSpec, RefNotFound, acl_from_spec
+from zkop.zookeeper.acls import AclId, expand_auth
 from zkop.zookeeper.actions import AclEntry, Action, CheckVersion, CreateNode, Observed, SetData, acl_matches
 from zkop.zookeeper.adapter import AclRead, ZooKeeperError, ZooKeeperNoAuth, ZooKeeperUnavailable
 from zkop.zookeeper.paths import validate_path
@@ -443,8 +444,12 @@ def decide_failure(err: ZooKeeperError, failures: int, threshold: int) -> Decisi
 
 # --- ACL drift -----------------------------------------------------------------------------------
 
-def declared_acls(objects: list[JSON]) -> dict[str, tuple[str, tuple[AclEntry, ...]]]:
+def declared_acls(objects: list[JSON], ids: frozenset[AclId] = frozenset()
+                  ) -> dict[str, tuple[str, tuple[AclEntry, ...]]]:
     """Managed znodes whose cluster owner declares ``spec.acl``: path → (owner key, its ACL).
+
+    ``ids`` are zkop's identities: ``auth`` entries are expanded to them, as the server stores
+    them (:func:`zkop.zookeeper.acls.expand_auth`).
 
     The owner of a path is :func:`oldest` of the live objects declaring it; objects being
     deleted, with an invalid path or ACL, or without ``spec.acl`` are left out (their passes
@@ -465,7 +470,7 @@ def declared_acls(objects: list[JSON]) -> dict[str, tuple[str, tuple[AclEntry, .
         if not isinstance(entries, list):
             continue
         try:
-            declared[validate_path(path)] = (object_key(obj), acl_from_spec(entries))
+            declared[validate_path(path)] = (object_key(obj), expand_auth(acl_from_spec(entries), ids))
         except ValueError:
             continue
     return declared

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from zkop.zookeeper.acls import ADMIN, READ, WRITE, AclId, is_redacted, lockout, valid_digest_id
+from zkop.zookeeper.acls import ADMIN, READ, WRITE, AclId, expand_auth, is_redacted, lockout, valid_digest_id
 from zkop.zookeeper.actions import OPEN_ACL, PERMISSIONS, AclEntry
 from zkop.zookeeper.paths import InvalidPath, validate_path
 
@@ -216,7 +217,9 @@ def parse_spec(
         lookup: resolves ``spec.dataFrom`` from the informer caches; without it a
             ``dataFrom`` spec raises :class:`RefNotFound`.
         identities: zkop's identities on the ensemble; if given, a ``spec.acl`` that would lock
-            zkop out is refused (:func:`check_lockout`). ``None`` (offline validation) skips that.
+            zkop out is refused (:func:`check_lockout`), and ``auth`` entries are expanded to
+            zkop's authenticated ids as the server stores them. ``None`` (offline validation)
+            skips both.
 
     Raises:
         InvalidSpec: naming the field and the rule (path rules, strict base64,
@@ -293,4 +296,6 @@ def parse_spec(
     )
     if identities is not None:
         check_lockout(desired, identities, address_known=any(i.scheme == "ip" for i in identities))
+        # ``auth`` entries are stored as zkop's own ids (fixupACL): desire what getACL will show.
+        desired = dataclasses.replace(desired, acl=expand_auth(desired.acl, identities))
     return desired

@@ -49,6 +49,7 @@ __all__ = [
     "WRITE",
     "AclId",
     "describe_perms",
+    "expand_auth",
     "granted",
     "identities",
     "is_redacted",
@@ -151,6 +152,28 @@ def granted(acl: Iterable[AclEntry], ids: Iterable[AclId]) -> int:
         elif any(_matches(entry, who) for who in held):
             mask |= entry.perms
     return mask
+
+
+def expand_auth(acl: Iterable[AclEntry], ids: Iterable[AclId]) -> tuple[AclEntry, ...]:
+    """The ACL as ZooKeeper stores it when a session holding ``ids`` writes ``acl`` (``fixupACL``).
+
+    Every ``auth`` entry becomes one entry per authenticated identity (digest, x509, sasl) with
+    its permissions; identical entries collapse (``removeDuplicates``). Without an authenticated
+    identity the ``auth`` entries stay (the server refuses them, :func:`lockout` says so). So a
+    ``spec.acl`` with ``auth`` compares equal to what ``getACL`` reads back, instead of looking
+    drifted forever.
+
+    Returns:
+        Sorted entries.
+    """
+    held = sorted(i for i in ids if i.scheme in AUTHENTICATED_SCHEMES)
+    out: set[AclEntry] = set()
+    for entry in acl:
+        if entry.scheme == "auth" and held:
+            out.update(AclEntry(who.scheme, who.id, entry.perms) for who in held)
+        else:
+            out.add(entry)
+    return tuple(sorted(out))
 
 
 def describe_perms(mask: int) -> str:
