@@ -54,9 +54,10 @@ def test_parent_acl_uses_zkcli_notation() -> None:
         parse_acl_entry("world:anyone:rx")
     with pytest.raises(SystemExit):  # an argparse type: a usage error while parsing
         build_parser().parse_args(["run", "--zk-parent-acl", "nonsense"])
-    args = build_parser().parse_args(["run", "--zk-parent-acl", "world:anyone:r",
+    # (anonymous zkop needs read, create, delete on its parents: world grants them here)
+    args = build_parser().parse_args(["run", "--zk-parent-acl", "world:anyone:rcd",
                                       "--zk-parent-acl", "digest:a:b:cdrwa"])
-    assert connection_options(args).parent_acl == (AclEntry("digest", "a:b", 31), AclEntry("world", "anyone", 1))
+    assert connection_options(args).parent_acl == (AclEntry("digest", "a:b", 31), AclEntry("world", "anyone", 13))
 
 
 def test_json_log_lines() -> None:
@@ -84,7 +85,7 @@ def test_a_parent_acl_that_excludes_zkop_is_a_usage_error(tmp_path: Path) -> Non
     assert run.returncode == 2, run.stderr
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1, run.stderr
-    assert lines[0].startswith("zkop: error: --zk-parent-acl the ACL would deny zkop create, delete")
+    assert lines[0].startswith("zkop run: error: --zk-parent-acl the ACL would deny zkop create, delete")
     assert f"zkop authenticates as digest:{make_digest_acl_credential('ops', ops_id.split(':')[1])}" in lines[0]
     assert f"the ACL grants digest:{ops_id} read, write, create, delete, admin; world:anyone read" in lines[0]
     assert "is the hashed id itself" in lines[0]
@@ -106,4 +107,4 @@ def test_a_bad_acl_check_period_is_a_usage_error(capsys: pytest.CaptureFixture[s
     with pytest.raises(SystemExit) as info:
         build_parser().parse_args(["run", "--acl-check-period", "soon"])
     assert info.value.code == 2
-    assert "--acl-check-period: 'soon' is not a duration" in capsys.readouterr().err
+    assert "argument --acl-check-period: invalid duration 'soon'" in capsys.readouterr().err
