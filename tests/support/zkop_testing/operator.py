@@ -55,10 +55,29 @@ class OperatorProcess:
     def start(self, *, wait_ready: bool = True, timeout: float = 30.0) -> OperatorProcess:
         """Start the process; with ``wait_ready`` block until ``/readyz`` answers 200.
 
+        The metrics and probe ports are picked free beforehand, but another process may take one
+        before zkop binds it; zkop then exits 2 ("Address already in use") and, with
+        ``wait_ready``, is started again on fresh ports (at most three times), like the ZooKeeper
+        harness does.
+
         Raises:
             TimeoutError: not ready within ``timeout`` seconds (the log tail is in the message).
             RuntimeError: the process exited early.
         """
+        for attempt in range(3):
+            self._launch()
+            if not wait_ready:
+                return self
+            try:
+                self.wait_ready(timeout)
+                return self
+            except RuntimeError as err:
+                if attempt == 2 or "Address already in use" not in str(err):
+                    raise
+                self.metrics_port, self.health_port = free_port(), free_port()
+        return self
+
+    def _launch(self) -> None:
         cmd = [
             sys.executable, "-m", "zkop", "run", "--kubeconfig", self.kubeconfig, "--zk-hosts", self.zk_hosts,
             "--metrics-bind-address", f"127.0.0.1:{self.metrics_port}",
@@ -69,9 +88,6 @@ class OperatorProcess:
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
                                          start_new_session=True)
-        if wait_ready:
-            self.wait_ready(timeout)
-        return self
 
     def probe(self, path: str = "/readyz") -> int:
         """HTTP status of a probe endpoint, 0 if it does not answer."""
