@@ -6,10 +6,15 @@ the node holding the intended bytes succeeds, a delete that finds nothing succee
 parents are created (empty, with ``ConnectionOptions.parent_acl``). Preconditions
 (:class:`~zkop.zookeeper.actions.CheckVersion`) ride in the same ``multi`` as the writes they
 guard (ZooKeeper's ``check`` operation).
+
+A writer told to :attr:`Writer.refuse_writes` (``zkop run --dry-run``) sends nothing: every
+batch with a write raises :class:`~zkop.zookeeper.errors.WriteRefused`, logged at ERROR. The
+reconcilers never get here in a dry run; this is the net under a code path that forgot to ask.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from contextlib import suppress
@@ -24,14 +29,25 @@ from kazoo.exceptions import (
 )
 from kazoo.security import ACL, Id
 
-from zkop.zookeeper.actions import AclEntry, Action, CheckVersion, CreateNode, DeleteNode, SetAcl, SetData
+from zkop.zookeeper.actions import (
+    AclEntry,
+    Action,
+    CheckVersion,
+    CreateNode,
+    DeleteNode,
+    SetAcl,
+    SetData,
+    describe,
+)
 from zkop.zookeeper.cache import WatchCache
-from zkop.zookeeper.errors import ConcurrentModification, ZooKeeperNoAuth
+from zkop.zookeeper.errors import ConcurrentModification, WriteRefused, ZooKeeperNoAuth
 from zkop.zookeeper.paths import parent_paths
 from zkop.zookeeper.reads import Reads
 from zkop.zookeeper.session import Session
 
 __all__ = ["Writer", "to_kazoo_acl"]
+
+log = logging.getLogger(__name__)
 
 
 def to_kazoo_acl(acl: Sequence[AclEntry]) -> list[ACL]:
@@ -40,12 +56,17 @@ def to_kazoo_acl(acl: Sequence[AclEntry]) -> list[ACL]:
 
 
 class Writer:
-    """Executes plan actions on ``session``; forgets what ``cache`` knows of every path written."""
+    """Executes plan actions on ``session``; forgets what ``cache`` knows of every path written.
+
+    Attributes:
+        refuse_writes: why writes are refused (e.g. ``"zkop run --dry-run"``), or ``None`` to write.
+    """
 
     def __init__(self, session: Session, cache: WatchCache, reads: Reads) -> None:
         self.session = session
         self.cache = cache
         self.reads = reads
+        self.refuse_writes: str | None = None
 
     def execute(self, actions: Sequence[Action], *, atomic: bool = False, arm_watches: bool = False,
                 require: Sequence[CheckVersion] = ()) -> None:
@@ -55,9 +76,15 @@ class Writer:
             ConcurrentModification: the node changed since it was read; read and plan again.
             ZooKeeperUnavailable: not connected (SUSPENDED/LOST) or the request failed in transit.
             ZooKeeperNoAuth: the ACL forbids the write.
+            WriteRefused: writes are refused (:attr:`refuse_writes`); nothing was sent.
         """
         if not actions:
             return
+        if self.refuse_writes is not None:
+            planned = "; ".join(describe(action) for action in actions)
+            log.error("REFUSED a ZooKeeper write (%s): %s; a code path ignored the dry run, nothing was sent",
+                      self.refuse_writes, planned)
+            raise WriteRefused(f"ZooKeeper writes are refused ({self.refuse_writes}): {planned}")
         session = self.session
         has_acl = any(isinstance(a, SetAcl) for a in actions)
         if (require or (atomic and len(actions) > 1)) and not has_acl:
