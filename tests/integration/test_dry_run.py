@@ -11,17 +11,25 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import re
 from typing import Any
 
+import pytest
 from kazoo.client import KazooClient
+from zkop_testing.controllers import running_manager
 from zkop_testing.operator import OperatorProcess
 from zkop_testing.resources import ZKC, conditions, get, reasons, synced, zkc
 from zkop_testing.waiting import wait_for
 from zkop_testing.zookeeper import ZooKeeperServer
 
 from zkop.kube.client import MERGE_PATCH, KubeClient, resource_path
+from zkop.kube.events import EventRecorder
+from zkop.runtime.manager import Manager
+from zkop.zkconfig import controller as zkconfig_controller
+from zkop.zkconfig.reconciler import ReconcilerOptions
 from zkop.zkconfig.spec import FINALIZER
+from zkop.zookeeper.adapter import ZooKeeperAdapter
 
 JSON = dict[str, Any]
 SERVICES = resource_path("", "v1", "services", "default")
@@ -67,8 +75,7 @@ def test_dry_run_writes_nothing_anywhere_and_says_what_it_would_do(
     kube.request("POST", resource_path(*ZKC, "default"), body=zkc("kept", "/app/kept", b"v1"))
     kube.request("POST", resource_path(*ZKC, "default"), body=zkc("gone", "/app/gone", b"bye"))
     with OperatorProcess(kubeconfig, hosts, ["--cluster-id", "prod"]) as real:
-        for name in ("kept", "gone"):
-            wait_for(lambda name=name: synced(kube, name), timeout=20, message=f"{name} Synced in the real run")
+        wait_for(lambda: synced(kube, "kept") and synced(kube, "gone"), timeout=20, message="Synced in the real run")
     assert real.proc is not None and real.proc.returncode == 0, real.log_tail()
     # A legacy application registered in ZooKeeper (the importer's input).
     zk.create(f"{zk_base}/services/payments/i1", curator("payments", "i1", "10.3.0.1"), makepath=True)
@@ -146,3 +153,23 @@ def test_dry_run_writes_nothing_anywhere_and_says_what_it_would_do(
         assert "Created" not in reasons(kube, "fresh") and "Updated" not in reasons(kube, "kept")
     assert proc.proc is not None and proc.proc.returncode == 0, proc.log_tail()
     assert tree(zk, zk_base) == before_zk
+
+
+def test_a_code_path_that_misses_the_dry_run_fails_closed(kube: KubeClient, adapter: ZooKeeperAdapter, zk: KazooClient,
+                                                          zk_base: str, caplog: pytest.LogCaptureFixture) -> None:
+    """The reconciler told nothing of the dry run (a bug), the adapter refusing writes: nothing reaches ZooKeeper."""
+    adapter.refuse_writes = "zkop run --dry-run"
+    recorder = EventRecorder(kube)
+
+    def setup(manager: Manager) -> None:
+        manager.add(recorder, needs_leader=False)
+        zkconfig_controller.setup(manager, kube, adapter, recorder, ReconcilerOptions(dry_run=False),
+                                  namespaces=None, workers=1, sync_period=600, inactivity_timeout=90)
+
+    with caplog.at_level(logging.ERROR), running_manager(setup, zookeeper=adapter):
+        kube.request("POST", resource_path(*ZKC, "default"), body=zkc("missed", "/app/missed", b"x"))
+        wait_for(lambda: "REFUSED a ZooKeeper write" in caplog.text
+                 and "reconcile default/missed failed" in caplog.text, timeout=15, message="refused, loudly")
+    assert zk.exists(f"{zk_base}/app/missed") is None
+    assert zk.exists(f"{zk_base}/zkop") is None  # nor its ownership record
+    assert ((get(kube, "missed") or {}).get("status") or {}).get("state") != "Synced"
