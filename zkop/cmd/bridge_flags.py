@@ -2,8 +2,8 @@
 
 The lead's ``zkop run`` parser calls :func:`add_flags`; after parsing,
 :func:`options_from_args` returns the :class:`~zkop.services.bridge.options.BridgeOptions`, or ``None``
-when ``--service-bridge`` is off. ``--dry-run`` applies to the bridge's ZooKeeper writes only
-(ZooKeeperConfig reconciles are not affected).
+when ``--service-bridge`` is off. ``--dry-run`` is a ``zkop run`` flag (:mod:`zkop.cmd.main`) that
+covers every controller; the bridge's options carry it too.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def _bool(value: str) -> bool:
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
-    """Add the ``--service-bridge*`` flags and ``--dry-run`` to ``parser`` (the ``zkop run`` parser)."""
+    """Add the ``--service-bridge*`` flags to ``parser`` (the ``zkop run`` parser)."""
     group = parser.add_argument_group("service bridge (Kubernetes Services → ZooKeeper)")
     group.add_argument("--service-bridge", action="store_true",
                        help="publish Kubernetes Services into ZooKeeper (default off)")
@@ -75,8 +75,6 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
                             f"{format_duration(5.0)}; at the latest after 6 times as long)")
     group.add_argument("--service-bridge-workers", type=positive_int, default=2, metavar="N",
                        help="concurrent service-bridge reconciles (default 2)")
-    group.add_argument("--dry-run", action="store_true",
-                       help="service bridge: log the ZooKeeper writes and deletes it would make, make none")
 
 
 def options_from_args(args: argparse.Namespace) -> BridgeOptions | None:
@@ -108,7 +106,7 @@ def options_from_args(args: argparse.Namespace) -> BridgeOptions | None:
         layout=layout,
         format=fmt,
         policy=policy,
-        dry_run=bool(args.dry_run),
+        dry_run=bool(getattr(args, "dry_run", False)),
         max_deletes=int(args.service_bridge_max_deletes),
         endpoints=bool(args.service_bridge_endpoints),
         endpoints_debounce=debounce,

@@ -207,6 +207,11 @@ def build_parser() -> argparse.ArgumentParser:
                      metavar="{" + ",".join(LOG_LEVELS) + "}", help="[ZKOP_LOG_LEVEL] (default info)")
     run.add_argument("--log-format", default=_env("ZKOP_LOG_FORMAT", "text"), choices=["text", "json"],
                      help="text for people, json for log pipelines [ZKOP_LOG_FORMAT] (default text)")
+    run.add_argument("--dry-run", action="store_true",
+                     help="plan and log every change (ZooKeeperConfigs, service bridge, service import) and make "
+                          "none: nothing is written to ZooKeeper, Services or EndpointSlices; ZooKeeperConfig "
+                          "status shows Ready=False, reason DryRun, with the planned changes, and no finalizer "
+                          "is added")
     run.set_defaults(func=_run)
     from zkop.cmd.bridge_flags import add_flags as add_bridge_flags
 
@@ -261,7 +266,7 @@ def _run(args: argparse.Namespace) -> int:
         retry_period=args.leader_election_retry_period, sync_period=args.sync_period,
         graceful_shutdown_timeout=args.graceful_shutdown_timeout, max_data_bytes=args.max_data_bytes,
         cluster_id=args.cluster_id, registry_root=args.registry_root, acl_check_period=args.acl_check_period,
-        bridge=bridge, importer=importer,
+        bridge=bridge, importer=importer, dry_run=args.dry_run,
     )
     try:
         operator = Operator(options)

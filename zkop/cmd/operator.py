@@ -7,6 +7,12 @@ This module adds what is specific to zkop: the ZooKeeper session, opened and pro
 when ZooKeeper refuses the probe); the resync after a ZooKeeper session comes back
 (:func:`resync_on_new_session`); and the probes ``ping`` and ``workers`` (``/healthz``) and
 ``informers-and-zookeeper`` (``/readyz``).
+
+``dry_run`` (``zkop run --dry-run``) reaches every controller: the ZooKeeperConfig reconciler, the
+service bridge and the service importer plan, log and count their changes and make none; the
+start-up probe (which writes a scratch znode) is skipped; and the adapter refuses every write
+(:attr:`ZooKeeperAdapter.refuse_writes`), so a code path that forgot the dry run fails loudly
+instead of writing.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ import socket
 import threading
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tenacity import Retrying, retry_if_exception_type, stop_any, wait_exponential
 from tenacity.stop import stop_base
@@ -70,6 +76,7 @@ class OperatorOptions:
     startup_probe: bool = True
     bridge: BridgeOptions | None = None
     importer: ImportOptions | None = None
+    dry_run: bool = False
 
 
 def default_leader_election_namespace() -> str:
@@ -218,6 +225,11 @@ class Operator:
         self.client = KubeClient(load_api_client(options.kubeconfig, pool_size=options.workers + 10),
                                  user_agent=f"zkop-operator/{__version__}")
         self.zookeeper = ZooKeeperAdapter(options.zookeeper)
+        if options.dry_run:
+            # The net under the controllers' own dry-run handling: a write that gets here raises.
+            self.zookeeper.refuse_writes = "zkop run --dry-run"
+            log.warning("dry run: changes are planned and logged; nothing is written to ZooKeeper, Services or "
+                        "EndpointSlices, and the start-up write probe is skipped")
         # Each periodic resync (jittered ±10 %) re-reads every znode once, catching ACL drift.
         self.zookeeper.known_max_age = options.sync_period * 0.5
         election = None
@@ -233,7 +245,7 @@ class Operator:
             leader_election=election, graceful_shutdown_timeout=options.graceful_shutdown_timeout,
         ), self.client)
         probe_root = f"{options.registry_root.rsplit('/', 1)[0] or '/zkop'}/probe"
-        self.startup = ZooKeeperStartup(self.zookeeper, probe_root, probe=options.startup_probe,
+        self.startup = ZooKeeperStartup(self.zookeeper, probe_root, probe=options.startup_probe and not options.dry_run,
                                         on_fatal=self.manager.fail)
         self.manager.add(self.startup, needs_leader=False)
         self.recorder = EventRecorder(self.client)
@@ -242,7 +254,7 @@ class Operator:
         self.zkconfig = zkconfig_controller.setup(
             self.manager, self.client, self.zookeeper, self.recorder,
             ReconcilerOptions(max_data_bytes=options.max_data_bytes, cluster_id=options.cluster_id,
-                              registry_root=options.registry_root),
+                              registry_root=options.registry_root, dry_run=options.dry_run),
             namespaces=namespaces, workers=options.workers, sync_period=options.sync_period,
             inactivity_timeout=options.watch_inactivity_timeout, acl_check_period=options.acl_check_period,
         )
@@ -251,8 +263,9 @@ class Operator:
             # Imported only when enabled: a process without the bridge starts faster.
             from zkop.services.bridge.builder import build_service_bridge
 
+            bridge_options = replace(options.bridge, dry_run=True) if options.dry_run else options.bridge
             bridge = build_service_bridge(
-                self.client, self.zookeeper, self.recorder, options.bridge, cluster_id=options.cluster_id,
+                self.client, self.zookeeper, self.recorder, bridge_options, cluster_id=options.cluster_id,
                 resync_period=options.sync_period, inactivity_timeout=options.watch_inactivity_timeout,
             )
             self._add_feature(bridge.informers, bridge.controllers)
@@ -260,8 +273,9 @@ class Operator:
         if options.importer is not None:
             from zkop.services.importer.builder import build_service_importer
 
+            import_options = replace(options.importer, dry_run=True) if options.dry_run else options.importer
             importer = build_service_importer(
-                self.client, self.zookeeper, self.recorder, options.importer, cluster_id=options.cluster_id,
+                self.client, self.zookeeper, self.recorder, import_options, cluster_id=options.cluster_id,
                 resync_period=options.sync_period, inactivity_timeout=options.watch_inactivity_timeout,
             )
             self._add_feature(importer.informers, importer.controllers)

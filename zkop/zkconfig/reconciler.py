@@ -20,6 +20,11 @@ only reads what a decision asks for and applies it:
    up to :data:`MAX_REPLANS` times;
 6. status is written only if it changed, Events for every change made
    (:mod:`zkop.zkconfig.apiwrites`); our own writes' watch events are not enqueued again.
+
+With ``dry_run`` the same facts are read and the same decisions made, but nothing is written to
+ZooKeeper and no finalizer is added: the changes are logged and counted
+(:func:`zkop.runtime.dryrun.planned`) and the decision applied in its dry-run form
+(:mod:`zkop.zkconfig.dryrun`).
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ from zkop.zkconfig.decide import (
     oldest,
     unsynced_path,
 )
+from zkop.zkconfig.dryrun import dry_run_delete, dry_run_sync, log_planned
 from zkop.zkconfig.refs import ref_data
 from zkop.zkconfig.spec import (
     DEFAULT_MAX_DATA_BYTES,
@@ -118,12 +124,15 @@ class ReconcilerOptions:
         registry_root: where ownership records live.
         failure_threshold: consecutive ZooKeeper failures of one object before its status
             shows ``ZooKeeperUnavailable`` (a blip is retried quietly).
+        dry_run: plan, log and count, write nothing to ZooKeeper and add no finalizer
+            (``zkop run --dry-run``; see :mod:`zkop.zkconfig.dryrun`).
     """
 
     max_data_bytes: int = DEFAULT_MAX_DATA_BYTES
     cluster_id: str = "default"
     registry_root: str = DEFAULT_REGISTRY_ROOT
     failure_threshold: int = 3
+    dry_run: bool = False
 
 
 class ZooKeeperConfigReconciler:
@@ -179,7 +188,7 @@ class ZooKeeperConfigReconciler:
                           self.registry.record_path(desired.path if desired else ""), self._stamp_exists)
         decision = decide_sync(facts)
         if decision.fetch is None:
-            return self._apply(obj, decision)
+            return self._apply(obj, self._dry_sync(key, facts.record_path, decision))
         assert isinstance(spec, DesiredZnode) and decision.fetch is Fetch.RECORD
         # Both reads go out at once and are answered while the finalizer is written (if it must be):
         # the first reconcile of an object waits for one ZooKeeper round trip less, or two.
@@ -187,7 +196,7 @@ class ZooKeeperConfigReconciler:
             reads: tuple[PendingRead, PendingRead] | ZooKeeperError = self._start_reads(spec)
         except ZooKeeperError as err:
             reads = err
-        if decision.add_finalizer:
+        if decision.add_finalizer and not self.options.dry_run:
             updated = self.writer.set_finalizers(obj, [*finalizers(obj), FINALIZER])
             if updated is None:
                 return Result()
@@ -199,7 +208,7 @@ class ZooKeeperConfigReconciler:
         except ZooKeeperError as err:
             return self._fail(key, obj, err)
         self._count_failure(key, None)
-        return self._apply(obj, decision)
+        return self._apply(obj, self._dry_sync(key, facts.record_path, decision))
 
     def learn_absent(self) -> int:
         """Before the workers start: learn which znodes and records of unsynced objects do not exist yet.
@@ -317,6 +326,8 @@ class ZooKeeperConfigReconciler:
                     self.zookeeper.forget(desired.path)
                     known = dataclasses.replace(known, observed=self.zookeeper.read(desired.path, None, watch=True))
                 decision = decide_sync(known)
+            if self.options.dry_run:
+                return decision  # planned, not written: see _dry_sync
             # The record and the znode in one multi (nothing for a conflict). Both get a data watch
             # when created (drift, and a record changed behind zkop's back).
             self.zookeeper.execute(decision.writes, atomic=True, arm_watches=True, require=decision.require)
@@ -336,12 +347,18 @@ class ZooKeeperConfigReconciler:
             if decision.fetch is not None:
                 assert target is not None
                 decision = self._converge_delete(target, facts)
-            if decision.release:
+            if decision.release and not self.options.dry_run:
                 assert target is not None
                 self.registry.release(target.path, facts.stamp)
         except ZooKeeperError as err:
-            return self._fail(key, facts.obj, err)
+            if not self.options.dry_run:
+                return self._fail(key, facts.obj, err)
+            log.info("dry-run zookeeperconfig %s: could not read ZooKeeper to plan the deletion (%s)", key, err)
+            decision = Decision()
         self._count_failure(key, None)
+        if self.options.dry_run:
+            log_planned(key, decision, self.registry.record_path(target.path) if target is not None else "")
+            decision = dry_run_delete(facts.obj)
         return self._apply(facts.obj, decision)
 
     def _converge_delete(self, target: DesiredZnode, facts: DeleteFacts) -> Decision:
@@ -356,6 +373,8 @@ class ZooKeeperConfigReconciler:
             nonlocal facts
             facts = read_fresh(facts)
             decision = decide_delete(facts)
+            if self.options.dry_run:
+                return decision  # planned, not written (nor waited for): see _finalize
             while decision.fetch is Fetch.CHILDREN:
                 children = self.zookeeper.watch_children(target.path)
                 facts = dataclasses.replace(facts, children=tuple(children) if children is not None else None)
@@ -366,6 +385,10 @@ class ZooKeeperConfigReconciler:
             return decision
 
         return self._with_replans(target.path, attempt, forget=(target.path,))
+
+    def _dry_sync(self, key: str, record_path: str, decision: Decision) -> Decision:
+        """``decision`` as it is, or in a dry run its changes logged and its dry-run form."""
+        return dry_run_sync(decision, log_planned(key, decision, record_path)) if self.options.dry_run else decision
 
     # --- apply -------------------------------------------------------------------------------
 

@@ -23,6 +23,8 @@ __all__ = [
     "SetAcl",
     "SetData",
     "acl_matches",
+    "describe",
+    "operation",
 ]
 
 #: ZooKeeper's permissions (``org.apache.zookeeper.ZooDefs.Perms``) by lower-case name.
@@ -132,3 +134,25 @@ class CheckVersion:
 
     path: str
     version: int
+
+
+def operation(action: Action) -> str:
+    """What ``action`` does, in one word: ``create``, ``update``, ``update_acl`` or ``delete``."""
+    if isinstance(action, CreateNode):
+        return "create"
+    if isinstance(action, SetData):
+        return "update"
+    if isinstance(action, SetAcl):
+        return "update_acl"
+    return "delete"
+
+
+def describe(action: Action) -> str:
+    """One line for logs and dry runs, e.g. ``create /app/flag (412 bytes)``: sizes and versions, never data."""
+    if isinstance(action, CreateNode):
+        return f"create {action.path} ({len(action.data)} bytes)"
+    if isinstance(action, SetData):
+        return f"update {action.path} (version {action.expected_version}, {len(action.data)} bytes)"
+    if isinstance(action, SetAcl):
+        return f"set the ACL of {action.path} (aversion {action.expected_acl_version}, {len(action.acl)} entries)"
+    return f"delete {action.path} (version {action.expected_version})"

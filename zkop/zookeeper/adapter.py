@@ -33,6 +33,7 @@ from zkop.zookeeper.cache import WatchCache
 from zkop.zookeeper.errors import (
     ConcurrentModification,
     NodeNotFound,
+    WriteRefused,
     ZooKeeperError,
     ZooKeeperNoAuth,
     ZooKeeperUnavailable,
@@ -53,6 +54,7 @@ __all__ = [
     "Observed",
     "PendingRead",
     "SessionListener",
+    "WriteRefused",
     "ZooKeeperAdapter",
     "ZooKeeperError",
     "ZooKeeperNoAuth",
@@ -380,6 +382,19 @@ class ZooKeeperAdapter:
 
     # --- writes --------------------------------------------------------------------------------
 
+    @property
+    def refuse_writes(self) -> str | None:
+        """Why every write is refused (``zkop run --dry-run``), or ``None`` (the default): writes go out.
+
+        Set it and :meth:`execute` (and so :meth:`probe`) raises :class:`WriteRefused`,
+        logged at ERROR, before anything is sent; reads and watches work as ever.
+        """
+        return self._writer.refuse_writes
+
+    @refuse_writes.setter
+    def refuse_writes(self, reason: str | None) -> None:
+        self._writer.refuse_writes = reason
+
     def execute(self, actions: Sequence[Action], *, atomic: bool = False, arm_watches: bool = False,
                 require: Sequence[CheckVersion] = ()) -> None:
         """Execute plan actions in order, each conditional on the version it was planned from.
@@ -405,5 +420,6 @@ class ZooKeeperAdapter:
             ConcurrentModification: the node changed since it was read; read and plan again.
             ZooKeeperUnavailable: not connected (SUSPENDED/LOST) or the request failed in transit.
             ZooKeeperNoAuth: the ACL forbids the write.
+            WriteRefused: :attr:`refuse_writes` is set; nothing was sent.
         """
         self._writer.execute(actions, atomic=atomic, arm_watches=arm_watches, require=require)

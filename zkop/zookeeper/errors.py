@@ -11,6 +11,11 @@ Callers above this package see four outcomes of a ZooKeeper request besides succ
   ``NodeExists``, ``NotEmpty``, or a ``NoNode`` where the node was just seen); read and plan again;
 * :class:`NodeNotFound` — a walk's root does not exist.
 
+:class:`WriteRefused` is not a ZooKeeper outcome but a bug caught: a write attempted through an
+adapter that refuses writes (``zkop run --dry-run``). It is deliberately *not* a
+:class:`ZooKeeperError`, so no caller mistakes it for a conflict or an outage and handles it
+quietly: it reaches the controller, which logs it with its traceback.
+
 Codes follow ``org.apache.zookeeper.KeeperException.Code`` (ZooKeeper 3.8) as kazoo names them.
 """
 
@@ -34,6 +39,7 @@ __all__ = [
     "UNAVAILABLE",
     "ConcurrentModification",
     "NodeNotFound",
+    "WriteRefused",
     "ZooKeeperError",
     "ZooKeeperNoAuth",
     "ZooKeeperUnavailable",
@@ -59,6 +65,10 @@ class ConcurrentModification(ZooKeeperError):
 
 class NodeNotFound(ZooKeeperError):
     """The root of a walk does not exist."""
+
+
+class WriteRefused(RuntimeError):
+    """A write reached an adapter that refuses writes (dry run); nothing was sent to ZooKeeper."""
 
 
 #: kazoo's exceptions meaning "no usable session right now" (``ConnectionClosedError`` is a

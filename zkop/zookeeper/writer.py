@@ -12,10 +12,15 @@ does not grant zkop's identity READ, despite :mod:`zkop.zookeeper.acls` checks u
 undone: the nodes created in that step — the node, and the parents this step created — are
 deleted again, so nothing is left that only a ZooKeeper superuser could remove. An ACL holding
 a redaction marker (``user:x``, :func:`~zkop.zookeeper.acls.is_redacted`) is never sent.
+
+A writer told to :attr:`Writer.refuse_writes` (``zkop run --dry-run``) sends nothing: every
+batch with a write raises :class:`~zkop.zookeeper.errors.WriteRefused`, logged at ERROR. The
+reconcilers never get here in a dry run; this is the net under a code path that forgot to ask.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from contextlib import suppress
@@ -40,14 +45,17 @@ from zkop.zookeeper.actions import (
     DeleteNode,
     SetAcl,
     SetData,
+    describe,
 )
 from zkop.zookeeper.cache import WatchCache
-from zkop.zookeeper.errors import ConcurrentModification, ZooKeeperError, ZooKeeperNoAuth
+from zkop.zookeeper.errors import ConcurrentModification, WriteRefused, ZooKeeperError, ZooKeeperNoAuth
 from zkop.zookeeper.paths import parent_paths
 from zkop.zookeeper.reads import PendingRead, Reads
 from zkop.zookeeper.session import Session
 
 __all__ = ["Writer", "to_kazoo_acl"]
+
+log = logging.getLogger(__name__)
 
 
 def to_kazoo_acl(acl: Sequence[AclEntry]) -> list[ACL]:
@@ -56,12 +64,17 @@ def to_kazoo_acl(acl: Sequence[AclEntry]) -> list[ACL]:
 
 
 class Writer:
-    """Executes plan actions on ``session``; forgets what ``cache`` knows of every path written."""
+    """Executes plan actions on ``session``; forgets what ``cache`` knows of every path written.
+
+    Attributes:
+        refuse_writes: why writes are refused (e.g. ``"zkop run --dry-run"``), or ``None`` to write.
+    """
 
     def __init__(self, session: Session, cache: WatchCache, reads: Reads) -> None:
         self.session = session
         self.cache = cache
         self.reads = reads
+        self.refuse_writes: str | None = None
 
     def execute(self, actions: Sequence[Action], *, atomic: bool = False, arm_watches: bool = False,
                 require: Sequence[CheckVersion] = ()) -> None:
@@ -71,9 +84,15 @@ class Writer:
             ConcurrentModification: the node changed since it was read; read and plan again.
             ZooKeeperUnavailable: not connected (SUSPENDED/LOST) or the request failed in transit.
             ZooKeeperNoAuth: the ACL forbids the write.
+            WriteRefused: writes are refused (:attr:`refuse_writes`); nothing was sent.
         """
         if not actions:
             return
+        if self.refuse_writes is not None:
+            planned = "; ".join(describe(action) for action in actions)
+            log.error("REFUSED a ZooKeeper write (%s): %s; a code path ignored the dry run, nothing was sent",
+                      self.refuse_writes, planned)
+            raise WriteRefused(f"ZooKeeper writes are refused ({self.refuse_writes}): {planned}")
         for action in actions:
             if isinstance(action, CreateNode | SetAcl) and any(is_redacted(e) for e in action.acl):
                 raise ValueError(f"refusing to write the ACL of {action.path}: it holds a redacted digest id "

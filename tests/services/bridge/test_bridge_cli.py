@@ -13,6 +13,7 @@ from zkop.services.bridge.options import BridgeOptions
 def parse(*argv: str) -> BridgeOptions | None:
     parser = argparse.ArgumentParser()
     add_flags(parser)
+    parser.add_argument("--dry-run", action="store_true")  # a ``zkop run`` flag (zkop.cmd.main) since 0.2
     return options_from_args(parser.parse_args(list(argv)))
 
 

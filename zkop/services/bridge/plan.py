@@ -36,7 +36,7 @@ from zkop.services.bridge.options import BridgeOptions, Policy
 from zkop.services.bridge.records import is_selected
 from zkop.services.fullsync import breaker_trips
 from zkop.services.policy import Changes, Kind, apply_policy
-from zkop.zookeeper.actions import Action, CreateNode, DeleteNode, SetData
+from zkop.zookeeper.actions import Action, CreateNode, DeleteNode, SetData, describe
 from zkop.zookeeper.paths import parent_paths
 
 __all__ = [
@@ -81,17 +81,6 @@ class ObservedNode:
     def is_record(self) -> bool:
         """True for a record (stamp with a Service uid), False for containers and unstamped nodes."""
         return self.owner is not None and self.owner.uid is not None
-
-
-def describe(action: Action) -> str:
-    """One line for logs and dry runs, e.g. ``create /kubernetes/services/default-web (412 bytes)``."""
-    if isinstance(action, CreateNode):
-        return f"create {action.path} ({len(action.data)} bytes)"
-    if isinstance(action, SetData):
-        return f"update {action.path} (version {action.expected_version}, {len(action.data)} bytes)"
-    if isinstance(action, DeleteNode):
-        return f"delete {action.path} (version {action.expected_version})"
-    return f"{type(action).__name__} {action.path}"
 
 
 # --- the desired set ---------------------------------------------------------------------------

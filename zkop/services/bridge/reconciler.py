@@ -33,6 +33,7 @@ from typing import Protocol
 
 from zkop.kube.client import JSON
 from zkop.kube.events import EventRecorder
+from zkop.runtime import dryrun
 from zkop.runtime.cache import Indexer, meta_namespace_key
 from zkop.runtime.controller import Result
 from zkop.services.bridge import metrics
@@ -60,7 +61,7 @@ from zkop.services.fullsync import (
     postpone_until_synced,
 )
 from zkop.services.reporting import ReportOnce
-from zkop.zookeeper.actions import Action, CreateNode, DeleteNode, Observed, SetData
+from zkop.zookeeper.actions import Action, CreateNode, DeleteNode, Observed, SetData, operation
 from zkop.zookeeper.errors import ConcurrentModification
 
 __all__ = [
@@ -73,6 +74,8 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+#: The ``controller`` label of dry-run planned changes (the controller's name, as in :mod:`.builder`).
+CONTROLLER = "service-bridge"
 
 #: The queue key of the full sync; it has no ``/`` so it never names a Service.
 FULL_SYNC_KEY = "service-bridge:full-sync"
@@ -242,7 +245,7 @@ class ServiceBridgeReconciler(FullSyncReconciler):
                 log.debug("service-bridge %s: not done: %s", key, note)
             if self.options.dry_run:
                 for action in plan.actions:
-                    log.info("service-bridge dry-run %s: would %s", key, describe(action))
+                    dryrun.planned(log, CONTROLLER, key, operation(action), describe(action))
                 return plan, had_record
             try:
                 self._execute(plan.actions)
@@ -334,7 +337,7 @@ class ServiceBridgeReconciler(FullSyncReconciler):
         complete = True
         if self.options.dry_run:
             for action in plan.actions:
-                log.info("service-bridge dry-run full sync: would %s", describe(action))
+                dryrun.planned(log, CONTROLLER, "full-sync", operation(action), describe(action))
         elif plan.actions:
             outcome = delete_unless_wanted(
                 plan.actions, wanted_again=self._wanted_again, delete=lambda action: self._execute([action]),

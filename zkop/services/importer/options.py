@@ -79,6 +79,8 @@ class ImportOptions:
         workers: concurrent reconciles of the ``service-import`` controller.
         gc_delay: a service that vanished from ZooKeeper triggers a full sync after this delay, so a
             burst of deletions is judged (and, if too large, refused) as one.
+        dry_run: plan, log and count every Service and EndpointSlice write, make none
+            (``zkop run --dry-run``).
     """
 
     namespace: str = "default"
@@ -88,3 +90,4 @@ class ImportOptions:
     max_deletes: int = 10
     workers: int = 2
     gc_delay: float = 1.0
+    dry_run: bool = False

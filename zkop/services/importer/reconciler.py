@@ -119,7 +119,7 @@ class ServiceImportReconciler(FullSyncReconciler):
         self.slices = slices
         self.reader = reader
         self.client = client
-        self.writer = ApiWriter(client, options.namespace)
+        self.writer = ApiWriter(client, options.namespace, dry_run=options.dry_run)
         self.options = options
         self.cluster_id = cluster_id
         self.source: ServiceSource = get_source(options.format)
@@ -276,11 +276,12 @@ class ServiceImportReconciler(FullSyncReconciler):
         live = existing
         if step.action is not None:
             live = self.writer.execute_one(step.action) or existing
-            if isinstance(step.action, CreateObject):
+            if isinstance(step.action, CreateObject) and not self.options.dry_run:
                 self.recorder.event(live or step.action.body, "Normal", "Imported",
                                     f"imported from ZooKeeper {best.path} "
                                     f"({len(best.instances)} instance(s))")
-        self._report_collision(name, best, found, live)
+        # A dry run's "created" Service does not exist: Events go to what does.
+        self._report_collision(name, best, found, existing if self.options.dry_run else live)
         if step.terminating:
             return Result()
         uid = str(((live or {}).get("metadata") or {}).get("uid") or "") or None

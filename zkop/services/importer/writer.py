@@ -3,6 +3,9 @@
 Every update is a JSON merge patch carrying the ``resourceVersion`` it was planned from, every
 delete ``preconditions`` on uid and ``resourceVersion`` (``DeleteOptions``), so a concurrent change
 becomes a 409 and a re-plan instead of a lost update or the deletion of a re-created object.
+
+With ``dry_run`` (``zkop run --dry-run``) nothing is sent: each action is logged and counted
+(:func:`zkop.runtime.dryrun.planned`) instead.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any, Protocol
 import urllib3.exceptions
 
 from zkop.kube.client import JSON, MERGE_PATCH, ApiException, resource_path
+from zkop.runtime import dryrun
 from zkop.runtime.controller import RetryableError, TerminalError
 from zkop.services.importer import metrics
 from zkop.services.importer.objects import CreateObject, DeleteObject, KubeAction, PatchObject, describe
@@ -21,6 +25,9 @@ from zkop.services.importer.objects import CreateObject, DeleteObject, KubeActio
 __all__ = ["ApiWriter", "KubeWriter"]
 
 log = logging.getLogger(__name__)
+
+#: The ``controller`` label of dry-run planned changes (the controller's name, as in :mod:`.builder`).
+CONTROLLER = "service-import"
 
 _GROUPS = {"services": ("", "v1"), "endpointslices": ("discovery.k8s.io", "v1")}
 
@@ -38,11 +45,13 @@ class ApiWriter:
     Args:
         client: the JSON client (anything with ``request``).
         namespace: the import namespace every object lives in.
+        dry_run: send nothing; log and count each action instead.
     """
 
-    def __init__(self, client: KubeWriter, namespace: str) -> None:
+    def __init__(self, client: KubeWriter, namespace: str, *, dry_run: bool = False) -> None:
         self.client = client
         self.namespace = namespace
+        self.dry_run = dry_run
 
     def path(self, resource: str, name: str | None = None) -> str:
         """The API path of ``resource`` (or of object ``name``) in the import namespace."""
@@ -57,11 +66,18 @@ class ApiWriter:
     def execute_one(self, action: KubeAction) -> JSON | None:
         """Send one action; returns the object the API server answered with (``None`` for deletes).
 
+        In a dry run nothing is sent: the action is logged and counted, and a create returns
+        the body it would have sent (so what depends on the object can be planned too).
+
         Raises:
             RetryableError: 409 (changed meanwhile), 404 on an update, 429, 5xx, transport errors.
             TerminalError: 400/422 (the object is invalid; a later ZooKeeper change re-enqueues the name).
         """
         result: JSON | None = None
+        if self.dry_run:
+            verb = describe(action).split(" ", 1)[0]
+            dryrun.planned(log, CONTROLLER, f"{self.namespace}/{action.name}", verb, describe(action))
+            return action.body if isinstance(action, CreateObject) else None
         try:
             if isinstance(action, CreateObject):
                 result = self.client.request("POST", self.path(action.resource), body=action.body)

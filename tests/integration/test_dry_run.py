@@ -1,0 +1,175 @@
+"""``zkop run --dry-run`` covers every controller: ZooKeeperConfigs, the service bridge, the service importer.
+
+One operator process as users start it, a real ZooKeeper and the in-memory API server: the
+ZooKeeper tree and every API object stay as they were, except the documented ZooKeeperConfig
+status (``Ready=False``, reason ``DryRun``) and the finalizer of an object deleted during the
+dry run; each planned change is one log line and one count in
+``zkop_dry_run_planned_changes_total``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import re
+from typing import Any
+
+import pytest
+from kazoo.client import KazooClient
+from zkop_testing.controllers import running_manager
+from zkop_testing.operator import OperatorProcess
+from zkop_testing.resources import ZKC, conditions, get, reasons, synced, zkc
+from zkop_testing.waiting import wait_for
+from zkop_testing.zookeeper import ZooKeeperServer
+
+from zkop.kube.client import MERGE_PATCH, KubeClient, resource_path
+from zkop.kube.events import EventRecorder
+from zkop.runtime.manager import Manager
+from zkop.zkconfig import controller as zkconfig_controller
+from zkop.zkconfig.reconciler import ReconcilerOptions
+from zkop.zkconfig.spec import FINALIZER
+from zkop.zookeeper.adapter import ZooKeeperAdapter
+
+JSON = dict[str, Any]
+SERVICES = resource_path("", "v1", "services", "default")
+SLICES = resource_path("discovery.k8s.io", "v1", "endpointslices", "default")
+
+
+def tree(zk: KazooClient, root: str) -> dict[str, tuple[bytes, int, int]]:
+    """Every znode under ``root``: relative path → (data, mzxid, cversion); any write changes one of them."""
+    found: dict[str, tuple[bytes, int, int]] = {}
+    frontier = [root]
+    while frontier:
+        path = frontier.pop()
+        data, stat = zk.get(path)
+        found[path[len(root):] or "/"] = (data, stat.mzxid, stat.cversion)
+        frontier += [f"{path.rstrip('/')}/{child}" for child in zk.get_children(path)]
+    return found
+
+
+def curator(name: str, instance_id: str, address: str) -> bytes:
+    """A Curator ``ServiceInstance`` as a legacy application registers it."""
+    return json.dumps({"name": name, "id": instance_id, "address": address, "port": 8080, "sslPort": None,
+                       "payload": None, "registrationTimeUTC": 1621155920122, "serviceType": "DYNAMIC",
+                       "uriSpec": None, "enabled": True}).encode()
+
+
+def planned(metrics: str, controller: str, operation: str) -> float:
+    """``zkop_dry_run_planned_changes_total{controller, operation}`` (0 when absent)."""
+    pattern = (rf'^zkop_dry_run_planned_changes_total\{{controller="{controller}",operation="{operation}"\}} '
+               r"([0-9.e+]+)$")
+    match = re.search(pattern, metrics, re.MULTILINE)
+    return float(match.group(1)) if match else 0.0
+
+
+def items(kube: KubeClient, path: str) -> list[JSON]:
+    found: list[JSON] = kube.request("GET", path)["items"]
+    return sorted(found, key=lambda o: str(o["metadata"]["name"]))
+
+
+def test_dry_run_writes_nothing_anywhere_and_says_what_it_would_do(
+        kubeconfig: str, kube: KubeClient, zk_server: ZooKeeperServer, zk: KazooClient, zk_base: str) -> None:
+    hosts = f"{zk_server.hosts}{zk_base}"
+    # A real run first: "kept" is Synced, carries the finalizer, owns /app/kept and its record.
+    kube.request("POST", resource_path(*ZKC, "default"), body=zkc("kept", "/app/kept", b"v1"))
+    kube.request("POST", resource_path(*ZKC, "default"), body=zkc("gone", "/app/gone", b"bye"))
+    with OperatorProcess(kubeconfig, hosts, ["--cluster-id", "prod"]) as real:
+        wait_for(lambda: synced(kube, "kept") and synced(kube, "gone"), timeout=20, message="Synced in the real run")
+    assert real.proc is not None and real.proc.returncode == 0, real.log_tail()
+    # A legacy application registered in ZooKeeper (the importer's input).
+    zk.create(f"{zk_base}/services/payments/i1", curator("payments", "i1", "10.3.0.1"), makepath=True)
+    before_zk = tree(zk, zk_base)
+    assert before_zk["/app/kept"][0] == b"v1"
+    before_objects = {path: items(kube, path) for path in (SERVICES, SLICES)}
+
+    args = ["--dry-run", "--cluster-id", "prod", "--service-bridge", "--import-services",
+            "--import-namespace", "default", "--sync-period", "5"]
+    with OperatorProcess(kubeconfig, hosts, args) as proc:
+        # ZooKeeperConfig create: status says DryRun and names the changes; no finalizer.
+        kube.request("POST", resource_path(*ZKC, "default"), body=zkc("fresh", "/app/fresh", b"new"))
+
+        def dry_run_ready(name: str) -> JSON | None:
+            ready = conditions(get(kube, name)).get("Ready") or {}
+            return ready if ready.get("reason") == "DryRun" else None
+
+        ready = wait_for(lambda: dry_run_ready("fresh"), timeout=20, message="fresh reports DryRun")
+        assert ready["status"] == "False"
+        assert "would create /app/fresh (3 bytes)" in ready["message"]
+        assert "would create /zkop/owners/app/fresh" in ready["message"]  # the ownership record
+        fresh = get(kube, "fresh") or {}
+        assert fresh["status"]["state"] == "Pending"
+        assert FINALIZER not in (fresh["metadata"].get("finalizers") or [])
+
+        # ZooKeeperConfig update: the znode keeps its bytes, status lists the update.
+        kube.request("PATCH", resource_path(*ZKC, "default", "kept"),
+                     body={"spec": {"data": base64.b64encode(b"v2-secret").decode()}}, content_type=MERGE_PATCH)
+        ready = wait_for(lambda: dry_run_ready("kept"), timeout=20, message="kept reports DryRun")
+        assert "would update /app/kept (version 0, 9 bytes)" in ready["message"]
+        assert "v2-secret" not in ready["message"]
+
+        # ZooKeeperConfig delete: the dry-run object goes at once (no finalizer); the one with the
+        # finalizer of the real run goes too (the finalizer is removed), its znode stays.
+        kube.request("DELETE", resource_path(*ZKC, "default", "fresh"))
+        kube.request("DELETE", resource_path(*ZKC, "default", "gone"))
+        wait_for(lambda: get(kube, "fresh") is None and get(kube, "gone") is None, timeout=20,
+                 message="deletions never block in a dry run")
+
+        # Service bridge: a Service is planned, not published.
+        kube.request("POST", SERVICES, body={"apiVersion": "v1", "kind": "Service",
+                                             "metadata": {"name": "web", "namespace": "default"},
+                                             "spec": {"ports": [{"port": 80}]}})
+
+        def logged(*needles: str) -> bool:
+            text = proc.log_tail(1_000_000)
+            return all(needle in text for needle in needles)
+
+        wait_for(lambda: logged(
+            "dry-run zookeeperconfig default/fresh: would create /app/fresh (3 bytes)",
+            "dry-run zookeeperconfig default/kept: would update /app/kept (version 0, 9 bytes)",
+            "dry-run zookeeperconfig default/gone: would delete /app/gone (version 0)",
+            "dry-run zookeeperconfig default/gone: would release the ownership record",
+            "dry-run service-bridge default/web: would create /kubernetes/services/default-web",
+            "dry-run service-import default/payments: would create services/payments",
+        ), timeout=20, message="every planned change logged")
+
+        text = proc.metrics()
+        assert planned(text, "zookeeperconfig", "create") >= 2  # /app/fresh and its ownership record
+        assert planned(text, "zookeeperconfig", "update") >= 1
+        assert planned(text, "zookeeperconfig", "delete") >= 1
+        assert planned(text, "zookeeperconfig", "release") >= 1
+        assert planned(text, "service-bridge", "create") >= 1
+        assert planned(text, "service-import", "create") >= 1  # the Service (and its EndpointSlice)
+        log_text = proc.log_tail(1_000_000)
+        assert "v2-secret" not in log_text and "REFUSED" not in log_text
+
+        # Nothing was written: the whole tree (data, mzxid, cversion) is as before (so no start-up
+        # probe node came and went under /zkop/probe either); no Service or EndpointSlice but ours.
+        assert tree(zk, zk_base) == before_zk
+        assert [s for s in items(kube, SERVICES) if s["metadata"]["name"] != "web"] == before_objects[SERVICES]
+        assert items(kube, SLICES) == before_objects[SLICES]
+        kept = get(kube, "kept") or {}
+        assert FINALIZER in kept["metadata"]["finalizers"]  # left as the real run left it
+        assert "Created" not in reasons(kube, "fresh") and "Updated" not in reasons(kube, "kept")
+    assert proc.proc is not None and proc.proc.returncode == 0, proc.log_tail()
+    assert tree(zk, zk_base) == before_zk
+
+
+def test_a_code_path_that_misses_the_dry_run_fails_closed(kube: KubeClient, adapter: ZooKeeperAdapter, zk: KazooClient,
+                                                          zk_base: str, caplog: pytest.LogCaptureFixture) -> None:
+    """The reconciler told nothing of the dry run (a bug), the adapter refusing writes: nothing reaches ZooKeeper."""
+    adapter.refuse_writes = "zkop run --dry-run"
+    recorder = EventRecorder(kube)
+
+    def setup(manager: Manager) -> None:
+        manager.add(recorder, needs_leader=False)
+        zkconfig_controller.setup(manager, kube, adapter, recorder, ReconcilerOptions(dry_run=False),
+                                  namespaces=None, workers=1, sync_period=600, inactivity_timeout=90)
+
+    with caplog.at_level(logging.ERROR), running_manager(setup, zookeeper=adapter):
+        kube.request("POST", resource_path(*ZKC, "default"), body=zkc("missed", "/app/missed", b"x"))
+        wait_for(lambda: "REFUSED a ZooKeeper write" in caplog.text
+                 and "reconcile default/missed failed" in caplog.text, timeout=15, message="refused, loudly")
+    assert zk.exists(f"{zk_base}/app/missed") is None
+    assert zk.exists(f"{zk_base}/zkop") is None  # nor its ownership record
+    assert ((get(kube, "missed") or {}).get("status") or {}).get("state") != "Synced"

@@ -1,0 +1,90 @@
+"""What a ZooKeeperConfig pass does under ``zkop run --dry-run``, as pure functions over a :class:`Decision`.
+
+The reconciler decides exactly as in a real run (:mod:`zkop.zkconfig.decide`), reads what the
+decision asks for, and then, instead of writing, turns the decision into its dry-run form:
+
+* **a live object** — the ZooKeeper writes (the ownership claim and the znode) become planned
+  changes (:func:`planned_changes`), logged and counted; the status says so: ``state: Pending``,
+  ``Ready=False`` with reason ``DryRun`` and a message listing them (:func:`dry_run_sync`). No
+  finalizer is added: nothing was written, so there is nothing to clean up, a deletion during the
+  dry run never waits for zkop, and a later real run starts from scratch (its first pass adds the
+  finalizer, claims, writes, and reports ``Synced``). A pass with nothing to write (the znode and
+  the record already match, an invalid spec, a path conflict) reports what a real run would.
+  Events that would announce a change (``Created``, ``Updated``, ``Adopted``, ``DriftCorrected``) are
+  not sent: nothing changed.
+* **an object being deleted** — without zkop's finalizer: nothing, as in a real run. With it
+  (left by an earlier real run): the znode delete and the record release are planned, logged and
+  counted, and the finalizer is removed (:func:`dry_run_delete`), so the deletion never blocks;
+  the znode and its ownership record stay in ZooKeeper, as with ``deletionPolicy: Orphan``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, replace
+from typing import Any
+
+from zkop.runtime import dryrun
+from zkop.zkconfig.decide import Decision, finalizers
+from zkop.zkconfig.plan import Outcome
+from zkop.zkconfig.spec import FINALIZER
+from zkop.zookeeper.actions import describe, operation
+
+__all__ = ["CONTROLLER", "DRY_RUN_REASON", "PlannedChange", "dry_run_delete", "dry_run_sync", "log_planned",
+           "planned_changes"]
+
+log = logging.getLogger(__name__)
+
+#: The ``controller`` label of the planned changes (the controller's name).
+CONTROLLER = "zookeeperconfig"
+
+#: ``Ready`` condition reason of a live object whose changes a dry run planned.
+DRY_RUN_REASON = "DryRun"
+
+JSON = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class PlannedChange:
+    """One change a real run would make: ``operation`` (the metric label) and a line for people."""
+
+    operation: str
+    description: str
+
+
+def planned_changes(decision: Decision, record_path: str) -> tuple[PlannedChange, ...]:
+    """The ZooKeeper changes of ``decision``, in order: its writes, then the release of ``record_path``."""
+    changes = [PlannedChange(operation(action), describe(action)) for action in decision.writes]
+    if decision.release:
+        changes.append(PlannedChange("release", f"release the ownership record {record_path}"))
+    return tuple(changes)
+
+
+def log_planned(key: str, decision: Decision, record_path: str) -> tuple[PlannedChange, ...]:
+    """Log and count the changes of ``decision`` about object ``key`` (:func:`zkop.runtime.dryrun.planned`).
+
+    A deletion waiting for children is logged too (a wait, not a change: not counted).
+    """
+    changes = planned_changes(decision, record_path)
+    for change in changes:
+        dryrun.planned(log, CONTROLLER, key, change.operation, change.description)
+    if decision.plan is not None and not decision.plan.outcome.ready:
+        log.info("dry-run %s %s: would wait: %s", CONTROLLER, key, decision.plan.outcome.message)
+    return changes
+
+
+def dry_run_sync(decision: Decision, changes: tuple[PlannedChange, ...]) -> Decision:
+    """The dry-run form of a live object's ``decision`` whose ZooKeeper changes are ``changes``.
+
+    Nothing to change: the decision as it is, without the finalizer. Otherwise only a status:
+    ``Pending``, ``Ready=False``/``DryRun``, the message naming every planned change.
+    """
+    if not changes:
+        return replace(decision, add_finalizer=False)
+    message = "dry run, nothing written: would " + "; would ".join(change.description for change in changes)
+    return Decision(outcome=Outcome("Pending", DRY_RUN_REASON, message, False))
+
+
+def dry_run_delete(obj: JSON) -> Decision:
+    """The dry-run form of any pass over ``obj`` being deleted: drop zkop's finalizer if it is there."""
+    return Decision(remove_finalizer=FINALIZER in finalizers(obj))
