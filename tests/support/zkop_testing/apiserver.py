@@ -81,6 +81,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 import kubernetes.client
 import yaml
 
+from zkop_testing import apiserver_apply as managed_fields
 from zkop_testing import apiserver_errors as errs
 from zkop_testing.apiserver_errors import ApiError
 from zkop_testing.apiserver_kinds import ResourceType
@@ -610,6 +611,12 @@ class ApiServer:
             raise not_allowed
         if route.name is not None and method == "POST":
             raise not_allowed
+        with managed_fields.request_context(query, handler.headers.get("User-Agent", "")):
+            self._serve_verb(handler, rt, route, verb, query, body)
+
+    def _serve_verb(self, handler: _Handler, rt: ResourceType, route: _Route, verb: str, query: Mapping[str, str],
+                    body: bytes) -> None:
+        not_allowed = errs.method_not_allowed("the server does not allow this method on the requested resource")
         namespace = route.namespace
         name = route.name
         store = self.store
@@ -629,7 +636,12 @@ class ApiServer:
         elif verb == "patch":
             assert name is not None
             content_type = handler.headers.get("Content-Type", "")
-            self._send(handler, 200, store.patch(rt, namespace, name, body, content_type, route.subresource, query))
+            if content_type.split(";")[0].strip().lower() == managed_fields.APPLY_PATCH:
+                self._send(handler, *managed_fields.apply_patch(store, rt, namespace, name, body, route.subresource,
+                                                                query))
+            else:
+                self._send(handler, 200, store.patch(rt, namespace, name, body, content_type, route.subresource,
+                                                     query))
         elif verb == "delete":
             assert name is not None
             self._send(handler, 200, store.delete(rt, namespace, name, self._delete_options(body, query), query))

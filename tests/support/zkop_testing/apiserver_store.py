@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from zkop_testing import apiserver_apply as managed_fields
 from zkop_testing import apiserver_errors as errs
 from zkop_testing.apiserver_errors import ApiError, FieldError, GoRaw, go_repr
 from zkop_testing.apiserver_kinds import (
@@ -668,6 +669,7 @@ class Store:
         if rv_given not in (None, ""):
             raise ApiError(500, "", "resourceVersion should not be set on objects to be created")
         strategy.read_defaults(obj, rt)
+        managed_fields.on_write(self, rt, None, obj, None)
         if dry_run:
             return obj
         strategy.commit_create(self, obj)
@@ -758,6 +760,7 @@ class Store:
         if errors:
             raise errs.invalid(rt.group, rt.kind, name, errors)
         strategy.read_defaults(new, rt)
+        managed_fields.on_write(self, rt, old, new, subresource)
         if new_meta.get("deletionTimestamp") and not new_meta.get("finalizers") and \
                 strategy.can_finalize(self, new):
             # The update empties the finalizers of a terminating object: it is deleted instead.
