@@ -71,7 +71,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
@@ -83,6 +83,9 @@ import yaml
 
 from zkop_testing import apiserver_apply as managed_fields
 from zkop_testing import apiserver_errors as errs
+from zkop_testing import apiserver_openapi as openapi
+from zkop_testing import apiserver_protobuf as protobuf
+from zkop_testing import apiserver_table as table
 from zkop_testing.apiserver_errors import ApiError
 from zkop_testing.apiserver_kinds import ResourceType
 from zkop_testing.apiserver_store import Store, Watcher
@@ -453,12 +456,18 @@ class ApiServer:
         if method not in ("GET", "HEAD"):
             raise errs.method_not_allowed("the server does not allow this method on the requested resource")
         if not segments:
-            paths = sorted({"/api", "/api/v1", "/apis", "/version", "/healthz", "/livez", "/readyz"}
+            paths = sorted({"/api", "/api/v1", "/apis", "/version", "/healthz", "/livez", "/readyz", "/openapi/v2",
+                            "/openapi/v3"}
                            | {f"/apis/{g}" for g in self._groups()}
                            | {f"/apis/{g}/{v}" for g, vs in self._groups().items() for v in vs})
             self._send(handler, 200, {"paths": paths})
             return True
         head = segments[0]
+        if head == "openapi":
+            document = openapi.serve(self.store, segments)
+            if document is not None:
+                self._send(handler, 200, document)
+                return True
         if head == "version" and len(segments) == 1:
             self._send(handler, 200, KUBE_VERSION)
             return True
@@ -622,9 +631,9 @@ class ApiServer:
         store = self.store
         if verb == "get":
             assert name is not None
-            self._send(handler, 200, store.get(rt, namespace, name))
+            self._send(handler, 200, self._maybe_table(handler, rt, store.get(rt, namespace, name), query))
         elif verb == "list":
-            self._send(handler, 200, store.list_objects(rt, namespace, query))
+            self._send(handler, 200, self._maybe_table(handler, rt, store.list_objects(rt, namespace, query), query))
         elif verb == "watch":
             self._serve_watch(handler, rt, namespace, query)
         elif verb == "create":
@@ -651,6 +660,11 @@ class ApiServer:
         else:
             raise not_allowed
 
+    def _maybe_table(self, handler: _Handler, rt: ResourceType, result: JSON, query: Mapping[str, str]) -> JSON:
+        if table.wants_table(handler.headers.get("Accept", "")):
+            return table.table_for(self.store, rt, result, query)
+        return result
+
     @staticmethod
     def _decode(handler: _Handler, body: bytes) -> Any:
         content_type = handler.headers.get("Content-Type", "application/json").split(";")[0].strip().lower()
@@ -661,6 +675,8 @@ class ApiServer:
                 return yaml.safe_load(body)
             if content_type in ("application/json", ""):
                 return json.loads(body)
+            if content_type == protobuf.PROTOBUF:
+                return protobuf.decode(body, ["application/json", "application/yaml", protobuf.PROTOBUF])
         except (ValueError, yaml.YAMLError) as exc:
             raise errs.bad_request(f"couldn't get version/kind; json parse error: {exc}") from exc
         raise errs.unsupported_media_type(content_type, ["application/json", "application/yaml"])
@@ -709,6 +725,7 @@ class ApiServer:
             except ValueError as exc:
                 raise errs.bad_request(f'invalid timeoutSeconds "{timeout_text}"') from exc
         watcher = self.store.open_watch(rt, namespace, query)
+        transform = table.watch_transform(handler.headers.get("Accept", ""), self.store, rt, query)
         sock = handler.connection
 
         def shutdown() -> None:
@@ -725,13 +742,14 @@ class ApiServer:
             handler.send_header("Transfer-Encoding", "chunked")
             handler.end_headers()
             handler.wfile.flush()
-            self._stream(handler, watcher, sock, timeout)
+            self._stream(handler, watcher, sock, timeout, transform)
             handler.wfile.write(b"0\r\n\r\n")
             handler.wfile.flush()
         finally:
             self.store.close_watch(watcher)
 
-    def _stream(self, handler: _Handler, watcher: Watcher, sock: socket.socket, timeout: float | None) -> None:
+    def _stream(self, handler: _Handler, watcher: Watcher, sock: socket.socket, timeout: float | None,
+                transform: Callable[[JSON], JSON] | None = None) -> None:
         start = time.monotonic()
         deadline = start + timeout if timeout else None
         last_bookmark = start
@@ -751,6 +769,8 @@ class ApiServer:
                 continue
             for item in watcher.take():
                 rendered = watcher.render(item)
+                if rendered is not None and transform is not None:
+                    rendered = transform(rendered)
                 if rendered is not None:
                     self._write_event(handler, rendered)
             if watcher.dropped:

@@ -34,13 +34,21 @@ import functools
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import kubernetes.client.models as k8s_models
 
-__all__ = ["builtin_schema", "custom_schema", "definition_name", "object_schema", "openapi_v2", "openapi_v3_index",
-           "openapi_v3_group_version", "resolve"]
+__all__ = [
+    "builtin_schema",
+    "custom_schema",
+    "definition_name",
+    "object_schema",
+    "openapi_v2",
+    "openapi_v3_group_version",
+    "openapi_v3_index",
+    "resolve",
+]
 
 JSON = dict[str, Any]
 
@@ -213,21 +221,30 @@ def _kind_definition(store: Any, rt: Any) -> tuple[str, JSON]:
     return name, schema
 
 
-def _collect_refs(schema: Any, group: str, out: dict[str, JSON]) -> None:
+def _refs(schema: Any) -> Iterator[str]:
     if isinstance(schema, Mapping):
         ref = schema.get("$ref")
         if isinstance(ref, str):
-            name = ref.rsplit("/", 1)[-1]
-            if name not in out:
-                model = _model_for(name)
-                if model is not None:
-                    out[name] = copy.deepcopy(builtin_schema(model, group, True))
-                    _collect_refs(out[name], group, out)
+            yield ref.rsplit("/", 1)[-1]
         for value in schema.values():
-            _collect_refs(value, group, out)
+            yield from _refs(value)
     elif isinstance(schema, list):
         for value in schema:
-            _collect_refs(value, group, out)
+            yield from _refs(value)
+
+
+def _collect_refs(group: str, out: dict[str, JSON]) -> None:
+    """Add to ``out`` every model definition its schemas refer to, transitively."""
+    pending = [name for schema in out.values() for name in _refs(schema)]
+    while pending:
+        name = pending.pop()
+        if name in out:
+            continue
+        model = _model_for(name)
+        if model is None:
+            continue
+        out[name] = copy.deepcopy(builtin_schema(model, group, True))
+        pending.extend(_refs(out[name]))
 
 
 @functools.cache
@@ -315,8 +332,7 @@ def openapi_v3_group_version(store: Any, path: str) -> JSON | None:
         schemas[name] = schema
         paths.update(_paths(rt, name))
     schemas[_OBJECT_META_REF] = copy.deepcopy(builtin_schema("V1ObjectMeta", "", True))
-    for rt in rts:
-        _collect_refs(schemas, rt.group, schemas)
+    _collect_refs(rts[0].group, schemas)
     return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "unversioned"},
             "paths": paths, "components": {"schemas": dict(sorted(schemas.items()))}}
 
@@ -346,3 +362,14 @@ def openapi_v2(store: Any) -> JSON:
     text = json.dumps(definitions).replace("#/components/schemas/", "#/definitions/")
     return {"swagger": "2.0", "info": {"title": "Kubernetes", "version": "unversioned"}, "paths": paths,
             "definitions": json.loads(text)}
+
+
+def serve(store: Any, segments: list[str]) -> JSON | None:
+    """The document at ``/openapi/...`` (path segments), or ``None`` (404)."""
+    if segments == ["openapi", "v2"]:
+        return openapi_v2(store)
+    if segments == ["openapi", "v3"]:
+        return openapi_v3_index(store)
+    if len(segments) >= 4 and segments[:2] == ["openapi", "v3"]:
+        return openapi_v3_group_version(store, "/".join(segments[2:]))
+    return None
