@@ -637,20 +637,29 @@ class ApiServer:
         elif verb == "watch":
             self._serve_watch(handler, rt, namespace, query)
         elif verb == "create":
-            self._send(handler, 201, store.create(rt, namespace, self._decode(handler, body), query))
+            decoded = self._decode(handler, body)
+            warnings = self._field_validation(rt, decoded, query)
+            self._send(handler, 201, store.create(rt, namespace, decoded, query), warnings)
         elif verb == "update":
             assert name is not None
-            code, obj = store.update(rt, namespace, name, self._decode(handler, body), route.subresource, query)
-            self._send(handler, code, obj)
+            decoded = self._decode(handler, body)
+            warnings = self._field_validation(rt, decoded, query)
+            code, obj = store.update(rt, namespace, name, decoded, route.subresource, query)
+            self._send(handler, code, obj, warnings)
         elif verb == "patch":
             assert name is not None
             content_type = handler.headers.get("Content-Type", "")
-            if content_type.split(";")[0].strip().lower() == managed_fields.APPLY_PATCH:
+            media = content_type.split(";")[0].strip().lower()
+            if media == managed_fields.APPLY_PATCH:
                 self._send(handler, *managed_fields.apply_patch(store, rt, namespace, name, body, route.subresource,
                                                                 query))
             else:
+                warnings = None
+                if media in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
+                    with contextlib.suppress(ValueError):
+                        warnings = self._field_validation(rt, json.loads(body or b"null"), query)
                 self._send(handler, 200, store.patch(rt, namespace, name, body, content_type, route.subresource,
-                                                     query))
+                                                     query), warnings)
         elif verb == "delete":
             assert name is not None
             self._send(handler, 200, store.delete(rt, namespace, name, self._delete_options(body, query), query))
@@ -659,6 +668,23 @@ class ApiServer:
                                                              query))
         else:
             raise not_allowed
+
+    def _field_validation(self, rt: ResourceType, body: Any, query: Mapping[str, str]) -> dict[str, str] | None:
+        """``fieldValidation``: ``Strict`` refuses unknown fields (400), ``Warn`` (the default) answers
+        ``Warning`` headers, ``Ignore`` nothing (``handlers/create.go``, ``fieldmanager`` strict decoding)."""
+        mode = query.get("fieldValidation") or "Warn"
+        if mode not in ("Strict", "Warn", "Ignore"):
+            raise errs.bad_request(f'fieldValidation must be one of "Ignore", "Warn", or "Strict", got "{mode}"')
+        if mode == "Ignore" or not isinstance(body, dict):
+            return None
+        unknown = openapi.unknown_fields(openapi.object_schema(self.store, rt), body)
+        if not unknown:
+            return None
+        if mode == "Strict":
+            listed = ", ".join(f'unknown field "{u}"' for u in unknown)
+            raise errs.bad_request(f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                                   f"strict decoding error: {listed}")
+        return {"Warning": ", ".join(f'299 - "unknown field \\"{u}\\""' for u in unknown)}
 
     def _maybe_table(self, handler: _Handler, rt: ResourceType, result: JSON, query: Mapping[str, str]) -> JSON:
         if table.wants_table(handler.headers.get("Accept", "")):

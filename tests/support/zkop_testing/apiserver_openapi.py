@@ -373,3 +373,35 @@ def serve(store: Any, segments: list[str]) -> JSON | None:
     if len(segments) >= 4 and segments[:2] == ["openapi", "v3"]:
         return openapi_v3_group_version(store, "/".join(segments[2:]))
     return None
+
+
+def unknown_fields(schema: Mapping[str, Any], value: Any, path: str = "") -> list[str]:
+    """Paths of fields the schema does not declare (``fieldValidation``: ``Strict`` refuses them,
+    ``Warn`` answers a warning): ``spec.foo``, ``spec.acl[0].bar``. Keys of a patch starting with
+    ``$`` (strategic merge directives) are not fields."""
+    schema = resolve(schema)
+    if schema.get("x-kubernetes-preserve-unknown-fields") or schema.get("x-kubernetes-int-or-string"):
+        return []
+    found: list[str] = []
+    if isinstance(value, dict):
+        props = schema.get("properties") or {}
+        extra = schema.get("additionalProperties")
+        if not props and extra is None and schema.get("type") != "object":
+            return []
+        for key, child in value.items():
+            key = str(key)
+            sub = f"{path}.{key}" if path else key
+            if key.startswith("$") or (not path and key in ("apiVersion", "kind")):
+                continue
+            if schema.get("x-kubernetes-embedded-resource") and key in ("apiVersion", "kind", "metadata"):
+                continue
+            if key in props:
+                found.extend(unknown_fields(props[key], child, sub))
+            elif isinstance(extra, Mapping):
+                found.extend(unknown_fields(extra, child, sub))
+            elif extra is not True:
+                found.append(sub)
+    elif isinstance(value, list) and isinstance(schema.get("items"), Mapping):
+        for index, item in enumerate(value):
+            found.extend(unknown_fields(schema["items"], item, f"{path}[{index}]"))
+    return found
