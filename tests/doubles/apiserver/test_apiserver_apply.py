@@ -70,7 +70,7 @@ def test_apply_requires_a_field_manager(kube: KubeClient, ns: str) -> None:
     with pytest.raises(ApiException) as info:
         kube.request("PATCH", cm_path(ns, "a"), body=cm("a"), content_type=APPLY)
     assert info.value.status == 422
-    assert "fieldManager: Required value: is required for apply patch" in info.value.body
+    assert "fieldManager: Required value: is required for apply patch" in str(info.value.body)
 
 
 def test_create_and_updates_are_owned_by_their_manager(kube: KubeClient, ns: str) -> None:
@@ -93,7 +93,7 @@ def test_conflict_lists_managers_and_fields_and_force_takes_them(kube: KubeClien
     with pytest.raises(ApiException) as info:
         apply(kube, cm_path(ns, "a"), cm("a", x="3", y="3"), "second")
     assert info.value.status == 409
-    status = json.loads(info.value.body)
+    status = json.loads(info.value.body or "{}")
     assert status["reason"] == "Conflict"
     assert status["message"] == ('Apply failed with 2 conflicts: conflicts with "editor" using v1:\n- .data.y\n'
                                  'conflicts with "first":\n- .data.x')

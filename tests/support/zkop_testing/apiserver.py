@@ -14,7 +14,11 @@ it would to a cluster. Served resources:
   custom resources (all served versions, ``/status`` when declared).
 
 Verbs: get, list, watch, create, update, patch (merge, JSON, strategic merge for
-built-ins), delete, deletecollection. The per-rule semantics (resource
+built-ins, server-side apply with ``managedFields`` on every write:
+:mod:`zkop_testing.apiserver_apply`), delete, deletecollection. For kubectl: ``Table``
+responses (:mod:`zkop_testing.apiserver_table`), ``/openapi/v2`` and ``/openapi/v3``
+with ``fieldValidation`` (:mod:`zkop_testing.apiserver_openapi`), protobuf request bodies
+for ConfigMaps, Secrets and Namespaces (:mod:`zkop_testing.apiserver_protobuf`). The per-rule semantics (resource
 versions, generation, finalizers, status subresource, validation, selectors,
 pagination, watch history, bookmarks) live in :mod:`zkop_testing.apiserver_store`
 and :mod:`zkop_testing.apiserver_kinds`; this module is the HTTP front end,
@@ -49,8 +53,7 @@ reproduced here, and checked by ``tests/contract`` against real clusters):
   after a create even though the status subresource dropped the request's status.
 
 Deliberately not implemented: authentication/authorization (any token is
-accepted), server-side apply (``application/apply-patch+yaml`` answers 415),
-``managedFields``, garbage collection of dependents (``ownerReferences``) and
+accepted), garbage collection of dependents (``ownerReferences``) and
 ``propagationPolicy``, admission webhooks, CEL validation rules
 (``x-kubernetes-validations``), the scale subresource, conversion webhooks,
 field selectors beyond ``metadata.name``/``metadata.namespace`` (plus a few
