@@ -169,12 +169,25 @@ def custom_schema(crd: Mapping[str, Any], version: str) -> JSON | None:
     return None
 
 
+_CUSTOM_SCHEMAS: dict[tuple[str, str, str], JSON] = {}
+
+
 def object_schema(store: Any, rt: Any) -> Mapping[str, Any]:
     """The schema of ``rt``'s objects: the CRD's for a custom resource, the client model's for a built-in."""
     if getattr(rt, "builtin", True):
         return builtin_schema(rt.model, rt.group) if rt.model else {}
     crd = _crd_of(store, rt)
-    schema = custom_schema(crd, rt.version) if crd is not None else None
+    schema = None
+    if crd is not None:
+        meta = crd.get("metadata") or {}
+        key = (str(meta.get("uid")), str(meta.get("resourceVersion")), str(rt.version))
+        schema = _CUSTOM_SCHEMAS.get(key)
+        if schema is None:
+            schema = custom_schema(crd, rt.version)
+            if schema is not None:
+                if len(_CUSTOM_SCHEMAS) > 256:
+                    _CUSTOM_SCHEMAS.clear()
+                _CUSTOM_SCHEMAS[key] = schema
     if schema is None:
         return {"type": "object", "properties": {"metadata": {"$model": "V1ObjectMeta", "$group": ""}},
                 "x-kubernetes-preserve-unknown-fields": True}
@@ -188,7 +201,7 @@ def _crd_of(store: Any, rt: Any) -> Mapping[str, Any] | None:
     crd_rt = store.resolve("apiextensions.k8s.io", "v1", "customresourcedefinitions")
     for crd in store.iter_objects(crd_rt):
         if (crd.get("metadata") or {}).get("name") == crd_name:
-            return dict(crd)
+            return crd  # type: ignore[no-any-return]
     return None
 
 
