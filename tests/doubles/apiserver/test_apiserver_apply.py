@@ -143,3 +143,14 @@ def test_status_is_reset_on_the_main_resource_and_owned_on_status(kube: KubeClie
     assert managers(written)[("zkop", "Update", "status")] == {"f:status": {".": {}, "f:observedGeneration": {}}}
     applied = apply(kube, path, {**body, "status": {"observedGeneration": 9}}, "flux")
     assert applied["status"]["observedGeneration"] == 1
+
+
+def test_apply_of_an_undeclared_field_fails_as_kube_does(kube: KubeClient, ns: str, crd: JSON) -> None:
+    body = {"apiVersion": "platform.example.com/v1alpha1", "kind": "ZooKeeperConfig",
+            "metadata": {"name": "z"}, "spec": {"path": "/a", "data": "eA==", "syncPolicyy": "x"}}
+    with pytest.raises(ApiException) as info:
+        apply(kube, resource_path(*ZKC, ns, "z"), body, "flux")
+    assert info.value.status == 500  # kubernetes/kubernetes#122480: a plain error from structuredmerge.go
+    assert json.loads(info.value.body or "{}")["message"] == (
+        f"failed to create typed patch object ({ns}/z; platform.example.com/v1alpha1, Kind=ZooKeeperConfig): "
+        ".spec.syncPolicyy: field not declared in schema")

@@ -29,14 +29,17 @@ Follows kube-apiserver's field manager (``k8s.io/apiserver/pkg/endpoints/handler
   only ``status`` is. Server-managed metadata (name, namespace, uid,
   resourceVersion, generation, creationTimestamp, managedFields, ...) is never owned
   (``internal/stripmeta.go``).
+* A field the schema does not declare makes the apply fail with 500 ``failed to create
+  typed patch object (ns/name; group/version, Kind=K): .spec.x: field not declared in schema``
+  (``internal/structuredmerge.go`` returns a plain error; kubernetes/kubernetes#122480, #139253),
+  whatever ``fieldValidation`` says; Flux reports it as a failed dry-run.
 * Entries are sorted as kube does: operation, time, manager, apiVersion, subresource.
 
 Left out (not used by zkop, Flux or kubectl here): ``managedFields`` sent by a
 client (ignored, never taken as given; kube accepts a replacement), the cap of
 10 ``Update`` managers (``ancient-changes``), conversion of sets between API
 versions (each CRD here serves one version), unions, ``x-kubernetes-map-type:
-atomic`` on ObjectMeta fields, strict decoding of the apply body against the
-schema (fields outside the schema are pruned, not rejected), and the
+atomic`` on ObjectMeta fields, and the
 ``before-first-apply`` entry (every object here has managedFields from its first write).
 """
 
@@ -54,7 +57,7 @@ import yaml
 from zkop_testing import apiserver_errors as errs
 from zkop_testing.apiserver_errors import ApiError, FieldError
 from zkop_testing.apiserver_kinds import now_time
-from zkop_testing.apiserver_openapi import object_schema, resolve
+from zkop_testing.apiserver_openapi import object_schema, resolve, unknown_fields
 
 __all__ = ["apply_patch", "decode_fields", "encode_fields", "on_write", "request_context"]
 
@@ -522,6 +525,15 @@ def apply_patch(store: Any, rt: Any, namespace: str | None, name: str, body: byt
                                f"({name})")
     meta.pop("managedFields", None)
     schema = object_schema(store, rt)
+    unknown = unknown_fields(schema, config)
+    if unknown:
+        # structuredmerge.go: the typed conversion of the patch fails; a plain error, so 500 (kubernetes#122480)
+        where = f"{namespace}/{name}" if namespace else f"/{name}"
+        details = [f".{path}: field not declared in schema" for path in unknown]
+        text = details[0] if len(details) == 1 else "errors:\n  " + "\n  ".join(details)
+        group_version = rt.api_version if rt.group else f"/{rt.version}"
+        raise ApiError(500, "", f"failed to create typed patch object ({where}; {group_version}, Kind={rt.kind}): "
+                                f"{text}")
     has_status = rt.has_status
     from zkop_testing.apiserver_store import _dry_run, _obj_key  # the store imports this module's hooks
     dry_run = _dry_run(query)
