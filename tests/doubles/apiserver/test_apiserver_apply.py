@@ -154,3 +154,16 @@ def test_apply_of_an_undeclared_field_fails_as_kube_does(kube: KubeClient, ns: s
     assert json.loads(info.value.body or "{}")["message"] == (
         f"failed to create typed patch object ({ns}/z; platform.example.com/v1alpha1, Kind=ZooKeeperConfig): "
         ".spec.syncPolicyy: field not declared in schema")
+
+
+def test_managed_fields_sent_by_a_client_replace_the_live_ones(kube: KubeClient, ns: str) -> None:
+    apply(kube, cm_path(ns, "a"), cm("a", x="1"), "old-owner")
+    entry = {"manager": "new-owner", "operation": "Apply", "apiVersion": "v1", "time": "2026-01-01T00:00:00Z",
+             "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:x": {}}}}
+    moved = kube.request("PATCH", cm_path(ns, "a"), body=[
+        {"op": "replace", "path": "/metadata/managedFields", "value": [entry]}],
+        content_type="application/json-patch+json")
+    assert moved["metadata"]["managedFields"] == [entry]
+    reset = kube.request("PATCH", cm_path(ns, "a"), body={"metadata": {"managedFields": [{}]}},
+                         content_type=MERGE_PATCH)
+    assert "managedFields" not in reset["metadata"]

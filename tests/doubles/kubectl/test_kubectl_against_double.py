@@ -163,3 +163,19 @@ def test_wait_describe_delete(kubectl: Kubectl, kube: KubeClient) -> None:
     assert "Sync Policy:" in described and "createOrUpdate" in described and "State:" in described
     assert "deleted" in kubectl.out("delete", "zkc", "new-recommendation-engine-enabled")
     assert kubectl.run("get", "zkc", "new-recommendation-engine-enabled", check=False).returncode != 0
+
+
+def test_server_side_apply_takes_over_from_client_side_apply(kubectl: Kubectl, kube: KubeClient,
+                                                            tmp_path: Path) -> None:
+    """kubectl migrates client-side apply ownership after its first server-side apply (``csaupgrade``:
+    a JSON patch of ``metadata.managedFields``, which the server takes as given), so changing a
+    field applied client-side before is no conflict."""
+    path = tmp_path / "cm.yaml"
+    path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: migrated\ndata:\n  x: '1'\n")
+    kubectl.out("apply", "-f", str(path))
+    kubectl.out("apply", "--server-side", "-f", str(path))
+    path.write_text(path.read_text().replace("'1'", "'2'"))
+    assert "serverside-applied" in kubectl.out("apply", "--server-side", "-f", str(path))
+    cm = kube.request("GET", resource_path("", "v1", "configmaps", "default", "migrated"))
+    assert cm["data"] == {"x": "2"}
+    assert "kubectl-client-side-apply" not in [e["manager"] for e in cm["metadata"]["managedFields"]]

@@ -35,8 +35,11 @@ Follows kube-apiserver's field manager (``k8s.io/apiserver/pkg/endpoints/handler
   whatever ``fieldValidation`` says; Flux reports it as a failed dry-run.
 * Entries are sorted as kube does: operation, time, manager, apiVersion, subresource.
 
-Left out (not used by zkop, Flux or kubectl here): ``managedFields`` sent by a
-client (ignored, never taken as given; kube accepts a replacement), the cap of
+* ``managedFields`` a client sends with a create, update or patch replace the live ones
+  when they decode (``decodeLiveOrNew``; kubectl's client-side → server-side apply
+  migration patches them), ``[{}]`` empties them; never on ``/status``.
+
+Left out (not used by zkop, Flux or kubectl here): the cap of
 10 ``Update`` managers (``ancient-changes``), conversion of sets between API
 versions (each CRD here serves one version), unions, ``x-kubernetes-map-type:
 atomic`` on ObjectMeta fields, and the
@@ -56,7 +59,7 @@ import yaml
 
 from zkop_testing import apiserver_errors as errs
 from zkop_testing.apiserver_errors import ApiError, FieldError
-from zkop_testing.apiserver_kinds import now_time
+from zkop_testing.apiserver_kinds import format_time, now_time, parse_time
 from zkop_testing.apiserver_openapi import object_schema, resolve, unknown_fields
 
 __all__ = ["apply_patch", "decode_fields", "encode_fields", "on_write", "request_context"]
@@ -374,6 +377,45 @@ def _decode_managers(meta: Mapping[str, Any]) -> dict[_Key, _Entry]:
     return managers
 
 
+def _decode_given(given: Any) -> dict[_Key, _Entry] | None:
+    """``DecodeManagedFields``: ``None`` when an entry is not a valid ``FieldsV1`` entry."""
+    if not isinstance(given, list):
+        return None
+    managers: dict[_Key, _Entry] = {}
+    for raw in given:
+        if not isinstance(raw, Mapping) or raw.get("fieldsType") != "FieldsV1" or \
+                raw.get("operation") not in ("Apply", "Update") or not isinstance(raw.get("fieldsV1", {}), dict):
+            return None
+        entry = _Entry(str(raw.get("manager", "")), str(raw["operation"]), str(raw.get("apiVersion", "")),
+                       str(raw.get("subresource", "")), _seconds(raw.get("time")), decode_fields(raw.get("fieldsV1")))
+        managers[entry.key] = entry
+    return managers
+
+
+def _seconds(time: Any) -> str | None:
+    """``ManagedFieldsEntry.time`` is a ``metav1.Time``: RFC 3339 to the second."""
+    if not isinstance(time, str):
+        return None
+    try:
+        return format_time(parse_time(time))
+    except ValueError:
+        return time
+
+
+def _base_managers(old: Mapping[str, Any] | None, given: Any, subresource: str | None) -> dict[_Key, _Entry]:
+    """``decodeLiveOrNew`` (``internal/fieldmanager.go``): managedFields a client sends replace the live ones
+    (``[{}]`` resets them); on a subresource, or when they are absent or invalid, the live ones count."""
+    live = _decode_managers((old or {}).get("metadata") or {}) if old is not None else {}
+    if subresource:
+        return live
+    if given == [{}]:
+        return {}
+    decoded = _decode_given(given)
+    if not decoded:
+        return live
+    return decoded
+
+
 def _render_managers(managers: Mapping[_Key, _Entry]) -> list[JSON]:
     entries = [e for e in managers.values() if e.fields]
     entries.sort(key=lambda e: (e.operation, e.time or "", e.manager, e.api_version, e.subresource))
@@ -400,10 +442,11 @@ def on_write(store: Any, rt: Any, old: Mapping[str, Any] | None, new: JSON, subr
     """Set ``new``'s ``metadata.managedFields`` for a create (``old`` is ``None``) or update (``Update``
     operation by the request's manager), or to what :func:`apply_patch` computed for an apply."""
     meta = new.setdefault("metadata", {})
+    given = meta.pop("managedFields", None)
     if _ctx.precomputed is not None:
         rendered = _ctx.precomputed
     else:
-        managers = _decode_managers((old or {}).get("metadata") or {}) if old is not None else {}
+        managers = _base_managers(old, given, subresource)
         schema = object_schema(store, rt)
         added: FieldSet = set()
         removed: FieldSet = set()

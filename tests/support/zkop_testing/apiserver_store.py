@@ -648,7 +648,7 @@ class Store:
         rv_given = meta.pop("resourceVersion", None)
         meta["creationTimestamp"] = now_time()
         meta["uid"] = str(uuid.uuid4())
-        for key in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "managedFields"):
+        for key in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):  # managedFields: on_write
             meta.pop(key, None)
         if strategy.has_generation:
             meta["generation"] = 1
@@ -738,8 +738,7 @@ class Store:
                     new_meta[field_name] = old_meta[field_name]
                 else:
                     new_meta.pop(field_name, None)
-            for field_name in ("managedFields", "selfLink"):
-                new_meta.pop(field_name, None)
+            new_meta.pop("selfLink", None)  # managedFields: see managed_fields.on_write
             if rt.has_status:
                 if "status" in old:
                     new["status"] = copy.deepcopy(old["status"])
