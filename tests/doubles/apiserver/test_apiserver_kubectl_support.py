@@ -110,3 +110,18 @@ def test_field_validation(kube: KubeClient, ns: str, crd: JSON) -> None:
         'unknown field "spec.typo"')
     created = kube.request("POST", path, body=body, query={"fieldValidation": "Ignore"})
     assert "typo" not in created["spec"]  # pruned
+
+
+def test_force_is_only_for_apply(kube: KubeClient, ns: str) -> None:
+    kube.request("POST", resource_path("", "v1", "configmaps", ns), body={"metadata": {"name": "c"}})
+    with pytest.raises(ApiException) as info:
+        kube.request("PATCH", resource_path("", "v1", "configmaps", ns, "c"), body={"data": {"a": "b"}},
+                     content_type="application/merge-patch+json", query={"force": True})
+    assert info.value.status == 422
+    assert "force: Forbidden: may not be specified for non-apply patch" in str(info.value.body)
+
+
+def test_openapi_v2_as_protobuf_only_is_not_acceptable(server: ApiServer) -> None:
+    answer = urllib3.request("GET", server.url + "/openapi/v2",
+                             headers={"Accept": "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"})
+    assert answer.status == 406

@@ -467,6 +467,13 @@ class ApiServer:
             return True
         head = segments[0]
         if head == "openapi":
+            accept = handler.headers.get("Accept", "") or "application/json"
+            if segments == ["openapi", "v2"] and not any(
+                    t.split(";")[0].strip() in ("application/json", "*/*", "application/*")
+                    for t in accept.split(",")):
+                # the protobuf OpenAPI v2 (kubectl explain --output=plaintext-openapiv2) is not served
+                raise ApiError(406, "NotAcceptable", f"only the following media types are accepted: "
+                                                     f"application/json (asked for {accept})")
             document = openapi.serve(self.store, segments)
             if document is not None:
                 self._send(handler, 200, document)
@@ -657,6 +664,9 @@ class ApiServer:
                 self._send(handler, *managed_fields.apply_patch(store, rt, namespace, name, body, route.subresource,
                                                                 query))
             else:
+                if "force" in query:  # ValidatePatchOptions
+                    raise errs.invalid("meta.k8s.io", "PatchOptions", "", [errs.FieldError.forbidden(
+                        "force", "may not be specified for non-apply patch")])
                 warnings = None
                 if media in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
                     with contextlib.suppress(ValueError):

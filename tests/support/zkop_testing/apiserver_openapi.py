@@ -20,9 +20,11 @@ by ``port`` and ``protocol``; any other list is atomic. Custom resources are
 described by their CRD's ``openAPIV3Schema`` (``metadata`` is ObjectMeta, as in
 kube-apiserver's ``builder.BuildOpenAPIV3``).
 
-Left out: protobuf OpenAPI (``application/com.github.proto-openapi.spec.v3@v1.0+protobuf``;
-kubectl asks for JSON), ETag/hash caching, and operations other than the
-ones kubectl looks at (each path lists get/put/patch/delete/post with the
+Left out: protobuf OpenAPI. kubectl reads v3 as JSON; v2 it asks for as protobuf only
+(``application/com.github.proto-openapi.spec.v2@v1.0+protobuf``, client-go ``OpenAPISchema``),
+which is answered 406, so ``kubectl explain --output=plaintext-openapiv2`` and kubectl
+versions without OpenAPI v3 support (< 1.27) find no schema. Also left out: ETag/hash
+caching, and operations other than the ones kubectl looks at (each path lists get/put/patch/delete/post with the
 ``x-kubernetes-group-version-kind`` extension and the ``fieldValidation``,
 ``dryRun``, ``fieldManager`` and ``force`` parameters).
 """
@@ -360,6 +362,13 @@ def openapi_v3_index(store: Any) -> JSON:
     return {"paths": paths}
 
 
+def _v2_parameter(parameter: Mapping[str, Any]) -> JSON:
+    """Swagger 2.0 puts a non-body parameter's type on the parameter itself, not under ``schema``."""
+    result = {k: v for k, v in parameter.items() if k != "schema"}
+    result.update(parameter.get("schema") or {})
+    return result
+
+
 def openapi_v2(store: Any) -> JSON:
     """``GET /openapi/v2`` (JSON): every served kind's definition, as Swagger 2.0."""
     definitions: JSON = {}
@@ -369,12 +378,19 @@ def openapi_v2(store: Any) -> JSON:
         assert doc is not None
         definitions.update(doc["components"]["schemas"])
         for path, item in doc["paths"].items():
-            paths[path] = {verb: {k: v for k, v in op.items() if k != "responses"} | {
-                "responses": {"200": {"description": "OK"}}} if isinstance(op, dict) and verb != "parameters"
-                else op for verb, op in item.items()}
-    text = json.dumps(definitions).replace("#/components/schemas/", "#/definitions/")
-    return {"swagger": "2.0", "info": {"title": "Kubernetes", "version": "unversioned"}, "paths": paths,
-            "definitions": json.loads(text)}
+            converted: JSON = {}
+            for verb, op in item.items():
+                if verb == "parameters":
+                    converted[verb] = [_v2_parameter(p) for p in op]
+                    continue
+                converted[verb] = {**{k: v for k, v in op.items() if k not in ("responses", "parameters")},
+                                   "parameters": [_v2_parameter(p) for p in op.get("parameters") or []],
+                                   "responses": {"200": {"description": "OK", "schema": op["responses"]["200"][
+                                       "content"]["application/json"]["schema"]}}}
+            paths[path] = converted
+    document = {"swagger": "2.0", "info": {"title": "Kubernetes", "version": "unversioned"}, "paths": paths,
+                "definitions": definitions}
+    return dict(json.loads(json.dumps(document).replace("#/components/schemas/", "#/definitions/")))
 
 
 def serve(store: Any, segments: list[str]) -> JSON | None:
