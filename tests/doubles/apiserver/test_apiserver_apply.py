@@ -167,3 +167,11 @@ def test_managed_fields_sent_by_a_client_replace_the_live_ones(kube: KubeClient,
     reset = kube.request("PATCH", cm_path(ns, "a"), body={"metadata": {"managedFields": [{}]}},
                          content_type=MERGE_PATCH)
     assert "managedFields" not in reset["metadata"]
+
+
+def test_apply_patch_must_name_the_version(kube: KubeClient, ns: str) -> None:
+    with pytest.raises(ApiException) as info:
+        apply(kube, cm_path(ns, "a"), {"kind": "ConfigMap", "metadata": {"name": "a"}}, "m")
+    assert info.value.status == 400
+    assert json.loads(info.value.body or "{}")["message"] == (
+        "Incorrect version specified in apply patch. Specified patch version: , expected: v1")

@@ -80,6 +80,7 @@ _STATUS: Path = (("f", "status"),)
 
 # ---------------------------------------------------------------------- request context
 class _Context(threading.local):
+    active: bool = False
     field_manager: str | None = None
     user_agent: str = ""
     precomputed: list[JSON] | None = None
@@ -91,7 +92,8 @@ _ctx = _Context()
 @contextlib.contextmanager
 def request_context(query: Mapping[str, str], user_agent: str) -> Iterator[None]:
     """Make the request's ``fieldManager`` and ``User-Agent`` known to :func:`on_write` (per thread)."""
-    saved = (_ctx.field_manager, _ctx.user_agent, _ctx.precomputed)
+    saved = (_ctx.active, _ctx.field_manager, _ctx.user_agent, _ctx.precomputed)
+    _ctx.active = True
     _ctx.field_manager = query.get("fieldManager") or None
     _ctx.user_agent = user_agent
     _ctx.precomputed = None
@@ -99,7 +101,7 @@ def request_context(query: Mapping[str, str], user_agent: str) -> Iterator[None]
         _check_field_manager(_ctx.field_manager)
         yield
     finally:
-        _ctx.field_manager, _ctx.user_agent, _ctx.precomputed = saved
+        _ctx.active, _ctx.field_manager, _ctx.user_agent, _ctx.precomputed = saved
 
 
 def _check_field_manager(manager: str | None) -> None:
@@ -116,9 +118,11 @@ def _check_field_manager(manager: str | None) -> None:
 
 
 def _update_manager() -> str:
+    if not _ctx.active:  # the server's own writes (bootstrap namespaces, the kubernetes Service)
+        return "kube-apiserver"
     if _ctx.field_manager:
         return _ctx.field_manager
-    return _ctx.user_agent.split("/")[0] or "unknown"
+    return _ctx.user_agent.split("/")[0]
 
 
 # ---------------------------------------------------------------------- schema helpers
@@ -560,6 +564,9 @@ def apply_patch(store: Any, rt: Any, namespace: str | None, name: str, body: byt
         raise errs.bad_request(f"error decoding YAML: {exc}") from exc
     if not isinstance(config, dict):
         raise errs.bad_request("error decoding YAML: the apply patch must be an object")
+    if config.get("apiVersion") != rt.api_version:  # internal/fieldmanager.go Apply
+        raise errs.bad_request(f"Incorrect version specified in apply patch. Specified patch version: "
+                               f"{config.get('apiVersion') or ''}, expected: {rt.api_version}")
     meta = config.get("metadata")
     if not isinstance(meta, dict):
         meta = config["metadata"] = {}
