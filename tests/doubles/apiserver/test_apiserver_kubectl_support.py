@@ -125,3 +125,17 @@ def test_openapi_v2_as_protobuf_only_is_not_acceptable(server: ApiServer) -> Non
     answer = urllib3.request("GET", server.url + "/openapi/v2",
                              headers={"Accept": "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"})
     assert answer.status == 406
+
+
+def test_watch_as_table_sends_columns_once(server: ApiServer, kube: KubeClient, ns: str) -> None:
+    rv = kube.request("GET", resource_path("", "v1", "configmaps", ns))["metadata"]["resourceVersion"]
+    for name in ("a", "b"):
+        kube.request("POST", resource_path("", "v1", "configmaps", ns), body={"metadata": {"name": name}})
+    answer = urllib3.request("GET", f"{server.url}/api/v1/namespaces/{ns}/configmaps?watch=1&resourceVersion={rv}"
+                             "&timeoutSeconds=1", headers={"Accept": TABLE}, preload_content=True)
+    events = [json.loads(line) for line in answer.data.splitlines() if line.strip()]
+    assert [e["type"] for e in events] == ["ADDED", "ADDED"]
+    assert [e["object"]["kind"] for e in events] == ["Table", "Table"]
+    assert events[0]["object"]["columnDefinitions"][0]["name"] == "Name"
+    assert events[1]["object"]["columnDefinitions"] is None
+    assert [e["object"]["rows"][0]["cells"][0] for e in events] == ["a", "b"]

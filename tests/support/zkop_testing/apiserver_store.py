@@ -786,7 +786,8 @@ class Store:
 
         Raises:
             ApiError: 400 malformed patch, 404, 409, 415 unsupported patch type
-                (strategic merge on custom resources, apply patches), 422.
+                (strategic merge on custom resources; apply patches, which the HTTP front end
+                routes to :func:`zkop_testing.apiserver_apply.apply_patch`), 422.
         """
         media = content_type.split(";")[0].strip().lower()
         accepted = [JSON_PATCH, MERGE_PATCH, APPLY_PATCH]
