@@ -68,7 +68,9 @@ def test_server_set_fields_in_requests_are_ignored(kube: KubeClient, ns: str) ->
     created = kube.request("POST", cms(ns), body=body)
     meta = created["metadata"]
     assert meta["uid"] != "not-a-uuid" and meta["creationTimestamp"] != "2000-01-01T00:00:00Z"
-    assert "deletionTimestamp" not in meta and "generation" not in meta and "managedFields" not in meta
+    assert "deletionTimestamp" not in meta and "generation" not in meta
+    # managedFields are the server's record (fieldManager / User-Agent), never the client's
+    assert [e["manager"] for e in meta["managedFields"]] != ["me"]
     # a PUT cannot change them either
     updated = kube.request("PUT", cms(ns, "a"), body={**created, "metadata": {
         **meta, "creationTimestamp": "2001-01-01T00:00:00Z", "deletionTimestamp": "2001-01-01T00:00:00Z"},

@@ -14,7 +14,11 @@ it would to a cluster. Served resources:
   custom resources (all served versions, ``/status`` when declared).
 
 Verbs: get, list, watch, create, update, patch (merge, JSON, strategic merge for
-built-ins), delete, deletecollection. The per-rule semantics (resource
+built-ins, server-side apply with ``managedFields`` on every write:
+:mod:`zkop_testing.apiserver_apply`), delete, deletecollection. For kubectl: ``Table``
+responses (:mod:`zkop_testing.apiserver_table`), ``/openapi/v2`` and ``/openapi/v3``
+with ``fieldValidation`` (:mod:`zkop_testing.apiserver_openapi`), protobuf request bodies
+for ConfigMaps, Secrets and Namespaces (:mod:`zkop_testing.apiserver_protobuf`). The per-rule semantics (resource
 versions, generation, finalizers, status subresource, validation, selectors,
 pagination, watch history, bookmarks) live in :mod:`zkop_testing.apiserver_store`
 and :mod:`zkop_testing.apiserver_kinds`; this module is the HTTP front end,
@@ -49,8 +53,7 @@ reproduced here, and checked by ``tests/contract`` against real clusters):
   after a create even though the status subresource dropped the request's status.
 
 Deliberately not implemented: authentication/authorization (any token is
-accepted), server-side apply (``application/apply-patch+yaml`` answers 415),
-``managedFields``, garbage collection of dependents (``ownerReferences``) and
+accepted), garbage collection of dependents (``ownerReferences``) and
 ``propagationPolicy``, admission webhooks, CEL validation rules
 (``x-kubernetes-validations``), the scale subresource, conversion webhooks,
 field selectors beyond ``metadata.name``/``metadata.namespace`` (plus a few
@@ -71,7 +74,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
@@ -81,7 +84,11 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 import kubernetes.client
 import yaml
 
+from zkop_testing import apiserver_apply as managed_fields
 from zkop_testing import apiserver_errors as errs
+from zkop_testing import apiserver_openapi as openapi
+from zkop_testing import apiserver_protobuf as protobuf
+from zkop_testing import apiserver_table as table
 from zkop_testing.apiserver_errors import ApiError
 from zkop_testing.apiserver_kinds import ResourceType
 from zkop_testing.apiserver_store import Store, Watcher
@@ -452,12 +459,25 @@ class ApiServer:
         if method not in ("GET", "HEAD"):
             raise errs.method_not_allowed("the server does not allow this method on the requested resource")
         if not segments:
-            paths = sorted({"/api", "/api/v1", "/apis", "/version", "/healthz", "/livez", "/readyz"}
+            paths = sorted({"/api", "/api/v1", "/apis", "/version", "/healthz", "/livez", "/readyz", "/openapi/v2",
+                            "/openapi/v3"}
                            | {f"/apis/{g}" for g in self._groups()}
                            | {f"/apis/{g}/{v}" for g, vs in self._groups().items() for v in vs})
             self._send(handler, 200, {"paths": paths})
             return True
         head = segments[0]
+        if head == "openapi":
+            accept = handler.headers.get("Accept", "") or "application/json"
+            if segments == ["openapi", "v2"] and not any(
+                    t.split(";")[0].strip() in ("application/json", "*/*", "application/*")
+                    for t in accept.split(",")):
+                # the protobuf OpenAPI v2 (kubectl explain --output=plaintext-openapiv2) is not served
+                raise ApiError(406, "NotAcceptable", f"only the following media types are accepted: "
+                                                     f"application/json (asked for {accept})")
+            document = openapi.serve(self.store, segments)
+            if document is not None:
+                self._send(handler, 200, document)
+                return True
         if head == "version" and len(segments) == 1:
             self._send(handler, 200, KUBE_VERSION)
             return True
@@ -610,26 +630,49 @@ class ApiServer:
             raise not_allowed
         if route.name is not None and method == "POST":
             raise not_allowed
+        with managed_fields.request_context(query, handler.headers.get("User-Agent", "")):
+            self._serve_verb(handler, rt, route, verb, query, body)
+
+    def _serve_verb(self, handler: _Handler, rt: ResourceType, route: _Route, verb: str, query: Mapping[str, str],
+                    body: bytes) -> None:
+        not_allowed = errs.method_not_allowed("the server does not allow this method on the requested resource")
         namespace = route.namespace
         name = route.name
         store = self.store
         if verb == "get":
             assert name is not None
-            self._send(handler, 200, store.get(rt, namespace, name))
+            self._send(handler, 200, self._maybe_table(handler, rt, store.get(rt, namespace, name), query))
         elif verb == "list":
-            self._send(handler, 200, store.list_objects(rt, namespace, query))
+            self._send(handler, 200, self._maybe_table(handler, rt, store.list_objects(rt, namespace, query), query))
         elif verb == "watch":
             self._serve_watch(handler, rt, namespace, query)
         elif verb == "create":
-            self._send(handler, 201, store.create(rt, namespace, self._decode(handler, body), query))
+            decoded = self._decode(handler, body)
+            warnings = self._field_validation(rt, decoded, query)
+            self._send(handler, 201, store.create(rt, namespace, decoded, query), warnings)
         elif verb == "update":
             assert name is not None
-            code, obj = store.update(rt, namespace, name, self._decode(handler, body), route.subresource, query)
-            self._send(handler, code, obj)
+            decoded = self._decode(handler, body)
+            warnings = self._field_validation(rt, decoded, query)
+            code, obj = store.update(rt, namespace, name, decoded, route.subresource, query)
+            self._send(handler, code, obj, warnings)
         elif verb == "patch":
             assert name is not None
             content_type = handler.headers.get("Content-Type", "")
-            self._send(handler, 200, store.patch(rt, namespace, name, body, content_type, route.subresource, query))
+            media = content_type.split(";")[0].strip().lower()
+            if media == managed_fields.APPLY_PATCH:
+                self._send(handler, *managed_fields.apply_patch(store, rt, namespace, name, body, route.subresource,
+                                                                query))
+            else:
+                if "force" in query:  # ValidatePatchOptions
+                    raise errs.invalid("meta.k8s.io", "PatchOptions", "", [errs.FieldError.forbidden(
+                        "force", "may not be specified for non-apply patch")])
+                warnings = None
+                if media in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
+                    with contextlib.suppress(ValueError):
+                        warnings = self._field_validation(rt, json.loads(body or b"null"), query)
+                self._send(handler, 200, store.patch(rt, namespace, name, body, content_type, route.subresource,
+                                                     query), warnings)
         elif verb == "delete":
             assert name is not None
             self._send(handler, 200, store.delete(rt, namespace, name, self._delete_options(body, query), query))
@@ -638,6 +681,28 @@ class ApiServer:
                                                              query))
         else:
             raise not_allowed
+
+    def _field_validation(self, rt: ResourceType, body: Any, query: Mapping[str, str]) -> dict[str, str] | None:
+        """``fieldValidation``: ``Strict`` refuses unknown fields (400), ``Warn`` (the default) answers
+        ``Warning`` headers, ``Ignore`` nothing (``handlers/create.go``, ``fieldmanager`` strict decoding)."""
+        mode = query.get("fieldValidation") or "Warn"
+        if mode not in ("Strict", "Warn", "Ignore"):
+            raise errs.bad_request(f'fieldValidation must be one of "Ignore", "Warn", or "Strict", got "{mode}"')
+        if mode == "Ignore" or not isinstance(body, dict):
+            return None
+        unknown = openapi.unknown_fields(openapi.object_schema(self.store, rt), body)
+        if not unknown:
+            return None
+        if mode == "Strict":
+            listed = ", ".join(f'unknown field "{u}"' for u in unknown)
+            raise errs.bad_request(f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                                   f"strict decoding error: {listed}")
+        return {"Warning": ", ".join(f'299 - "unknown field \\"{u}\\""' for u in unknown)}
+
+    def _maybe_table(self, handler: _Handler, rt: ResourceType, result: JSON, query: Mapping[str, str]) -> JSON:
+        if table.wants_table(handler.headers.get("Accept", "")):
+            return table.table_for(self.store, rt, result, query)
+        return result
 
     @staticmethod
     def _decode(handler: _Handler, body: bytes) -> Any:
@@ -649,6 +714,8 @@ class ApiServer:
                 return yaml.safe_load(body)
             if content_type in ("application/json", ""):
                 return json.loads(body)
+            if content_type == protobuf.PROTOBUF:
+                return protobuf.decode(body, ["application/json", "application/yaml", protobuf.PROTOBUF])
         except (ValueError, yaml.YAMLError) as exc:
             raise errs.bad_request(f"couldn't get version/kind; json parse error: {exc}") from exc
         raise errs.unsupported_media_type(content_type, ["application/json", "application/yaml"])
@@ -697,6 +764,7 @@ class ApiServer:
             except ValueError as exc:
                 raise errs.bad_request(f'invalid timeoutSeconds "{timeout_text}"') from exc
         watcher = self.store.open_watch(rt, namespace, query)
+        transform = table.watch_transform(handler.headers.get("Accept", ""), self.store, rt, query)
         sock = handler.connection
 
         def shutdown() -> None:
@@ -713,13 +781,14 @@ class ApiServer:
             handler.send_header("Transfer-Encoding", "chunked")
             handler.end_headers()
             handler.wfile.flush()
-            self._stream(handler, watcher, sock, timeout)
+            self._stream(handler, watcher, sock, timeout, transform)
             handler.wfile.write(b"0\r\n\r\n")
             handler.wfile.flush()
         finally:
             self.store.close_watch(watcher)
 
-    def _stream(self, handler: _Handler, watcher: Watcher, sock: socket.socket, timeout: float | None) -> None:
+    def _stream(self, handler: _Handler, watcher: Watcher, sock: socket.socket, timeout: float | None,
+                transform: Callable[[JSON], JSON] | None = None) -> None:
         start = time.monotonic()
         deadline = start + timeout if timeout else None
         last_bookmark = start
@@ -739,6 +808,8 @@ class ApiServer:
                 continue
             for item in watcher.take():
                 rendered = watcher.render(item)
+                if rendered is not None and transform is not None:
+                    rendered = transform(rendered)
                 if rendered is not None:
                     self._write_event(handler, rendered)
             if watcher.dropped:

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from zkop_testing import apiserver_apply as managed_fields
 from zkop_testing import apiserver_errors as errs
 from zkop_testing.apiserver_errors import ApiError, FieldError, GoRaw, go_repr
 from zkop_testing.apiserver_kinds import (
@@ -647,7 +648,7 @@ class Store:
         rv_given = meta.pop("resourceVersion", None)
         meta["creationTimestamp"] = now_time()
         meta["uid"] = str(uuid.uuid4())
-        for key in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "managedFields"):
+        for key in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):  # managedFields: on_write
             meta.pop(key, None)
         if strategy.has_generation:
             meta["generation"] = 1
@@ -668,6 +669,7 @@ class Store:
         if rv_given not in (None, ""):
             raise ApiError(500, "", "resourceVersion should not be set on objects to be created")
         strategy.read_defaults(obj, rt)
+        managed_fields.on_write(self, rt, None, obj, None)
         if dry_run:
             return obj
         strategy.commit_create(self, obj)
@@ -736,8 +738,7 @@ class Store:
                     new_meta[field_name] = old_meta[field_name]
                 else:
                     new_meta.pop(field_name, None)
-            for field_name in ("managedFields", "selfLink"):
-                new_meta.pop(field_name, None)
+            new_meta.pop("selfLink", None)  # managedFields: see managed_fields.on_write
             if rt.has_status:
                 if "status" in old:
                     new["status"] = copy.deepcopy(old["status"])
@@ -758,6 +759,7 @@ class Store:
         if errors:
             raise errs.invalid(rt.group, rt.kind, name, errors)
         strategy.read_defaults(new, rt)
+        managed_fields.on_write(self, rt, old, new, subresource)
         if new_meta.get("deletionTimestamp") and not new_meta.get("finalizers") and \
                 strategy.can_finalize(self, new):
             # The update empties the finalizers of a terminating object: it is deleted instead.
@@ -784,7 +786,8 @@ class Store:
 
         Raises:
             ApiError: 400 malformed patch, 404, 409, 415 unsupported patch type
-                (strategic merge on custom resources, apply patches), 422.
+                (strategic merge on custom resources; apply patches, which the HTTP front end
+                routes to :func:`zkop_testing.apiserver_apply.apply_patch`), 422.
         """
         media = content_type.split(";")[0].strip().lower()
         accepted = [JSON_PATCH, MERGE_PATCH, APPLY_PATCH]
