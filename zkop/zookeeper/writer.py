@@ -88,11 +88,7 @@ class Writer:
         """
         if not actions:
             return
-        if self.refuse_writes is not None:
-            planned = "; ".join(describe(action) for action in actions)
-            log.error("REFUSED a ZooKeeper write (%s): %s; a code path ignored the dry run, nothing was sent",
-                      self.refuse_writes, planned)
-            raise WriteRefused(f"ZooKeeper writes are refused ({self.refuse_writes}): {planned}")
+        self._refuse_if_told(actions)
         for action in actions:
             if isinstance(action, CreateNode | SetAcl) and any(is_redacted(e) for e in action.acl):
                 raise ValueError(f"refusing to write the ACL of {action.path}: it holds a redacted digest id "
@@ -183,8 +179,10 @@ class Writer:
 
         Raises:
             ZooKeeperNoAuth, ZooKeeperUnavailable: as a create.
+            WriteRefused: writes are refused (:attr:`refuse_writes`); nothing was sent.
         """
         session = self.session
+        self._refuse_if_told([CreateNode(parent, b"", session.options.parent_acl) for parent in paths])
         parent_acl = to_kazoo_acl(session.options.parent_acl)
         made = [] if made is None else made
         for parent in paths:
@@ -192,6 +190,15 @@ class Writer:
                 session.wait(session.client.create_async(parent, b"", acl=parent_acl))
                 made.append(parent)
         return made
+
+    def _refuse_if_told(self, actions: Sequence[Action]) -> None:
+        """Raise :class:`WriteRefused` (logged at ERROR) if writes are refused and ``actions`` is not empty."""
+        if self.refuse_writes is None or not actions:
+            return
+        planned = "; ".join(describe(action) for action in actions)
+        log.error("REFUSED a ZooKeeper write (%s): %s; a code path ignored the dry run, nothing was sent",
+                  self.refuse_writes, planned)
+        raise WriteRefused(f"ZooKeeper writes are refused ({self.refuse_writes}): {planned}")
 
     def _commit(self, actions: Sequence[Action], arm_watches: bool, require: Sequence[CheckVersion] = ()) -> None:
         """Run ``require`` checks and ``actions`` as one ``multi``; see :meth:`execute`."""
