@@ -12,21 +12,19 @@ from typing import Any
 import pytest
 
 from zkop.ownership.registry import Claim, OwnerStamp
+from zkop.zkconfig.acldrift import decide_acl_drift, declared_acls
 from zkop.zkconfig.decide import (
     UNREAD,
     Decision,
     DeleteFacts,
     Fetch,
     SyncFacts,
-    decide_acl_drift,
     decide_delete,
     decide_failure,
     decide_sync,
-    declared_acls,
     deletion_target,
-    oldest,
-    unsynced_path,
 )
+from zkop.zkconfig.objects import oldest, unsynced_path
 from zkop.zkconfig.spec import FINALIZER, DataRef, DesiredZnode, InvalidSpec, RefNotFound, parse_spec
 from zkop.zookeeper.acls import identities
 from zkop.zookeeper.actions import AclEntry, CheckVersion, CreateNode, DeleteNode, Observed, SetAcl, SetData

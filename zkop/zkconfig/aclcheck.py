@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable
 
 from zkop.runtime.cache import Indexer
-from zkop.zkconfig.decide import decide_acl_drift, declared_acls
+from zkop.zkconfig.acldrift import decide_acl_drift, declared_acls
 from zkop.zookeeper.adapter import ZooKeeperAdapter, ZooKeeperError
 
 __all__ = ["AclCheck"]

@@ -16,7 +16,8 @@ from __future__ import annotations
 from zkop.kube.client import JSON, MERGE_PATCH, ApiException, KubeClient, resource_path
 from zkop.kube.events import EventRecorder, now_rfc3339
 from zkop.runtime.ownwrites import OwnWrites
-from zkop.zkconfig.decide import Event, object_key
+from zkop.zkconfig.decide import Event
+from zkop.zkconfig.objects import object_key
 from zkop.zkconfig.plan import Outcome
 from zkop.zkconfig.spec import GROUP, PLURAL, VERSION
 from zkop.zkconfig.status import desired_status, status_patch

@@ -57,17 +57,16 @@ consecutive failures of the same object (a blip is retried quietly).
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from zkop.ownership.registry import Claim, OwnerStamp, claim_requires, plan_claim
+from zkop.zkconfig.objects import finalizers, object_key, synced_znode_version, was_synced_at_generation
 from zkop.zkconfig.plan import Outcome, Plan, plan_delete, plan_sync
-from zkop.zkconfig.spec import FINALIZER, DesiredZnode, InvalidSpec, RefNotFound, acl_from_spec
-from zkop.zookeeper.acls import AclId, expand_auth
-from zkop.zookeeper.actions import AclEntry, Action, CheckVersion, CreateNode, Observed, SetData, acl_matches
-from zkop.zookeeper.adapter import AclRead, ZooKeeperError, ZooKeeperNoAuth, ZooKeeperUnavailable
-from zkop.zookeeper.paths import validate_path
+from zkop.zkconfig.spec import FINALIZER, DesiredZnode, InvalidSpec, RefNotFound
+from zkop.zookeeper.actions import Action, CheckVersion, CreateNode, Observed, SetData
+from zkop.zookeeper.adapter import ZooKeeperError, ZooKeeperNoAuth, ZooKeeperUnavailable
 
 __all__ = [
     "UNREAD",
@@ -77,15 +76,10 @@ __all__ = [
     "Fetch",
     "SyncFacts",
     "Unread",
-    "decide_acl_drift",
     "decide_delete",
     "decide_failure",
     "decide_sync",
-    "declared_acls",
     "deletion_target",
-    "oldest",
-    "unsynced_path",
-    "was_synced_at_generation",
 ]
 
 JSON = dict[str, Any]
@@ -222,35 +216,6 @@ class Decision:
     retry: str | None = None
 
 
-# --- helpers over the object -------------------------------------------------------------------
-
-def object_key(obj: JSON) -> str:
-    """``namespace/name`` of an object (client-go's ``MetaNamespaceKeyFunc``)."""
-    meta = obj.get("metadata") or {}
-    name = str(meta.get("name", ""))
-    return f"{meta['namespace']}/{name}" if meta.get("namespace") else name
-
-
-def finalizers(obj: JSON) -> list[str]:
-    """``metadata.finalizers`` (a new list)."""
-    return list((obj.get("metadata") or {}).get("finalizers") or [])
-
-
-def was_synced_at_generation(obj: JSON) -> bool:
-    """True if status says Synced at the object's current generation (the spec did not change since)."""
-    status: dict[str, Any] = obj.get("status") or {}
-    return bool(
-        status.get("state") == "Synced"
-        and status.get("observedGeneration") == (obj.get("metadata") or {}).get("generation")
-    )
-
-
-def synced_znode_version(obj: JSON) -> int | None:
-    """``status.znodeVersion``: the znode's data version when zkop last synced it (``None``: not recorded)."""
-    version = (obj.get("status") or {}).get("znodeVersion")
-    return version if isinstance(version, int) and not isinstance(version, bool) else None
-
-
 def version_after(path: str, plan: Plan, observed: Observed | None) -> int | None:
     """The data version the znode at ``path`` has once ``plan`` succeeds (``None`` if it is not Synced).
 
@@ -267,33 +232,6 @@ def version_after(path: str, plan: Plan, observed: Observed | None) -> int | Non
         elif isinstance(action, SetData) and action.path == path:
             version = action.expected_version + 1
     return version
-
-
-def unsynced_path(obj: JSON) -> str | None:
-    """The valid ``spec.path`` of an object whose next pass probably finds its znode and record absent.
-
-    Those are the objects not being deleted and not Synced at their generation: all of
-    them on a first start, none on a warm restart. ``None`` for any other object.
-    """
-    if (obj.get("metadata") or {}).get("deletionTimestamp") or was_synced_at_generation(obj):
-        return None
-    path = (obj.get("spec") or {}).get("path")
-    try:
-        return validate_path(path) if isinstance(path, str) else None
-    except ValueError:
-        return None
-
-
-def oldest(candidates: list[JSON]) -> str | None:
-    """``namespace/name`` of the object owning a path in the cluster: the oldest declaring it.
-
-    Ordered by ``metadata.creationTimestamp`` (RFC 3339, so text order is time order), then
-    ``namespace/name`` for a tie; ``None`` for no candidate.
-    """
-    if not candidates:
-        return None
-    first = min(candidates, key=lambda o: (str(o["metadata"].get("creationTimestamp", "")), object_key(o)))
-    return object_key(first)
 
 
 def deletion_target(obj: JSON, spec: DesiredZnode | InvalidSpec | RefNotFound) -> DesiredZnode | None:
@@ -440,62 +378,3 @@ def decide_failure(err: ZooKeeperError, failures: int, threshold: int) -> Decisi
     else:
         outcome = Outcome("Error", "Conflict", f"znode kept changing during reconcile: {err}", False)
     return Decision(outcome=outcome, retrying=True, warn=True, retry=str(err))
-
-
-# --- ACL drift -----------------------------------------------------------------------------------
-
-def declared_acls(objects: list[JSON], ids: frozenset[AclId] = frozenset()
-                  ) -> dict[str, tuple[str, tuple[AclEntry, ...]]]:
-    """Managed znodes whose cluster owner declares ``spec.acl``: path → (owner key, its ACL).
-
-    ``ids`` are zkop's identities: ``auth`` entries are expanded to them, as the server stores
-    them (:func:`zkop.zookeeper.acls.expand_auth`).
-
-    The owner of a path is :func:`oldest` of the live objects declaring it; objects being
-    deleted, with an invalid path or ACL, or without ``spec.acl`` are left out (their passes
-    report or need nothing).
-    """
-    by_path: dict[str, list[JSON]] = {}
-    for obj in objects:
-        if (obj.get("metadata") or {}).get("deletionTimestamp"):
-            continue
-        path = (obj.get("spec") or {}).get("path")
-        if isinstance(path, str):
-            by_path.setdefault(path, []).append(obj)
-    declared: dict[str, tuple[str, tuple[AclEntry, ...]]] = {}
-    for path, candidates in by_path.items():
-        owner = oldest(candidates)
-        obj = next(o for o in candidates if object_key(o) == owner)
-        entries = (obj.get("spec") or {}).get("acl")
-        if not isinstance(entries, list):
-            continue
-        try:
-            declared[validate_path(path)] = (object_key(obj), expand_auth(acl_from_spec(entries), ids))
-        except ValueError:
-            continue
-    return declared
-
-
-def decide_acl_drift(declared: dict[str, tuple[str, tuple[AclEntry, ...]]],
-                     read: Mapping[str, AclRead | ZooKeeperError | None]) -> list[tuple[str, str]]:
-    """The ``(path, key)`` pairs to reconcile after a periodic ACL check.
-
-    Args:
-        declared: from :func:`declared_acls`.
-        read: path → the ACL read (``getACL``), ``None`` if the znode is absent (its watch
-            covers that), or the error met (``NoAuth``: zkop lost READ and ADMIN on it).
-
-    Returns:
-        One pair per znode whose ACL differs from the declared one, is redacted (zkop lost
-        ADMIN: :func:`zkop.zookeeper.actions.acl_matches` never matches it), or could not be
-        read — in path order.
-    """
-    drifted = []
-    for path in sorted(declared):
-        seen = read.get(path)
-        if seen is None:
-            continue
-        key, acl = declared[path]
-        if isinstance(seen, ZooKeeperError) or not acl_matches(seen.acl, acl):
-            drifted.append((path, key))
-    return drifted

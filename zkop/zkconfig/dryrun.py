@@ -25,7 +25,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from zkop.runtime import dryrun
-from zkop.zkconfig.decide import Decision, finalizers
+from zkop.zkconfig.decide import Decision
+from zkop.zkconfig.objects import finalizers
 from zkop.zkconfig.plan import Outcome
 from zkop.zkconfig.spec import FINALIZER
 from zkop.zookeeper.actions import describe, operation

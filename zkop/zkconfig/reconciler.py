@@ -53,12 +53,9 @@ from zkop.zkconfig.decide import (
     decide_failure,
     decide_sync,
     deletion_target,
-    finalizers,
-    object_key,
-    oldest,
-    unsynced_path,
 )
 from zkop.zkconfig.dryrun import dry_run_delete, dry_run_sync, log_planned
+from zkop.zkconfig.objects import finalizers, object_key, oldest, unsynced_path
 from zkop.zkconfig.refs import ref_data
 from zkop.zkconfig.spec import (
     DEFAULT_MAX_DATA_BYTES,

@@ -1,0 +1,68 @@
+"""Facts read off a ZooKeeperConfig object (a dict, as the API server returns it); pure.
+
+Used by the decisions (:mod:`zkop.zkconfig.decide`), the reconciler and the ACL check.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from zkop.zookeeper.paths import validate_path
+
+__all__ = ["finalizers", "object_key", "oldest", "synced_znode_version", "unsynced_path", "was_synced_at_generation"]
+
+JSON = dict[str, Any]
+
+
+def object_key(obj: JSON) -> str:
+    """``namespace/name`` of an object (client-go's ``MetaNamespaceKeyFunc``)."""
+    meta = obj.get("metadata") or {}
+    name = str(meta.get("name", ""))
+    return f"{meta['namespace']}/{name}" if meta.get("namespace") else name
+
+
+def finalizers(obj: JSON) -> list[str]:
+    """``metadata.finalizers`` (a new list)."""
+    return list((obj.get("metadata") or {}).get("finalizers") or [])
+
+
+def was_synced_at_generation(obj: JSON) -> bool:
+    """True if status says Synced at the object's current generation (the spec did not change since)."""
+    status: dict[str, Any] = obj.get("status") or {}
+    return bool(
+        status.get("state") == "Synced"
+        and status.get("observedGeneration") == (obj.get("metadata") or {}).get("generation")
+    )
+
+
+def synced_znode_version(obj: JSON) -> int | None:
+    """``status.znodeVersion``: the znode's data version when zkop last synced it (``None``: not recorded)."""
+    version = (obj.get("status") or {}).get("znodeVersion")
+    return version if isinstance(version, int) and not isinstance(version, bool) else None
+
+
+def unsynced_path(obj: JSON) -> str | None:
+    """The valid ``spec.path`` of an object whose next pass probably finds its znode and record absent.
+
+    Those are the objects not being deleted and not Synced at their generation: all of
+    them on a first start, none on a warm restart. ``None`` for any other object.
+    """
+    if (obj.get("metadata") or {}).get("deletionTimestamp") or was_synced_at_generation(obj):
+        return None
+    path = (obj.get("spec") or {}).get("path")
+    try:
+        return validate_path(path) if isinstance(path, str) else None
+    except ValueError:
+        return None
+
+
+def oldest(candidates: list[JSON]) -> str | None:
+    """``namespace/name`` of the object owning a path in the cluster: the oldest declaring it.
+
+    Ordered by ``metadata.creationTimestamp`` (RFC 3339, so text order is time order), then
+    ``namespace/name`` for a tie; ``None`` for no candidate.
+    """
+    if not candidates:
+        return None
+    first = min(candidates, key=lambda o: (str(o["metadata"].get("creationTimestamp", "")), object_key(o)))
+    return object_key(first)
