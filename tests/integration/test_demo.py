@@ -9,11 +9,17 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import queue
 import re
+import shutil
 import signal
 import stat
 import subprocess
 import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -31,10 +37,13 @@ def _demo_env(tmpdir: Path) -> dict[str, str]:
     return env
 
 
-def _fresh_tmpdir(tmp_path: Path) -> Path:
-    tmpdir = tmp_path / "tmp"
-    tmpdir.mkdir()
-    return tmpdir
+@pytest.fixture
+def tmpdir_for_demo() -> Iterator[Path]:
+    """A fresh, empty directory for the demo's ``TMPDIR``, of our own: pytest's ``/tmp/pytest-of-<user>``
+    base directories are pruned by concurrent pytest runs of the same user, so a long test there may lose its."""
+    tmpdir = Path(tempfile.mkdtemp(prefix="zkop-test-demo-"))
+    yield tmpdir
+    shutil.rmtree(tmpdir, ignore_errors=True)
 
 
 def _no_process_mentions(text: str) -> bool:
@@ -51,8 +60,8 @@ def _no_process_mentions(text: str) -> bool:
     return True
 
 
-def test_demo_shows_what_converged_and_leaves_nothing_behind(tmp_path: Path) -> None:
-    tmpdir = _fresh_tmpdir(tmp_path)
+def test_demo_shows_what_converged_and_leaves_nothing_behind(tmpdir_for_demo: Path) -> None:
+    tmpdir = tmpdir_for_demo
     done = subprocess.run([str(DEMO)], env=_demo_env(tmpdir), capture_output=True, text=True, timeout=280,
                           check=False)
     out = done.stdout
@@ -85,23 +94,30 @@ def test_demo_shows_what_converged_and_leaves_nothing_behind(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
-def test_demo_keep_running_stops_everything_on_a_signal(tmp_path: Path, signum: signal.Signals) -> None:
-    tmpdir = _fresh_tmpdir(tmp_path)
+def test_demo_keep_running_stops_everything_on_a_signal(tmpdir_for_demo: Path, signum: signal.Signals) -> None:
+    tmpdir = tmpdir_for_demo
     proc = subprocess.Popen([str(DEMO), "--keep-running"], env=_demo_env(tmpdir), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
-    lines: list[str] = []
-    try:
+    lines: queue.Queue[str] = queue.Queue()
+    out = ""
+
+    def read() -> None:
         assert proc.stdout is not None
         for line in proc.stdout:
-            lines.append(line)
-            if line.startswith(">> running; Ctrl-C to stop"):
-                break
-        out = "".join(lines)
-        assert lines and lines[-1].startswith(">> running"), out
-        while not (line := proc.stdout.readline()).startswith("   ZooKeeper:"):
-            lines.append(line)
-        lines.append(line)
-        out = "".join(lines)
+            lines.put(line)
+        lines.put("")  # EOF
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        deadline = time.monotonic() + 200
+        while not out.endswith("\n") or not out.splitlines()[-1].startswith("   ZooKeeper:"):
+            try:
+                line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
+            except queue.Empty:
+                pytest.fail(f"--keep-running did not report it is running:\n{out}")
+            if not line:
+                pytest.fail(f"the demo exited early ({proc.wait()}):\n{out}")
+            out += line
         kubeconfig = Path(re.findall(r"export KUBECONFIG=(\S+)", out)[0])
         port = int(re.findall(r"ZooKeeper serves on 127\.0\.0\.1:(\d+)", out)[0])
         workdir = kubeconfig.parent
@@ -111,11 +127,16 @@ def test_demo_keep_running_stops_everything_on_a_signal(tmp_path: Path, signum: 
         assert stat.S_IMODE((workdir / "zookeeper-credentials").stat().st_mode) == 0o600
         assert not port_is_free(port) and not _no_process_mentions(str(kubeconfig))
         proc.send_signal(signum)
-        rest, _ = proc.communicate(timeout=60)
+        proc.wait(timeout=60)
+        rest = "".join(iter(lines.get, ""))
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        if proc.poll() is None:  # a failed assertion: let the demo clean up, kill it only if it does not
+            proc.terminate()
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
     assert proc.returncode == 0, out + rest
     assert "stopped; removed" in rest, rest
     assert port_is_free(port), "ZooKeeper still runs"
