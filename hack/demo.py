@@ -266,7 +266,7 @@ def main() -> int:
                 ok = run(stack, workdir, args.keep_running)
             finally:
                 _quiet_signals()
-                step("stopping zkop, the API server and ZooKeeper")
+                step("stopping what it started")
     except KeyboardInterrupt:
         interrupted = True
     except Exception as err:  # any failure is reported the same way, after the clean-up

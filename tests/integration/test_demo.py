@@ -70,9 +70,12 @@ def test_demo_shows_what_converged_and_leaves_nothing_behind(tmpdir_for_demo: Pa
     for what in ("starting ZooKeeper", "starting the in-memory Kubernetes API server", "starting `zkop run`",
                  "applying examples/", "waiting for zkop to reconcile"):
         assert re.search(rf"^>> \[ *\d+s\] .*{re.escape(what)}", out, re.MULTILINE), what
-    # a real `kubectl get zkc -A` (the in-memory API server serves no Table yet: kubectl's NAME/AGE fallback)
-    assert re.search(r"^NAMESPACE +NAME +AGE$", out, re.MULTILINE), out
-    assert re.search(r"^default +payments-routing-rules +\d+s$", out, re.MULTILINE), out
+    # a real `kubectl get zkc -A`: the Table the in-memory API server builds from the CRD's printer columns
+    assert re.search(r"^NAMESPACE +NAME +PATH +POLICY +STATE +READY +AGE$", out, re.MULTILINE), out
+    assert re.search(r"^default +payments-routing-rules +/app/routing/payments/rules +createOrUpdate +Synced +True +"
+                     r"\d+s$", out, re.MULTILINE), out
+    assert re.search(r"^default +search-degradation-switch +/app/degradation/search/enabled +createOnly +Synced +"
+                     r"True +\d+s$", out, re.MULTILINE), out
     # znode values as text, per spec.encoding; never Python's bytes repr
     assert "b'" not in out
     assert re.search(r"^/app/features/new-recommendation-engine/enabled  <- default/new-recommendation-engine"
