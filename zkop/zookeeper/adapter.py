@@ -117,6 +117,11 @@ class ZooKeeperAdapter:
         return self._session.connected
 
     @property
+    def last_connect_error(self) -> str | None:
+        """Why connecting fails (untrusted certificate, host name mismatch, SASL rejected…), or ``None``."""
+        return self._session.last_connect_error
+
+    @property
     def session_id(self) -> int | None:
         """The current session id, or ``None`` before the first session."""
         return self._session.session_id
