@@ -174,6 +174,7 @@ def connection_options(args: argparse.Namespace) -> ConnectionOptions:
     parent_acl = tuple(sorted(getattr(args, "zk_parent_acl", []))) or OPEN_ACL
     options = ConnectionOptions(
         hosts=args.zk_hosts, session_timeout=args.zk_session_timeout, auth=_read_auth_file(args.zk_auth_file),
+        auth_file=args.zk_auth_file,
         use_tls=use_tls, tls_ca_file=args.zk_tls_ca_file, tls_cert_file=args.zk_tls_cert_file,
         tls_key_file=args.zk_tls_key_file, tls_check_hostname=not args.zk_tls_insecure_skip_hostname_verify,
         sasl_mechanism=args.zk_sasl_mechanism, sasl_credentials_file=args.zk_sasl_credentials_file,

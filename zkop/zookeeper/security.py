@@ -36,6 +36,7 @@ __all__ = [
     "WatchedFiles",
     "describe_connect_error",
     "install_sasl_handler",
+    "read_digest_file",
     "read_sasl_credentials",
     "sasl_options",
 ]
@@ -67,6 +68,26 @@ def read_sasl_credentials(path: str) -> tuple[str, str]:
     if not sep or not user or not password:
         raise CredentialsError(f"SASL credentials file {path}: expected 'user:password'")
     return user, password
+
+
+def read_digest_file(path: str) -> tuple[tuple[str, str], ...]:
+    """kazoo ``auth_data`` from a file holding digest credentials ``user:password``.
+
+    A missing file means no authentication (the Deployment mounts the Secret as an optional volume).
+
+    Raises:
+        CredentialsError: the file exists but holds no ``user:password``, or cannot be read.
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            credential = f.read().strip()
+    except FileNotFoundError:
+        return ()
+    except OSError as err:
+        raise CredentialsError(f"digest credentials file {path}: {err.strerror or err}") from None
+    if ":" not in credential:
+        raise CredentialsError(f"digest credentials file {path}: expected 'user:password'")
+    return (("digest", credential),)
 
 
 def sasl_options(mechanism: str | None, credentials_file: str | None, principal: str | None = None,

@@ -44,6 +44,7 @@ from zkop.zookeeper.security import (
     WatchedFiles,
     describe_connect_error,
     install_sasl_handler,
+    read_digest_file,
     sasl_options,
 )
 
@@ -65,6 +66,8 @@ class ConnectionOptions:
         session_timeout: requested session timeout, seconds (the server clamps it to
             [2, 20] × tickTime by default); also the longest any request waits for its answer.
         auth: ``(scheme, credential)`` pairs, e.g. ``("digest", "user:password")``.
+        auth_file: the file ``auth`` was read from (``user:password``, digest), if any: watched for
+            rotation like the TLS and SASL files, and re-read into kazoo's ``auth_data`` when it changes.
         use_tls, tls_ca_file, tls_cert_file, tls_key_file: TLS to the client port (ZooKeeper's
             ``secureClientPort``); the server certificate is always verified, against
             ``tls_ca_file`` and the system trust store (OpenSSL's default paths, ``SSL_CERT_FILE``).
@@ -83,6 +86,7 @@ class ConnectionOptions:
     hosts: str = "127.0.0.1:2181"
     session_timeout: float = 10.0
     auth: tuple[tuple[str, str], ...] = ()
+    auth_file: str | None = None
     use_tls: bool = False
     tls_ca_file: str | None = None
     tls_cert_file: str | None = None
@@ -168,7 +172,7 @@ class Session:
         self._last_connect_error: str | None = None
         self._rotation = RotationWatcher(
             WatchedFiles((options.tls_ca_file, options.tls_cert_file, options.tls_key_file,
-                          options.sasl_credentials_file) if client is None else ()),
+                          options.sasl_credentials_file, options.auth_file) if client is None else ()),
             options.credentials_check_period, self._renew)
         self._tls_refusals = 0
         self._start_wake = threading.Event()  # set by CONNECTED, or by TLS refused at every host
@@ -327,9 +331,17 @@ class Session:
             log.info("ZooKeeper connection to %s is up again", where)
         self._last_connect_error = None
 
-    def _reload_sasl(self) -> None:
-        # kazoo keeps sasl_options on its ConnectionHandler and reads them on every connection
-        # (ConnectionHandler._authenticate_with_sasl): replacing them there takes effect on the next one.
+    def _reload_credentials(self) -> None:
+        # kazoo sends client.auth_data (a set of (scheme, credential)) on every new connection
+        # (ConnectionHandler._connect), and keeps sasl_options on its ConnectionHandler, read by
+        # _authenticate_with_sasl on every connection: replacing them takes effect on the next one.
+        if self.options.auth_file:
+            try:
+                self.client.auth_data = set(read_digest_file(self.options.auth_file))
+            except CredentialsError as err:
+                log.error("keeping the previous digest credentials: %s", err)
+        if not self.options.sasl_mechanism:
+            return
         try:
             self.client._connection.sasl_options = sasl_options(
                 self.options.sasl_mechanism, self.options.sasl_credentials_file,
@@ -343,8 +355,7 @@ class Session:
         changed = self._rotation.check()
         if changed:
             log.info("rotated credentials files %s used for this connection", ", ".join(changed))
-            if self.options.sasl_mechanism:
-                self._reload_sasl()
+            self._reload_credentials()
 
     def _renew(self, changed: list[str]) -> None:
         """Open a new session with the rotated files ``changed`` (called by the rotation watcher).
@@ -356,8 +367,7 @@ class Session:
         if self._stopped:
             return
         log.info("credentials files changed (%s): opening a new ZooKeeper session with them", ", ".join(changed))
-        if self.options.sasl_mechanism:
-            self._reload_sasl()
+        self._reload_credentials()
         self.client.stop()
         # kazoo's start() stops the client again on a time-out; start_async keeps it reconnecting instead.
         if not self.client.start_async().wait(self.options.connect_timeout):
