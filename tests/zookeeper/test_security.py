@@ -51,7 +51,7 @@ def test_flags_make_the_kazoo_tls_and_sasl_settings(tmp_path: Path) -> None:
 
 
 def test_gssapi_flags_make_kazoo_sasl_options() -> None:
-    """Kerberos is configured, not exercised here: no KDC runs in the test environment (docs/operations.md)."""
+    """The flags become kazoo's GSSAPI options (a real KDC login: tests/zookeeper/test_kerberos.py)."""
     options = connection_options(parse("--zk-sasl-mechanism", "GSSAPI", "--zk-sasl-principal", "zkop@EXAMPLE.COM",
                                        "--zk-sasl-service", "zk"))
     assert build_client(options)._connection.sasl_options == {

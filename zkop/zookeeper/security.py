@@ -248,15 +248,29 @@ class SaslConnectionHandler(ConnectionHandler):  # type: ignore[misc]
     connection thread dies, leaving the client neither connected nor retrying. As
     ``AuthFailedError`` it takes kazoo's own path instead: state ``AUTH_FAILED`` (LOST), pending
     requests failed with ``AuthFailedError``, no further attempts.
+
+    Attributes:
+        sasl_failure: why the last exchange failed, one line (the server's refusal, or the client
+            library's error such as GSSAPI's "No Kerberos credentials available"), or ``None``.
     """
+
+    sasl_failure: str | None = None
 
     def _authenticate_with_sasl(self, host: str, timeout: float) -> None:
         try:
             super()._authenticate_with_sasl(host, timeout)
-        except AuthFailedError:
-            raise
         except KazooException as err:
-            raise AuthFailedError(f"SASL authentication refused: {type(err).__name__}") from err
+            cause = err.__cause__
+            if cause is not None and str(cause):
+                self.sasl_failure = f"{type(cause).__name__}: {cause}"
+            elif isinstance(err, AuthFailedError):
+                self.sasl_failure = str(err) or "the server closed the connection"
+            else:
+                self.sasl_failure = f"the server answered {type(err).__name__}"
+            if isinstance(err, AuthFailedError):
+                raise
+            raise AuthFailedError(f"SASL authentication refused: {self.sasl_failure}") from err
+        self.sasl_failure = None
 
 
 def install_sasl_handler(client: Any) -> None:

@@ -313,8 +313,10 @@ class Session:
         who = ""
         if self.options.sasl_mechanism == "DIGEST-MD5" and self.options.sasl_credentials_file:
             who = f" (user from {self.options.sasl_credentials_file})"
+        why = getattr(self.client._connection, "sasl_failure", None)
         return (f"ZooKeeper at {self.options.hosts} rejected the SASL {self.options.sasl_mechanism or ''} "
-                f"authentication{who}: check the credentials and the server's JAAS configuration")
+                f"authentication{who}" + (f" ({why})" if why else "")
+                + ": check the credentials and the server's JAAS configuration")
 
     def _on_connect_error(self, err: BaseException, where: str) -> None:
         message = describe_connect_error(err, where)

@@ -34,7 +34,7 @@ from zkop_testing.zookeeper import (
     free_port,
 )
 
-__all__ = ["NETTY_CODEC_JAR", "Issued", "SecureZooKeeperServer", "TestCA", "digest_jaas"]
+__all__ = ["NETTY_CODEC_JAR", "Issued", "MitKdc", "SecureZooKeeperServer", "TestCA", "digest_jaas", "kerberos_jaas"]
 
 NETTY_CODEC_JAR = "/usr/share/java/netty-codec.jar"
 _NETTY_FACTORY = "-Dzookeeper.serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory"
@@ -124,18 +124,20 @@ class SecureZooKeeperServer(ZooKeeperServer):
         client_auth: ``ssl.clientAuth`` (``need``, ``want``, ``none``).
         jaas: JAAS file text; enables SASL (``SASLAuthenticationProvider``).
         enforce_sasl: refuse clients that have not authenticated with SASL.
+        jvm_flags_extra: more JVM flags (``-Djava.security.krb5.conf=…`` for Kerberos).
         extra_config: more ``zoo.cfg`` keys. Other keyword arguments go to :class:`ZooKeeperServer`.
     """
 
     def __init__(self, directory: Path, *, server_cert: Issued | None = None, trust: Path | None = None,
                  client_auth: str = "need", jaas: str | None = None, enforce_sasl: bool = False,
-                 extra_config: Mapping[str, str] | None = None, **kwargs: Any) -> None:
+                 extra_config: Mapping[str, str] | None = None, jvm_flags_extra: Sequence[str] = (),
+                 **kwargs: Any) -> None:
         installation = find_zookeeper()
         installation = replace(installation, classpath=(*installation.classpath, NETTY_CODEC_JAR))
         self.directory = directory
         self.secure_port: int | None = free_port() if server_cert is not None else None
         config: dict[str, str] = {}
-        flags = [*DEFAULT_JVM_FLAGS, _NETTY_FACTORY]
+        flags = [*DEFAULT_JVM_FLAGS, _NETTY_FACTORY, *jvm_flags_extra]
         if server_cert is not None:
             assert self.secure_port is not None
             config.update({
@@ -168,3 +170,74 @@ class SecureZooKeeperServer(ZooKeeperServer):
         if self.secure_port is None:
             raise ValueError("this server has no TLS port")
         return f"{host}:{self.secure_port}"
+
+
+class MitKdc:
+    """A throw-away MIT Kerberos KDC (Debian's ``krb5-kdc``) for realm ``EXAMPLE.COM`` on a free loopback port.
+
+    Writes ``krb5.conf``, ``kdc.conf``, the database and keytabs into ``directory``; :meth:`env` gives
+    the variables a process needs (``KRB5_CONFIG``; ``KRB5_KDC_PROFILE`` for the admin tools).
+    ``krb5kdc -n`` runs in the foreground as a child; :meth:`stop` ends it. Configuration follows
+    MIT krb5's ``kdc.conf(5)`` and ``krb5.conf(5)`` (``dns_canonicalize_hostname = false`` and
+    ``rdns = false``: ``localhost`` stays ``localhost`` in service principals).
+
+    Raises:
+        FileNotFoundError: ``krb5kdc``/``kdb5_util``/``kadmin.local`` are not installed
+            (``apt-get install -y krb5-kdc krb5-admin-server``).
+    """
+
+    REALM = "EXAMPLE.COM"
+
+    def __init__(self, directory: Path) -> None:
+        import shutil
+
+        for tool in ("krb5kdc", "kdb5_util", "kadmin.local"):
+            if shutil.which(tool) is None and not Path(f"/usr/sbin/{tool}").exists():
+                raise FileNotFoundError(f"{tool} not installed: apt-get install -y krb5-kdc krb5-admin-server")
+        self.directory = directory
+        directory.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        self.krb5_conf = directory / "krb5.conf"
+        self.kdc_conf = directory / "kdc.conf"
+        self.krb5_conf.write_text(
+            f"[libdefaults]\n default_realm = {self.REALM}\n dns_lookup_kdc = false\n dns_lookup_realm = false\n"
+            " dns_canonicalize_hostname = false\n rdns = false\n udp_preference_limit = 1\n"
+            f"[realms]\n {self.REALM} = {{\n  kdc = {LOOPBACK}:{self.port}\n }}\n"
+            f"[domain_realm]\n localhost = {self.REALM}\n")
+        self.kdc_conf.write_text(
+            f"[kdcdefaults]\n kdc_listen = {LOOPBACK}:{self.port}\n kdc_tcp_listen = {LOOPBACK}:{self.port}\n"
+            f"[realms]\n {self.REALM} = {{\n  database_name = {directory / 'principal'}\n"
+            f"  key_stash_file = {directory / 'stash'}\n  acl_file = {directory / 'kadm5.acl'}\n"
+            f"  kdc_listen = {LOOPBACK}:{self.port}\n  kdc_tcp_listen = {LOOPBACK}:{self.port}\n }}\n"
+            f"[logging]\n kdc = FILE:{directory / 'kdc.log'}\n")
+        self._run("/usr/sbin/kdb5_util", "create", "-s", "-r", self.REALM, "-P", "master-password")
+        self._proc = subprocess.Popen(["/usr/sbin/krb5kdc", "-n"], env=self.env(), stdin=subprocess.DEVNULL,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+
+    def env(self) -> dict[str, str]:
+        """Environment for Kerberos tools and clients of this KDC (inherits ``os.environ``)."""
+        import os
+
+        return {**os.environ, "KRB5_CONFIG": str(self.krb5_conf), "KRB5_KDC_PROFILE": str(self.kdc_conf)}
+
+    def _run(self, *argv: str) -> None:
+        subprocess.run(argv, env=self.env(), check=True, capture_output=True, timeout=60)
+
+    def add_principal(self, name: str) -> Path:
+        """Create ``name@EXAMPLE.COM`` with a random key; return a keytab holding it."""
+        keytab = self.directory / f"{name.replace('/', '_')}.keytab"
+        self._run("/usr/sbin/kadmin.local", "-r", self.REALM, "-q", f"addprinc -randkey {name}")
+        self._run("/usr/sbin/kadmin.local", "-r", self.REALM, "-q", f"ktadd -k {keytab} {name}")
+        return keytab
+
+    def stop(self) -> None:
+        """Terminate the KDC and wait for it."""
+        self._proc.terminate()
+        self._proc.wait(timeout=10)
+
+
+def kerberos_jaas(keytab: Path, principal: str) -> str:
+    """A JAAS file whose ``Server`` section logs the ZooKeeper server in from ``keytab`` as ``principal``."""
+    return ("Server {\n  com.sun.security.auth.module.Krb5LoginModule required\n"
+            f'  useKeyTab=true\n  keyTab="{keytab}"\n  storeKey=true\n  useTicketCache=false\n'
+            f'  principal="{principal}";\n}};\n')
