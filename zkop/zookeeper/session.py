@@ -197,10 +197,11 @@ class Session:
         try:
             self._connect()
         except KazooTimeoutError as err:
-            reason = f": {self._last_connect_error}" if self._last_connect_error else ""
+            if self._last_connect_error:
+                raise ZooKeeperUnavailable(
+                    f"could not connect to ZooKeeper at {self.options.hosts}: {self._last_connect_error}") from err
             raise ZooKeeperUnavailable(
-                f"could not connect to ZooKeeper at {self.options.hosts} within "
-                f"{self.options.connect_timeout:g} s{reason}"
+                f"could not connect to ZooKeeper at {self.options.hosts} within {self.options.connect_timeout:g} s"
             ) from err
         except AuthFailedError as err:
             mapped = map_kazoo_error(err, "connect", self.options.hosts)
