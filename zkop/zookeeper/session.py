@@ -230,6 +230,7 @@ class Session:
 
         Raises:
             KazooTimeoutError: no session (the client is stopped again, as kazoo's ``start`` does).
+            ZooKeeperNoAuth: the server rejected the SASL login or the auth data (``AUTH_FAILED``).
         """
         self._tls_refusals = 0
         self._start_wake.clear()
@@ -237,8 +238,13 @@ class Session:
         if not live.is_set():
             self._start_wake.wait(self.options.connect_timeout)
         if not self.client.connected:
+            # kazoo announces CONNECTED before the SASL exchange: a rejected login may already have
+            # ended the session (AUTH_FAILED) by the time we look.
+            rejected = self._sasl_rejected() if self._auth_failed() else None
             self.client.stop()
             self.client.close()
+            if rejected is not None:
+                raise ZooKeeperNoAuth(rejected)
             raise KazooTimeoutError("Connection time-out")
 
     def stop(self) -> None:
@@ -306,11 +312,19 @@ class Session:
         SASL authentication (kazoo's ``AUTH_FAILED`` state, after which kazoo stops reconnecting
         until the credentials files change).
         """
-        if self.client._state == KeeperState.AUTH_FAILED:
+        if not self.connected and self._auth_failed():
             return self._sasl_rejected()
         return self._last_connect_error
 
+    def _auth_failed(self) -> bool:
+        # kazoo moves on from AUTH_FAILED to CLOSED when its connection loop ends, so the state alone
+        # is not enough: SaslConnectionHandler remembers a failed SASL exchange until one succeeds.
+        return (self.client._state == KeeperState.AUTH_FAILED
+                or getattr(self.client._connection, "sasl_failure", None) is not None)
+
     def _sasl_rejected(self) -> str:
+        if not self.options.sasl_mechanism:
+            return f"ZooKeeper at {self.options.hosts} rejected the credentials (auth data: AUTH_FAILED)"
         who = ""
         if self.options.sasl_mechanism == "DIGEST-MD5" and self.options.sasl_credentials_file:
             who = f" (user from {self.options.sasl_credentials_file})"
@@ -392,7 +406,7 @@ class Session:
             with self.mapped("exists", "/"):
                 self.wait(self.client.exists_async("/"))
         except (ZooKeeperNoAuth, ZooKeeperUnavailable) as err:
-            if isinstance(err, ZooKeeperNoAuth) or self.client._state == KeeperState.AUTH_FAILED:
+            if isinstance(err, ZooKeeperNoAuth) or self._auth_failed():
                 raise ZooKeeperNoAuth(self._sasl_rejected()) from err
             raise
         except SASLException as err:  # pure-sasl missing, or its own failure
