@@ -62,7 +62,7 @@ def test_mutual_tls_manages_a_znode_under_an_x509_acl_only_zkop_can_read(cli: Cl
     logging.getLogger(__name__).info("zkop sync over mutual TLS: %.2f s", time.monotonic() - started)
     assert cli("diff", *tls.flags(), "-f", str(manifest)).code == 0
 
-    exported = cli("export", *tls.flags(), "--path", "/mtls", "-o", str(tmp_path / "out"))
+    exported = cli("export", *tls.flags(), "--path", "/mtls", "-d", str(tmp_path / "out"))
     assert exported.code == 0, exported.err
     objects = [yaml.safe_load(f.read_text()) for f in (tmp_path / "out").rglob("*.yaml")]
     [flag] = [o for o in objects if o.get("kind") == "ZooKeeperConfig" and o["spec"]["path"].endswith("/flag")]
@@ -106,7 +106,7 @@ def test_without_a_ca_file_the_system_trust_store_decides(cli: Cli, tls: Tls, tm
         run = cli(command, *tls.flags(ca=False), "-f", str(manifest))
         assert run.code == 2
         assert "server certificate is not trusted" in run.err, run.err
-    run = cli("export", *tls.flags(ca=False), "--path", "/", "-o", str(tmp_path / "out"))
+    run = cli("export", *tls.flags(ca=False), "--path", "/", "-d", str(tmp_path / "out"))
     assert run.code == 2 and "not trusted" in run.err
 
     # OpenSSL's default verify paths honour SSL_CERT_FILE: the CA added there is trusted.

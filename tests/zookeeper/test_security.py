@@ -21,6 +21,7 @@ from zkop_testing.waiting import wait_for
 from zkop_testing.zookeeper import ZooKeeperServer
 from zkop_testing.zookeeper_secure import SecureZooKeeperServer, TestCA, digest_jaas
 
+from zkop.cmd.flags import UsageError
 from zkop.cmd.main import build_parser, connection_options
 from zkop.zookeeper.adapter import ConnectionOptions, ZooKeeperAdapter
 from zkop.zookeeper.security import CredentialsError, WatchedFiles, read_digest_file, sasl_options
@@ -66,7 +67,7 @@ def test_gssapi_flags_make_kazoo_sasl_options() -> None:
     (["--zk-sasl-mechanism", "DIGEST-MD5", "--zk-sasl-credentials-file", "/nonexistent"], "No such file"),
 ])
 def test_incomplete_security_flags_are_usage_errors(flags: list[str], message: str) -> None:
-    with pytest.raises(SystemExit, match=message):
+    with pytest.raises(UsageError, match=message):
         connection_options(parse(*flags))
 
 
@@ -197,3 +198,20 @@ def test_a_rotated_digest_credentials_file_opens_a_new_session(zk_server: ZooKee
         adapter.client.delete("/rotated")  # zk_base's clean-up cannot read it
     finally:
         adapter.stop()
+
+
+def test_connection_errors_are_one_line_naming_the_problem() -> None:
+    import ssl
+
+    from zkop.zookeeper.security import describe_connect_error
+
+    mismatch = ssl.SSLCertVerificationError(1, "certificate verify failed")
+    mismatch.verify_message = "Hostname mismatch, certificate is not valid for '127.0.0.1'."
+    assert "host name mismatch" in describe_connect_error(mismatch, "127.0.0.1:2281")
+    untrusted = ssl.SSLCertVerificationError(1, "certificate verify failed")
+    untrusted.verify_message = "unable to get local issuer certificate"
+    assert "not trusted" in describe_connect_error(untrusted, "zk:2281")
+    assert "cannot load the TLS files" in describe_connect_error(FileNotFoundError(2, "No such file or directory"),
+                                                                "zk:2281")
+    assert describe_connect_error(ConnectionRefusedError(111, "Connection refused"), "zk:2181") == (
+        "cannot connect to zk:2181: Connection refused")

@@ -132,6 +132,11 @@ def describe_connect_error(err: BaseException, address: str) -> str:
             return f"TLS to {address}: the server certificate has expired ({reason})"
         return (f"TLS to {address}: the server certificate is not trusted ({reason}); give its CA with "
                 "--zk-tls-ca-file or add it to the system trust store")
+    if isinstance(err, (FileNotFoundError, PermissionError)) or (
+            isinstance(err, ssl.SSLError) and ("PEM" in str(err.reason) or "KEY_VALUES_MISMATCH" in str(err.reason))):
+        # kazoo loads the CA, certificate and key files on every attempt (before any socket I/O).
+        return (f"TLS to {address}: cannot load the TLS files (--zk-tls-ca-file, --zk-tls-cert-file, "
+                f"--zk-tls-key-file): {getattr(err, 'strerror', None) or err}")
     if isinstance(err, ssl.SSLError):
         reason = err.reason or str(err)
         if "CERTIFICATE" in str(reason).upper() or "ALERT" in str(reason).upper():
