@@ -215,3 +215,15 @@ def test_connection_errors_are_one_line_naming_the_problem() -> None:
                                                                 "zk:2281")
     assert describe_connect_error(ConnectionRefusedError(111, "Connection refused"), "zk:2181") == (
         "cannot connect to zk:2181: Connection refused")
+
+
+def test_zkop_knows_its_x509_and_sasl_identities(tmp_path: Path) -> None:
+    from zkop.zookeeper.security import sasl_principals, x509_subject
+
+    cert = TestCA(tmp_path / "pki").issue("zkop")
+    assert x509_subject(str(cert.cert)) == "CN=zkop"  # as ZooKeeper's X509AuthenticationProvider names it
+    assert x509_subject(str(tmp_path / "missing.pem")) is None
+    (tmp_path / "cred").write_text("ops:pw\n")
+    assert sasl_principals("DIGEST-MD5", str(tmp_path / "cred"), None) == ("ops",)
+    assert sasl_principals("GSSAPI", None, "zkop/host@EXAMPLE.COM") == ("zkop/host@EXAMPLE.COM", "zkop")
+    assert sasl_principals(None, None, None) == ()

@@ -40,7 +40,13 @@ from zkop.zkconfig.spec import DEFAULT_MAX_DATA_BYTES
 from zkop.zookeeper.acls import identities, lockout
 from zkop.zookeeper.actions import OPEN_ACL, AclEntry
 from zkop.zookeeper.adapter import PARENT_NEEDS, ConnectionOptions
-from zkop.zookeeper.security import SASL_MECHANISMS, CredentialsError, read_sasl_credentials
+from zkop.zookeeper.security import (
+    SASL_MECHANISMS,
+    CredentialsError,
+    read_sasl_credentials,
+    sasl_principals,
+    x509_subject,
+)
 
 __all__ = ["build_parser", "main"]
 
@@ -180,7 +186,10 @@ def connection_options(args: argparse.Namespace) -> ConnectionOptions:
         sasl_mechanism=args.zk_sasl_mechanism, sasl_credentials_file=args.zk_sasl_credentials_file,
         sasl_principal=args.zk_sasl_principal, sasl_service=args.zk_sasl_service, parent_acl=parent_acl,
     )
-    problem = lockout(parent_acl, identities(options.auth), PARENT_NEEDS, address_known=False)
+    ids = identities(options.auth, x509_subject=x509_subject(options.tls_cert_file))
+    for principal in sasl_principals(options.sasl_mechanism, options.sasl_credentials_file, options.sasl_principal):
+        ids |= identities(sasl_principal=principal)
+    problem = lockout(parent_acl, ids, PARENT_NEEDS, address_known=False)
     if problem is not None:
         raise UsageError(f"--zk-parent-acl {problem}")
     return options

@@ -39,6 +39,8 @@ __all__ = [
     "read_digest_file",
     "read_sasl_credentials",
     "sasl_options",
+    "sasl_principals",
+    "x509_subject",
 ]
 
 log = logging.getLogger(__name__)
@@ -281,3 +283,51 @@ class SaslConnectionHandler(ConnectionHandler):  # type: ignore[misc]
 def install_sasl_handler(client: Any) -> None:
     """Make ``client``'s connection a :class:`SaslConnectionHandler` (kazoo builds its own in ``__init__``)."""
     client._connection.__class__ = SaslConnectionHandler
+
+
+#: OpenSSL long attribute names → the short names Java's ``X500Principal.getName()`` (RFC 2253) prints.
+_RFC2253_NAMES = {"commonName": "CN", "organizationName": "O", "organizationalUnitName": "OU", "countryName": "C",
+                  "localityName": "L", "stateOrProvinceName": "ST", "domainComponent": "DC", "userId": "UID",
+                  "streetAddress": "STREET"}
+
+
+def _rfc2253_escape(value: str) -> str:
+    escaped = "".join(f"\\{ch}" if ch in ',+"\\<>;' else ch for ch in value)
+    if escaped.startswith(("#", " ")):
+        escaped = "\\" + escaped
+    return escaped[:-1] + "\\ " if escaped.endswith(" ") else escaped
+
+
+def x509_subject(cert_file: str | None) -> str | None:
+    """The ``x509`` ACL id ZooKeeper gives a client presenting ``cert_file`` (PEM), or ``None``.
+
+    ZooKeeper's ``X509AuthenticationProvider`` uses ``X500Principal.getName()``: RFC 2253, most
+    specific RDN first (``CN=zkop,OU=platform,O=Example``). The certificate is decoded with the
+    standard library's OpenSSL binding (``ssl._ssl._test_decode_cert``); an unreadable file gives
+    ``None`` (identity unknown).
+    """
+    if not cert_file:
+        return None
+    try:
+        decoded = ssl._ssl._test_decode_cert(cert_file)  # type: ignore[attr-defined]
+    except (OSError, ssl.SSLError, ValueError):
+        return None
+    rdns = []
+    for rdn in reversed(decoded.get("subject", ())):
+        rdns.append("+".join(f"{_RFC2253_NAMES.get(key, key)}={_rfc2253_escape(value)}" for key, value in rdn))
+    return ",".join(rdns) or None
+
+
+def sasl_principals(mechanism: str | None, credentials_file: str | None, principal: str | None) -> tuple[str, ...]:
+    """The ``sasl`` ACL ids a SASL login may hold: the DIGEST-MD5 user, or the GSSAPI principal both
+    as given and reduced to its primary (``zkop/host@REALM`` → ``zkop``, what the server keeps with
+    ``kerberos.removeHostFromPrincipal`` and ``kerberos.removeRealmFromPrincipal``). Empty if unknown."""
+    if mechanism == "DIGEST-MD5" and credentials_file:
+        try:
+            return (read_sasl_credentials(credentials_file)[0],)
+        except CredentialsError:
+            return ()
+    if mechanism == "GSSAPI" and principal:
+        primary = principal.split("@", 1)[0].split("/", 1)[0]
+        return tuple(dict.fromkeys((principal, primary)))
+    return ()
