@@ -39,10 +39,10 @@ run_step() {
   if [ "$rc" -ne 0 ]; then say "failed: $what (exit $rc)"; exit "$rc"; fi
 }
 
-if ! { command -v java >/dev/null && [ -f /usr/share/java/zookeeper.jar ]; }; then
+if ! { command -v java >/dev/null && [ -f /usr/share/java/zookeeper.jar ] && command -v krb5-config >/dev/null; }; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  run_step "installing Debian's zookeeper package (apt-get; a minute or two)" \
-    sh -c "$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq zookeeper >/dev/null"
+  run_step "installing Debian's zookeeper package, and libkrb5-dev to build the kerberos test dependency (apt-get; a minute or two)" \
+    sh -c "$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq zookeeper libkrb5-dev >/dev/null"
 else
   say "ZooKeeper is installed ($(readlink -f /usr/share/java/zookeeper.jar))"
 fi

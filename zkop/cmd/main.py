@@ -40,6 +40,13 @@ from zkop.zkconfig.spec import DEFAULT_MAX_DATA_BYTES
 from zkop.zookeeper.acls import identities, lockout
 from zkop.zookeeper.actions import OPEN_ACL, AclEntry
 from zkop.zookeeper.adapter import PARENT_NEEDS, ConnectionOptions
+from zkop.zookeeper.security import (
+    SASL_MECHANISMS,
+    CredentialsError,
+    read_sasl_credentials,
+    sasl_principals,
+    x509_subject,
+)
 
 __all__ = ["build_parser", "main"]
 
@@ -93,9 +100,28 @@ def add_zookeeper_flags(parser: argparse.ArgumentParser, *, writes: bool = True)
     group.add_argument("--zk-auth-file", default=_env("ZOOKEEPER_AUTH_FILE"), metavar="FILE",
                        help="file holding digest credentials user:password; a missing file means no "
                             "authentication [ZOOKEEPER_AUTH_FILE]")
-    group.add_argument("--zk-tls-ca-file", default=None, metavar="FILE", help="CA bundle for TLS to ZooKeeper")
-    group.add_argument("--zk-tls-cert-file", default=None, metavar="FILE", help="client certificate for TLS")
-    group.add_argument("--zk-tls-key-file", default=None, metavar="FILE", help="client key for TLS")
+    group.add_argument("--zk-tls", action="store_true",
+                       help="TLS to ZooKeeper's secureClientPort (implied by any TLS file); the server "
+                            "certificate is verified against --zk-tls-ca-file and the system trust store")
+    group.add_argument("--zk-tls-ca-file", default=None, metavar="FILE",
+                       help="PEM CA bundle that signs the ZooKeeper servers' certificates (added to the system "
+                            "trust store)")
+    group.add_argument("--zk-tls-cert-file", default=None, metavar="FILE",
+                       help="PEM client certificate for mutual TLS (its subject is zkop's x509 ACL id)")
+    group.add_argument("--zk-tls-key-file", default=None, metavar="FILE", help="PEM private key of --zk-tls-cert-file")
+    group.add_argument("--zk-tls-insecure-skip-hostname-verify", action="store_true",
+                       help="do not check that the server certificate names the host connected to (insecure; "
+                            "logged as a warning)")
+    group.add_argument("--zk-sasl-mechanism", choices=SASL_MECHANISMS, default=_env("ZOOKEEPER_SASL_MECHANISM"),
+                       help="SASL authentication: DIGEST-MD5 (with --zk-sasl-credentials-file) or GSSAPI "
+                            "(Kerberos: KRB5_CONFIG, KRB5_CLIENT_KTNAME or KRB5CCNAME) [ZOOKEEPER_SASL_MECHANISM]")
+    group.add_argument("--zk-sasl-credentials-file", default=_env("ZOOKEEPER_SASL_CREDENTIALS_FILE"), metavar="FILE",
+                       help="file holding user:password for DIGEST-MD5 [ZOOKEEPER_SASL_CREDENTIALS_FILE]")
+    group.add_argument("--zk-sasl-principal", default=None, metavar="PRINCIPAL",
+                       help="GSSAPI client principal (default: the one in the keytab or ticket cache)")
+    group.add_argument("--zk-sasl-service", default="zookeeper", metavar="NAME",
+                       help="SASL service name of the servers (ZooKeeper's zookeeper.sasl.client.username; "
+                            "default zookeeper)")
     if writes:
         group.add_argument("--zk-parent-acl", action="append", default=[], type=_acl_entry, metavar="SCHEME:ID:PERMS",
                            help="ACL entry for parent znodes zkop creates, zkCli style, e.g. world:anyone:cdrwa or "
@@ -138,16 +164,32 @@ def connection_options(args: argparse.Namespace) -> ConnectionOptions:
         UsageError: an unreadable or malformed auth file; a ``--zk-parent-acl`` that denies zkop's
             own identities read, create or delete on the parents it creates
             (:func:`zkop.zookeeper.acls.lockout`; ``ip`` entries get the benefit of the doubt until
-            the start-up probe knows zkop's address).
+            the start-up probe knows zkop's address);
+            a certificate without its key (or the reverse); DIGEST-MD5 without a readable credentials file.
     """
-    use_tls = bool(args.zk_tls_ca_file or args.zk_tls_cert_file)
+    use_tls = bool(args.zk_tls or args.zk_tls_ca_file or args.zk_tls_cert_file or args.zk_tls_key_file)
+    if bool(args.zk_tls_cert_file) != bool(args.zk_tls_key_file):
+        raise UsageError("--zk-tls-cert-file and --zk-tls-key-file go together")
+    if args.zk_sasl_mechanism == "DIGEST-MD5":
+        if not args.zk_sasl_credentials_file:
+            raise UsageError("--zk-sasl-mechanism DIGEST-MD5 needs --zk-sasl-credentials-file (user:password)")
+        try:
+            read_sasl_credentials(args.zk_sasl_credentials_file)
+        except CredentialsError as err:
+            raise UsageError(f"--zk-sasl-credentials-file: {err}") from None
     parent_acl = tuple(sorted(getattr(args, "zk_parent_acl", []))) or OPEN_ACL
     options = ConnectionOptions(
         hosts=args.zk_hosts, session_timeout=args.zk_session_timeout, auth=_read_auth_file(args.zk_auth_file),
+        auth_file=args.zk_auth_file,
         use_tls=use_tls, tls_ca_file=args.zk_tls_ca_file, tls_cert_file=args.zk_tls_cert_file,
-        tls_key_file=args.zk_tls_key_file, parent_acl=parent_acl,
+        tls_key_file=args.zk_tls_key_file, tls_check_hostname=not args.zk_tls_insecure_skip_hostname_verify,
+        sasl_mechanism=args.zk_sasl_mechanism, sasl_credentials_file=args.zk_sasl_credentials_file,
+        sasl_principal=args.zk_sasl_principal, sasl_service=args.zk_sasl_service, parent_acl=parent_acl,
     )
-    problem = lockout(parent_acl, identities(options.auth), PARENT_NEEDS, address_known=False)
+    ids = identities(options.auth, x509_subject=x509_subject(options.tls_cert_file))
+    for principal in sasl_principals(options.sasl_mechanism, options.sasl_credentials_file, options.sasl_principal):
+        ids |= identities(sasl_principal=principal)
+    problem = lockout(parent_acl, ids, PARENT_NEEDS, address_known=False)
     if problem is not None:
         raise UsageError(f"--zk-parent-acl {problem}")
     return options

@@ -151,11 +151,13 @@ class ZooKeeperStartup:
         return self._ready.is_set()
 
     def readiness(self) -> str | None:
-        """``None`` when ready, else why ZooKeeper is not."""
+        """``None`` when ready, else why ZooKeeper is not (with the last connection error, e.g. an untrusted
+        certificate or a rejected SASL login)."""
+        reason = self.zookeeper.last_connect_error
         if not self._ready.is_set():
-            return "ZooKeeper start-up (session and probe) not complete"
+            return "ZooKeeper start-up (session and probe) not complete" + (f": {reason}" if reason else "")
         if not self.zookeeper.connected:
-            return "ZooKeeper session not connected"
+            return "ZooKeeper session not connected" + (f": {reason}" if reason else "")
         return None
 
     def start(self) -> None:
@@ -171,7 +173,8 @@ class ZooKeeperStartup:
                 self.zookeeper.start()  # safe to repeat after it raised (kazoo stops itself on timeout)
                 started.set()
             if not self.zookeeper.connected:
-                raise ZooKeeperUnavailable("ZooKeeper session not connected yet")
+                reason = self.zookeeper.last_connect_error
+                raise ZooKeeperUnavailable("ZooKeeper session not connected yet" + (f": {reason}" if reason else ""))
             if self.probe:
                 self.zookeeper.probe(self.probe_root)
 

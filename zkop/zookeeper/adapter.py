@@ -40,6 +40,7 @@ from zkop.zookeeper.errors import (
 )
 from zkop.zookeeper.paths import parent_paths
 from zkop.zookeeper.reads import AclRead, Listing, NodeSnapshot, PendingRead, Reads, from_kazoo_acl
+from zkop.zookeeper.security import sasl_principals, x509_subject
 from zkop.zookeeper.session import ConnectionOptions, Session, SessionListener, split_chroot
 from zkop.zookeeper.writer import Writer, to_kazoo_acl
 
@@ -117,6 +118,11 @@ class ZooKeeperAdapter:
         return self._session.connected
 
     @property
+    def last_connect_error(self) -> str | None:
+        """Why connecting fails (untrusted certificate, host name mismatch, SASL rejected…), or ``None``."""
+        return self._session.last_connect_error
+
+    @property
     def session_id(self) -> int | None:
         """The current session id, or ``None`` before the first session."""
         return self._session.session_id
@@ -147,8 +153,14 @@ class ZooKeeperAdapter:
     @property
     def identities(self) -> frozenset[AclId]:
         """The identities this session holds on the server (:func:`zkop.zookeeper.acls.identities`):
-        the digest ids of its credentials and, while connected, ``ip:<its address>``."""
-        return identities(self.options.auth, address=self.client_address)
+        the digest ids of its credentials, the ``x509`` subject of its client certificate, its ``sasl``
+        principal(s) (:func:`zkop.zookeeper.security.sasl_principals`) and, while connected,
+        ``ip:<its address>``. Read from the files each time: they may have been rotated."""
+        options = self.options
+        ids = identities(options.auth, address=self.client_address, x509_subject=x509_subject(options.tls_cert_file))
+        for principal in sasl_principals(options.sasl_mechanism, options.sasl_credentials_file, options.sasl_principal):
+            ids |= identities(sasl_principal=principal)
+        return ids
 
     def parent_acl_problem(self) -> str | None:
         """Why ``options.parent_acl`` would lock zkop out of the parents it creates, or ``None``.

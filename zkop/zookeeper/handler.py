@@ -16,6 +16,7 @@ path is used.
 from __future__ import annotations
 
 import select
+from collections.abc import Callable
 from typing import Any
 
 from kazoo.handlers.threading import SequentialThreadingHandler
@@ -29,7 +30,38 @@ class SelectHandler(SequentialThreadingHandler):  # type: ignore[misc]
 
     Pass it to ``KazooClient(handler=SelectHandler())``; everything else (threads,
     queues, timeouts, ``AsyncResult``) is kazoo's own.
+
+    Attributes:
+        before_connect: called (no arguments) on kazoo's connection thread before each connection
+            attempt (kazoo's ``ConnectionHandler._connect``); may update the client's settings.
+        on_connect_error: called with ``(error, "host:port")`` when an attempt fails to open the
+            socket or the TLS handshake; kazoo itself only logs ``Connection dropped`` and retries.
+        on_connected: called with ``"host:port"`` when a socket (and TLS handshake) is up.
     """
+
+    before_connect: Callable[[], None] | None = None
+    on_connect_error: Callable[[BaseException, str], None] | None = None
+    on_connected: Callable[[str], None] | None = None
+
+    def create_connection(self, *args: Any, **kwargs: Any) -> Any:
+        """kazoo's ``create_connection`` (same arguments) with the hooks above around it.
+
+        Raises:
+            OSError, ssl.SSLError: as kazoo's ``create_tcp_connection``.
+        """
+        address = kwargs.get("address", args[0] if args else ("?", 0))
+        where = f"{kwargs.get('hostname') or address[0]}:{address[1]}"
+        if self.before_connect is not None:
+            self.before_connect()
+        try:
+            sock = super().create_connection(*args, **kwargs)
+        except Exception as err:
+            if self.on_connect_error is not None:
+                self.on_connect_error(err, where)
+            raise
+        if self.on_connected is not None:
+            self.on_connected(where)
+        return sock
 
     def select(self, rlist: Any, wlist: Any, xlist: Any, timeout: float | None = None) -> Any:
         """``select.select`` semantics (``timeout`` in seconds, ``None`` blocks); see the module docstring.

@@ -15,22 +15,38 @@ the server stays away).
 from __future__ import annotations
 
 import logging
+import ssl
 import threading
 import time
-import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import AuthFailedError, KazooException
+from kazoo.exceptions import AuthFailedError, KazooException, SASLException
 from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.states import KeeperState
 
 from zkop.zookeeper import metrics
 from zkop.zookeeper.actions import OPEN_ACL, AclEntry
-from zkop.zookeeper.errors import CONFLICTS, ZooKeeperError, ZooKeeperUnavailable, map_kazoo_error
+from zkop.zookeeper.errors import (
+    CONFLICTS,
+    ZooKeeperError,
+    ZooKeeperNoAuth,
+    ZooKeeperUnavailable,
+    map_kazoo_error,
+)
 from zkop.zookeeper.handler import SelectHandler
+from zkop.zookeeper.security import (
+    CredentialsError,
+    RotationWatcher,
+    WatchedFiles,
+    describe_connect_error,
+    install_sasl_handler,
+    read_digest_file,
+    sasl_options,
+)
 
 __all__ = ["ConnectionOptions", "Session", "SessionListener", "split_chroot"]
 
@@ -50,7 +66,19 @@ class ConnectionOptions:
         session_timeout: requested session timeout, seconds (the server clamps it to
             [2, 20] × tickTime by default); also the longest any request waits for its answer.
         auth: ``(scheme, credential)`` pairs, e.g. ``("digest", "user:password")``.
-        use_tls, tls_ca_file, tls_cert_file, tls_key_file: TLS to the client port.
+        auth_file: the file ``auth`` was read from (``user:password``, digest), if any: watched for
+            rotation like the TLS and SASL files, and re-read into kazoo's ``auth_data`` when it changes.
+        use_tls, tls_ca_file, tls_cert_file, tls_key_file: TLS to the client port (ZooKeeper's
+            ``secureClientPort``); the server certificate is always verified, against
+            ``tls_ca_file`` and the system trust store (OpenSSL's default paths, ``SSL_CERT_FILE``).
+        tls_check_hostname: check that the server certificate names the host zkop connects to
+            (RFC 6125 via ``ssl.SSLContext.check_hostname``); off only by explicit opt-out.
+        sasl_mechanism: ``"DIGEST-MD5"`` or ``"GSSAPI"`` (see :mod:`.security`), or ``None``.
+        sasl_credentials_file: ``user:password`` file for DIGEST-MD5.
+        sasl_principal: client principal for GSSAPI (default: the credentials cache's or keytab's).
+        sasl_service: the server's SASL service name (ZooKeeper's ``zookeeper.sasl.client.username``).
+        credentials_check_period: seconds between checks of the TLS and SASL files for rotation
+            (:class:`~zkop.zookeeper.security.RotationWatcher`); a change opens a new session.
         connect_timeout: seconds to wait for the first session in :meth:`Session.start`.
         parent_acl: ACL for parent znodes zkop creates (default: the open ACL).
     """
@@ -58,10 +86,17 @@ class ConnectionOptions:
     hosts: str = "127.0.0.1:2181"
     session_timeout: float = 10.0
     auth: tuple[tuple[str, str], ...] = ()
+    auth_file: str | None = None
     use_tls: bool = False
     tls_ca_file: str | None = None
     tls_cert_file: str | None = None
     tls_key_file: str | None = None
+    tls_check_hostname: bool = True
+    sasl_mechanism: str | None = None
+    sasl_credentials_file: str | None = None
+    sasl_principal: str | None = None
+    sasl_service: str = "zookeeper"
+    credentials_check_period: float = 30.0
     connect_timeout: float = 15.0
     parent_acl: tuple[AclEntry, ...] = OPEN_ACL
 
@@ -75,20 +110,33 @@ def split_chroot(hosts: str) -> tuple[str, str]:
 
 
 def build_client(options: ConnectionOptions) -> KazooClient:
-    """A kazoo client for ``options``: endless reconnects (0.2 s doubling to 5 s), zkop's select handler, TLS."""
+    """A kazoo client for ``options``: endless reconnects (0.2 s doubling to 5 s), zkop's select handler,
+    TLS (certificates verified, host name checked unless opted out) and SASL.
+
+    Raises:
+        CredentialsError: SASL is asked for with an unreadable credentials file or an unknown mechanism.
+    """
     kwargs: dict[str, Any] = {
         "hosts": options.hosts,
         "timeout": options.session_timeout,
         "auth_data": list(options.auth) or None,
         "connection_retry": {"max_tries": -1, "delay": 0.2, "backoff": 2, "max_delay": 5.0},
         "handler": SelectHandler(),
+        "sasl_options": sasl_options(options.sasl_mechanism, options.sasl_credentials_file,
+                                     options.sasl_principal, options.sasl_service),
     }
     if options.use_tls:
+        if not options.tls_check_hostname:
+            log.warning("TLS to ZooKeeper without host name verification (--zk-tls-insecure-skip-hostname-verify): "
+                        "any server holding a certificate from a trusted CA can impersonate the ensemble")
         kwargs.update(
             use_ssl=True, ca=options.tls_ca_file, certfile=options.tls_cert_file,
-            keyfile=options.tls_key_file, verify_certs=options.tls_ca_file is not None,
+            keyfile=options.tls_key_file, verify_certs=True, check_hostname=options.tls_check_hostname,
         )
-    return KazooClient(**kwargs)
+    client = KazooClient(**kwargs)
+    if options.sasl_mechanism:
+        install_sasl_handler(client)
+    return client
 
 
 class Session:
@@ -121,6 +169,19 @@ class Session:
         self._dispatcher = threading.Thread(target=self._dispatch, name="zk-session-events", daemon=True)
         self._durations: dict[str, Any] = {}  # operation -> labelled histogram child
         self.client.add_listener(self._on_state)
+        self._last_connect_error: str | None = None
+        self._rotation = RotationWatcher(
+            WatchedFiles((options.tls_ca_file, options.tls_cert_file, options.tls_key_file,
+                          options.sasl_credentials_file, options.auth_file) if client is None else ()),
+            options.credentials_check_period, self._renew)
+        self._tls_refusals = 0
+        self._start_wake = threading.Event()  # set by CONNECTED, or by TLS refused at every host
+        self.client.add_listener(lambda state: self._start_wake.set() if state == KazooState.CONNECTED else None)
+        handler = self.client.handler
+        if isinstance(handler, SelectHandler):
+            handler.before_connect = self._before_connect
+            handler.on_connect_error = self._on_connect_error
+            handler.on_connected = self._on_connected
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -134,19 +195,21 @@ class Session:
         if not self._dispatcher.is_alive():
             self._dispatcher.start()
         try:
-            with warnings.catch_warnings():
-                # kazoo only warns about a missing chroot; it becomes a clear error below.
-                warnings.filterwarnings("ignore", message="No chroot path exists", category=UserWarning)
-                self.client.start(timeout=self.options.connect_timeout)
+            self._connect()
         except KazooTimeoutError as err:
+            if self._last_connect_error:
+                raise ZooKeeperUnavailable(
+                    f"could not connect to ZooKeeper at {self.options.hosts}: {self._last_connect_error}") from err
             raise ZooKeeperUnavailable(
-                f"could not connect to ZooKeeper at {self.options.hosts} within "
-                f"{self.options.connect_timeout:g} s"
+                f"could not connect to ZooKeeper at {self.options.hosts} within {self.options.connect_timeout:g} s"
             ) from err
         except AuthFailedError as err:
             mapped = map_kazoo_error(err, "connect", self.options.hosts)
             assert mapped is not None
             raise mapped from err
+        self._rotation.start()
+        if self.options.sasl_mechanism:
+            self._check_sasl()
         _, chroot = split_chroot(self.options.hosts)
         if chroot:
             with self.mapped("exists", "/"):
@@ -158,9 +221,36 @@ class Session:
                     f"(zkCli.sh create {chroot})"
                 )
 
+    def _connect(self) -> None:
+        """kazoo's ``client.start(connect_timeout)``, giving up early when TLS fails at every host.
+
+        A certificate the client refuses (untrusted, wrong host name) or a handshake the server
+        refuses fails the same way on every retry until the files change, so waiting out
+        ``connect_timeout`` tells nothing more; the reason is in :attr:`last_connect_error`.
+
+        Raises:
+            KazooTimeoutError: no session (the client is stopped again, as kazoo's ``start`` does).
+            ZooKeeperNoAuth: the server rejected the SASL login or the auth data (``AUTH_FAILED``).
+        """
+        self._tls_refusals = 0
+        self._start_wake.clear()
+        live = self.client.start_async()
+        if not live.is_set():
+            self._start_wake.wait(self.options.connect_timeout)
+        if not self.client.connected:
+            # kazoo announces CONNECTED before the SASL exchange: a rejected login may already have
+            # ended the session (AUTH_FAILED) by the time we look.
+            rejected = self._sasl_rejected() if self._auth_failed() else None
+            self.client.stop()
+            self.client.close()
+            if rejected is not None:
+                raise ZooKeeperNoAuth(rejected)
+            raise KazooTimeoutError("Connection time-out")
+
     def stop(self) -> None:
         """Close the session (ephemeral nodes of this session, if any, go away) and stop the dispatcher."""
         self._stopped = True
+        self._rotation.stop()
         try:
             self.client.stop()
             self.client.close()
@@ -211,6 +301,116 @@ class Session:
                     listener(state)
                 except Exception:
                     log.exception("session listener failed")
+
+    # --- TLS/SASL: errors and rotated files ---------------------------------------------------
+
+    @property
+    def last_connect_error(self) -> str | None:
+        """Why the last connection attempt failed (one line), or ``None`` once a connection is up.
+
+        Covers the socket and the TLS handshake (``SelectHandler.on_connect_error``) and a rejected
+        SASL authentication (kazoo's ``AUTH_FAILED`` state, after which kazoo stops reconnecting
+        until the credentials files change).
+        """
+        if not self.connected and self._auth_failed():
+            return self._sasl_rejected()
+        return self._last_connect_error
+
+    def _auth_failed(self) -> bool:
+        # kazoo moves on from AUTH_FAILED to CLOSED when its connection loop ends, so the state alone
+        # is not enough: SaslConnectionHandler remembers a failed SASL exchange until one succeeds.
+        return (self.client._state == KeeperState.AUTH_FAILED
+                or getattr(self.client._connection, "sasl_failure", None) is not None)
+
+    def _sasl_rejected(self) -> str:
+        if not self.options.sasl_mechanism:
+            return f"ZooKeeper at {self.options.hosts} rejected the credentials (auth data: AUTH_FAILED)"
+        who = ""
+        if self.options.sasl_mechanism == "DIGEST-MD5" and self.options.sasl_credentials_file:
+            who = f" (user from {self.options.sasl_credentials_file})"
+        why = getattr(self.client._connection, "sasl_failure", None)
+        return (f"ZooKeeper at {self.options.hosts} rejected the SASL {self.options.sasl_mechanism or ''} "
+                f"authentication{who}" + (f" ({why})" if why else "")
+                + ": check the credentials and the server's JAAS configuration")
+
+    def _on_connect_error(self, err: BaseException, where: str) -> None:
+        message = describe_connect_error(err, where)
+        if isinstance(err, ssl.SSLError):
+            self._tls_refusals += 1
+            if self._tls_refusals >= len(self.client.hosts):
+                self._start_wake.set()
+        if message != self._last_connect_error:
+            log.warning("ZooKeeper connection failed: %s", message)  # once per distinct reason, not per retry
+        self._last_connect_error = message
+
+    def _on_connected(self, where: str) -> None:
+        if self._last_connect_error is not None:
+            log.info("ZooKeeper connection to %s is up again", where)
+        self._last_connect_error = None
+
+    def _reload_credentials(self) -> None:
+        # kazoo sends client.auth_data (a set of (scheme, credential)) on every new connection
+        # (ConnectionHandler._connect), and keeps sasl_options on its ConnectionHandler, read by
+        # _authenticate_with_sasl on every connection: replacing them takes effect on the next one.
+        if self.options.auth_file:
+            try:
+                self.client.auth_data = set(read_digest_file(self.options.auth_file))
+            except CredentialsError as err:
+                log.error("keeping the previous digest credentials: %s", err)
+        if not self.options.sasl_mechanism:
+            return
+        try:
+            self.client._connection.sasl_options = sasl_options(
+                self.options.sasl_mechanism, self.options.sasl_credentials_file,
+                self.options.sasl_principal, self.options.sasl_service)
+        except CredentialsError as err:
+            log.error("keeping the previous SASL credentials: %s", err)
+
+    def _before_connect(self) -> None:
+        # On kazoo's connection thread, before each attempt: absorb rotated files (kazoo re-reads the
+        # TLS files itself on every attempt).
+        changed = self._rotation.check()
+        if changed:
+            log.info("rotated credentials files %s used for this connection", ", ".join(changed))
+            self._reload_credentials()
+
+    def _renew(self, changed: list[str]) -> None:
+        """Open a new session with the rotated files ``changed`` (called by the rotation watcher).
+
+        A live connection keeps the identity it authenticated with (the TLS handshake and SASL run
+        once per connection), so a rotated file takes effect only with a new connection; zkop makes a
+        new session, as after a LOST one (every watch re-armed, everything resynced by the listeners).
+        """
+        if self._stopped:
+            return
+        log.info("credentials files changed (%s): opening a new ZooKeeper session with them", ", ".join(changed))
+        self._reload_credentials()
+        self.client.stop()
+        # kazoo's start() stops the client again on a time-out; start_async keeps it reconnecting instead.
+        if not self.client.start_async().wait(self.options.connect_timeout):
+            log.error("no ZooKeeper session with the rotated files yet (still trying): %s",
+                      self.last_connect_error or "no answer")
+
+    def _check_sasl(self) -> None:
+        """Wait for the SASL exchange that kazoo runs right after CONNECTED, and report a rejection.
+
+        kazoo announces CONNECTED before it authenticates (``ConnectionHandler._connect``), so
+        ``start()`` returns before the server has accepted the SASL credentials; a request queued
+        now is answered only after the exchange, or fails with ``AuthFailedError``.
+
+        Raises:
+            ZooKeeperNoAuth: the server rejected the SASL authentication (message from :meth:`_sasl_rejected`).
+            ZooKeeperUnavailable: no answer within the session timeout.
+        """
+        try:
+            with self.mapped("exists", "/"):
+                self.wait(self.client.exists_async("/"))
+        except (ZooKeeperNoAuth, ZooKeeperUnavailable) as err:
+            if isinstance(err, ZooKeeperNoAuth) or self._auth_failed():
+                raise ZooKeeperNoAuth(self._sasl_rejected()) from err
+            raise
+        except SASLException as err:  # pure-sasl missing, or its own failure
+            raise ZooKeeperNoAuth(f"SASL {self.options.sasl_mechanism} failed on the client: {err}") from err
 
     # --- requests -----------------------------------------------------------------------------
 
