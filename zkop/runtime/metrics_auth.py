@@ -121,9 +121,6 @@ class DelegatingAuth:
         attempts: tries per review on transport errors, 429 and 5xx.
         backoff: seconds before the second try, growing ×1.5 per try.
         timeout: seconds per review request (CR: ``TokenAccessReviewTimeout: 10s``).
-
-    Attributes:
-        reviews: number of review requests sent, by kind (``"TokenReview"``, ``"SubjectAccessReview"``).
     """
 
     def __init__(self, client: KubeClient, *, token_ttl: float = 60.0, allow_ttl: float = 300.0,
@@ -135,7 +132,6 @@ class DelegatingAuth:
         self.attempts = max(1, attempts)
         self.backoff = backoff
         self.timeout = timeout
-        self.reviews: dict[str, int] = {"TokenReview": 0, "SubjectAccessReview": 0}
         self._tokens: _TTLCache[str, UserInfo | None] = _TTLCache()
         self._decisions: _TTLCache[tuple[UserInfo, str, str], tuple[bool, str]] = _TTLCache()
 
@@ -143,7 +139,6 @@ class DelegatingAuth:
         delay = self.backoff
         for attempt in range(self.attempts):
             try:
-                self.reviews[body["kind"]] += 1
                 return self.client.request("POST", path, body=body, timeout=self.timeout)
             except ApiException as err:
                 retriable = err.status == 429 or (err.status or 0) >= 500
