@@ -23,9 +23,9 @@ from tenacity import Retrying, retry_if_exception_type, stop_any, wait_exponenti
 from tenacity.stop import stop_base
 
 from zkop import __version__
+from zkop.cmd.flags import EXIT_ERROR
 from zkop.kube.client import KubeClient, load_api_client
 from zkop.kube.events import EventRecorder
-from zkop.cmd.flags import EXIT_ERROR
 from zkop.runtime.cache import Informer
 from zkop.runtime.certs import CertificateError
 from zkop.runtime.controller import Controller
