@@ -68,13 +68,8 @@ def make_pair(directory: Path, cn: str = "localhost") -> None:
 
 
 @pytest.fixture
-def apiserver() -> Iterator[ApiServer]:
-    with ApiServer() as server:
-        yield server
-
-
-@pytest.fixture
 def kube(apiserver: ApiServer) -> Iterator[KubeClient]:
+    """The operator's client (its User-Agent marks the reviews it sends in the request log)."""
     client = KubeClient(apiserver.api_client(), user_agent="zkop-operator/test")
     yield client
     client.close()
