@@ -75,4 +75,3 @@ def test_zkop_run_with_an_unusable_certificate_exits_2(kubeconfig: str, kube: Ku
         assert "cannot serve metrics securely" in proc.log_tail()
     finally:
         proc.stop()
-        proc.log_path.unlink(missing_ok=True)
