@@ -46,6 +46,9 @@ RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
 # 65532: the conventional "nonroot" uid/gid (distroless); the Deployment runs as it too.
 USER 65532:65532
 WORKDIR /tmp
-EXPOSE 8080 8081
+# /metrics: 8443 HTTPS in the install (--metrics-secure; the self-signed certificate is made
+# with the base image's openssl, which ca-certificates depends on), 8080 plain HTTP otherwise;
+# /healthz and /readyz: 8081.
+EXPOSE 8443 8080 8081
 ENTRYPOINT ["zkop"]
 CMD ["run"]

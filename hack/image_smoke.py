@@ -14,7 +14,10 @@ What it does, all on loopback:
    ``zkop_testing`` nor ``zkop.testing`` can be imported;
 3. starts the image's ``ENTRYPOINT``/``CMD`` (``zkop run``) with the Deployment's flags,
    the kubeconfig and the ZooKeeper credentials mounted read-only where the Deployment
-   mounts its Secret, and waits for ``/readyz`` (and ``/healthz``, ``/metrics``);
+   mounts its Secret, and waits for ``/readyz`` (and ``/healthz``, ``/metrics``; with the
+   Deployment's ``--metrics-secure`` that is HTTPS with the self-signed certificate the image
+   makes with its ``openssl``, 200 for a token bound to the shipped reader ClusterRole and 401
+   without one);
 4. applies a ZooKeeperConfig and waits until the znode holds its data, with the digest
    ACL it asks for, and the resource reports ``Synced`` / ``Ready=True``;
 5. sends SIGTERM and expects a clean exit (0) within the grace period.
@@ -35,6 +38,7 @@ import os
 import shlex
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -90,10 +94,19 @@ def api(base: str, method: str, path: str, body: Any = None) -> Any:
         return json.loads(response.read())
 
 
-def http_status(url: str) -> int:
-    """The status code of a GET, 0 when nothing answers."""
+def http_status(url: str, token: str | None = None) -> int:
+    """The status code of a GET (``Authorization: Bearer <token>`` when given), 0 when nothing answers.
+
+    HTTPS certificates are not verified (zkop's self-signed metrics certificate, as Prometheus'
+    ``insecureSkipVerify``).
+    """
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
-        with urllib.request.urlopen(url, timeout=2) as response:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=2,
+                                    context=context) as response:
             return int(response.status)
     except urllib.error.HTTPError as err:
         return int(err.code)
@@ -227,10 +240,25 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             health = f"http://127.0.0.1:{health_port}"
             wait_for("/readyz 200", lambda: http_status(f"{health}/readyz") == 200, args.timeout, alive=alive)
-            healthz, metrics = http_status(f"{health}/healthz"), http_status(f"http://127.0.0.1:{metrics_port}/metrics")
-            say(f"/readyz 200 after {time.monotonic() - started:.1f} s; /healthz {healthz}, /metrics {metrics}")
+            secure = "--metrics-secure" in flags
+            metrics_url = f"{'https' if secure else 'http'}://127.0.0.1:{metrics_port}/metrics"
+            token = None
+            if secure:  # Prometheus' view: a ServiceAccount token bound to the shipped reader role
+                reader = yaml.safe_load((REPO / "manifests/rbac/metrics_reader_role.yaml").read_text())
+                api(apiserver.url, "POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", reader)
+                api(apiserver.url, "POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
+                    "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                    "metadata": {"name": "prometheus"}, "subjects": [
+                        {"kind": "ServiceAccount", "name": "prometheus", "namespace": "monitoring"}],
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                "name": reader["metadata"]["name"]}})
+                token = apiserver.auth.service_account_token("monitoring", "prometheus")
+            healthz, metrics = http_status(f"{health}/healthz"), http_status(metrics_url, token)
+            say(f"/readyz 200 after {time.monotonic() - started:.1f} s; /healthz {healthz}, {metrics_url} {metrics}")
             if (healthz, metrics) != (200, 200):
                 raise RuntimeError("/healthz or /metrics did not answer 200")
+            if secure and http_status(metrics_url) != 401:
+                raise RuntimeError("/metrics answered a request without a token")
 
             zkop_pids = _descendants(operator.pid)
             uids = {line.split()[1] for pid in zkop_pids for line in _status(pid) if line.startswith("Uid:")}

@@ -2,7 +2,8 @@
 
 One ``zkop run`` with every feature on (leader election, ZooKeeperConfigs with data,
 ConfigMap and Secret references, invalid specs, deletion; the service bridge with
-endpoints; the service importer) is driven through its life cycle against the
+endpoints; the service importer; ``--metrics-secure`` scraped with a token, so zkop sends
+its TokenReviews and SubjectAccessReviews) is driven through its life cycle against the
 in-memory API server, whose request log records the operator's own requests
 (by ``User-Agent``). The rendered ClusterRoles/Roles of ``manifests/default`` plus the
 ``service-bridge`` and ``service-import`` components must cover exactly those.
@@ -17,6 +18,7 @@ from pathlib import Path
 from kazoo.client import KazooClient
 from zkop_testing.apiserver import ApiServer
 from zkop_testing.kustomize import REPO, rbac_rules, render
+from zkop_testing.metrics_access import reader_token
 from zkop_testing.operator import OperatorProcess
 from zkop_testing.resources import ZKC, create, get, read, synced, zkc
 from zkop_testing.waiting import wait_for
@@ -52,7 +54,7 @@ def test_rbac_covers_exactly_what_zkop_sends(kubeconfig: str, kube: KubeClient, 
     zk.ensure_path(zk_base + "/services")
     args = ["--leader-elect", "--leader-election-namespace", "default", "--service-bridge",
             "--service-bridge-endpoints", "--service-bridge-endpoints-debounce", "0.1",
-            "--import-services", "--import-root", "/services", "--sync-period", "2"]
+            "--import-services", "--import-root", "/services", "--sync-period", "2", "--metrics-secure"]
     with OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}", args) as proc:
         # ZooKeeperConfigs: create, update, data from a ConfigMap and a Secret, an invalid one, deletion.
         create(kube, zkc("flag", "/app/flag", b"on"))
@@ -118,6 +120,9 @@ def test_rbac_covers_exactly_what_zkop_sends(kubeconfig: str, kube: KubeClient, 
         zk.delete(zk_base + "/services/legacy-orders", recursive=True)
         wait_for(lambda: not imported(), timeout=15, message="imported service removed")
         assert proc.probe("/readyz") == 200
+
+        # Secure metrics: a scraper bound to the shipped reader role (TokenReview + SubjectAccessReview).
+        assert proc.scrape(reader_token(apiserver, kube))[0] == 200
 
     used = {(r.group, f"{r.resource}/{r.subresource}" if r.subresource else r.resource, r.verb)
             for r in apiserver.request_log if r.user_agent.startswith("zkop-operator/")}

@@ -48,6 +48,9 @@ EXPECTED_CORE_RULES = {
     ("", "events", "create"),
     ("", "events", "patch"),
     *(("coordination.k8s.io", "leases", v) for v in ("get", "create", "update")),
+    # --metrics-secure: TokenReview and SubjectAccessReview for each /metrics client.
+    ("authentication.k8s.io", "tokenreviews", "create"),
+    ("authorization.k8s.io", "subjectaccessreviews", "create"),
 }
 #: What the service bridge adds.
 EXPECTED_BRIDGE_RULES = {
@@ -83,7 +86,10 @@ def test_default_install_contains_the_whole_operator(rendered_default: list[Obj]
     kinds = sorted((o["kind"], o["metadata"]["name"]) for o in rendered_default)
     assert kinds == [
         ("ClusterRole", "zkop-manager-role"),
+        ("ClusterRole", "zkop-metrics-auth-role"),
+        ("ClusterRole", "zkop-metrics-reader"),
         ("ClusterRoleBinding", "zkop-manager-rolebinding"),
+        ("ClusterRoleBinding", "zkop-metrics-auth-rolebinding"),
         ("ConfigMap", "zkop-config"),
         ("CustomResourceDefinition", "zookeeperconfigs.platform.example.com"),
         ("Deployment", DEPLOYMENT),
@@ -175,11 +181,15 @@ def _rbac_objects(rendered: list[Obj]) -> list[Obj]:
 
 def test_rbac_has_no_wildcards(rendered_full: list[Obj]) -> None:
     roles = [o for o in _rbac_objects(rendered_full) if o["kind"] in ("Role", "ClusterRole")]
-    assert len(roles) == 3
+    assert len(roles) == 5
     for role in roles:
         assert "aggregationRule" not in role
         for rule in role["rules"]:
-            assert "nonResourceURLs" not in rule
+            # Only the scrapers' role names a URL (kubebuilder's metrics-reader), and only /metrics.
+            if role["metadata"]["name"] == "zkop-metrics-reader":
+                assert rule == {"nonResourceURLs": ["/metrics"], "verbs": ["get"]}
+            else:
+                assert "nonResourceURLs" not in rule
             for key in ("apiGroups", "resources", "verbs", "resourceNames"):
                 assert all("*" not in value for value in rule.get(key, [])), (role["metadata"]["name"], rule)
 
@@ -193,12 +203,13 @@ def test_rbac_never_grants_destructive_verbs(rendered_full: list[Obj]) -> None:
     verbs = {verb for _, _, verb in rbac_rules(rendered_full)}
     assert verbs.isdisjoint({"delete", "deletecollection", "escalate", "bind", "impersonate", "*"})
     assert {(g, r) for g, r, v in rbac_rules(rendered_full) if v == "create"} == {
-        ("", "events"), ("coordination.k8s.io", "leases")}
+        ("", "events"), ("coordination.k8s.io", "leases"), ("authentication.k8s.io", "tokenreviews"),
+        ("authorization.k8s.io", "subjectaccessreviews")}
 
 
 def test_leases_are_granted_in_zkops_namespace_only(rendered_full: list[Obj]) -> None:
     for role in find(rendered_full, "ClusterRole"):
-        assert all("leases" not in rule["resources"] for rule in role["rules"])
+        assert all("leases" not in rule.get("resources", []) for rule in role["rules"])
     (role,) = find(rendered_full, "Role")
     assert role["metadata"]["namespace"] == NAMESPACE
     (binding,) = find(rendered_full, "RoleBinding")
@@ -212,7 +223,7 @@ def test_every_binding_is_for_zkops_service_account(rendered_full: list[Obj]) ->
     assert (sa["metadata"]["namespace"], sa["metadata"]["name"]) == (NAMESPACE, "zkop")
     assert pod_spec(deployment(rendered_full))["serviceAccountName"] == "zkop"  # type: ignore[index]
     bindings = [o for o in _rbac_objects(rendered_full) if o["kind"].endswith("Binding")]
-    assert len(bindings) == 3
+    assert len(bindings) == 4
     for binding in bindings:
         assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "zkop", "namespace": NAMESPACE}]
 
@@ -294,11 +305,11 @@ def test_images_are_pinned_to_the_release(rendered_full: list[Obj]) -> None:
 def test_probes_ports_and_resources(rendered_default: list[Obj]) -> None:
     container = manager(rendered_default)
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
-    assert ports == {"metrics": 8080, "health": 8081}
+    assert ports == {"https": 8443, "health": 8081}
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
     args = args_of(rendered_default)
-    assert "--metrics-bind-address=:8080" in args
+    assert "--metrics-bind-address=:8443" in args
     assert "--health-probe-bind-address=:8081" in args
     resources = container["resources"]
     assert set(resources["requests"]) == set(resources["limits"]) == {"cpu", "memory"}
@@ -364,11 +375,33 @@ def test_metrics_service_selects_the_manager_pods(rendered_full: list[Obj]) -> N
     pod_labels = deployment(rendered_full)["spec"]["template"]["metadata"]["labels"]
     assert service["spec"]["selector"].items() <= pod_labels.items()
     (port,) = service["spec"]["ports"]
-    assert port["targetPort"] == "metrics" and port["name"] == "metrics"
+    assert port == {"name": "https", "port": 8443, "targetPort": "https", "protocol": "TCP"}
     (monitor,) = find(rendered_full, "ServiceMonitor")
     assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
-    assert [e["port"] for e in monitor["spec"]["endpoints"]] == ["metrics"]
+    assert [e["port"] for e in monitor["spec"]["endpoints"]] == ["https"]
     assert "jobLabel" not in monitor["spec"]  # job = the Service's name, which the alerts select on
+
+
+def test_metrics_are_secure_by_default(rendered_full: list[Obj]) -> None:
+    """kubebuilder's layout: HTTPS on 8443 behind TokenReview/SubjectAccessReview, scraped with a token."""
+    parsed = build_parser().parse_args(args_of(rendered_full))
+    assert parsed.metrics_secure is True and parsed.metrics_bind_address == ":8443"
+    assert parsed.metrics_cert_dir is None  # self-signed unless an overlay mounts a certificate
+    (endpoint,) = find(rendered_full, "ServiceMonitor")[0]["spec"]["endpoints"]
+    assert endpoint["scheme"] == "https" and endpoint["path"] == "/metrics"
+    assert endpoint["bearerTokenFile"] == "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    assert endpoint["tlsConfig"] == {"insecureSkipVerify": True}  # the documented default for a self-signed cert
+
+
+def test_metrics_rbac(rendered_default: list[Obj]) -> None:
+    """zkop may create the two reviews; the reader role grants exactly get on /metrics and is bound to no one."""
+    granted = rbac_rules(rendered_default)
+    assert {("authentication.k8s.io", "tokenreviews", "create"),
+            ("authorization.k8s.io", "subjectaccessreviews", "create")} <= granted
+    (reader,) = find(rendered_default, "ClusterRole", "zkop-metrics-reader")
+    assert reader["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    bound = {b["roleRef"]["name"] for b in rendered_default if b["kind"] in ("ClusterRoleBinding", "RoleBinding")}
+    assert "zkop-metrics-reader" not in bound  # Prometheus' ServiceAccount is the user's to bind
 
 
 def test_e2e_overlay(rendered_default: list[Obj]) -> None:

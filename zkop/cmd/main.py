@@ -261,6 +261,9 @@ def build_parser() -> argparse.ArgumentParser:
     from zkop.cmd.import_flags import add_flags as add_import_flags
 
     add_import_flags(run)
+    from zkop.cmd.metrics_flags import add_flags as add_metrics_flags
+
+    add_metrics_flags(run)
 
     from zkop.cmd.gitops import add_commands
 
@@ -308,7 +311,9 @@ def _run(args: argparse.Namespace) -> int:
         retry_period=args.leader_election_retry_period, sync_period=args.sync_period,
         graceful_shutdown_timeout=args.graceful_shutdown_timeout, max_data_bytes=args.max_data_bytes,
         cluster_id=args.cluster_id, registry_root=args.registry_root, acl_check_period=args.acl_check_period,
-        bridge=bridge, importer=importer, dry_run=args.dry_run,
+        bridge=bridge, importer=importer, dry_run=args.dry_run, metrics_secure=args.metrics_secure,
+        metrics_cert_dir=args.metrics_cert_dir, metrics_cert_name=args.metrics_cert_name,
+        metrics_key_name=args.metrics_cert_key,
     )
     try:
         operator = Operator(options)

@@ -29,9 +29,11 @@ from tenacity import Retrying, retry_if_exception_type, stop_any, wait_exponenti
 from tenacity.stop import stop_base
 
 from zkop import __version__
+from zkop.cmd.flags import EXIT_ERROR
 from zkop.kube.client import KubeClient, load_api_client
 from zkop.kube.events import EventRecorder
 from zkop.runtime.cache import Informer
+from zkop.runtime.certs import CertificateError
 from zkop.runtime.controller import Controller
 from zkop.runtime.manager import LeaderElectionOptions, Manager, ManagerOptions
 from zkop.services.bridge.options import BridgeOptions
@@ -59,6 +61,10 @@ class OperatorOptions:
     namespaces: list[str] = field(default_factory=list)
     workers: int = 4
     metrics_bind_address: str = ":8080"
+    metrics_secure: bool = False
+    metrics_cert_dir: str | None = None
+    metrics_cert_name: str = "tls.crt"
+    metrics_key_name: str = "tls.key"
     health_probe_bind_address: str = ":8081"
     leader_elect: bool = False
     leader_election_id: str = "zkop-leader"
@@ -243,7 +249,9 @@ class Operator:
                 renew_deadline=options.renew_deadline, retry_period=options.retry_period,
             )
         self.manager = Manager(ManagerOptions(
-            metrics_bind_address=options.metrics_bind_address,
+            metrics_bind_address=options.metrics_bind_address, metrics_secure=options.metrics_secure,
+            metrics_cert_dir=options.metrics_cert_dir, metrics_cert_name=options.metrics_cert_name,
+            metrics_key_name=options.metrics_key_name,
             health_probe_bind_address=options.health_probe_bind_address,
             leader_election=election, graceful_shutdown_timeout=options.graceful_shutdown_timeout,
         ), self.client)
@@ -302,9 +310,15 @@ class Operator:
         return self.startup.readiness()
 
     def run(self) -> int:
-        """Run until :meth:`stop` (SIGTERM/SIGINT), a lost Lease or a fatal probe; return the exit code."""
+        """Run until :meth:`stop` (SIGTERM/SIGINT), a lost Lease or a fatal probe; return the exit code.
+
+        No usable metrics serving certificate is a configuration error: logged, exit code 2.
+        """
         try:
             return self.manager.run()
+        except CertificateError as err:
+            log.error("cannot serve metrics securely: %s", err)
+            return EXIT_ERROR
         finally:
             self.client.close()
 

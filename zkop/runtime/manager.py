@@ -32,7 +32,15 @@ from typing import Protocol, runtime_checkable
 
 from zkop.kube.client import KubeClient
 from zkop.runtime.leaderelection import LeaderElector
-from zkop.runtime.serving import Check, HealthServer, MetricsServer, parse_bind_address, start_metrics_server
+from zkop.runtime.metrics_auth import DelegatingAuth
+from zkop.runtime.serving import (
+    Check,
+    HealthServer,
+    MetricsServer,
+    SecureServing,
+    parse_bind_address,
+    start_metrics_server,
+)
 
 __all__ = ["HasSynced", "HealthChecker", "LeaderElectionOptions", "Manager", "ManagerOptions", "Runnable"]
 
@@ -86,6 +94,12 @@ class ManagerOptions:
 
     Attributes:
         metrics_bind_address: ``--metrics-bind-address``; ``"0"`` disables.
+        metrics_secure: ``--metrics-secure``: HTTPS, and every ``/metrics`` request authenticated
+            (TokenReview) and authorised (SubjectAccessReview) through the manager's API client
+            [CR pkg/metrics/server/server.go ``SecureServing``, pkg/metrics/filters/filters.go].
+        metrics_cert_dir: ``--metrics-cert-dir``: holds ``metrics_cert_name`` and
+            ``metrics_key_name``, reloaded when they change; ``None`` (or a file missing) means
+            a self-signed certificate generated at start.
         health_probe_bind_address: ``--health-probe-bind-address``; ``"0"`` disables.
         leader_election: ``None`` runs leader runnables at once (single replica).
         graceful_shutdown_timeout: seconds the leader runnables get to drain on a clean stop.
@@ -93,6 +107,10 @@ class ManagerOptions:
     """
 
     metrics_bind_address: str = ":8080"
+    metrics_secure: bool = False
+    metrics_cert_dir: str | None = None
+    metrics_cert_name: str = "tls.crt"
+    metrics_key_name: str = "tls.key"
     health_probe_bind_address: str = ":8081"
     leader_election: LeaderElectionOptions | None = None
     graceful_shutdown_timeout: float = 30.0
@@ -117,16 +135,19 @@ class Manager:
 
     Args:
         options: servers, leader election, shutdown timing.
-        client: the API client the leader elector uses; required with ``options.leader_election``.
+        client: the API client the leader elector and the secure metrics filter use; required
+            with ``options.leader_election`` or ``options.metrics_secure``.
 
     Raises:
-        ValueError: leader election without a client (or invalid durations, see
-            :class:`~zkop.runtime.leaderelection.LeaderElector`).
+        ValueError: leader election or secure metrics without a client (or invalid durations,
+            see :class:`~zkop.runtime.leaderelection.LeaderElector`).
     """
 
     def __init__(self, options: ManagerOptions, client: KubeClient | None = None) -> None:
         if options.leader_election is not None and client is None:
             raise ValueError("leader election needs an API client")
+        if options.metrics_secure and client is None:
+            raise ValueError("secure metrics serving needs an API client (TokenReview, SubjectAccessReview)")
         self.options = options
         self.client = client
         self.stop_event = threading.Event()
@@ -202,6 +223,7 @@ class Manager:
 
         Raises:
             ValueError, OSError: a server address is malformed or cannot be bound.
+            zkop.runtime.certs.CertificateError: no usable metrics serving certificate.
         """
         self._start_servers()
         try:
@@ -241,7 +263,19 @@ class Manager:
             self.health.readiness = self._readyz
             self.health.start()
             log.info("health probes on %s:%d", bind[0], self.health.port)
-        self.metrics_server = start_metrics_server(self.options.metrics_bind_address)
+        secure = None
+        if self.options.metrics_secure:
+            assert self.client is not None
+            secure = SecureServing(DelegatingAuth(self.client), cert_dir=self.options.metrics_cert_dir,
+                                   cert_name=self.options.metrics_cert_name,
+                                   key_name=self.options.metrics_key_name)
+        try:
+            self.metrics_server = start_metrics_server(self.options.metrics_bind_address, secure)
+        except BaseException:
+            self._close_servers()
+            raise
+        if self.metrics_server is not None:
+            log.info("metrics on %s (secure: %s)", self.metrics_server.url, self.options.metrics_secure)
 
     def _close_servers(self) -> None:
         if self.health is not None:

@@ -5,6 +5,11 @@ and ``--health-probe-bind-address`` [CR pkg/manager/internal.go ``addHealthProbe
 zkop.  Both are WSGI servers on daemon threads, built the same way (:class:`Server`).
 
 * ``/metrics`` serves ``prometheus_client.REGISTRY``; every other path on that port is 404.
+  With :class:`SecureServing` (``--metrics-secure``) it is HTTPS
+  [CR pkg/metrics/server/server.go ``SecureServing``] with a mounted, reloaded certificate or a
+  self-signed one (:mod:`zkop.runtime.certs`), and each request is authenticated and authorised
+  through the API server (:mod:`zkop.runtime.metrics_auth`); the probes stay plain HTTP (the
+  kubelet probes them without credentials).
 * ``/healthz`` (alias ``/livez``) and ``/readyz`` run named checks -- functions returning
   ``None`` when healthy or a short reason -- and answer 200 ``ok`` or 500 with one
   ``[-]name failed: reason`` line per failing check; ``?verbose`` lists every check, like
@@ -16,9 +21,13 @@ Bind addresses follow controller-runtime: ``":8080"`` (every interface, IPv4 and
 
 from __future__ import annotations
 
+import logging
+import os
 import socket
+import ssl
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 from wsgiref.simple_server import WSGIRequestHandler, make_server
@@ -26,10 +35,14 @@ from wsgiref.simple_server import WSGIRequestHandler, make_server
 from prometheus_client import REGISTRY
 from prometheus_client.exposition import ThreadingWSGIServer, make_wsgi_app
 
+from zkop.runtime.certs import WatchedCertificate, self_signed
+from zkop.runtime.metrics_auth import DelegatingAuth, with_authentication_and_authorization
+
 __all__ = [
     "Check",
     "HealthServer",
     "MetricsServer",
+    "SecureServing",
     "Server",
     "parse_bind_address",
     "start_metrics_server",
@@ -39,6 +52,11 @@ __all__ = [
 Check = Callable[[], str | None]
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+log = logging.getLogger(__name__)
+
+#: Seconds a new HTTPS connection has to complete its TLS handshake.
+HANDSHAKE_TIMEOUT = 10.0
 
 
 def parse_bind_address(bind_address: str) -> tuple[str, int] | None:
@@ -80,18 +98,68 @@ class _IPv6Server(ThreadingWSGIServer):
     address_family = socket.AF_INET6
 
 
-def _make_server(host: str, port: int, app: WsgiApp) -> ThreadingWSGIServer:
+_Socket = socket.socket
+
+
+class _TLSMixin:
+    """Wraps each accepted connection in TLS with the context current at that moment.
+
+    The handshake runs on the connection's own thread (not the accepting one), bounded by
+    :data:`HANDSHAKE_TIMEOUT`; a failed handshake (a plain-HTTP client, an untrusting one) just
+    closes that connection.
+    """
+
+    tls_context: Callable[[], ssl.SSLContext]
+    socket: _Socket
+
+    def get_request(self) -> tuple[_Socket, Any]:
+        sock, address = self.socket.accept()
+        sock.settimeout(HANDSHAKE_TIMEOUT)
+        wrapped = self.tls_context().wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+        return wrapped, address
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        try:
+            request.do_handshake()
+        except (ssl.SSLError, OSError) as err:
+            log.debug("TLS handshake with %s failed: %s", client_address, err)
+            return
+        super().finish_request(request, client_address)  # type: ignore[misc]
+
+
+class _TLSServer(_TLSMixin, ThreadingWSGIServer):
+    pass
+
+
+class _TLSDualStackServer(_TLSMixin, _DualStackServer):
+    pass
+
+
+class _TLSIPv6Server(_TLSMixin, _IPv6Server):
+    pass
+
+
+def _make_server(host: str, port: int, app: WsgiApp,
+                 tls_context: Callable[[], ssl.SSLContext] | None = None) -> ThreadingWSGIServer:
+    """Bind a threading WSGI server; with ``tls_context`` every connection is wrapped in TLS."""
+    plain: type[ThreadingWSGIServer] = ThreadingWSGIServer if tls_context is None else _TLSServer
+    dual: type[ThreadingWSGIServer] = _DualStackServer if tls_context is None else _TLSDualStackServer
+    ipv6: type[ThreadingWSGIServer] = _IPv6Server if tls_context is None else _TLSIPv6Server
     if host == "":
         # Go's ":8080" listens on every interface, IPv4 and IPv6; fall back to IPv4 only where
         # IPv6 is unavailable (common in containers).
         try:
-            return make_server("::", port, app, _DualStackServer, handler_class=_QuietHandler)
+            server = make_server("::", port, app, dual, handler_class=_QuietHandler)
         except OSError:
-            return make_server("0.0.0.0", port, app, ThreadingWSGIServer, handler_class=_QuietHandler)
-    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    family, _, _, _, sockaddr = infos[0]
-    server_class = _IPv6Server if family == socket.AF_INET6 else ThreadingWSGIServer
-    return make_server(str(sockaddr[0]), port, app, server_class, handler_class=_QuietHandler)
+            server = make_server("0.0.0.0", port, app, plain, handler_class=_QuietHandler)
+    else:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        family, _, _, _, sockaddr = infos[0]
+        server_class = ipv6 if family == socket.AF_INET6 else plain
+        server = make_server(str(sockaddr[0]), port, app, server_class, handler_class=_QuietHandler)
+    if isinstance(server, _TLSMixin) and tls_context is not None:
+        server.tls_context = tls_context  # set before serve_forever accepts the first connection
+    return server
 
 
 class Server:
@@ -102,6 +170,8 @@ class Server:
     """
 
     path = "/"
+    #: ``http`` or ``https``.
+    scheme = "http"
 
     def __init__(self, server: ThreadingWSGIServer, name: str) -> None:
         self._server = server
@@ -115,11 +185,11 @@ class Server:
 
     @property
     def url(self) -> str:
-        """``http://host:port`` + :attr:`path`, a wildcard host replaced by the loopback address."""
+        """``<scheme>://host:port`` + :attr:`path`, a wildcard host replaced by the loopback address."""
         host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(self.host, self.host)
         if ":" in host:
             host = f"[{host}]"
-        return f"http://{host}:{self.port}{self.path}"
+        return f"{self.scheme}://{host}:{self.port}{self.path}"
 
     def shutdown(self) -> None:
         """Stop serving, close the socket and join the serving thread."""
@@ -153,21 +223,76 @@ def _metrics_only_app(environ: dict[str, Any], start_response: Callable[..., Any
 
 
 class MetricsServer(Server):
-    """A running ``/metrics`` server; :attr:`url` ends in ``/metrics``."""
+    """A running ``/metrics`` server; :attr:`url` ends in ``/metrics`` (``https://`` when secure)."""
 
     path = "/metrics"
 
 
-def start_metrics_server(bind_address: str) -> MetricsServer | None:
+@dataclass(frozen=True)
+class SecureServing:
+    """``/metrics`` over HTTPS behind TokenReview + SubjectAccessReview (controller-runtime's
+    ``SecureServing`` with ``filters.WithAuthenticationAndAuthorization``).
+
+    Attributes:
+        auth: the delegating authenticator/authoriser (holds the API client and the caches).
+        cert_dir: directory holding ``cert_name`` and ``key_name`` (cert-manager's Secret keys
+            ``tls.crt``/``tls.key``); ``None``, or either file missing, means a self-signed
+            certificate generated at start, as controller-runtime falls back to one.
+        cert_name, key_name: file names inside ``cert_dir``.
+    """
+
+    auth: DelegatingAuth
+    cert_dir: str | None = None
+    cert_name: str = "tls.crt"
+    key_name: str = "tls.key"
+
+    def tls_context(self) -> Callable[[], ssl.SSLContext]:
+        """A function returning the context for each new connection.
+
+        Raises:
+            zkop.runtime.certs.CertificateError: the mounted pair is unusable, or no self-signed
+                certificate could be generated.
+        """
+        if self.cert_dir is not None:
+            cert = os.path.join(self.cert_dir, self.cert_name)
+            key = os.path.join(self.cert_dir, self.key_name)
+            if os.path.exists(cert) and os.path.exists(key):
+                watched = WatchedCertificate(cert, key)
+                log.info("metrics serving certificate from %s (reloaded when it changes)", cert)
+                return watched.context
+            log.warning("%s or %s does not exist; serving metrics with a self-signed certificate", cert, key)
+        context = self_signed()
+        log.info("metrics served with a self-signed certificate")
+        return lambda: context
+
+
+def start_metrics_server(bind_address: str, secure: SecureServing | None = None) -> MetricsServer | None:
     """Serve ``/metrics`` on ``bind_address`` from a daemon thread; ``None`` when it is ``"0"``.
 
-    Raises :class:`ValueError` for a malformed address and :class:`OSError` when the address
-    cannot be bound (e.g. port in use).
+    With ``secure`` the server speaks HTTPS and ``/metrics`` requests need a bearer token the API
+    server authenticates (else 401) and authorises for ``get`` on ``/metrics`` (else 403).
+
+    Raises:
+        ValueError: a malformed address.
+        OSError: the address cannot be bound (e.g. port in use).
+        zkop.runtime.certs.CertificateError: see :meth:`SecureServing.tls_context`.
     """
     parsed = parse_bind_address(bind_address)
     if parsed is None:
         return None
-    return MetricsServer(_make_server(*parsed, _metrics_only_app), "metrics-server")
+    if secure is None:
+        return MetricsServer(_make_server(*parsed, _metrics_only_app), "metrics-server")
+    guarded = with_authentication_and_authorization(_PROMETHEUS_APP, secure.auth)
+
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if environ.get("PATH_INFO", "") != "/metrics":  # only the /metrics handler is filtered, as in CR's mux
+            start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
+            return [b"404 page not found\n"]
+        return guarded(environ, start_response)
+
+    server = MetricsServer(_make_server(*parsed, app, secure.tls_context()), "metrics-server")
+    server.scheme = "https"
+    return server
 
 
 # --------------------------------------------------------------------------------------------

@@ -11,7 +11,10 @@ it would to a cluster. Served resources:
 * events.k8s.io/v1 events (same storage as core events), coordination.k8s.io/v1
   leases, discovery.k8s.io/v1 endpointslices;
 * apiextensions.k8s.io/v1 customresourcedefinitions: creating a CRD serves its
-  custom resources (all served versions, ``/status`` when declared).
+  custom resources (all served versions, ``/status`` when declared);
+* rbac.authorization.k8s.io/v1 clusterroles, clusterrolebindings, roles, rolebindings;
+  authentication.k8s.io/v1 tokenreviews and authorization.k8s.io/v1 subjectaccessreviews
+  (create only, see :mod:`zkop_testing.apiserver_auth`).
 
 Verbs: get, list, watch, create, update, patch (merge, JSON, strategic merge for
 built-ins, server-side apply with ``managedFields`` on every write:
@@ -52,6 +55,9 @@ reproduced here, and checked by ``tests/contract`` against real clusters):
 * CRD defaults also apply "on read": a default on ``status`` appears right
   after a create even though the status subresource dropped the request's status.
 
+TokenReview, SubjectAccessReview and the RBAC kinds are served by
+:mod:`zkop_testing.apiserver_auth` (reviews decided from the stored RBAC objects).
+
 Deliberately not implemented: authentication/authorization (any token is
 accepted), garbage collection of dependents (``ownerReferences``) and
 ``propagationPolicy``, admission webhooks, CEL validation rules
@@ -89,6 +95,7 @@ from zkop_testing import apiserver_errors as errs
 from zkop_testing import apiserver_openapi as openapi
 from zkop_testing import apiserver_protobuf as protobuf
 from zkop_testing import apiserver_table as table
+from zkop_testing.apiserver_auth import AuthRegistry
 from zkop_testing.apiserver_errors import ApiError
 from zkop_testing.apiserver_kinds import ResourceType
 from zkop_testing.apiserver_store import Store, Watcher
@@ -205,6 +212,10 @@ class ApiServer:
     def __init__(self, port: int = 0, *, history_size: int = 10000) -> None:
         self._requested_port = port
         self.store = Store(history_size=history_size)
+        #: TokenReview / SubjectAccessReview answers and the tokens they know (:mod:`zkop_testing.apiserver_auth`);
+        #: :data:`TOKEN` is a ``system:masters`` admin, like a kind cluster's kubeconfig user.
+        self.auth = AuthRegistry(self.store)
+        self.auth.add_token(TOKEN, "zkop-inmemory-admin", ["system:masters"])
         self.bookmark_interval = 1.0
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -630,6 +641,9 @@ class ApiServer:
             raise not_allowed
         if route.name is not None and method == "POST":
             raise not_allowed
+        if self.auth.serves(rt):
+            self._send(handler, 201, self.auth.review(rt, self._decode(handler, body)))
+            return
         with managed_fields.request_context(query, handler.headers.get("User-Agent", "")):
             self._serve_verb(handler, rt, route, verb, query, body)
 

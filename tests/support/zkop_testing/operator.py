@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -42,6 +43,8 @@ class OperatorProcess:
         self.zk_hosts = zk_hosts
         self.args = list(args)
         self.env = env or {}
+        #: ``--metrics-secure`` given (and not ``=false``): /metrics is HTTPS and needs a token.
+        self.secure_metrics = any(a in ("--metrics-secure", "--metrics-secure=true") for a in self.args)
         self.metrics_port = free_port()
         self.health_port = free_port()
         self._owns_log = log_path is None
@@ -99,10 +102,40 @@ class OperatorProcess:
         except OSError:
             return 0
 
-    def metrics(self) -> str:
-        """The ``/metrics`` text."""
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as r:
-            return str(r.read().decode())
+    @property
+    def metrics_url(self) -> str:
+        """``http(s)://127.0.0.1:<port>/metrics``."""
+        scheme = "https" if self.secure_metrics else "http"
+        return f"{scheme}://127.0.0.1:{self.metrics_port}/metrics"
+
+    def scrape(self, token: str | None = None, *, context: ssl.SSLContext | None = None) -> tuple[int, str]:
+        """``(status, body)`` of one ``GET /metrics``, with ``Authorization: Bearer <token>`` when given.
+
+        Over HTTPS the certificate is not verified unless ``context`` says otherwise (Prometheus'
+        ``insecureSkipVerify``, the documented default for zkop's self-signed certificate).
+        """
+        headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
+        if context is None and self.secure_metrics:
+            context = ssl.create_default_context()
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        request = urllib.request.Request(self.metrics_url, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=10, context=context) as r:
+                return int(r.status), str(r.read().decode())
+        except urllib.error.HTTPError as err:
+            return int(err.code), err.read().decode(errors="replace")
+
+    def metrics(self, token: str | None = None) -> str:
+        """The ``/metrics`` text (``token`` is needed with ``--metrics-secure``).
+
+        Raises:
+            urllib.error.HTTPError: not 200 (401 without a token, 403 with one not allowed).
+        """
+        status, body = self.scrape(token)
+        if status != 200:
+            raise urllib.error.HTTPError(self.metrics_url, status, body, {}, None)  # type: ignore[arg-type]
+        return body
 
     def wait_ready(self, timeout: float = 30.0) -> None:
         """Block until ``/readyz`` is 200."""

@@ -1,0 +1,42 @@
+"""A scraper allowed to read zkop's secure ``/metrics``: the shipped reader ClusterRole, bound, and a token.
+
+``manifests/rbac/metrics_reader_role.yaml`` is applied as it ships (so a change to it that
+breaks scraping fails the tests), bound with a ClusterRoleBinding to a ServiceAccount, and the
+in-memory API server issues that ServiceAccount a token its TokenReview knows.
+"""
+
+from __future__ import annotations
+
+import yaml
+from kubernetes.client.exceptions import ApiException
+
+from zkop.kube.client import KubeClient
+from zkop_testing.apiserver import ApiServer
+from zkop_testing.kustomize import REPO
+
+__all__ = ["READER_ROLE", "bind_shipped_reader_role", "reader_token"]
+
+RBAC = "/apis/rbac.authorization.k8s.io/v1"
+READER_ROLE = REPO / "manifests/rbac/metrics_reader_role.yaml"
+
+
+def bind_shipped_reader_role(kube: KubeClient, namespace: str, name: str) -> None:
+    """Create the reader ClusterRole (once) and bind it to the ServiceAccount ``namespace/name``."""
+    reader = yaml.safe_load(READER_ROLE.read_text())
+    try:
+        kube.request("POST", f"{RBAC}/clusterroles", body=reader)
+    except ApiException as err:
+        if err.status != 409:
+            raise
+    kube.request("POST", f"{RBAC}/clusterrolebindings", body={
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": f"{reader['metadata']['name']}-{namespace}-{name}"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": reader["metadata"]["name"]},
+        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}]})
+
+
+def reader_token(apiserver: ApiServer, kube: KubeClient, namespace: str = "monitoring",
+                 name: str = "prometheus") -> str:
+    """A token of ``namespace/name``, bound to the shipped reader role (Prometheus' view)."""
+    bind_shipped_reader_role(kube, namespace, name)
+    return apiserver.auth.service_account_token(namespace, name)
