@@ -238,7 +238,9 @@ def run(stack: contextlib.ExitStack, workdir: Path, keep_running: bool) -> bool:
               f"     {kubectl_path} get zkc -A\n"
               f"     {kubectl_path} get zkc payments-routing-rules -o yaml\n"
               f"     {kubectl_path} get events\n"
-              f"   ZooKeeper: {zookeeper.hosts} (digest user {CREDENTIALS}); zkop's log: {operator.log_path}",
+              f"   ZooKeeper: {zookeeper.hosts} (digest user {CREDENTIALS}); zkop's log: {operator.log_path}\n"
+              f"   zkop export/diff/sync need those credentials to read ACL'd znodes: "
+              f"--zk-hosts {zookeeper.hosts} --zk-auth-file {workdir / 'zookeeper-credentials'}",
               flush=True)
         with contextlib.suppress(KeyboardInterrupt):
             threading.Event().wait()
