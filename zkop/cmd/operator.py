@@ -162,9 +162,10 @@ class ZooKeeperStartup:
         reason = self.zookeeper.last_connect_error
         if not self._ready.is_set():
             return "ZooKeeper start-up (session and probe) not complete" + (f": {reason}" if reason else "")
-        if not self.zookeeper.connected:
-            return "ZooKeeper session not connected" + (f": {reason}" if reason else "")
-        return None
+        unavailable = self.zookeeper.unavailable_reason  # None while connected; names a session reset in progress
+        if unavailable is None:
+            return None
+        return unavailable + (f": {reason}" if reason else "")
 
     def start(self) -> None:
         """Connect and probe on a thread; returns at once."""

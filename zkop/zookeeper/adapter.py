@@ -123,6 +123,11 @@ class ZooKeeperAdapter:
         return self._session.last_connect_error
 
     @property
+    def unavailable_reason(self) -> str | None:
+        """Why there is no usable session (readiness, status), ``None`` while CONNECTED; names a reset in progress."""
+        return self._session.unavailable_reason
+
+    @property
     def session_id(self) -> int | None:
         """The current session id, or ``None`` before the first session."""
         return self._session.session_id

@@ -10,6 +10,7 @@ __all__ = [
     "ZOOKEEPER_REQUEST_DURATION",
     "ZOOKEEPER_REQUEST_DURATION_BUCKETS",
     "ZOOKEEPER_REQUEST_ERRORS",
+    "ZOOKEEPER_SESSION_RESETS",
 ]
 
 prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
@@ -32,4 +33,9 @@ ZOOKEEPER_REQUEST_ERRORS = Counter(
     "zkop_zookeeper_request_errors_total",
     "Total number of failed ZooKeeper requests, by operation and error class.",
     ["operation", "error"],
+)
+ZOOKEEPER_SESSION_RESETS = Counter(
+    "zkop_zookeeper_session_resets_total",
+    "Total number of ZooKeeper sessions declared lost after being suspended for longer than the session "
+    "timeout and replaced by a new session made from scratch (the ensemble may have lost its data).",
 )

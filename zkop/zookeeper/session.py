@@ -10,6 +10,20 @@ Every request of the ZooKeeper layer runs inside :meth:`Session.mapped` (kazoo e
 and waits through :meth:`Session.wait` (at most the session timeout: kazoo's synchronous calls
 wait without a bound, and a request queued while the connection is down would wait as long as
 the server stays away).
+
+A session SUSPENDED for longer than the session timeout is declared LOST and replaced by a
+brand-new one (no session id, zxid 0): Curator's rule (``ConnectionStateManager.processEvents``/
+``checkSessionExpiration``, ``sessionExpirationPercent`` 100: inject an expiration once
+``elapsedMs >= sessionTimeoutMs`` while SUSPENDED, then ``ConnectionState.handleExpiredSession``
+→ ``HandleHolder.closeAndReset``). By then the servers have expired the session anyway
+(ZooKeeper's ``SessionTrackerImpl`` expires a session not heard from for its timeout), so
+nothing is given up; and it is the only way out when the ensemble lost its data: a server whose
+last zxid is older than the one the client has seen refuses the handshake
+(``ZooKeeperServer.processConnectRequest``: "Refusing session request for client … as it has seen
+zxid … our last zxid is …", the socket is closed without a reply), and kazoo, like the Java
+client, retries that handshake forever in SUSPENDED. The refusal is indistinguishable on the wire
+from a server that is not serving yet (``ZooKeeperServerNotRunningException`` during a leader
+election also closes the socket), so the time rule is what catches both.
 """
 
 from __future__ import annotations
@@ -23,6 +37,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import kazoo
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import AuthFailedError, KazooException, SASLException
 from kazoo.handlers.threading import KazooTimeoutError
@@ -48,7 +63,7 @@ from zkop.zookeeper.security import (
     sasl_options,
 )
 
-__all__ = ["ConnectionOptions", "Session", "SessionListener", "split_chroot"]
+__all__ = ["ConnectionOptions", "Session", "SessionListener", "restart_from_scratch", "split_chroot"]
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +96,10 @@ class ConnectionOptions:
             (:class:`~zkop.zookeeper.security.RotationWatcher`); a change opens a new session.
         connect_timeout: seconds to wait for the first session in :meth:`Session.start`.
         parent_acl: ACL for parent znodes zkop creates (default: the open ACL).
+        session_expiration_percent: a session SUSPENDED for this percentage of
+            ``session_timeout`` is declared LOST and a new one is made from scratch (Curator's
+            ``sessionExpirationPercent``, default 100; 0 disables: SUSPENDED until a server
+            takes the old session back or expires it).
     """
 
     hosts: str = "127.0.0.1:2181"
@@ -99,6 +118,7 @@ class ConnectionOptions:
     credentials_check_period: float = 30.0
     connect_timeout: float = 15.0
     parent_acl: tuple[AclEntry, ...] = OPEN_ACL
+    session_expiration_percent: int = 100
 
 
 def split_chroot(hosts: str) -> tuple[str, str]:
@@ -139,6 +159,39 @@ def build_client(options: ConnectionOptions) -> KazooClient:
     return client
 
 
+def restart_from_scratch(client: KazooClient) -> None:
+    """Close ``client``'s session and start a brand-new one: no session id, last zxid 0.
+
+    Curator's ``HandleHolder.closeAndReset``, with kazoo's public API only (``stop`` then
+    ``start_async``). What it relies on, kazoo 2.11.0 (``kazoo/client.py``,
+    ``kazoo/protocol/connection.py``; ``tests/zookeeper/test_session_reset.py`` checks it):
+
+    - ``KazooClient.stop`` (client.py 708-728) sets ``_stopped``, wakes the connection thread
+      and joins it (``_safe_close``, at most max(10 s, session timeout)), also while it is
+      retrying a refused handshake;
+    - the connection thread ends with ``_session_callback(KeeperState.CLOSED)``
+      (connection.py ``zk_loop`` 544-546), which moves the client to ``KazooState.LOST`` and
+      calls ``_reset`` (client.py 405-413): ``_session_id = None``, the password zeroed,
+      ``last_zxid = 0``, pending requests failed, watchers dropped;
+    - ``start_async`` (client.py 681-706) starts a new connection thread whose ``_connect``
+      (connection.py 712-719) sends ``Connect(0, last_zxid, timeout, session_id or 0, passwd)``:
+      a new session any server accepts, whatever zxid it is at.
+
+    Must not be called on one of kazoo's own threads (``stop`` joins them).
+
+    Raises:
+        RuntimeError: kazoo kept the old session id or zxid (a kazoo whose ``stop`` no longer
+            resets them: this function needs updating); the client is left stopped.
+    """
+    client.stop()
+    if client.last_zxid != 0 or client.client_id is not None:
+        raise RuntimeError(
+            f"kazoo {kazoo.__version__} kept last_zxid={client.last_zxid:#x} or the session after stop(); "
+            "a new session would be refused again (zkop.zookeeper.session.restart_from_scratch needs updating)"
+        )
+    client.start_async()
+
+
 class Session:
     """One kazoo session shared by every ZooKeeper request of the process.
 
@@ -168,6 +221,11 @@ class Session:
         self._stopped = False
         self._dispatcher = threading.Thread(target=self._dispatch, name="zk-session-events", daemon=True)
         self._durations: dict[str, Any] = {}  # operation -> labelled histogram child
+        self._suspended_since: float | None = None  # time.monotonic() of the last SUSPENDED, while it lasts
+        self._last_session_id: int | None = None  # of the last CONNECTED session (kazoo hides it while SUSPENDED)
+        self._resetting: str | None = None  # why the session is being reset, until CONNECTED again
+        self._lifecycle = threading.Lock()  # one of stop() and a reset at a time
+        self._watchdog = threading.Thread(target=self._watch_suspension, name="zk-session-watchdog", daemon=True)
         self.client.add_listener(self._on_state)
         self._last_connect_error: str | None = None
         self._rotation = RotationWatcher(
@@ -194,6 +252,8 @@ class Session:
         """
         if not self._dispatcher.is_alive():
             self._dispatcher.start()
+        if not self._watchdog.is_alive():
+            self._watchdog.start()
         try:
             self._connect()
         except KazooTimeoutError as err:
@@ -252,8 +312,9 @@ class Session:
         self._stopped = True
         self._rotation.stop()
         try:
-            self.client.stop()
-            self.client.close()
+            with self._lifecycle:
+                self.client.stop()
+                self.client.close()
         finally:
             with self._event_cond:
                 self._event_cond.notify_all()
@@ -262,6 +323,25 @@ class Session:
     def connected(self) -> bool:
         """True while the session is CONNECTED (not SUSPENDED or LOST)."""
         return bool(self.client.connected) and self.client.state == KazooState.CONNECTED
+
+    @property
+    def unavailable_reason(self) -> str | None:
+        """Why there is no usable session (for readiness and status), or ``None`` while CONNECTED.
+
+        Names the reset while one lasts (from the declaration of LOST until the new session
+        is CONNECTED), and how long a SUSPENDED session has left before it is reset.
+        """
+        if self.connected:
+            return None
+        with self._event_cond:
+            resetting, since = self._resetting, self._suspended_since
+        if resetting is not None:
+            return f"ZooKeeper session reset in progress: {resetting}; no session until a new one is established"
+        lost_after = self._lost_after()
+        if since is not None and lost_after is not None:
+            return (f"ZooKeeper session SUSPENDED for {time.monotonic() - since:.1f} s "
+                    f"(declared LOST and reset after {lost_after:g} s)")
+        return f"ZooKeeper session is {self.client.state}"
 
     @property
     def session_id(self) -> int | None:
@@ -284,7 +364,73 @@ class Session:
         with self._event_cond:
             self._state = str(state)
             self._events.append(str(state))
+            if state == KazooState.SUSPENDED:
+                self._suspended_since = time.monotonic()
+            else:
+                self._suspended_since = None
+            if state == KazooState.CONNECTED:
+                self._resetting = None
+                self._last_session_id = self.session_id
             self._event_cond.notify_all()
+
+    # --- session reset (Curator's rule) ---------------------------------------------------------
+
+    def _lost_after(self) -> float | None:
+        """Seconds of SUSPENDED after which the session is declared LOST, ``None`` if never.
+
+        Curator uses the negotiated session timeout when it knows it; kazoo 2.11 keeps only the
+        requested one (``KazooClient._session_timeout``), which is what the server grants unless
+        it is outside [minSessionTimeout, maxSessionTimeout] (default 2-20 × tickTime).
+        """
+        percent = self.options.session_expiration_percent
+        return self.options.session_timeout * percent / 100 if percent > 0 else None
+
+    def _watch_suspension(self) -> None:
+        """Watchdog thread: reset a session SUSPENDED for longer than :meth:`_lost_after` seconds."""
+        while (elapsed := self._wait_overdue()) is not None:
+            self._reset(elapsed)
+
+    def _wait_overdue(self) -> float | None:
+        """Block until the session has been SUSPENDED for :meth:`_lost_after` seconds; ``None`` once stopped.
+
+        Returns the seconds it has been SUSPENDED, and marks the reset as begun
+        (:attr:`unavailable_reason` names it from then on, until CONNECTED).
+        """
+        with self._event_cond:
+            while not self._stopped:
+                lost_after, since = self._lost_after(), self._suspended_since
+                if since is None or lost_after is None or self._resetting is not None:
+                    self._event_cond.wait()
+                    continue
+                elapsed = time.monotonic() - since
+                if elapsed >= lost_after:
+                    self._resetting = (f"SUSPENDED for {elapsed:.1f} s, longer than the session timeout "
+                                       f"({lost_after:g} s); the ensemble may have lost its data")
+                    return elapsed
+                self._event_cond.wait(lost_after - elapsed)
+            return None
+
+    def _reset(self, elapsed: float) -> None:
+        """Declare the session LOST and make a new one from scratch (:func:`restart_from_scratch`)."""
+        log.warning(
+            "ZooKeeper session %#x SUSPENDED for %.1f s, longer than the session timeout (%g s): declaring it "
+            "LOST and starting a new session from scratch (no session id, zxid 0); every watch is re-armed "
+            "and every managed znode rewritten. If the ensemble lost its data, its servers refused the old "
+            "session because it has seen a newer zxid.",
+            self._last_session_id or 0, elapsed, self.options.session_timeout,
+        )
+        metrics.ZOOKEEPER_SESSION_RESETS.inc()
+        with self._lifecycle:
+            if self._stopped:
+                return
+            try:
+                restart_from_scratch(self.client)
+            except Exception:
+                log.exception("ZooKeeper session reset failed; retrying after another session timeout")
+                with self._event_cond:
+                    self._resetting = None
+                    self._suspended_since = time.monotonic()
+                    self._event_cond.notify_all()
 
     def _dispatch(self) -> None:
         while True:
@@ -422,7 +568,8 @@ class Session:
         """
         if not self.connected:
             self.consecutive_failures += 1
-            raise ZooKeeperUnavailable(f"ZooKeeper session is {self.client.state}; {what} refused until it is back")
+            reason = self.unavailable_reason or f"ZooKeeper session is {self.client.state}"
+            raise ZooKeeperUnavailable(f"{reason}; {what} refused until it is back")
 
     def wait(self, result: Any) -> Any:
         """The value of kazoo async ``result``, waiting at most ``options.session_timeout`` seconds.

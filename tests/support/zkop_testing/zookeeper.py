@@ -543,6 +543,20 @@ class _ZooKeeperProcess:
         self._terminate(timeout=10.0)
         self.start(timeout, wait_serving=wait_serving)
 
+    def wipe_and_restart(self, timeout: float = 30.0) -> None:
+        """Lose every znode: stop, delete the data dir (snapshots, transaction logs), start on the same port.
+
+        A standalone server rebuilt from nothing: its zxid starts again from 0, so it refuses
+        the session of any client that has seen a later zxid ("Refusing session request …
+        as it has seen zxid …"). For a whole ensemble use :meth:`ZooKeeperEnsemble.wipe_and_restart`
+        (one member wiped alone just syncs from the leader).
+
+        :raises ZooKeeperStartError: as :meth:`start`.
+        """
+        self._terminate(timeout=10.0)
+        shutil.rmtree(self.data_dir, ignore_errors=True)
+        self.start(timeout)
+
     # -- inspection ------------------------------------------------------------------
 
     def four_letter_word(self, command: str, timeout: float = 5.0) -> str:
@@ -932,6 +946,21 @@ class ZooKeeperEnsemble(_StopOnExit):
         index = self.leader()
         self.members[index].kill()
         return index
+
+    def wipe_and_restart(self, timeout: float = 60.0) -> int:
+        """Lose every znode: stop all members, delete their data dirs, start them on the same ports.
+
+        An ensemble rebuilt from nothing: it forms a new quorum whose zxids start below what
+        clients have seen, so their old sessions are refused.
+
+        :returns: index of the new leader.
+        :raises ZooKeeperStartError: if a member fails to start or no quorum forms.
+        """
+        self._terminate_all()
+        for member in self.members:
+            member._wipe_data()
+        self._start_members(self.members, timeout)
+        return self.leader()
 
     def _terminate_all(self, timeout: float = 10.0) -> None:
         for m in self.members:

@@ -1,0 +1,154 @@
+"""A session SUSPENDED past its timeout is reset from scratch: surviving an ensemble that lost its data.
+
+Real standalone servers, wiped (data dir deleted) and restarted on the same port: their zxid
+starts again from 0 and they refuse the old session ("Refusing session request for client …
+as it has seen zxid …", ``ZooKeeperServer.processConnectRequest``). Without the reset the
+client retries that handshake forever in SUSPENDED (first test: kazoo on its own).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterator
+
+import kazoo
+import pytest
+from kazoo.client import KazooClient, KazooState
+from prometheus_client import REGISTRY
+from zkop_testing.waiting import wait_for
+from zkop_testing.zookeeper import ZooKeeperServer
+
+from zkop.zookeeper.adapter import ConnectionOptions, ZooKeeperAdapter, ZooKeeperUnavailable
+from zkop.zookeeper.session import build_client, restart_from_scratch
+
+REFUSED = "as it has seen zxid"
+RESETS = "zkop_zookeeper_session_resets_total"
+
+
+@pytest.fixture
+def server() -> Iterator[ZooKeeperServer]:
+    """A standalone server of this test's own, which it may wipe."""
+    with ZooKeeperServer() as s:
+        yield s
+
+
+def _refusals(server: ZooKeeperServer) -> int:
+    return server.log_path.read_text(errors="replace").count(REFUSED)
+
+
+def _resets() -> float:
+    return REGISTRY.get_sample_value(RESETS) or 0.0
+
+
+def _states(adapter: ZooKeeperAdapter) -> list[str]:
+    seen: list[str] = []
+    adapter.add_session_listener(seen.append)
+    return seen
+
+
+def test_kazoo_alone_stays_suspended_after_data_loss(server: ZooKeeperServer) -> None:
+    # The premise, and main's behaviour: nothing in kazoo ever gives up on the old session.
+    client = build_client(ConnectionOptions(hosts=server.hosts, session_timeout=2))
+    client.start(timeout=10)
+    try:
+        for i in range(5):
+            client.create(f"/n{i}", b"x")  # the client has now seen zxids the wiped server does not have
+        server.wipe_and_restart()
+        wait_for(lambda: _refusals(server) >= 3, timeout=30, message="the wiped server refuses the old session")
+        # Refused three times, far past the 2 s session timeout: still SUSPENDED, still the old zxid.
+        assert client.state == KazooState.SUSPENDED
+        assert client.last_zxid >= 5
+    finally:
+        client.stop()
+        client.close()
+
+
+def test_session_suspended_past_its_timeout_is_reset_from_scratch(server: ZooKeeperServer,
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
+    adapter = ZooKeeperAdapter(ConnectionOptions(hosts=server.hosts, session_timeout=2, connect_timeout=10))
+    states = _states(adapter)
+    adapter.start()
+    try:
+        for i in range(5):
+            adapter.client.create(f"/n{i}", b"x")
+        assert adapter.read("/n0", watch=True) is not None
+        assert "/n0" in adapter.cache
+        old_session, resets = adapter.session_id, _resets()
+        started = time.monotonic()
+        with caplog.at_level(logging.WARNING, logger="zkop.zookeeper.session"):
+            server.wipe_and_restart()
+            wait_for(lambda: adapter.connected and adapter.session_id != old_session, timeout=30,
+                     message=f"a new session after the wipe (states seen: {states})")
+        converged = time.monotonic() - started
+        logging.getLogger(__name__).warning("standalone wipe: new session %.1f s after the wipe began", converged)
+        assert states[-3:] == ["SUSPENDED", "LOST", "CONNECTED"], states
+        assert _resets() == resets + 1
+        assert "/n0" not in adapter.cache  # the watch-validated cache was invalidated with the session
+        assert adapter.read("/n0", watch=True) is None  # the data is gone; the new session reads the truth
+        assert adapter.client.last_zxid < 5
+        assert "declaring it LOST and starting a new session from scratch" in caplog.text
+        assert adapter.unavailable_reason is None
+    finally:
+        adapter.stop()
+
+
+def test_while_the_reset_lasts_every_request_names_it(server: ZooKeeperServer) -> None:
+    adapter = ZooKeeperAdapter(ConnectionOptions(hosts=server.hosts, session_timeout=2, connect_timeout=10))
+    states = _states(adapter)
+    adapter.start()
+    try:
+        adapter.client.create("/n", b"x")
+        server.kill()  # the ensemble is gone (and comes back empty, below): no session to be had meanwhile
+        reason = wait_for(lambda: adapter.unavailable_reason, timeout=5, message="SUSPENDED is reported")
+        assert "SUSPENDED" in reason and "reset after 2 s" in reason
+        wait_for(lambda: "LOST" in states, timeout=10, message="declared LOST after the session timeout")
+        reason_now = adapter.unavailable_reason
+        assert reason_now is not None and "session reset in progress" in reason_now
+        with pytest.raises(ZooKeeperUnavailable, match="session reset in progress"):
+            adapter.read("/n")
+        server.wipe_and_restart()
+        wait_for(lambda: adapter.connected, timeout=30, message="the new session")
+        assert adapter.read("/n") is None
+        assert states.count("LOST") == 1
+    finally:
+        adapter.stop()
+
+
+def test_a_zero_expiration_percent_keeps_the_old_session(server: ZooKeeperServer) -> None:
+    adapter = ZooKeeperAdapter(ConnectionOptions(hosts=server.hosts, session_timeout=2, connect_timeout=10,
+                                                 session_expiration_percent=0))
+    states = _states(adapter)
+    adapter.start()
+    try:
+        adapter.client.create("/n", b"x")
+        server.wipe_and_restart()
+        wait_for(lambda: _refusals(server) >= 3, timeout=30, message="refused")
+        assert "LOST" not in states and not adapter.connected
+        assert adapter.unavailable_reason == "ZooKeeper session is SUSPENDED"
+    finally:
+        adapter.stop()
+
+
+def test_restart_from_scratch_relies_on_kazoo_2_11(server: ZooKeeperServer) -> None:
+    # restart_from_scratch cites kazoo 2.11.0's source lines: a new kazoo must be re-read first.
+    assert kazoo.__version__ == "2.11.0", (
+        f"kazoo {kazoo.__version__}: re-check zkop.zookeeper.session.restart_from_scratch against its "
+        "KazooClient.stop/_reset/start_async and ConnectionHandler._connect, then update this pin")
+    client = KazooClient(hosts=server.hosts, timeout=2)
+    client.start(timeout=10)
+    lost = threading.Event()
+    client.add_listener(lambda state: lost.set() if state == KazooState.LOST else None)
+    try:
+        client.create("/n", b"x")
+        old_id, old_zxid = client.client_id, client.last_zxid
+        assert old_id is not None and old_zxid > 0
+        restart_from_scratch(client)
+        assert lost.is_set()  # listeners heard LOST on the way
+        wait_for(lambda: client.connected, timeout=10, message="new session")
+        assert client.client_id is not None and client.client_id[0] != old_id[0]
+        assert client.exists("/n") is not None  # same server, same data: only the session is new
+    finally:
+        client.stop()
+        client.close()
