@@ -1,0 +1,175 @@
+"""An ensemble that lost its data: zkop rebuilds it from the cluster, with no restart of zkop.
+
+``zkop run`` as a separate process (the real ``kubernetes`` client against the in-memory API
+server), real ZooKeeper wiped and restarted on the same addresses: a standalone server, and a
+3-member ensemble whose members are all wiped. The wiped servers refuse zkop's old session
+(it has seen zxids they do not have); zkop declares the session LOST once it has been
+SUSPENDED for the session timeout, makes a new one from scratch, and rewrites every managed
+znode, ownership record and Service record. The time each fault took to converge is logged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Iterator
+
+import pytest
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+from zkop_testing.operator import OperatorProcess
+from zkop_testing.resources import conditions, create, get, synced, zkc
+from zkop_testing.waiting import wait_for
+from zkop_testing.zookeeper import ZooKeeperEnsemble, ZooKeeperServer
+
+from zkop.kube.client import KubeClient, resource_path
+
+log = logging.getLogger(__name__)
+
+SESSION_TIMEOUT = 3.0
+CONFIGS = {f"flag-{i}": (f"/app/flags/flag-{i}", f"v{i}".encode()) for i in range(6)}
+SERVICE_RECORD = "/kubernetes/services/default-web"
+ARGS = ["--workers", "4", "--zk-session-timeout", f"{SESSION_TIMEOUT:g}", "--service-bridge",
+        "--service-bridge-endpoints", "--service-bridge-endpoints-debounce", "0.1"]
+
+
+@pytest.fixture
+def server() -> Iterator[ZooKeeperServer]:
+    """A standalone server of this test's own, to be wiped (no chroot: a chroot would be wiped too)."""
+    with ZooKeeperServer() as s:
+        yield s
+
+
+@pytest.fixture
+def ensemble() -> Iterator[ZooKeeperEnsemble]:
+    """A 3-member ensemble of this test's own, to be wiped."""
+    with ZooKeeperEnsemble(3) as e:
+        yield e
+
+
+def _declare_everything(kube: KubeClient) -> None:
+    for name, (path, data) in CONFIGS.items():
+        create(kube, zkc(name, path, data))
+    kube.request("POST", resource_path("", "v1", "services", "default"), body={
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"ports": [{"name": "http", "port": 80}], "selector": {"app": "web"}}})
+    kube.request("POST", resource_path("discovery.k8s.io", "v1", "endpointslices", "default"), body={
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": "web-1", "namespace": "default", "labels": {"kubernetes.io/service-name": "web"}},
+        "addressType": "IPv4", "endpoints": [{"addresses": ["10.1.0.5"], "conditions": {"ready": True}}],
+        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]})
+
+
+def _missing(client: KazooClient) -> list[str]:
+    """What of the managed state is not (yet) in ZooKeeper: znodes with their bytes, records, the Service."""
+    missing = []
+    for name, (path, data) in CONFIGS.items():
+        try:
+            if client.get(path)[0] != data:
+                missing.append(path)
+            record = json.loads(client.get("/zkop/owners" + path)[0])
+            if record.get("name") != name:
+                missing.append("/zkop/owners" + path)
+        except NoNodeError as err:
+            missing.append(f"{path} ({err.__class__.__name__})")
+    if client.exists(SERVICE_RECORD) is None:
+        missing.append(SERVICE_RECORD)
+    return missing
+
+
+@contextlib.contextmanager
+def _observer(hosts: str) -> Iterator[KazooClient]:
+    """A reading client. Only its session creation is a transaction: opened once, after the wipe, it leaves
+    the wiped ensemble's zxid far below zkop's (every new session would raise it, and a server ahead of
+    zkop's zxid takes the old session back as expired: the easy case, not the one tested here)."""
+    client = KazooClient(hosts=hosts, timeout=10)
+    client.start(timeout=30)
+    try:
+        yield client
+    finally:
+        client.stop()
+        client.close()
+
+
+def _all_synced(kube: KubeClient) -> bool:
+    return all(synced(kube, name) for name in CONFIGS)
+
+
+def _resets(operator: OperatorProcess) -> float:
+    for line in operator.metrics().splitlines():
+        if line.startswith("zkop_zookeeper_session_resets_total "):
+            return float(line.split()[-1])
+    return 0.0
+
+
+def _survive_data_loss(operator: OperatorProcess, kube: KubeClient, hosts: str, wipe: object, what: str) -> float:
+    """Converge, wipe, and return the seconds from the wipe until everything is back."""
+    _declare_everything(kube)
+    wait_for(lambda: _all_synced(kube), timeout=30, message="synced before the fault")
+    with _observer(hosts) as before:
+        wait_for(lambda: not _missing(before), timeout=15, message="everything written before the fault")
+    assert _resets(operator) == 0
+    started = time.monotonic()
+    wipe()  # type: ignore[operator]
+    with _observer(hosts) as after:
+        assert _missing(after)  # the data really is gone
+        wait_for(lambda: not _missing(after), timeout=6 * SESSION_TIMEOUT + 30,
+                 message=f"{what}: every znode, ownership record and Service record rewritten\n"
+                         f"{operator.log_tail(40)}")
+    converged = time.monotonic() - started
+    log.warning("%s: everything rewritten %.1f s after the wipe began (session timeout %g s)",
+                what, converged, SESSION_TIMEOUT)
+    assert _resets(operator) == 1
+    assert "declaring it LOST and starting a new session from scratch" in operator.log_tail(400)
+    wait_for(lambda: operator.probe() == 200, timeout=10, message="ready again")
+    wait_for(lambda: _all_synced(kube), timeout=15, message="still Synced")
+    return converged
+
+
+def test_standalone_server_wiped_and_restarted(kubeconfig: str, kube: KubeClient, server: ZooKeeperServer) -> None:
+    with OperatorProcess(kubeconfig, server.hosts, ARGS) as operator:
+        _survive_data_loss(operator, kube, server.hosts, server.wipe_and_restart, "standalone server wiped")
+
+
+def test_ensemble_wiped_and_restarted(kubeconfig: str, kube: KubeClient, ensemble: ZooKeeperEnsemble) -> None:
+    with OperatorProcess(kubeconfig, ensemble.hosts, ARGS) as operator:
+        _survive_data_loss(operator, kube, ensemble.hosts, ensemble.wipe_and_restart, "3-node ensemble wiped")
+
+
+def test_while_the_reset_lasts_readiness_and_status_say_so(kubeconfig: str, kube: KubeClient,
+                                                           server: ZooKeeperServer) -> None:
+    with OperatorProcess(kubeconfig, server.hosts, ARGS) as operator:
+        create(kube, zkc("flag", "/app/flag", b"on"))
+        wait_for(lambda: synced(kube, "flag"), timeout=15, message="synced")
+        server.kill()  # gone for now; it comes back empty
+        wait_for(lambda: "session reset in progress" in _readyz(operator), timeout=4 * SESSION_TIMEOUT,
+                 message="readiness names the reset")
+        # A change zkop cannot write meanwhile says why in status.
+        kube.request("PATCH", resource_path("platform.example.com", "v1alpha1", "zookeeperconfigs", "default",
+                                            "flag"), body={"spec": {"data": "b2Zm"}},
+                     content_type="application/merge-patch+json")
+
+        def unavailable() -> str | None:
+            ready = conditions(get(kube, "flag")).get("Ready", {})
+            return ready.get("message") if ready.get("reason") == "ZooKeeperUnavailable" else None
+
+        message = wait_for(unavailable, timeout=30, message="status says ZooKeeper is unavailable")
+        assert "session reset in progress" in message
+        server.wipe_and_restart()
+        wait_for(lambda: operator.probe() == 200, timeout=30, message="ready again")
+        wait_for(lambda: synced(kube, "flag"), timeout=30, message="written after the reset")
+
+
+def _readyz(operator: OperatorProcess) -> str:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{operator.health_port}/readyz?verbose", timeout=2) as r:
+            return str(r.read().decode())
+    except urllib.error.HTTPError as err:
+        return str(err.read().decode())
+    except OSError:
+        return ""
