@@ -28,11 +28,14 @@ from zkop.kube.client import KubeClient, resource_path
 
 log = logging.getLogger(__name__)
 
-SESSION_TIMEOUT = 3.0
+SESSION_TIMEOUT = 3.0  # the time rule; with 30 s the servers' refusal is what resets the session
 CONFIGS = {f"flag-{i}": (f"/app/flags/flag-{i}", f"v{i}".encode()) for i in range(6)}
 SERVICE_RECORD = "/kubernetes/services/default-web"
-ARGS = ["--workers", "4", "--zk-session-timeout", f"{SESSION_TIMEOUT:g}", "--service-bridge",
-        "--service-bridge-endpoints", "--service-bridge-endpoints-debounce", "0.1"]
+BRIDGE = ["--service-bridge", "--service-bridge-endpoints", "--service-bridge-endpoints-debounce", "0.1"]
+
+
+def _args(session_timeout: float) -> list[str]:
+    return ["--workers", "4", "--zk-session-timeout", f"{session_timeout:g}", *BRIDGE]
 
 
 @pytest.fixture
@@ -104,7 +107,8 @@ def _resets(operator: OperatorProcess) -> float:
     return 0.0
 
 
-def _survive_data_loss(operator: OperatorProcess, kube: KubeClient, hosts: str, wipe: object, what: str) -> float:
+def _survive_data_loss(operator: OperatorProcess, kube: KubeClient, hosts: str, wipe: object, what: str,
+                       session_timeout: float) -> float:
     """Converge, wipe, and return the seconds from the wipe until everything is back."""
     _declare_everything(kube)
     wait_for(lambda: _all_synced(kube), timeout=30, message="synced before the fault")
@@ -115,32 +119,42 @@ def _survive_data_loss(operator: OperatorProcess, kube: KubeClient, hosts: str, 
     wipe()  # type: ignore[operator]
     with _observer(hosts) as after:
         assert _missing(after)  # the data really is gone
-        wait_for(lambda: not _missing(after), timeout=6 * SESSION_TIMEOUT + 30,
+        wait_for(lambda: not _missing(after), timeout=min(session_timeout, 10) + 30,
                  message=f"{what}: every znode, ownership record and Service record rewritten\n"
                          f"{operator.log_tail(40)}")
     converged = time.monotonic() - started
     log.warning("%s: everything rewritten %.1f s after the wipe began (session timeout %g s)",
-                what, converged, SESSION_TIMEOUT)
+                what, converged, session_timeout)
     assert _resets(operator) == 1
-    assert "declaring it LOST and starting a new session from scratch" in operator.log_tail(400)
+    given_up = [line for line in operator.log_tail(400).splitlines() if "given up:" in line]
+    assert len(given_up) == 1 and "Declaring it LOST and starting a new session from scratch" in given_up[0]
+    if session_timeout > 20:  # long before the time rule: the ensemble's refusal was asked for
+        assert "the ensemble refuses the session" in given_up[0]
+        assert converged < session_timeout
     wait_for(lambda: operator.probe() == 200, timeout=10, message="ready again")
     wait_for(lambda: _all_synced(kube), timeout=15, message="still Synced")
     return converged
 
 
-def test_standalone_server_wiped_and_restarted(kubeconfig: str, kube: KubeClient, server: ZooKeeperServer) -> None:
-    with OperatorProcess(kubeconfig, server.hosts, ARGS) as operator:
-        _survive_data_loss(operator, kube, server.hosts, server.wipe_and_restart, "standalone server wiped")
+@pytest.mark.parametrize("session_timeout", [SESSION_TIMEOUT, 30.0], ids=["time-rule", "refusal"])
+def test_standalone_server_wiped_and_restarted(kubeconfig: str, kube: KubeClient, server: ZooKeeperServer,
+                                               session_timeout: float) -> None:
+    with OperatorProcess(kubeconfig, server.hosts, _args(session_timeout)) as operator:
+        _survive_data_loss(operator, kube, server.hosts, server.wipe_and_restart, "standalone server wiped",
+                           session_timeout)
 
 
-def test_ensemble_wiped_and_restarted(kubeconfig: str, kube: KubeClient, ensemble: ZooKeeperEnsemble) -> None:
-    with OperatorProcess(kubeconfig, ensemble.hosts, ARGS) as operator:
-        _survive_data_loss(operator, kube, ensemble.hosts, ensemble.wipe_and_restart, "3-node ensemble wiped")
+@pytest.mark.parametrize("session_timeout", [SESSION_TIMEOUT, 30.0], ids=["time-rule", "refusal"])
+def test_ensemble_wiped_and_restarted(kubeconfig: str, kube: KubeClient, ensemble: ZooKeeperEnsemble,
+                                      session_timeout: float) -> None:
+    with OperatorProcess(kubeconfig, ensemble.hosts, _args(session_timeout)) as operator:
+        _survive_data_loss(operator, kube, ensemble.hosts, ensemble.wipe_and_restart, "3-node ensemble wiped",
+                           session_timeout)
 
 
 def test_while_the_reset_lasts_readiness_and_status_say_so(kubeconfig: str, kube: KubeClient,
                                                            server: ZooKeeperServer) -> None:
-    with OperatorProcess(kubeconfig, server.hosts, ARGS) as operator:
+    with OperatorProcess(kubeconfig, server.hosts, _args(SESSION_TIMEOUT)) as operator:
         create(kube, zkc("flag", "/app/flag", b"on"))
         wait_for(lambda: synced(kube, "flag"), timeout=15, message="synced")
         server.kill()  # gone for now; it comes back empty

@@ -16,12 +16,15 @@ from collections.abc import Iterator
 import kazoo
 import pytest
 from kazoo.client import KazooClient, KazooState
+from kazoo.retry import KazooRetry
 from prometheus_client import REGISTRY
 from zkop_testing.waiting import wait_for
 from zkop_testing.zookeeper import ZooKeeperServer
 
 from zkop.zookeeper.adapter import ConnectionOptions, ZooKeeperAdapter, ZooKeeperUnavailable
-from zkop.zookeeper.session import build_client, restart_from_scratch
+from zkop.zookeeper.handler import SelectHandler
+from zkop.zookeeper.reset import restart_from_scratch, zxid_refused
+from zkop.zookeeper.session import build_client
 
 REFUSED = "as it has seen zxid"
 RESETS = "zkop_zookeeper_session_resets_total"
@@ -65,14 +68,18 @@ def test_kazoo_alone_stays_suspended_after_data_loss(server: ZooKeeperServer) ->
         client.close()
 
 
-def test_session_suspended_past_its_timeout_is_reset_from_scratch(server: ZooKeeperServer,
+@pytest.mark.parametrize("refusal_check", [None, 1.0], ids=["time-rule", "refusal-check"])
+def test_session_suspended_past_its_timeout_is_reset_from_scratch(server: ZooKeeperServer, refusal_check: float | None,
                                                                   caplog: pytest.LogCaptureFixture) -> None:
-    adapter = ZooKeeperAdapter(ConnectionOptions(hosts=server.hosts, session_timeout=2, connect_timeout=10))
+    # The time rule alone (2 s), and with the refusal check on (which may come first; either resets).
+    adapter = ZooKeeperAdapter(ConnectionOptions(hosts=server.hosts, session_timeout=2, connect_timeout=10,
+                                                 refusal_check_interval=refusal_check))
     states = _states(adapter)
     adapter.start()
     try:
-        for i in range(5):
-            adapter.client.create(f"/n{i}", b"x")
+        for result in [adapter.client.create_async(f"/n{i}", b"x") for i in range(30)]:
+            result.get(timeout=10)
+        seen = adapter.client.last_zxid
         assert adapter.read("/n0", watch=True) is not None
         assert "/n0" in adapter.cache
         old_session, resets = adapter.session_id, _resets()
@@ -87,8 +94,8 @@ def test_session_suspended_past_its_timeout_is_reset_from_scratch(server: ZooKee
         assert _resets() == resets + 1
         assert "/n0" not in adapter.cache  # the watch-validated cache was invalidated with the session
         assert adapter.read("/n0", watch=True) is None  # the data is gone; the new session reads the truth
-        assert adapter.client.last_zxid < 5
-        assert "declaring it LOST and starting a new session from scratch" in caplog.text
+        assert adapter.client.last_zxid < seen  # a session from scratch on the wiped server's history
+        assert "Declaring it LOST and starting a new session from scratch" in caplog.text
         assert adapter.unavailable_reason is None
     finally:
         adapter.stop()
@@ -118,7 +125,7 @@ def test_while_the_reset_lasts_every_request_names_it(server: ZooKeeperServer) -
 
 def test_a_zero_expiration_percent_keeps_the_old_session(server: ZooKeeperServer) -> None:
     adapter = ZooKeeperAdapter(ConnectionOptions(hosts=server.hosts, session_timeout=2, connect_timeout=10,
-                                                 session_expiration_percent=0))
+                                                 session_expiration_percent=0, refusal_check_interval=None))
     states = _states(adapter)
     adapter.start()
     try:
@@ -152,3 +159,50 @@ def test_restart_from_scratch_relies_on_kazoo_2_11(server: ZooKeeperServer) -> N
     finally:
         client.stop()
         client.close()
+
+
+def test_a_refusing_ensemble_is_given_up_before_the_timeout(server: ZooKeeperServer,
+                                                             caplog: pytest.LogCaptureFixture) -> None:
+    # A 30 s session timeout: the wiped server's refusal, asked for directly, resets the session long before.
+    adapter = ZooKeeperAdapter(ConnectionOptions(hosts=server.hosts, session_timeout=30, connect_timeout=10))
+    states = _states(adapter)
+    adapter.start()
+    try:
+        for i in range(5):
+            adapter.client.create(f"/n{i}", b"x")
+        old_session = adapter.session_id
+        started = time.monotonic()
+        with caplog.at_level(logging.WARNING, logger="zkop.zookeeper.session"):
+            server.wipe_and_restart()
+            wait_for(lambda: adapter.connected and adapter.session_id != old_session, timeout=20,
+                     message=f"a new session well before the 30 s timeout (states seen: {states})")
+        logging.getLogger(__name__).warning("refusal check: new session %.1f s after the wipe began",
+                                            time.monotonic() - started)
+        assert states[-3:] == ["SUSPENDED", "LOST", "CONNECTED"], states
+        assert "the ensemble refuses the session: it has seen a zxid the servers do not have" in caplog.text
+        assert adapter.read("/n0") is None
+    finally:
+        adapter.stop()
+
+
+def test_zxid_refused_asks_the_ensemble(server: ZooKeeperServer) -> None:
+    options = ConnectionOptions(hosts=server.hosts, session_timeout=5)
+
+    def make_client(retry: KazooRetry, handler: SelectHandler, logger: logging.Logger) -> KazooClient:
+        return build_client(options, retry, handler, logger)
+
+    client = build_client(options)
+    client.start(timeout=10)
+    try:
+        for i in range(5):
+            client.create(f"/n{i}", b"x")
+        seen = client.last_zxid
+        assert not zxid_refused(make_client, seen, 5)  # the server has it
+    finally:
+        client.stop()
+        client.close()
+    server.kill()
+    assert not zxid_refused(make_client, seen, 5)  # nothing serving: not a refusal (maybe an election)
+    server.wipe_and_restart()
+    assert zxid_refused(make_client, seen, 5)  # serving, and behind what the client has seen
+    assert not zxid_refused(make_client, 0, 5)

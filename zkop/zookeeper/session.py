@@ -11,19 +11,8 @@ and waits through :meth:`Session.wait` (at most the session timeout: kazoo's syn
 wait without a bound, and a request queued while the connection is down would wait as long as
 the server stays away).
 
-A session SUSPENDED for longer than the session timeout is declared LOST and replaced by a
-brand-new one (no session id, zxid 0): Curator's rule (``ConnectionStateManager.processEvents``/
-``checkSessionExpiration``, ``sessionExpirationPercent`` 100: inject an expiration once
-``elapsedMs >= sessionTimeoutMs`` while SUSPENDED, then ``ConnectionState.handleExpiredSession``
-→ ``HandleHolder.closeAndReset``). By then the servers have expired the session anyway
-(ZooKeeper's ``SessionTrackerImpl`` expires a session not heard from for its timeout), so
-nothing is given up; and it is the only way out when the ensemble lost its data: a server whose
-last zxid is older than the one the client has seen refuses the handshake
-(``ZooKeeperServer.processConnectRequest``: "Refusing session request for client … as it has seen
-zxid … our last zxid is …", the socket is closed without a reply), and kazoo, like the Java
-client, retries that handshake forever in SUSPENDED. The refusal is indistinguishable on the wire
-from a server that is not serving yet (``ZooKeeperServerNotRunningException`` during a leader
-election also closes the socket), so the time rule is what catches both.
+A session SUSPENDED for longer than the session timeout, or refused by an ensemble that lost
+its data, is declared LOST and made anew from scratch: :mod:`zkop.zookeeper.reset`.
 """
 
 from __future__ import annotations
@@ -37,11 +26,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-import kazoo
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import AuthFailedError, KazooException, SASLException
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KeeperState
+from kazoo.retry import KazooRetry
 
 from zkop.zookeeper import metrics
 from zkop.zookeeper.actions import OPEN_ACL, AclEntry
@@ -53,6 +42,7 @@ from zkop.zookeeper.errors import (
     map_kazoo_error,
 )
 from zkop.zookeeper.handler import SelectHandler
+from zkop.zookeeper.reset import SuspensionWatchdog, restart_from_scratch, zxid_refused
 from zkop.zookeeper.security import (
     CredentialsError,
     RotationWatcher,
@@ -63,7 +53,7 @@ from zkop.zookeeper.security import (
     sasl_options,
 )
 
-__all__ = ["ConnectionOptions", "Session", "SessionListener", "restart_from_scratch", "split_chroot"]
+__all__ = ["ConnectionOptions", "Session", "SessionListener", "split_chroot"]
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +89,12 @@ class ConnectionOptions:
         session_expiration_percent: a session SUSPENDED for this percentage of
             ``session_timeout`` is declared LOST and a new one is made from scratch (Curator's
             ``sessionExpirationPercent``, default 100; 0 disables: SUSPENDED until a server
-            takes the old session back or expires it).
+            takes the old session back or expires it). kazoo 2.11 keeps only the requested
+            timeout, not the negotiated one Curator uses; they are the same unless the request
+            is outside the servers' [minSessionTimeout, maxSessionTimeout].
+        refusal_check_interval: while SUSPENDED, every this many seconds ask the ensemble whether
+            it refuses the session for having seen a newer zxid (it lost its data); two answers
+            "yes" in a row reset the session before the timeout. ``None`` disables the check.
     """
 
     hosts: str = "127.0.0.1:2181"
@@ -119,6 +114,7 @@ class ConnectionOptions:
     connect_timeout: float = 15.0
     parent_acl: tuple[AclEntry, ...] = OPEN_ACL
     session_expiration_percent: int = 100
+    refusal_check_interval: float | None = 1.0
 
 
 def split_chroot(hosts: str) -> tuple[str, str]:
@@ -129,9 +125,12 @@ def split_chroot(hosts: str) -> tuple[str, str]:
     return hosts[:index], hosts[index:].rstrip("/")
 
 
-def build_client(options: ConnectionOptions) -> KazooClient:
-    """A kazoo client for ``options``: endless reconnects (0.2 s doubling to 5 s), zkop's select handler,
-    TLS (certificates verified, host name checked unless opted out) and SASL.
+def build_client(options: ConnectionOptions, connection_retry: KazooRetry | None = None,
+                 handler: SelectHandler | None = None, logger: logging.Logger | None = None) -> KazooClient:
+    """A kazoo client for ``options``: zkop's select handler (or ``handler``), TLS (certificates verified,
+    host name checked unless opted out), SASL, ``connection_retry`` and ``logger``.
+
+    The default retry reconnects without end, 0.2 s doubling to 5 s between passes over the hosts.
 
     Raises:
         CredentialsError: SASL is asked for with an unreadable credentials file or an unknown mechanism.
@@ -140,8 +139,9 @@ def build_client(options: ConnectionOptions) -> KazooClient:
         "hosts": options.hosts,
         "timeout": options.session_timeout,
         "auth_data": list(options.auth) or None,
-        "connection_retry": {"max_tries": -1, "delay": 0.2, "backoff": 2, "max_delay": 5.0},
-        "handler": SelectHandler(),
+        "connection_retry": connection_retry or {"max_tries": -1, "delay": 0.2, "backoff": 2, "max_delay": 5.0},
+        "handler": handler or SelectHandler(),
+        "logger": logger,
         "sasl_options": sasl_options(options.sasl_mechanism, options.sasl_credentials_file,
                                      options.sasl_principal, options.sasl_service),
     }
@@ -157,39 +157,6 @@ def build_client(options: ConnectionOptions) -> KazooClient:
     if options.sasl_mechanism:
         install_sasl_handler(client)
     return client
-
-
-def restart_from_scratch(client: KazooClient) -> None:
-    """Close ``client``'s session and start a brand-new one: no session id, last zxid 0.
-
-    Curator's ``HandleHolder.closeAndReset``, with kazoo's public API only (``stop`` then
-    ``start_async``). What it relies on, kazoo 2.11.0 (``kazoo/client.py``,
-    ``kazoo/protocol/connection.py``; ``tests/zookeeper/test_session_reset.py`` checks it):
-
-    - ``KazooClient.stop`` (client.py 708-728) sets ``_stopped``, wakes the connection thread
-      and joins it (``_safe_close``, at most max(10 s, session timeout)), also while it is
-      retrying a refused handshake;
-    - the connection thread ends with ``_session_callback(KeeperState.CLOSED)``
-      (connection.py ``zk_loop`` 544-546), which moves the client to ``KazooState.LOST`` and
-      calls ``_reset`` (client.py 405-413): ``_session_id = None``, the password zeroed,
-      ``last_zxid = 0``, pending requests failed, watchers dropped;
-    - ``start_async`` (client.py 681-706) starts a new connection thread whose ``_connect``
-      (connection.py 712-719) sends ``Connect(0, last_zxid, timeout, session_id or 0, passwd)``:
-      a new session any server accepts, whatever zxid it is at.
-
-    Must not be called on one of kazoo's own threads (``stop`` joins them).
-
-    Raises:
-        RuntimeError: kazoo kept the old session id or zxid (a kazoo whose ``stop`` no longer
-            resets them: this function needs updating); the client is left stopped.
-    """
-    client.stop()
-    if client.last_zxid != 0 or client.client_id is not None:
-        raise RuntimeError(
-            f"kazoo {kazoo.__version__} kept last_zxid={client.last_zxid:#x} or the session after stop(); "
-            "a new session would be refused again (zkop.zookeeper.session.restart_from_scratch needs updating)"
-        )
-    client.start_async()
 
 
 class Session:
@@ -221,11 +188,13 @@ class Session:
         self._stopped = False
         self._dispatcher = threading.Thread(target=self._dispatch, name="zk-session-events", daemon=True)
         self._durations: dict[str, Any] = {}  # operation -> labelled histogram child
-        self._suspended_since: float | None = None  # time.monotonic() of the last SUSPENDED, while it lasts
         self._last_session_id: int | None = None  # of the last CONNECTED session (kazoo hides it while SUSPENDED)
-        self._resetting: str | None = None  # why the session is being reset, until CONNECTED again
         self._lifecycle = threading.Lock()  # one of stop() and a reset at a time
-        self._watchdog = threading.Thread(target=self._watch_suspension, name="zk-session-watchdog", daemon=True)
+        percent = options.session_expiration_percent
+        self._watchdog = SuspensionWatchdog(
+            options.session_timeout * percent / 100 if percent > 0 else None, self._reset,
+            refused=self._refused, check_interval=options.refusal_check_interval,
+        )
         self.client.add_listener(self._on_state)
         self._last_connect_error: str | None = None
         self._rotation = RotationWatcher(
@@ -252,8 +221,7 @@ class Session:
         """
         if not self._dispatcher.is_alive():
             self._dispatcher.start()
-        if not self._watchdog.is_alive():
-            self._watchdog.start()
+        self._watchdog.start()
         try:
             self._connect()
         except KazooTimeoutError as err:
@@ -311,6 +279,7 @@ class Session:
         """Close the session (ephemeral nodes of this session, if any, go away) and stop the dispatcher."""
         self._stopped = True
         self._rotation.stop()
+        self._watchdog.stop()
         try:
             with self._lifecycle:
                 self.client.stop()
@@ -333,15 +302,7 @@ class Session:
         """
         if self.connected:
             return None
-        with self._event_cond:
-            resetting, since = self._resetting, self._suspended_since
-        if resetting is not None:
-            return f"ZooKeeper session reset in progress: {resetting}; no session until a new one is established"
-        lost_after = self._lost_after()
-        if since is not None and lost_after is not None:
-            return (f"ZooKeeper session SUSPENDED for {time.monotonic() - since:.1f} s "
-                    f"(declared LOST and reset after {lost_after:g} s)")
-        return f"ZooKeeper session is {self.client.state}"
+        return self._watchdog.reason() or f"ZooKeeper session is {self.client.state}"
 
     @property
     def session_id(self) -> int | None:
@@ -361,76 +322,40 @@ class Session:
         # Runs inside kazoo's event thread: no ZooKeeper calls here, just hand over.
         if state == KazooState.LOST and self._on_lost is not None:
             self._on_lost()
+        if state == KazooState.CONNECTED:
+            self._last_session_id = self.session_id
+        self._watchdog.on_state(str(state))
         with self._event_cond:
             self._state = str(state)
             self._events.append(str(state))
-            if state == KazooState.SUSPENDED:
-                self._suspended_since = time.monotonic()
-            else:
-                self._suspended_since = None
-            if state == KazooState.CONNECTED:
-                self._resetting = None
-                self._last_session_id = self.session_id
             self._event_cond.notify_all()
 
     # --- session reset (Curator's rule) ---------------------------------------------------------
 
-    def _lost_after(self) -> float | None:
-        """Seconds of SUSPENDED after which the session is declared LOST, ``None`` if never.
+    def _refused(self) -> bool:
+        """Does the ensemble refuse this session for having seen a newer zxid (:func:`zxid_refused`)?"""
+        last_zxid = int(self.client.last_zxid or 0)
+        return zxid_refused(lambda retry, handler, logger: build_client(self.options, retry, handler, logger),
+                            last_zxid, self.options.session_timeout)
 
-        Curator uses the negotiated session timeout when it knows it; kazoo 2.11 keeps only the
-        requested one (``KazooClient._session_timeout``), which is what the server grants unless
-        it is outside [minSessionTimeout, maxSessionTimeout] (default 2-20 × tickTime).
+    def _reset(self, reason: str) -> None:
+        """Declare the session LOST and make a new one from scratch (:func:`restart_from_scratch`).
+
+        Runs on the watchdog's thread. Listeners get LOST (the watch-validated cache is dropped in
+        ``on_lost``), then CONNECTED once the new session is up.
+
+        Raises:
+            RuntimeError: see :func:`restart_from_scratch` (the watchdog tries again later).
         """
-        percent = self.options.session_expiration_percent
-        return self.options.session_timeout * percent / 100 if percent > 0 else None
-
-    def _watch_suspension(self) -> None:
-        """Watchdog thread: reset a session SUSPENDED for longer than :meth:`_lost_after` seconds."""
-        while (elapsed := self._wait_overdue()) is not None:
-            self._reset(elapsed)
-
-    def _wait_overdue(self) -> float | None:
-        """Block until the session has been SUSPENDED for :meth:`_lost_after` seconds; ``None`` once stopped.
-
-        Returns the seconds it has been SUSPENDED, and marks the reset as begun
-        (:attr:`unavailable_reason` names it from then on, until CONNECTED).
-        """
-        with self._event_cond:
-            while not self._stopped:
-                lost_after, since = self._lost_after(), self._suspended_since
-                if since is None or lost_after is None or self._resetting is not None:
-                    self._event_cond.wait()
-                    continue
-                elapsed = time.monotonic() - since
-                if elapsed >= lost_after:
-                    self._resetting = (f"SUSPENDED for {elapsed:.1f} s, longer than the session timeout "
-                                       f"({lost_after:g} s); the ensemble may have lost its data")
-                    return elapsed
-                self._event_cond.wait(lost_after - elapsed)
-            return None
-
-    def _reset(self, elapsed: float) -> None:
-        """Declare the session LOST and make a new one from scratch (:func:`restart_from_scratch`)."""
         log.warning(
-            "ZooKeeper session %#x SUSPENDED for %.1f s, longer than the session timeout (%g s): declaring it "
-            "LOST and starting a new session from scratch (no session id, zxid 0); every watch is re-armed "
-            "and every managed znode rewritten. If the ensemble lost its data, its servers refused the old "
-            "session because it has seen a newer zxid.",
-            self._last_session_id or 0, elapsed, self.options.session_timeout,
+            "ZooKeeper session %#x given up: %s. Declaring it LOST and starting a new session from scratch "
+            "(no session id, zxid 0); every watch is re-armed and every managed znode rewritten.",
+            self._last_session_id or 0, reason,
         )
         metrics.ZOOKEEPER_SESSION_RESETS.inc()
         with self._lifecycle:
-            if self._stopped:
-                return
-            try:
+            if not self._stopped:
                 restart_from_scratch(self.client)
-            except Exception:
-                log.exception("ZooKeeper session reset failed; retrying after another session timeout")
-                with self._event_cond:
-                    self._resetting = None
-                    self._suspended_since = time.monotonic()
-                    self._event_cond.notify_all()
 
     def _dispatch(self) -> None:
         while True:
@@ -531,9 +456,13 @@ class Session:
             return
         log.info("credentials files changed (%s): opening a new ZooKeeper session with them", ", ".join(changed))
         self._reload_credentials()
-        self.client.stop()
-        # kazoo's start() stops the client again on a time-out; start_async keeps it reconnecting instead.
-        if not self.client.start_async().wait(self.options.connect_timeout):
+        with self._lifecycle:  # not at the same time as stop() or a session reset (zookeeper/reset.py)
+            if self._stopped:
+                return
+            self.client.stop()
+            # kazoo's start() stops the client again on a time-out; start_async keeps it reconnecting instead.
+            live = self.client.start_async()
+        if not live.wait(self.options.connect_timeout):
             log.error("no ZooKeeper session with the rotated files yet (still trying): %s",
                       self.last_connect_error or "no answer")
 
