@@ -36,6 +36,6 @@ ZOOKEEPER_REQUEST_ERRORS = Counter(
 )
 ZOOKEEPER_SESSION_RESETS = Counter(
     "zkop_zookeeper_session_resets_total",
-    "Total number of ZooKeeper sessions declared lost after being suspended for longer than the session "
-    "timeout and replaced by a new session made from scratch (the ensemble may have lost its data).",
+    "Total number of ZooKeeper sessions given up and replaced by a new session made from scratch: refused by "
+    "an ensemble that lost its data, or suspended for longer than the session timeout.",
 )
