@@ -139,7 +139,9 @@ def test_requests_to_a_stopped_server_end_within_the_session_timeout() -> None:
     from zkop_testing.waiting import wait_for
 
     with ZooKeeperServer() as server:
-        adapter = ZooKeeperAdapter(ConnectionOptions(hosts=server.hosts, session_timeout=2.0, connect_timeout=10))
+        # The bounded wait on its own: no session reset after the timeout (it would fail the requests earlier).
+        adapter = ZooKeeperAdapter(ConnectionOptions(hosts=server.hosts, session_timeout=2.0, connect_timeout=10,
+                                                     session_expiration_percent=0, refusal_check_interval=None))
         adapter.start()
         try:
             adapter.execute([CreateNode("/tree/a", b"1")])
