@@ -129,7 +129,8 @@ def _survive_data_loss(operator: OperatorProcess, kube: KubeClient, hosts: str, 
     given_up = [line for line in operator.log_tail(400).splitlines() if "given up:" in line]
     assert len(given_up) == 1 and "Declaring it LOST and starting a new session from scratch" in given_up[0]
     if session_timeout > 20:  # long before the time rule: the ensemble's refusal was asked for
-        assert "the ensemble refuses the session" in given_up[0]
+        assert "the ensemble refuses the session" in given_up[0], "\n".join(
+            line for line in operator.log_tail(3000).splitlines() if "session" in line or "refus" in line)
         assert converged < session_timeout
     wait_for(lambda: operator.probe() == 200, timeout=10, message="ready again")
     wait_for(lambda: _all_synced(kube), timeout=15, message="still Synced")

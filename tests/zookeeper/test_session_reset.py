@@ -206,3 +206,22 @@ def test_zxid_refused_asks_the_ensemble(server: ZooKeeperServer) -> None:
     server.wipe_and_restart()
     assert zxid_refused(make_client, seen, 5)  # serving, and behind what the client has seen
     assert not zxid_refused(make_client, 0, 5)
+
+
+def test_a_server_that_never_answers_costs_one_check_not_the_session_timeout() -> None:
+    # A server shutting down or starting accepts TCP connections it does not answer (the kernel's backlog):
+    # a refusal probe gives up after PROBE_TIMEOUT, not after the (here 60 s) session timeout.
+    import socket
+
+    from zkop.zookeeper.session import PROBE_TIMEOUT, Session
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        host, port = silent.getsockname()
+        session = Session(ConnectionOptions(hosts=f"{host}:{port}", session_timeout=60))
+        session.client.last_zxid = 0x100  # as if it had seen transactions
+        started = time.monotonic()
+        assert not session._refused()
+        assert time.monotonic() - started < 2 * PROBE_TIMEOUT + 2
+        session.client.close()

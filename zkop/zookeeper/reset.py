@@ -191,8 +191,8 @@ class SuspensionWatchdog:
     def _check_refused(self) -> bool:
         try:
             return self._refused is not None and self._refused()
-        except Exception:  # a check that cannot be made proves nothing; the time rule still holds
-            log.debug("ZooKeeper refusal check failed", exc_info=True)
+        except Exception as err:  # a check that cannot be made proves nothing; the time rule still holds
+            log.warning("ZooKeeper refusal check could not be made: %s", err, exc_info=log.isEnabledFor(logging.DEBUG))
             return False
 
     def _next_reset(self) -> str | None:
@@ -228,6 +228,8 @@ class SuspensionWatchdog:
                 finally:
                     self._cond.acquire()
                 refusals = refusals + 1 if refused and self._suspended_since == since else 0
+                if refusals:
+                    log.info("ZooKeeper ensemble refuses the suspended session (check %d of 2)", refusals)
             else:
                 return None
             self._resetting = reason

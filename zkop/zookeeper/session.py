@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kazoo.client import KazooClient, KazooState
@@ -56,6 +56,9 @@ from zkop.zookeeper.security import (
 __all__ = ["ConnectionOptions", "Session", "SessionListener", "split_chroot"]
 
 log = logging.getLogger(__name__)
+
+#: Seconds a refusal probe waits for a server's answer (a healthy handshake takes milliseconds).
+PROBE_TIMEOUT = 3.0
 
 #: ``listener(state)`` with ``"CONNECTED"``, ``"SUSPENDED"`` or ``"LOST"``.
 SessionListener = Callable[[str], None]
@@ -333,10 +336,17 @@ class Session:
     # --- session reset (Curator's rule) ---------------------------------------------------------
 
     def _refused(self) -> bool:
-        """Does the ensemble refuse this session for having seen a newer zxid (:func:`zxid_refused`)?"""
+        """Does the ensemble refuse this session for having seen a newer zxid (:func:`zxid_refused`)?
+
+        Each probe waits at most :data:`PROBE_TIMEOUT` seconds (also its handshake's read timeout):
+        a server shutting down or starting accepts TCP connections it does not answer, and a probe
+        stuck on one for the whole session timeout would leave only the time rule.
+        """
         last_zxid = int(self.client.last_zxid or 0)
-        return zxid_refused(lambda retry, handler, logger: build_client(self.options, retry, handler, logger),
-                            last_zxid, self.options.session_timeout)
+        timeout = min(self.options.session_timeout, PROBE_TIMEOUT)
+        probe_options = replace(self.options, session_timeout=timeout)
+        return zxid_refused(lambda retry, handler, logger: build_client(probe_options, retry, handler, logger),
+                            last_zxid, timeout)
 
     def _reset(self, reason: str) -> None:
         """Declare the session LOST and make a new one from scratch (:func:`restart_from_scratch`).
