@@ -91,7 +91,8 @@ def go_repr(value: Any) -> str:
             return "[]string{" + ", ".join(json.dumps(v, ensure_ascii=False) for v in value) + "}"
         return "[]interface {}{" + ", ".join(go_repr(v) for v in value) + "}"
     if isinstance(value, dict):
-        inner = ", ".join(f"{json.dumps(str(k))}:{go_repr(v)}" for k, v in value.items())
+        # fmt prints map keys sorted (Go 1.12+)
+        inner = ", ".join(f"{json.dumps(str(k))}:{go_repr(v)}" for k, v in sorted(value.items()))
         return "map[string]interface {}{" + inner + "}"
     return str(value)
 

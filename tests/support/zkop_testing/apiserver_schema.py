@@ -17,6 +17,7 @@ from typing import Any
 from jsonschema.exceptions import ValidationError
 
 from zkop.kube.schema import StructuralSchema, field_path, json_type_name, schema_error
+from zkop.kube.structural import SchemaRuleError, crd_schema_errors, defaults, pruned_default_differs
 from zkop_testing.apiserver_errors import FieldError
 
 __all__ = ["CustomResourceSchema", "check_schema", "json_type_name"]
@@ -31,38 +32,49 @@ class CustomResourceSchema(StructuralSchema):
         openapi_schema: the ``schema.openAPIV3Schema`` mapping of a CRD version.
             ``metadata`` constraints inside it are ignored (ObjectMeta is handled
             by the server, as in kube-apiserver).
+        resource: ``False`` for a schema below the root (a ``default``'s own schema):
+            ``metadata`` is then an ordinary property.
     """
 
-    def __init__(self, openapi_schema: Mapping[str, Any]) -> None:
+    def __init__(self, openapi_schema: Mapping[str, Any], *, resource: bool = True) -> None:
         schema = copy.deepcopy(dict(openapi_schema))
         props = schema.get("properties")
-        if isinstance(props, dict):
+        if isinstance(props, dict) and resource:
             props.pop("metadata", None)
+        self.resource = resource
         super().__init__(schema)
 
     def apply_defaults(self, obj: JSON) -> None:
         """Apply ``default`` values in place (:func:`zkop.kube.schema.default`)."""
         self.default(obj)
 
-    def validate(self, obj: Mapping[str, Any]) -> list[FieldError]:
+    def validate(self, obj: Any, prefix: str = "") -> list[FieldError]:
         """Validate ``obj`` (a whole custom resource); ``metadata`` is not checked here.
+
+        Args:
+            obj: the object (any value when ``resource`` is ``False``).
+            prefix: the path of ``obj`` itself (e.g. ``...properties[spec].default``);
+                ``""`` for a resource.
 
         Returns:
             field errors rendered like kube-apiserver, in schema order, without duplicates.
         """
-        instance = {k: v for k, v in obj.items() if k != "metadata"}
+        instance = {k: v for k, v in obj.items() if k != "metadata"} if self.resource and isinstance(obj, Mapping) \
+            else obj
         errors: list[FieldError] = []
         seen: set[tuple[str, str]] = set()
         for err in self.iter_errors(instance):
-            for fe in self._convert(err):
+            for fe in self._convert(err, prefix):
                 key = (fe.field, fe.type)
                 if key not in seen:
                     seen.add(key)
                     errors.append(fe)
         return errors
 
-    def _convert(self, err: ValidationError) -> list[FieldError]:
-        parts = list(err.absolute_path)
+    def _convert(self, err: ValidationError, prefix: str = "") -> list[FieldError]:
+        parts: list[str | int] = list(err.absolute_path)
+        if prefix:
+            parts = [prefix, *parts]
         path = field_path(parts)
         where = path or "<root>"
         kw = err.validator
@@ -133,20 +145,36 @@ def _first_duplicate(value: Any) -> tuple[int, Any] | None:
     return None
 
 
+def _field_error(rule: SchemaRuleError) -> FieldError:
+    if rule.type == "Required":
+        return FieldError.required(rule.field, rule.detail)
+    if rule.type == "Forbidden":
+        return FieldError.forbidden(rule.field, rule.detail)
+    if rule.type == "NotSupported":
+        return FieldError.not_supported(rule.field, rule.value, list(rule.supported))
+    return FieldError.invalid(rule.field, rule.value, rule.detail)
+
+
 def check_schema(openapi_schema: Mapping[str, Any], path: str) -> list[FieldError]:
-    """Minimal structural checks of a CRD version schema (root ``type: object``, valid JSON Schema).
+    """What kube-apiserver checks in a CRD version schema (:mod:`zkop.kube.structural`), as field errors.
+
+    Structural rules first; only when there are none, each ``default`` is checked: pruned
+    (``must not have unknown fields``) and valid against its own schema
+    (``defaulting/validation.go`` ``ValidateDefaults``). A schema whose JSON Schema
+    translation is unusable is refused as well (``error building validator``).
 
     Returns:
         field errors with paths under ``path`` (``spec.versions[i].schema.openAPIV3Schema``).
     """
-    errors: list[FieldError] = []
-    if openapi_schema.get("type") != "object":
-        if not openapi_schema.get("type"):
-            errors.append(FieldError.required(f"{path}.type", "must not be empty at the root"))
-        else:
-            errors.append(FieldError.invalid(f"{path}.type", openapi_schema.get("type"),
-                                             "must be object at the root"))
-    problem = schema_error(openapi_schema)
-    if problem is not None:
-        errors.append(FieldError.invalid(path, "", f"invalid schema: {problem}"))
+    errors = [_field_error(rule) for rule in crd_schema_errors(openapi_schema, path)]
+    if not errors:
+        for where, value, schema in defaults(openapi_schema, path):
+            if pruned_default_differs(value, schema):
+                errors.append(FieldError.invalid(where, value, "must not have unknown fields"))
+                continue
+            errors.extend(CustomResourceSchema(schema, resource=False).validate(value, where))
+    if not errors:
+        problem = schema_error(openapi_schema)
+        if problem is not None:
+            errors.append(FieldError.invalid(path, "", f"invalid schema: {problem}"))
     return errors
