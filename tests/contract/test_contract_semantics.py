@@ -122,10 +122,28 @@ def test_generation_tracks_spec_only(cluster: Cluster) -> None:
 def test_no_op_writes_keep_the_resource_version(cluster: Cluster) -> None:
     kube, ns, name = cluster.kube, cluster.namespace, unique("n")
     created = kube.request("POST", zkc_path(ns), body=zkc(name))
-    same = kube.request("PUT", zkc_path(ns, name), body=created)
-    assert same["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+    # The create stored no status (the status subresource drops it) but reads default it; the first
+    # write stores that default, even when it changes nothing else: a new resourceVersion.
+    first = kube.request("PUT", zkc_path(ns, name), body=created)
+    assert first["metadata"]["resourceVersion"] != created["metadata"]["resourceVersion"]
+    assert first["status"] == created["status"]
+    same = kube.request("PUT", zkc_path(ns, name), body=first)
+    assert same["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
     same = kube.request("PATCH", zkc_path(ns, name), body={"spec": {"data": "v1"}}, content_type=MERGE_PATCH)
-    assert same["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+    assert same["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+
+
+def test_first_write_after_create_materialises_read_defaults(cluster: Cluster) -> None:
+    kube, ns, name = cluster.kube, cluster.namespace, unique("m")
+    created = kube.request("POST", zkc_path(ns), body=zkc(name))
+    assert created["status"] == {"state": "Pending", "observedGeneration": -1}
+    written = kube.request("PATCH", zkc_path(ns, name), body={"spec": {"data": "v1"}}, content_type=MERGE_PATCH)
+    assert written["metadata"]["resourceVersion"] != created["metadata"]["resourceVersion"]
+    assert written["metadata"]["generation"] == 1
+    events = collect(kube, zkc_path(ns), {"resourceVersion": created["metadata"]["resourceVersion"],
+                                          "fieldSelector": f"metadata.name={name}"}, lambda evs: True)
+    assert [e["type"] for e in events] == ["MODIFIED"]
+    assert events[0]["object"]["metadata"]["resourceVersion"] == written["metadata"]["resourceVersion"]
 
 
 def test_status_subresource_splits_spec_and_status(cluster: Cluster) -> None:
@@ -138,7 +156,9 @@ def test_status_subresource_splits_spec_and_status(cluster: Cluster) -> None:
     ignored = kube.request("PATCH", zkc_path(ns, name), body={"status": {"observedGeneration": 1}},
                            content_type=MERGE_PATCH)
     assert ignored.get("status") == created.get("status")
-    assert ignored["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+    again = kube.request("PATCH", zkc_path(ns, name), body={"status": {"observedGeneration": 1}},
+                         content_type=MERGE_PATCH)
+    assert again["metadata"]["resourceVersion"] == ignored["metadata"]["resourceVersion"]
     written = kube.request("PATCH", zkc_path(ns, name, "status"), body={
         "status": {"observedGeneration": 1}, "spec": {"data": "ignored"}, "metadata": {"labels": {"x": "y"}}},
         content_type=MERGE_PATCH)

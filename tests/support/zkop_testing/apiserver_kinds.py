@@ -112,6 +112,9 @@ class StoreHooks(Protocol):
     def unregister_crd(self, crd: Mapping[str, Any]) -> None:
         """Stop serving the resources of a removed CRD."""
 
+    def end_watches(self, crd: Mapping[str, Any]) -> None:
+        """End the open watches on a CRD's custom resources (its storage is rebuilt)."""
+
 
 @dataclass(eq=False)
 class ResourceType:
@@ -339,6 +342,10 @@ class Strategy:
     def validate(self, store: StoreHooks, obj: JSON, old: JSON | None, rt: ResourceType) -> list[FieldError]:
         """Kind-specific validation (``old`` is ``None`` on create)."""
         return []
+
+    def validate_status(self, store: StoreHooks, obj: JSON, old: JSON, rt: ResourceType) -> list[FieldError]:
+        """Validation of a ``/status`` update (default: as any update)."""
+        return self.validate(store, obj, old, rt)
 
     def read_defaults(self, obj: JSON, rt: ResourceType) -> None:
         """Defaults kube-apiserver applies when reading an object back from storage (custom resources)."""
@@ -1117,6 +1124,10 @@ class CustomResourceDefinitionStrategy(Strategy):
 
     def after_update(self, store: StoreHooks, new: JSON, old: JSON) -> None:
         store.register_crd(new)
+        if new.get("spec") != old.get("spec"):
+            # crdHandler.updateCustomResourceDefinition: a changed spec tears down the storage
+            # of the custom resources, which ends their watches.
+            store.end_watches(new)
 
     def on_removed(self, store: StoreHooks, obj: JSON) -> None:
         store.unregister_crd(obj)
@@ -1169,15 +1180,40 @@ class CustomResourceStrategy(Strategy):
             obj.pop("status", None)
 
     def read_defaults(self, obj: JSON, rt: ResourceType) -> None:
-        """Defaulting also runs on objects read from etcd: e.g. a ``default`` on ``status`` shows up
-        right after a create that (with the status subresource) dropped the status."""
+        """Defaults of the object an update starts from (it was read, so defaulted: see :meth:`to_version`)."""
         if rt.schema is not None:
             rt.schema.apply_defaults(obj)
 
+    def to_version(self, obj: JSON, rt: ResourceType) -> JSON:
+        """Read-time defaulting: kube-apiserver decodes every custom resource read from etcd with the
+        current schema's defaults (``customresource_handler.go``, ``unstructuredDefaulter``), but stores
+        them only on the next write. So a ``status`` default shows right after a create that dropped the
+        status, and defaults a CRD gains later appear on old objects."""
+        out = super().to_version(obj, rt)
+        if rt.schema is None:
+            return out
+        view: JSON = rt.schema.defaulted(out)
+        return view
+
     def validate(self, store: StoreHooks, obj: JSON, old: JSON | None, rt: ResourceType) -> list[FieldError]:
+        """Schema validation; on update with ratcheting against the old object as read (defaulted)."""
         if rt.schema is None:
             return []
-        return rt.schema.validate(obj)
+        if old is None:
+            return rt.schema.validate(obj)
+        return rt.schema.validate_update(obj, rt.schema.defaulted(old))
+
+    def validate_status(self, store: StoreHooks, obj: JSON, old: JSON, rt: ResourceType) -> list[FieldError]:
+        """``/status`` validates ``status`` only, against its own schema, with ratcheting
+        (``status_strategy.go`` ValidateUpdate, ``validator.go`` ValidateStatusUpdate); metadata
+        rules are checked by the store."""
+        if rt.schema is None or "status" not in obj:
+            return []
+        status_schema = (rt.schema.schema.get("properties") or {}).get("status")
+        if not isinstance(status_schema, Mapping):
+            return []
+        schema = CustomResourceSchema(status_schema, resource=False)
+        return schema.validate_update(obj["status"], rt.schema.defaulted(old).get("status"), "status")
 
 
 def custom_resource_types(crd: Mapping[str, Any], previous: CustomResourceStrategy | None) -> list[ResourceType]:

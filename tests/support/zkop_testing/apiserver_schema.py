@@ -11,7 +11,7 @@ go-openapi results (``spec.x in body must be of type string: "integer"``) as
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from jsonschema.exceptions import ValidationError
@@ -59,11 +59,30 @@ class CustomResourceSchema(StructuralSchema):
         Returns:
             field errors rendered like kube-apiserver, in schema order, without duplicates.
         """
-        instance = {k: v for k, v in obj.items() if k != "metadata"} if self.resource and isinstance(obj, Mapping) \
+        return self._render(self.iter_errors(self._instance(obj)), prefix)
+
+    def _instance(self, obj: Any) -> Any:
+        return {k: v for k, v in obj.items() if k != "metadata"} if self.resource and isinstance(obj, Mapping) \
             else obj
+
+    def validate_update(self, obj: Any, old: Any, prefix: str = "") -> list[FieldError]:
+        """Validate an update with validation ratcheting (feature CRDValidationRatcheting, beta and on
+        since 1.30): an error is dropped when the value it is about is unchanged from ``old``.
+
+        Follows kube-openapi ``pkg/validation/validate/ratcheting.go`` (as used by
+        apiextensions-apiserver ``pkg/apiserver/validation/ratcheting.go``): values are correlated
+        by object key, and list items only in ``x-kubernetes-list-type: map`` lists (by their
+        keys); an error below an uncorrelatable list item is kept unless the whole list is unchanged.
+        """
+        new_instance, old_instance = self._instance(obj), self._instance(old)
+        kept = (err for err in self.iter_errors(new_instance)
+                if not _ratchets(list(err.absolute_path), new_instance, old_instance, self.schema))
+        return self._render(kept, prefix)
+
+    def _render(self, errs: Iterable[ValidationError], prefix: str) -> list[FieldError]:
         errors: list[FieldError] = []
         seen: set[tuple[str, str]] = set()
-        for err in self.iter_errors(instance):
+        for err in errs:
             for fe in self._convert(err, prefix):
                 key = (fe.field, fe.type)
                 if key not in seen:
@@ -134,6 +153,36 @@ class CustomResourceSchema(StructuralSchema):
             return [FieldError.invalid(path, value, f"{where} in body should not validate the given schema "
                                                     "(not)")]
         return [FieldError.invalid(path, value, err.message)]
+
+
+_MISSING = object()
+
+
+def _ratchets(path: list[Any], new: Any, old: Any, schema: Any) -> bool:
+    """Whether an error at ``path`` of ``new`` is about a value that is unchanged in ``old``."""
+    for step in path:
+        if new == old:
+            return True
+        schema = schema if isinstance(schema, Mapping) else {}
+        if isinstance(step, str):
+            if not isinstance(new, Mapping) or not isinstance(old, Mapping) or step not in old:
+                return False
+            props = schema.get("properties") or {}
+            schema = props.get(step, schema.get("additionalProperties"))
+            new, old = new.get(step, _MISSING), old[step]
+            continue
+        keys = schema.get("x-kubernetes-list-map-keys")
+        if schema.get("x-kubernetes-list-type") != "map" or not keys or not isinstance(new, list) or \
+                not isinstance(old, list) or not isinstance(step, int) or step >= len(new):
+            return False
+        item = new[step]
+        if not isinstance(item, Mapping):
+            return False
+        match = [o for o in old if isinstance(o, Mapping) and all(o.get(k) == item.get(k) for k in keys)]
+        if not match:
+            return False
+        schema, new, old = schema.get("items"), item, match[0]
+    return bool(new == old)
 
 
 def _first_duplicate(value: Any) -> tuple[int, Any] | None:
