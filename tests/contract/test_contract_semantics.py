@@ -224,14 +224,33 @@ def test_watch_from_an_ancient_version_is_gone(cluster: Cluster) -> None:
 
 
 def test_bookmarks_arrive(cluster: Cluster) -> None:
-    # a real kube-apiserver sends one ~2 s before timeoutSeconds (and then every minute)
-    events = collect(cluster.kube, zkc_path(cluster.namespace), {
-        "allowWatchBookmarks": "true", "resourceVersion": cluster.kube.request(
-            "GET", zkc_path(cluster.namespace))["metadata"]["resourceVersion"]},
-        lambda evs: evs[-1]["type"] == "BOOKMARK", timeout_seconds=10)
-    assert events and events[-1]["type"] == "BOOKMARK"
+    # kube-apiserver sends one 2 s before timeoutSeconds (and every minute), but only once the resource
+    # version is past the watch's start (cache_watcher.go): a write the selector hides moves it.
+    kube, ns = cluster.kube, cluster.namespace
+    start = kube.request("GET", zkc_path(ns))["metadata"]["resourceVersion"]
+    hidden = unique("hidden")
+    results: list[list[JSON]] = []
+    watcher = threading.Thread(target=lambda: results.append(collect(
+        kube, zkc_path(ns), {"allowWatchBookmarks": "true", "resourceVersion": start,
+                             "labelSelector": f"app={hidden}"},
+        lambda evs: evs[-1]["type"] == "BOOKMARK", timeout_seconds=6)))
+    watcher.start()
+    time.sleep(0.5)
+    kube.request("POST", zkc_path(ns), body=zkc(unique("b")))
+    watcher.join(timeout=30)
+    events = results[0]
+    assert [e["type"] for e in events] == ["BOOKMARK"]
     bookmark = events[-1]["object"]
-    assert bookmark["kind"] == "ZooKeeperConfig" and bookmark["metadata"]["resourceVersion"]
+    assert bookmark["kind"] == "ZooKeeperConfig" and bookmark["metadata"]["resourceVersion"] != start
+
+
+def test_no_bookmark_while_the_resource_version_stands_still(cluster: Cluster) -> None:
+    server = cluster.hooks()  # on a real cluster other writes move the version (etcd progress notify)
+    kube, ns = cluster.kube, cluster.namespace
+    start = kube.request("GET", zkc_path(ns))["metadata"]["resourceVersion"]
+    events = collect(kube, zkc_path(ns), {"allowWatchBookmarks": "true", "resourceVersion": start},
+                     lambda evs: True, timeout_seconds=3)
+    assert events == [] and server.bookmark_interval == 60
 
 
 def test_expired_history_gives_410_for_watch_and_exact_list(cluster: Cluster) -> None:

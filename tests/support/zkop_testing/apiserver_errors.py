@@ -193,13 +193,17 @@ class ApiError(Exception):
     message: str
     details: JSON | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    #: ``metadata`` of the ``Status`` (ListMeta: ``continue`` of an expired list continuation)
+    list_meta: JSON = field(default_factory=dict)
 
     def __str__(self) -> str:
         return f"{self.code} {self.reason}: {self.message}"
 
     def status(self) -> JSON:
         """The ``Status`` body."""
-        return status_failure(self.code, self.reason, self.message, self.details)
+        body = status_failure(self.code, self.reason, self.message, self.details)
+        body["metadata"] = dict(self.list_meta)
+        return body
 
 
 def status_failure(code: int, reason: str, message: str, details: JSON | None = None) -> JSON:

@@ -29,6 +29,13 @@ from typing import Any, Protocol
 import kubernetes.client.models as k8s_models
 import pydantic
 
+from zkop_testing.apiserver_core_validation import (
+    event_errors,
+    lease_spec_errors,
+    path_segment_name_errors,
+    port_name_errors,
+    service_selector_errors,
+)
 from zkop_testing.apiserver_errors import ApiError, FieldError, bad_request
 from zkop_testing.apiserver_schema import CustomResourceSchema, check_schema
 from zkop_testing.apiserver_select import (
@@ -743,6 +750,8 @@ class ServiceStrategy(Strategy):
             if isinstance(target, int) and not isinstance(target, bool) and _port_number_errors(target):
                 errors.append(FieldError.invalid(f"{path}.targetPort", target, "must be between 1 and 65535, "
                                                  "inclusive"))
+            elif isinstance(target, str) and target:
+                errors.extend(FieldError.invalid(f"{path}.targetPort", target, m) for m in port_name_errors(target))
             node_port = port.get("nodePort")
             if node_port:
                 if stype == "ClusterIP":
@@ -758,6 +767,7 @@ class ServiceStrategy(Strategy):
                     if node_port in self.allocated_ports and node_port not in old_ports:
                         errors.append(FieldError.invalid(f"{path}.nodePort", node_port,
                                                          "provided port is already allocated"))
+        errors.extend(service_selector_errors(spec))
         errors.extend(self._ip_errors(spec, old_spec))
         return errors
 
@@ -910,23 +920,12 @@ class EventStrategy(Strategy):
     def supports_field(self, name: str, rt: ResourceType) -> bool:
         return super().supports_field(name, rt) or name in self._V1_FIELD_ALIASES
 
+    def name_errors(self, name: str) -> list[str]:
+        """core/v1 Event names follow only the path-segment rules (events.k8s.io adds DNS-1123 in validate)."""
+        return path_segment_name_errors(name)
+
     def validate(self, store: StoreHooks, obj: JSON, old: JSON | None, rt: ResourceType) -> list[FieldError]:
-        errors: list[FieldError] = []
-        meta = obj.get("metadata") or {}
-        involved = obj.get("involvedObject") or {}
-        ns = involved.get("namespace")
-        if ns and ns != meta.get("namespace"):
-            errors.append(FieldError.invalid("involvedObject.namespace", ns, "does not match event.namespace"))
-        if rt.group == "events.k8s.io" and old is None:
-            names = {"reportingComponent": "reportingController", "message": "note"}
-            for key in ("eventTime", "reportingComponent", "reportingInstance", "action", "reason"):
-                if not obj.get(key):
-                    errors.append(FieldError.required(names.get(key, key)))
-            if obj.get("type") not in ("Normal", "Warning"):
-                errors.append(FieldError.not_supported("type", obj.get("type"), ["Normal", "Warning"]))
-            if len(str(obj.get("message", ""))) > 1024:
-                errors.append(FieldError.too_long("note", 1024))
-        return errors
+        return event_errors(obj, old, rt.group)
 
 
 class LeaseStrategy(Strategy):
@@ -937,16 +936,7 @@ class LeaseStrategy(Strategy):
     kind = "Lease"
 
     def validate(self, store: StoreHooks, obj: JSON, old: JSON | None, rt: ResourceType) -> list[FieldError]:
-        errors: list[FieldError] = []
-        spec = obj.get("spec") or {}
-        duration = spec.get("leaseDurationSeconds")
-        if duration is not None and duration <= 0:
-            errors.append(FieldError.invalid("spec.leaseDurationSeconds", duration, "must be greater than 0"))
-        transitions = spec.get("leaseTransitions")
-        if transitions is not None and transitions < 0:
-            errors.append(FieldError.invalid("spec.leaseTransitions", transitions, "must be greater than or equal "
-                                             "to 0"))
-        return errors
+        return lease_spec_errors(obj.get("spec") or {})
 
 
 class EndpointSliceStrategy(Strategy):

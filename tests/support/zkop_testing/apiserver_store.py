@@ -145,6 +145,8 @@ class Watcher:
         self.closed = False
         self.dropped = False
         self.on_drop: Callable[[], None] | None = None
+        #: the resource version the watch started from (bookmarks are sent only past it)
+        self.start_rv = 0
 
     def push(self, item: WatchEvent | JSON) -> None:
         """Queue an event (or an already rendered ``{"type":..., "object":...}`` dict)."""
@@ -564,7 +566,15 @@ class Store:
             storage = self._storage(rt)
             if token:
                 snapshot_rv, start = self._decode_continue(token)
-                state = self._state_at(storage, snapshot_rv, continuing=True)
+                if snapshot_rv == -1:  # the token of an expired continuation: the latest state
+                    snapshot_rv = self.rv
+                try:
+                    state = self._state_at(storage, snapshot_rv, continuing=True)
+                except ApiError as exc:
+                    # etcd3/store.go handleCompactedErrorForPaging: 410 with a fresh token (resourceVersion
+                    # -1) that continues from the same key at the latest version, inconsistently.
+                    exc.list_meta = {"continue": self._encode_continue(-1, start)}
+                    raise
             elif rv_text not in ("", "0"):
                 wanted = _parse_rv(rv_text)
                 exact = match == "Exact" or (not match and limit > 0)
@@ -954,6 +964,7 @@ class Store:
         watcher = Watcher(rt, namespace, labels, fields, bookmarks)
         with self._lock:
             storage = self._storage(rt)
+            watcher.start_rv = _parse_rv(rv_text) if rv_text not in ("", "0") else self.rv
             initial = _parse_bool(send_initial) if send_initial not in (None, "") else rv_text in ("", "0")
             if initial:
                 for key in sorted(storage.objects):
