@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 import urllib3
-from contract_support import Cluster
-from zkop_testing.apiserver_fixtures import ZKC_GROUP, ZKC_PLURAL, ZKC_VERSION, wait_for
+from contract_support import GROUP, PLURAL, VERSION, Cluster
+from zkop_testing.apiserver_fixtures import wait_for
 
 from zkop.kube.client import JSON_PATCH, MERGE_PATCH, ApiException, KubeClient, resource_path
 
@@ -31,11 +31,11 @@ def unique(prefix: str) -> str:
 
 
 def zkc_path(ns: str, name: str | None = None, subresource: str | None = None) -> str:
-    return resource_path(ZKC_GROUP, ZKC_VERSION, ZKC_PLURAL, ns, name, subresource)
+    return resource_path(GROUP, VERSION, PLURAL, ns, name, subresource)
 
 
 def zkc(name: str, **metadata: Any) -> JSON:
-    return {"apiVersion": f"{ZKC_GROUP}/{ZKC_VERSION}", "kind": "ZooKeeperConfig",
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ZooKeeperConfig",
             "metadata": {"name": name, **metadata}, "spec": {"path": f"/contract/{name}", "data": "v1"}}
 
 
