@@ -27,8 +27,10 @@ def test_core_event_names_follow_only_path_segment_rules(kube: KubeClient, ns: s
     upper = kube.request("POST", resource_path("", "v1", "events", ns), body=event("Mixed_Case.1", ns))
     assert upper["metadata"]["name"] == "Mixed_Case.1"
     for bad, message in (("..", "may not be '..'"), ("a%b", "may not contain '%'")):
-        status, body = api_error(lambda bad=bad: kube.request("POST", resource_path("", "v1", "events", ns),
-                                                              body=event(bad, ns)))
+        def create(name: str = bad) -> JSON:
+            return kube.request("POST", resource_path("", "v1", "events", ns), body=event(name, ns))
+
+        status, body = api_error(create)
         assert status == 422 and body["details"]["causes"][0] == {
             "reason": "FieldValueInvalid", "field": "metadata.name", "message": f'Invalid value: "{bad}": {message}'}
 

@@ -311,8 +311,8 @@ def test_defaults_also_apply_as_on_read_from_storage(kube: KubeClient, ns: str, 
     # what the create stored has no status (etcd3/store.go keeps the bytes written); the first write,
     # even a no-op one, starts from the defaulted read and so stores the default: new RV + MODIFIED
     # (GuaranteedUpdate compares with the stored bytes).
-    assert "status" not in next(iter(server.store.iter_objects(server.store.resolve("st.example.com", "v1",
-                                                                                       "things"))))
+    things = server.store.resolve("st.example.com", "v1", "things")
+    assert things is not None and "status" not in next(iter(server.store.iter_objects(things)))
     rv = server.resource_version
     first = kube.request("PUT", f"{path}/t", body=created)
     assert first["status"] == {"state": "Pending"} and server.resource_version == rv + 1

@@ -34,8 +34,8 @@ def test_a_new_crd_default_appears_on_old_objects_when_read(kube: KubeClient, se
     crd = kube.request("GET", f"{CRDS}/{crd['metadata']['name']}")
     _spec_props(crd)["owner"] = {"type": "string", "default": "platform"}
     kube.request("PUT", f"{CRDS}/{crd['metadata']['name']}", body=crd)
-    read = wait_for(lambda: kube.request("GET", zkc_path(ns, "old")) if kube.request(
-        "GET", zkc_path(ns, "old"))["spec"].get("owner") else None, message="the new default on read")
+    wait_for(lambda: "owner" in kube.request("GET", zkc_path(ns, "old"))["spec"], message="the new default on read")
+    read = kube.request("GET", zkc_path(ns, "old"))
     assert read["spec"]["owner"] == "platform"
     listed = kube.request("GET", zkc_path(ns))["items"][0]
     assert listed["spec"]["owner"] == "platform"
@@ -117,3 +117,19 @@ def test_main_resource_updates_ratchet_unchanged_invalid_fields(kube: KubeClient
     # a new object must be valid
     code, _ = api_error(lambda: kube.request("POST", zkc_path(ns), body=zkc("new", path="/App/Config")))
     assert code == 422
+
+
+def test_list_map_keys_are_unique(kube: KubeClient, ns: str) -> None:
+    # listtype/validation.go ValidateListSetsAndMaps, from strategy.go / status_strategy.go ValidateUpdate.
+    kube.request("POST", CRDS, body=zookeeperconfig_crd())
+    kube.request("POST", zkc_path(ns), body=zkc("l"))
+    condition = {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z", "reason": "Synced",
+                 "message": ""}
+    code, body = api_error(lambda: kube.request("PATCH", zkc_path(ns, "l", "status"), body={"status": {
+        "conditions": [condition, {**condition, "status": "False"}]}}, content_type=MERGE_PATCH))
+    assert code == 422 and body["details"]["causes"] == [{
+        "reason": "FieldValueDuplicate", "field": "status.conditions[1]",
+        "message": 'Duplicate value: map[string]interface {}{"type":"Ready"}'}]
+    ok = kube.request("PATCH", zkc_path(ns, "l", "status"), body={"status": {"conditions": [condition]}},
+                      content_type=MERGE_PATCH)
+    assert ok["status"]["conditions"] == [condition]

@@ -52,8 +52,13 @@ reproduced here, and checked by ``tests/contract`` against real clusters):
   (or custom resources), and removes it once they are gone; new content is
   refused meanwhile (403, or 405 for custom resources of a terminating CRD).
 * Lists of built-in kinds omit ``kind``/``apiVersion`` in items; watch events and GETs include them.
-* CRD defaults also apply "on read": a default on ``status`` appears right
-  after a create even though the status subresource dropped the request's status.
+* CRD defaults also apply "on read": objects are stored as written and every
+  read is defaulted with the current schema, so a default on ``status`` appears
+  right after a create that dropped the request's status, and the first write
+  after it (even a no-op) stores it: new resource version, ``MODIFIED``.
+* CRD schemas must be structural (:mod:`zkop.kube.structural`); ``/status``
+  validates only ``status``; updates ratchet unchanged invalid values; ``null``
+  in a non-nullable field is dropped. See ``docs/apiserver-fidelity.md``.
 
 TokenReview, SubjectAccessReview and the RBAC kinds are served by
 :mod:`zkop_testing.apiserver_auth` (reviews decided from the stored RBAC objects).
@@ -145,6 +150,10 @@ class _Route(NamedTuple):
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # listen(2) backlog: a Go listener asks for the kernel maximum (golang/go net/sock_linux.go
+    # maxListenerBacklog reads net.core.somaxconn; the kernel caps larger values to it), not
+    # socketserver's 5, which overflows when a client opens many connections at once.
+    request_queue_size = 4096
 
     def __init__(self, address: tuple[str, int], api: ApiServer) -> None:
         self.api = api

@@ -37,7 +37,7 @@ from zkop_testing.apiserver_core_validation import (
     service_selector_errors,
 )
 from zkop_testing.apiserver_errors import ApiError, FieldError, bad_request
-from zkop_testing.apiserver_schema import CustomResourceSchema, check_schema
+from zkop_testing.apiserver_schema import CustomResourceSchema, check_schema, list_errors
 from zkop_testing.apiserver_select import (
     dns1035_label_errors,
     dns1123_label_errors,
@@ -1190,8 +1190,11 @@ class CustomResourceStrategy(Strategy):
         if rt.schema is None:
             return []
         if old is None:
-            return rt.schema.validate(obj)
-        return rt.schema.validate_update(obj, rt.schema.defaulted(old))
+            return rt.schema.validate(obj) + list_errors(obj, rt.schema.schema)
+        old_view = rt.schema.defaulted(old)
+        # strategy.go ValidateUpdate: list-type uniqueness only if the old object kept it
+        lists = list_errors(obj, rt.schema.schema) if not list_errors(old_view, rt.schema.schema) else []
+        return rt.schema.validate_update(obj, old_view) + lists
 
     def validate_status(self, store: StoreHooks, obj: JSON, old: JSON, rt: ResourceType) -> list[FieldError]:
         """``/status`` validates ``status`` only, against its own schema, with ratcheting
@@ -1203,7 +1206,9 @@ class CustomResourceStrategy(Strategy):
         if not isinstance(status_schema, Mapping):
             return []
         schema = CustomResourceSchema(status_schema, resource=False)
-        return schema.validate_update(obj["status"], rt.schema.defaulted(old).get("status"), "status")
+        old_view = rt.schema.defaulted(old)
+        lists = list_errors(obj, rt.schema.schema) if not list_errors(old_view, rt.schema.schema) else []
+        return schema.validate_update(obj["status"], old_view.get("status"), "status") + lists
 
 
 def custom_resource_types(crd: Mapping[str, Any], previous: CustomResourceStrategy | None) -> list[ResourceType]:

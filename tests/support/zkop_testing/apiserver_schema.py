@@ -11,6 +11,7 @@ go-openapi results (``spec.x in body must be of type string: "integer"``) as
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -20,7 +21,7 @@ from zkop.kube.schema import StructuralSchema, field_path, json_type_name, schem
 from zkop.kube.structural import SchemaRuleError, crd_schema_errors, defaults, pruned_default_differs
 from zkop_testing.apiserver_errors import FieldError
 
-__all__ = ["CustomResourceSchema", "check_schema", "json_type_name"]
+__all__ = ["CustomResourceSchema", "check_schema", "json_type_name", "list_errors"]
 
 JSON = dict[str, Any]
 
@@ -156,6 +157,34 @@ class CustomResourceSchema(StructuralSchema):
 
 
 _MISSING = object()
+
+
+def list_errors(value: Any, schema: Any, where: str = "") -> list[FieldError]:
+    """Duplicates in ``x-kubernetes-list-type`` ``set`` and ``map`` lists (listtype/validation.go
+    ``ValidateListSetsAndMaps``): ``Duplicate value`` at the repeated item (for maps: its keys)."""
+    if not isinstance(schema, Mapping):
+        return []
+    errors: list[FieldError] = []
+    if isinstance(value, dict):
+        props = schema.get("properties") or {}
+        additional = schema.get("additionalProperties")
+        for key, item in value.items():
+            sub = props.get(key) if key in props else additional
+            errors.extend(list_errors(item, sub, f"{where}.{key}" if where else str(key)))
+    elif isinstance(value, list):
+        kind = schema.get("x-kubernetes-list-type")
+        if kind in ("set", "map"):
+            keys = schema.get("x-kubernetes-list-map-keys") or []
+            seen: set[str] = set()
+            for i, item in enumerate(value):
+                probe = {k: item[k] for k in keys if k in item} if kind == "map" and isinstance(item, dict) else item
+                text = json.dumps(probe, sort_keys=True)
+                if text in seen:
+                    errors.append(FieldError.duplicate(f"{where}[{i}]", probe))
+                seen.add(text)
+        for i, item in enumerate(value):
+            errors.extend(list_errors(item, schema.get("items"), f"{where}[{i}]"))
+    return errors
 
 
 def _ratchets(path: list[Any], new: Any, old: Any, schema: Any) -> bool:
