@@ -24,7 +24,8 @@ manifest tests. It follows ``k8s.io/apiextensions-apiserver``:
   - other ``x-kubernetes-*`` extensions are ignored (CEL rules in
     ``x-kubernetes-validations`` are not evaluated);
   - OpenAPI's boolean ``exclusiveMinimum``/``exclusiveMaximum`` become Draft 7 numbers;
-  - formats ``byte`` (standard base64), ``date-time``, ``date``, ``int32``, ``int64``,
+  - formats ``byte`` (standard base64), ``date-time`` (strfmt ``IsDateTime``: ``t``/``z``
+    in either case, no space), ``date``, ``int32``, ``int64``,
     ``uuid``, ``ipv4``, ``ipv6``, ``cidr`` and ``hostname`` are checked (kube-openapi ``strfmt``).
 
 :class:`StructuralSchema` bundles the three for one ``openAPIV3Schema``; its
@@ -74,7 +75,8 @@ JSON = dict[str, Any]
 META_FIELDS = frozenset({"apiVersion", "kind", "metadata"})
 
 _DNS1123_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
-_DATE_TIME = r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})"
+# kube-openapi pkg/validation/strfmt/default.go DateTimePattern ("." is any character there, too)
+_DATE_TIME = re.compile(r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$")
 # bool before int: True is an int in Python.
 _TYPE_NAMES: tuple[tuple[type, str], ...] = (
     (bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"), (list, "array"), (dict, "object"))
@@ -149,12 +151,30 @@ def _parses(parse: Any, value: object) -> bool:
     return True
 
 
+def _is_date(text: str) -> bool:
+    """strfmt ``IsDate``: ``time.Parse("2006-01-02", text)`` (two-digit month and day)."""
+    return re.fullmatch(r"\d{4}-\d{2}-\d{2}", text) is not None and _parses(
+        lambda s: datetime.strptime(s, "%Y-%m-%d"), text)
+
+
+def _is_date_time(text: str) -> bool:
+    """strfmt ``IsDateTime``, literally: lower-cased, split at ``t``, a date before and
+    ``hh:mm:ss[.f](z|±hh:mm)`` after the first ``t`` (so ``t``/``z`` pass, a space does not)."""
+    if len(text) < 4:
+        return False
+    parts = text.lower().split("t")
+    if len(parts) < 2 or not _is_date(parts[0]):
+        return False
+    match = _DATE_TIME.match(parts[1])
+    return match is not None and match[1] <= "23" and match[2] <= "59" and match[3] <= "59"
+
+
 def _format_checker() -> FormatChecker:
     checker = FormatChecker(formats=())
     checker.checks("byte")(lambda v: _parses(lambda s: base64.b64decode(s, validate=True), v))
     for name in ("date-time", "datetime"):
-        checker.checks(name)(lambda v: not isinstance(v, str) or re.fullmatch(_DATE_TIME, v) is not None)
-    checker.checks("date")(lambda v: _parses(lambda s: datetime.strptime(s, "%Y-%m-%d"), v))
+        checker.checks(name)(lambda v: not isinstance(v, str) or _is_date_time(v))
+    checker.checks("date")(lambda v: not isinstance(v, str) or _is_date(v))
     checker.checks("int32")(lambda v: not isinstance(v, int) or -(2 ** 31) <= v < 2 ** 31)
     checker.checks("int64")(lambda v: not isinstance(v, int) or -(2 ** 63) <= v < 2 ** 63)
     checker.checks("uuid")(lambda v: _parses(uuid.UUID, v))

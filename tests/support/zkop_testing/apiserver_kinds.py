@@ -71,6 +71,7 @@ _MICRO_TIME_FIELDS = {
     ("V1ManagedFieldsEntry", "time"),
 }
 _CONFIG_KEY = re.compile(r"[-._a-zA-Z0-9]+")
+_MICRO_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}(Z|[+-]\d{2}:\d{2})")
 _MAX_CONFIG_BYTES = 1024 * 1024
 
 
@@ -220,11 +221,15 @@ def _decode_value(value: Any, type_str: str, owner: str, attr: str, path: str, r
     if type_str == "datetime":
         if not isinstance(value, str):
             return value
+        micro = (owner, attr) in _MICRO_TIME_FIELDS
         try:
             moment = parse_time(value)
+            if micro and not _MICRO_TIME.fullmatch(value):
+                # metav1.MicroTime.UnmarshalJSON: time.Parse(RFC3339Micro, ...), exactly six digits
+                raise ValueError(f'parsing time "{value}" as "2006-01-02T15:04:05.000000Z07:00": cannot parse')
         except ValueError as exc:
             raise bad_request(f"{path}: {exc}") from exc
-        return format_time(moment, micro=(owner, attr) in _MICRO_TIME_FIELDS)
+        return format_time(moment, micro=micro)
     if owner == "V1ObjectMeta" and (value == "" or (attr == "generation" and value == 0)):
         return _DROP
     if _model_class(type_str) is not None and isinstance(value, dict):
