@@ -68,8 +68,7 @@ _MICRO_TIME_FIELDS = {
     ("V1LeaseSpec", "acquire_time"), ("V1LeaseSpec", "renew_time"),
     ("CoreV1Event", "event_time"), ("EventsV1Event", "event_time"),
     ("CoreV1EventSeries", "last_observed_time"), ("EventsV1EventSeries", "last_observed_time"),
-    ("V1ManagedFieldsEntry", "time"),
-}
+}  # (metav1.ManagedFieldsEntry.Time is a metav1.Time)
 _CONFIG_KEY = re.compile(r"[-._a-zA-Z0-9]+")
 _MICRO_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}(Z|[+-]\d{2}:\d{2})")
 _MAX_CONFIG_BYTES = 1024 * 1024
