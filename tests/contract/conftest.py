@@ -1,8 +1,9 @@
 """Contract suite fixtures: the in-memory API server by default, a real cluster with ``ZKOP_CONTRACT_KUBECONFIG``.
 
-On a real cluster the suite installs the ZooKeeperConfig CRD (unless it is
-already there), works in a scratch namespace ``zkop-contract-<random>`` and
-removes both afterwards (the CRD only if the suite created it).
+On a real cluster the suite installs its copy of the ZooKeeperConfig CRD (group
+``contract.zkop.example.com``, which zkop does not reconcile, so the suite passes
+on a cluster where zkop runs), works in a scratch namespace ``zkop-contract-<random>``
+and removes both afterwards (the CRD only if the suite created it).
 """
 
 from __future__ import annotations
@@ -13,9 +14,8 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from contract_support import CRDS, Cluster, install_crd
+from contract_support import CRDS, Cluster, contract_crd, install_crd
 from zkop_testing.apiserver import ApiServer
-from zkop_testing.apiserver_fixtures import zookeeperconfig_crd
 
 from zkop.kube.client import ApiException, KubeClient, load_api_client
 
@@ -39,7 +39,7 @@ def _real_cluster() -> Iterator[tuple[KubeClient, str] | None]:
             kube.request("DELETE", f"/api/v1/namespaces/{namespace}")
         if created:
             with contextlib.suppress(ApiException):
-                kube.request("DELETE", f"{CRDS}/{zookeeperconfig_crd()['metadata']['name']}")
+                kube.request("DELETE", f"{CRDS}/{contract_crd()['metadata']['name']}")
         kube.close()
 
 

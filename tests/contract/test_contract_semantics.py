@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 import urllib3
-from contract_support import Cluster
-from zkop_testing.apiserver_fixtures import ZKC_GROUP, ZKC_PLURAL, ZKC_VERSION, wait_for
+from contract_support import GROUP, PLURAL, VERSION, Cluster
+from zkop_testing.apiserver_fixtures import wait_for
 
 from zkop.kube.client import JSON_PATCH, MERGE_PATCH, ApiException, KubeClient, resource_path
 
@@ -31,11 +31,11 @@ def unique(prefix: str) -> str:
 
 
 def zkc_path(ns: str, name: str | None = None, subresource: str | None = None) -> str:
-    return resource_path(ZKC_GROUP, ZKC_VERSION, ZKC_PLURAL, ns, name, subresource)
+    return resource_path(GROUP, VERSION, PLURAL, ns, name, subresource)
 
 
 def zkc(name: str, **metadata: Any) -> JSON:
-    return {"apiVersion": f"{ZKC_GROUP}/{ZKC_VERSION}", "kind": "ZooKeeperConfig",
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ZooKeeperConfig",
             "metadata": {"name": name, **metadata}, "spec": {"path": f"/contract/{name}", "data": "v1"}}
 
 
@@ -122,10 +122,28 @@ def test_generation_tracks_spec_only(cluster: Cluster) -> None:
 def test_no_op_writes_keep_the_resource_version(cluster: Cluster) -> None:
     kube, ns, name = cluster.kube, cluster.namespace, unique("n")
     created = kube.request("POST", zkc_path(ns), body=zkc(name))
-    same = kube.request("PUT", zkc_path(ns, name), body=created)
-    assert same["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+    # The create stored no status (the status subresource drops it) but reads default it; the first
+    # write stores that default, even when it changes nothing else: a new resourceVersion.
+    first = kube.request("PUT", zkc_path(ns, name), body=created)
+    assert first["metadata"]["resourceVersion"] != created["metadata"]["resourceVersion"]
+    assert first["status"] == created["status"]
+    same = kube.request("PUT", zkc_path(ns, name), body=first)
+    assert same["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
     same = kube.request("PATCH", zkc_path(ns, name), body={"spec": {"data": "v1"}}, content_type=MERGE_PATCH)
-    assert same["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+    assert same["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+
+
+def test_first_write_after_create_materialises_read_defaults(cluster: Cluster) -> None:
+    kube, ns, name = cluster.kube, cluster.namespace, unique("m")
+    created = kube.request("POST", zkc_path(ns), body=zkc(name))
+    assert created["status"] == {"state": "Pending", "observedGeneration": -1}
+    written = kube.request("PATCH", zkc_path(ns, name), body={"spec": {"data": "v1"}}, content_type=MERGE_PATCH)
+    assert written["metadata"]["resourceVersion"] != created["metadata"]["resourceVersion"]
+    assert written["metadata"]["generation"] == 1
+    events = collect(kube, zkc_path(ns), {"resourceVersion": created["metadata"]["resourceVersion"],
+                                          "fieldSelector": f"metadata.name={name}"}, lambda evs: True)
+    assert [e["type"] for e in events] == ["MODIFIED"]
+    assert events[0]["object"]["metadata"]["resourceVersion"] == written["metadata"]["resourceVersion"]
 
 
 def test_status_subresource_splits_spec_and_status(cluster: Cluster) -> None:
@@ -138,7 +156,9 @@ def test_status_subresource_splits_spec_and_status(cluster: Cluster) -> None:
     ignored = kube.request("PATCH", zkc_path(ns, name), body={"status": {"observedGeneration": 1}},
                            content_type=MERGE_PATCH)
     assert ignored.get("status") == created.get("status")
-    assert ignored["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+    again = kube.request("PATCH", zkc_path(ns, name), body={"status": {"observedGeneration": 1}},
+                         content_type=MERGE_PATCH)
+    assert again["metadata"]["resourceVersion"] == ignored["metadata"]["resourceVersion"]
     written = kube.request("PATCH", zkc_path(ns, name, "status"), body={
         "status": {"observedGeneration": 1}, "spec": {"data": "ignored"}, "metadata": {"labels": {"x": "y"}}},
         content_type=MERGE_PATCH)
@@ -204,14 +224,33 @@ def test_watch_from_an_ancient_version_is_gone(cluster: Cluster) -> None:
 
 
 def test_bookmarks_arrive(cluster: Cluster) -> None:
-    # a real kube-apiserver sends one ~2 s before timeoutSeconds (and then every minute)
-    events = collect(cluster.kube, zkc_path(cluster.namespace), {
-        "allowWatchBookmarks": "true", "resourceVersion": cluster.kube.request(
-            "GET", zkc_path(cluster.namespace))["metadata"]["resourceVersion"]},
-        lambda evs: evs[-1]["type"] == "BOOKMARK", timeout_seconds=10)
-    assert events and events[-1]["type"] == "BOOKMARK"
+    # kube-apiserver sends one 2 s before timeoutSeconds (and every minute), but only once the resource
+    # version is past the watch's start (cache_watcher.go): a write the selector hides moves it.
+    kube, ns = cluster.kube, cluster.namespace
+    start = kube.request("GET", zkc_path(ns))["metadata"]["resourceVersion"]
+    hidden = unique("hidden")
+    results: list[list[JSON]] = []
+    watcher = threading.Thread(target=lambda: results.append(collect(
+        kube, zkc_path(ns), {"allowWatchBookmarks": "true", "resourceVersion": start,
+                             "labelSelector": f"app={hidden}"},
+        lambda evs: evs[-1]["type"] == "BOOKMARK", timeout_seconds=6)))
+    watcher.start()
+    time.sleep(0.5)
+    kube.request("POST", zkc_path(ns), body=zkc(unique("b")))
+    watcher.join(timeout=30)
+    events = results[0]
+    assert [e["type"] for e in events] == ["BOOKMARK"]
     bookmark = events[-1]["object"]
-    assert bookmark["kind"] == "ZooKeeperConfig" and bookmark["metadata"]["resourceVersion"]
+    assert bookmark["kind"] == "ZooKeeperConfig" and bookmark["metadata"]["resourceVersion"] != start
+
+
+def test_no_bookmark_while_the_resource_version_stands_still(cluster: Cluster) -> None:
+    server = cluster.hooks()  # on a real cluster other writes move the version (etcd progress notify)
+    kube, ns = cluster.kube, cluster.namespace
+    start = kube.request("GET", zkc_path(ns))["metadata"]["resourceVersion"]
+    events = collect(kube, zkc_path(ns), {"allowWatchBookmarks": "true", "resourceVersion": start},
+                     lambda evs: True, timeout_seconds=3)
+    assert events == [] and server.bookmark_interval == 60
 
 
 def test_expired_history_gives_410_for_watch_and_exact_list(cluster: Cluster) -> None:

@@ -8,6 +8,9 @@ manifest tests. It follows ``k8s.io/apiextensions-apiserver``:
 * ``pkg/apiserver/schema/defaulting/algorithm.go`` (:func:`default`): a missing
   property, or a ``null`` where the schema is not ``nullable``, gets a deep copy
   of its ``default``; also inside ``additionalProperties`` and array ``items``;
+* ``pkg/apiserver/schema/defaulting/prunenulls.go`` (:func:`prune_nulls`): a ``null``
+  where the schema is neither ``nullable`` nor has a ``default`` is dropped before
+  validation (so ``acl:`` with no value is no error);
 * ``pkg/apiserver/schema/pruning/algorithm.go`` (:func:`prune`): fields the schema
   does not specify are dropped, except below ``x-kubernetes-preserve-unknown-fields``
   (declared properties below it are still pruned) and ``apiVersion``/``kind``/
@@ -21,7 +24,8 @@ manifest tests. It follows ``k8s.io/apiextensions-apiserver``:
   - other ``x-kubernetes-*`` extensions are ignored (CEL rules in
     ``x-kubernetes-validations`` are not evaluated);
   - OpenAPI's boolean ``exclusiveMinimum``/``exclusiveMaximum`` become Draft 7 numbers;
-  - formats ``byte`` (standard base64), ``date-time``, ``date``, ``int32``, ``int64``,
+  - formats ``byte`` (standard base64), ``date-time`` (strfmt ``IsDateTime``: ``t``/``z``
+    in either case, no space), ``date``, ``int32``, ``int64``,
     ``uuid``, ``ipv4``, ``ipv6``, ``cidr`` and ``hostname`` are checked (kube-openapi ``strfmt``).
 
 :class:`StructuralSchema` bundles the three for one ``openAPIV3Schema``; its
@@ -56,9 +60,11 @@ __all__ = [
     "crd_version_schema",
     "declares",
     "default",
+    "defaulted",
     "field_path",
     "json_type_name",
     "prune",
+    "prune_nulls",
     "schema_error",
     "to_json_schema",
 ]
@@ -69,7 +75,8 @@ JSON = dict[str, Any]
 META_FIELDS = frozenset({"apiVersion", "kind", "metadata"})
 
 _DNS1123_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
-_DATE_TIME = r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})"
+# kube-openapi pkg/validation/strfmt/default.go DateTimePattern ("." is any character there, too)
+_DATE_TIME = re.compile(r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$")
 # bool before int: True is an int in Python.
 _TYPE_NAMES: tuple[tuple[type, str], ...] = (
     (bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"), (list, "array"), (dict, "object"))
@@ -144,12 +151,30 @@ def _parses(parse: Any, value: object) -> bool:
     return True
 
 
+def _is_date(text: str) -> bool:
+    """strfmt ``IsDate``: ``time.Parse("2006-01-02", text)`` (two-digit month and day)."""
+    return re.fullmatch(r"\d{4}-\d{2}-\d{2}", text) is not None and _parses(
+        lambda s: datetime.strptime(s, "%Y-%m-%d"), text)
+
+
+def _is_date_time(text: str) -> bool:
+    """strfmt ``IsDateTime``, literally: lower-cased, split at ``t``, a date before and
+    ``hh:mm:ss[.f](z|±hh:mm)`` after the first ``t`` (so ``t``/``z`` pass, a space does not)."""
+    if len(text) < 4:
+        return False
+    parts = text.lower().split("t")
+    if len(parts) < 2 or not _is_date(parts[0]):
+        return False
+    match = _DATE_TIME.match(parts[1])
+    return match is not None and match[1] <= "23" and match[2] <= "59" and match[3] <= "59"
+
+
 def _format_checker() -> FormatChecker:
     checker = FormatChecker(formats=())
     checker.checks("byte")(lambda v: _parses(lambda s: base64.b64decode(s, validate=True), v))
     for name in ("date-time", "datetime"):
-        checker.checks(name)(lambda v: not isinstance(v, str) or re.fullmatch(_DATE_TIME, v) is not None)
-    checker.checks("date")(lambda v: _parses(lambda s: datetime.strptime(s, "%Y-%m-%d"), v))
+        checker.checks(name)(lambda v: not isinstance(v, str) or _is_date_time(v))
+    checker.checks("date")(lambda v: not isinstance(v, str) or _is_date(v))
     checker.checks("int32")(lambda v: not isinstance(v, int) or -(2 ** 31) <= v < 2 ** 31)
     checker.checks("int64")(lambda v: not isinstance(v, int) or -(2 ** 63) <= v < 2 ** 63)
     checker.checks("uuid")(lambda v: _parses(uuid.UUID, v))
@@ -244,6 +269,77 @@ def default(value: Any, schema: Any) -> None:
                 default(value[index], items)
 
 
+def defaulted(value: Any, schema: Any) -> Any:
+    """``value`` with the schema's defaults applied, without changing ``value`` (copy on write).
+
+    The same result as :func:`default` on a deep copy, but ``value`` itself (no copy at all)
+    is returned when no default applies, and only the containers on the way to an applied
+    default are copied: cheap enough to run on every read, as kube-apiserver's decoder
+    defaults every custom resource it reads from storage.
+    """
+    if not isinstance(schema, Mapping):
+        return value
+    if isinstance(value, dict):
+        out: dict[str, Any] | None = None
+        props = schema.get("properties") or {}
+        for key, sub in props.items():
+            if isinstance(sub, Mapping) and "default" in sub and (
+                    key not in value or _non_nullable_null(value[key], sub)):
+                out = dict(value) if out is None else out
+                out[key] = copy.deepcopy(sub["default"])
+        current = value if out is None else out
+        additional = schema.get("additionalProperties")
+        for key in list(current):
+            sub = props.get(key) if key in props else additional
+            child = current[key]
+            if key not in props and isinstance(additional, Mapping) and _non_nullable_null(child, additional) \
+                    and "default" in additional:
+                child = copy.deepcopy(additional["default"])
+            new = defaulted(child, sub)
+            if new is not current[key]:
+                out = dict(value) if out is None else out
+                current = out
+                out[key] = new
+        return value if out is None else out
+    if isinstance(value, list):
+        items = schema.get("items")
+        if not isinstance(items, Mapping):
+            return value
+        result: list[Any] | None = None
+        for index, item in enumerate(value):
+            child = copy.deepcopy(items["default"]) if _non_nullable_null(item, items) and "default" in items \
+                else item
+            new = defaulted(child, items)
+            if new is not item:
+                result = list(value) if result is None else result
+                result[index] = new
+        return value if result is None else result
+    return value
+
+
+def prune_nulls(value: Any, schema: Any) -> None:
+    """Drop, in place, ``null`` values whose schema is not ``nullable`` and has no ``default``.
+
+    ``PruneNonNullableNullsWithoutDefaults`` (defaulting/prunenulls.go): kube-apiserver runs it
+    right after pruning, before defaulting and validation; a ``null`` with a default is left
+    for :func:`default`. Fields the schema does not know are left alone.
+    """
+    schema = schema if isinstance(schema, Mapping) else None
+    if isinstance(value, dict):
+        props = (schema or {}).get("properties") or {}
+        additional = (schema or {}).get("additionalProperties")
+        for key in list(value):
+            sub = props.get(key) if key in props else (additional if isinstance(additional, Mapping) else None)
+            if value[key] is None and isinstance(sub, Mapping) and not sub.get("nullable") and "default" not in sub:
+                del value[key]
+            else:
+                prune_nulls(value[key], sub)
+    elif isinstance(value, list):
+        items = (schema or {}).get("items")
+        for item in value:
+            prune_nulls(item, items)
+
+
 def prune(value: Any, schema: Mapping[str, Any], *, root: bool = True) -> list[str]:
     """Drop, in place, the fields ``schema`` does not specify (pruning/algorithm.go ``Prune``).
 
@@ -320,13 +416,21 @@ class StructuralSchema:
         self.validator = Draft7Validator(to_json_schema(schema), format_checker=FORMATS)
 
     def default(self, obj: Any) -> None:
-        """Apply defaults to ``obj`` in place (see :func:`default`)."""
+        """Drop non-nullable ``null`` values and apply defaults to ``obj`` in place.
+
+        :func:`prune_nulls` then :func:`default`, the order of kube-apiserver's decoder.
+        """
+        prune_nulls(obj, self.schema)
         default(obj, self.schema)
 
+    def defaulted(self, obj: Any) -> Any:
+        """``obj`` with defaults applied, copied only where a default applies (see :func:`defaulted`)."""
+        return defaulted(obj, self.schema)
+
     def with_defaults(self, obj: Any) -> Any:
-        """A deep copy of ``obj`` with the schema's defaults applied."""
+        """A deep copy of ``obj`` with non-nullable ``null`` values dropped and the defaults applied."""
         result = copy.deepcopy(obj)
-        default(result, self.schema)
+        self.default(result)
         return result
 
     def prune(self, obj: Any) -> list[str]:

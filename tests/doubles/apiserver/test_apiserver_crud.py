@@ -353,6 +353,20 @@ def test_leases_use_micro_time(api: Any, ns: str) -> None:
     assert status == 422
 
 
+def test_micro_time_takes_exactly_six_fractional_digits(kube: KubeClient, ns: str) -> None:
+    # apimachinery pkg/apis/meta/v1/micro_time.go UnmarshalJSON: time.Parse(RFC3339Micro, ...).
+    leases = resource_path("coordination.k8s.io", "v1", "leases", ns)
+    for i, text in enumerate(("2024-01-01T00:00:00Z", "2024-01-01T00:00:00.123Z", "2024-01-01T00:00:00.1234567Z")):
+        def create(name: str = f"l{i}", renew: str = text) -> Any:
+            return kube.request("POST", leases, body={"metadata": {"name": name}, "spec": {"renewTime": renew}})
+
+        status, body = api_error(create)
+        assert status == 400 and "2006-01-02T15:04:05.000000Z07:00" in body["message"]
+    ok = kube.request("POST", leases, body={"metadata": {"name": "ok"},
+                                            "spec": {"renewTime": "2024-01-01T01:00:00.000000+01:00"}})
+    assert ok["spec"]["renewTime"] == "2024-01-01T00:00:00.000000Z"
+
+
 def test_naive_timestamps_are_rejected(kube: KubeClient, ns: str) -> None:
     status, _ = api_error(lambda: kube.request(
         "POST", resource_path("coordination.k8s.io", "v1", "leases", ns),
@@ -382,7 +396,10 @@ def test_core_and_events_k8s_io_events_share_storage(kube: KubeClient, api: Any,
     assert [e["metadata"]["name"] for e in names] == ["e2"]
     status, body = api_error(lambda: kube.request("POST", resource_path("events.k8s.io", "v1", "events", ns), body={
         "metadata": {"name": "e3"}, "reason": "x"}))
-    assert status == 422 and "reportingController" in body["message"]
+    # pkg/apis/core/validation/events.go: without eventTime only the legacy rules and the strict
+    # events.k8s.io ones apply (reportingController is required only next to an eventTime)
+    assert status == 422 and "eventTime: Required value" in body["message"]
+    assert "reportingController" not in body["message"]
 
 
 def test_endpoint_slices_and_endpoints(kube: KubeClient, ns: str) -> None:

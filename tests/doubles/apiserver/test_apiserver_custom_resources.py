@@ -308,8 +308,16 @@ def test_defaults_also_apply_as_on_read_from_storage(kube: KubeClient, ns: str, 
                                                "status": {"state": "Done"}})
     # the status of the request is dropped, then the default shows up as kube-apiserver defaults on read
     assert created["status"] == {"state": "Pending"}
+    # what the create stored has no status (etcd3/store.go keeps the bytes written); the first write,
+    # even a no-op one, starts from the defaulted read and so stores the default: new RV + MODIFIED
+    # (GuaranteedUpdate compares with the stored bytes).
+    things = server.store.resolve("st.example.com", "v1", "things")
+    assert things is not None and "status" not in next(iter(server.store.iter_objects(things)))
     rv = server.resource_version
-    same = kube.request("PUT", f"{path}/t", body=created)
-    assert same["status"] == {"state": "Pending"} and server.resource_version == rv
-    cleared = kube.request("PUT", f"{path}/t/status", body={**created, "status": None})
+    first = kube.request("PUT", f"{path}/t", body=created)
+    assert first["status"] == {"state": "Pending"} and server.resource_version == rv + 1
+    again = kube.request("PUT", f"{path}/t", body=first)
+    assert again["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+    assert again["status"] == {"state": "Pending"} and server.resource_version == rv + 1
+    cleared = kube.request("PUT", f"{path}/t/status", body={**again, "status": None})
     assert cleared["status"] == {"state": "Pending"}

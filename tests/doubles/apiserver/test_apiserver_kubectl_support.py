@@ -71,7 +71,8 @@ def test_builtin_tables(server: ApiServer, kube: KubeClient, ns: str) -> None:
     assert table["rows"][0]["object"]["data"] == {"a": "1", "b": "2"}
     kube.request("POST", resource_path("", "v1", "events", ns), body={
         "metadata": {"name": "e"}, "type": "Warning", "reason": "Failed", "message": " boom ",
-        "involvedObject": {"kind": "Service", "name": "s"}, "lastTimestamp": "2020-01-01T00:00:00Z"})
+        "involvedObject": {"kind": "Service", "name": "s", "namespace": ns},
+        "lastTimestamp": "2020-01-01T00:00:00Z"})
     events = get(server, f"/api/v1/namespaces/{ns}/events", TABLE)
     assert [c["name"] for c in events["columnDefinitions"] if c["priority"] == 0] == [
         "Last Seen", "Type", "Reason", "Object", "Message"]

@@ -120,6 +120,12 @@ def test_expired_continue_token_is_gone(kube: KubeClient, server: ApiServer, ns:
                                                                          "continue": page["metadata"]["continue"]}))
     assert status == 410 and body["reason"] == "Expired"
     assert body["message"].startswith("The provided continue parameter is too old")
+    # k8s.io/apiserver pkg/storage/etcd3/store.go handleCompactedErrorForPaging: the Status carries a
+    # fresh token that continues after the same key at the latest resource version (inconsistent list).
+    fresh = body["metadata"]["continue"]
+    rest = kube.request("GET", cms(ns), query={"continue": fresh})
+    assert [i["metadata"]["name"] for i in rest["items"]] == ["cm-1", "cm-2", "later"]
+    assert rest["metadata"]["resourceVersion"] == str(server.resource_version)
 
 
 def test_resource_version_match(kube: KubeClient, server: ApiServer, ns: str) -> None:

@@ -158,6 +158,24 @@ def test_history_size_bounds_replay() -> None:
         kube.close()
 
 
+def test_bookmark_cadence_is_kube_apiservers(kube: KubeClient, server: ApiServer, ns: str) -> None:
+    # k8s.io/apiserver pkg/storage/cacher: cacher.go defaultBookmarkFrequency = 1 minute; cache_watcher.go
+    # nextBookmarkTime (every minute and 2 s before the timeout) and processInterval (only events, bookmarks
+    # included, newer than the watch's start resourceVersion are sent).
+    assert server.bookmark_interval == 60
+    rv = str(server.resource_version)
+    quiet = WatchCollector(kube, cms(ns), {"allowWatchBookmarks": "true", "resourceVersion": rv,
+                                           "timeoutSeconds": "3"})
+    assert quiet.finished.wait(10) and quiet.error is None
+    assert quiet.events == []  # no bookmark: the version did not move
+    moved = WatchCollector(kube, cms(ns), {"allowWatchBookmarks": "true", "resourceVersion": rv,
+                                           "timeoutSeconds": "3"})
+    kube.request("POST", "/api/v1/namespaces/default/configmaps", body=cm("elsewhere"))
+    assert moved.finished.wait(10) and moved.error is None
+    assert moved.types() == ["BOOKMARK"]  # the pre-timeout one, 1 s after the start
+    assert moved.events[0]["object"]["metadata"]["resourceVersion"] == str(server.resource_version)
+
+
 def test_drop_watches_cuts_streams(kube: KubeClient, server: ApiServer, ns: str) -> None:
     watch = WatchCollector(kube, cms(ns), {})
     wait_for(lambda: server.open_watch_count == 1, message="watch open")

@@ -52,8 +52,13 @@ reproduced here, and checked by ``tests/contract`` against real clusters):
   (or custom resources), and removes it once they are gone; new content is
   refused meanwhile (403, or 405 for custom resources of a terminating CRD).
 * Lists of built-in kinds omit ``kind``/``apiVersion`` in items; watch events and GETs include them.
-* CRD defaults also apply "on read": a default on ``status`` appears right
-  after a create even though the status subresource dropped the request's status.
+* CRD defaults also apply "on read": objects are stored as written and every
+  read is defaulted with the current schema, so a default on ``status`` appears
+  right after a create that dropped the request's status, and the first write
+  after it (even a no-op) stores it: new resource version, ``MODIFIED``.
+* CRD schemas must be structural (:mod:`zkop.kube.structural`); ``/status``
+  validates only ``status``; updates ratchet unchanged invalid values; ``null``
+  in a non-nullable field is dropped. See ``docs/apiserver-fidelity.md``.
 
 TokenReview, SubjectAccessReview and the RBAC kinds are served by
 :mod:`zkop_testing.apiserver_auth` (reviews decided from the stored RBAC objects).
@@ -145,6 +150,10 @@ class _Route(NamedTuple):
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # listen(2) backlog: a Go listener asks for the kernel maximum (golang/go net/sock_linux.go
+    # maxListenerBacklog reads net.core.somaxconn; the kernel caps larger values to it), not
+    # socketserver's 5, which overflows when a client opens many connections at once.
+    request_queue_size = 4096
 
     def __init__(self, address: tuple[str, int], api: ApiServer) -> None:
         self.api = api
@@ -203,7 +212,11 @@ class ApiServer:
 
     Attributes:
         bookmark_interval: seconds between ``BOOKMARK`` events on watches that
-            asked ``allowWatchBookmarks=true`` (kube-apiserver uses about 60 s).
+            asked ``allowWatchBookmarks=true``; 60 as kube-apiserver (``cacher.go``
+            ``defaultBookmarkFrequency``). As there, one also comes 2 s before the
+            watch's ``timeoutSeconds``, and a bookmark is sent only when the resource
+            version has moved past the one the watch started from. Tests that need
+            bookmarks soon set it low.
         store: the :class:`~zkop_testing.apiserver_store.Store` (for introspection).
 
     Use as a context manager or call :meth:`start` / :meth:`stop`.
@@ -216,7 +229,7 @@ class ApiServer:
         #: :data:`TOKEN` is a ``system:masters`` admin, like a kind cluster's kubeconfig user.
         self.auth = AuthRegistry(self.store)
         self.auth.add_token(TOKEN, "zkop-inmemory-admin", ["system:masters"])
-        self.bookmark_interval = 1.0
+        self.bookmark_interval = 60.0
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._state_lock = threading.Lock()
@@ -801,12 +814,20 @@ class ApiServer:
         finally:
             self.store.close_watch(watcher)
 
+    def _next_bookmark(self, now: float, deadline: float | None) -> float | None:
+        """``cacheWatcher.nextBookmarkTime``: every :attr:`bookmark_interval`, and 2 s before the
+        watch's timeout; ``None`` once that moment has passed."""
+        due = now + max(0.01, float(self.bookmark_interval))
+        if deadline is None:
+            return due
+        due = min(due, deadline - 2.0)
+        return due if due >= now else None
+
     def _stream(self, handler: _Handler, watcher: Watcher, sock: socket.socket, timeout: float | None,
                 transform: Callable[[JSON], JSON] | None = None) -> None:
         start = time.monotonic()
         deadline = start + timeout if timeout else None
-        last_bookmark = start
-        pre_timeout_done = False
+        next_bookmark = self._next_bookmark(start, deadline) if watcher.bookmarks else None
         while True:
             if watcher.dropped:
                 raise _WatchAborted()
@@ -836,23 +857,19 @@ class ApiServer:
             now = time.monotonic()
             if deadline is not None and now >= deadline:
                 return
-            interval = max(0.01, float(self.bookmark_interval))
-            if watcher.bookmarks:
-                due = last_bookmark + interval
-                pre_timeout = deadline - 2.0 if deadline is not None else None
-                if pre_timeout is not None and not pre_timeout_done and pre_timeout > start and now >= pre_timeout:
-                    due = now
-                    pre_timeout_done = True
-                if now >= due:
-                    rv = self.store.bookmark_rv(watcher)
-                    if rv is not None:
-                        self._write_event(handler, {"type": "BOOKMARK",
-                                                    "object": self.store.bookmark_object(watcher.rt, rv)})
-                        last_bookmark = now
+            if next_bookmark is not None and now >= next_bookmark:
+                rv = self.store.bookmark_rv(watcher)
+                if rv is None:  # events still queued: they go first
                     continue
+                # cache_watcher.go processInterval: only a bookmark newer than the watch's start is sent
+                if rv > watcher.start_rv:
+                    self._write_event(handler, {"type": "BOOKMARK",
+                                                "object": self.store.bookmark_object(watcher.rt, rv)})
+                next_bookmark = self._next_bookmark(now, deadline)
+                continue
             wait = 0.25
-            if watcher.bookmarks:
-                wait = min(wait, max(0.0, last_bookmark + interval - now))
+            if next_bookmark is not None:
+                wait = min(wait, max(0.0, next_bookmark - now))
             if deadline is not None:
                 wait = min(wait, max(0.0, deadline - now))
             watcher.wait(max(wait, 0.005))
@@ -873,8 +890,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0: pick a free one)")
     parser.add_argument("--kubeconfig-out", type=Path, default=None, help="write a kubeconfig for the server here")
     parser.add_argument("--history-size", type=int, default=10000, help="watch events retained")
-    parser.add_argument("--bookmark-interval", type=float, default=1.0,
-                        help="seconds between watch bookmarks (kube-apiserver: about 60)")
+    parser.add_argument("--bookmark-interval", type=float, default=60.0,
+                        help="seconds between watch bookmarks (kube-apiserver: 60)")
     args = parser.parse_args(argv)
     server = ApiServer(args.port, history_size=args.history_size)
     server.bookmark_interval = args.bookmark_interval

@@ -91,7 +91,8 @@ def go_repr(value: Any) -> str:
             return "[]string{" + ", ".join(json.dumps(v, ensure_ascii=False) for v in value) + "}"
         return "[]interface {}{" + ", ".join(go_repr(v) for v in value) + "}"
     if isinstance(value, dict):
-        inner = ", ".join(f"{json.dumps(str(k))}:{go_repr(v)}" for k, v in value.items())
+        # fmt prints map keys sorted (Go 1.12+)
+        inner = ", ".join(f"{json.dumps(str(k))}:{go_repr(v)}" for k, v in sorted(value.items()))
         return "map[string]interface {}{" + inner + "}"
     return str(value)
 
@@ -192,13 +193,17 @@ class ApiError(Exception):
     message: str
     details: JSON | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    #: ``metadata`` of the ``Status`` (ListMeta: ``continue`` of an expired list continuation)
+    list_meta: JSON = field(default_factory=dict)
 
     def __str__(self) -> str:
         return f"{self.code} {self.reason}: {self.message}"
 
     def status(self) -> JSON:
         """The ``Status`` body."""
-        return status_failure(self.code, self.reason, self.message, self.details)
+        body = status_failure(self.code, self.reason, self.message, self.details)
+        body["metadata"] = dict(self.list_meta)
+        return body
 
 
 def status_failure(code: int, reason: str, message: str, details: JSON | None = None) -> JSON:

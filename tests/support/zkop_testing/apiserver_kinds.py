@@ -29,8 +29,15 @@ from typing import Any, Protocol
 import kubernetes.client.models as k8s_models
 import pydantic
 
+from zkop_testing.apiserver_core_validation import (
+    event_errors,
+    lease_spec_errors,
+    path_segment_name_errors,
+    port_name_errors,
+    service_selector_errors,
+)
 from zkop_testing.apiserver_errors import ApiError, FieldError, bad_request
-from zkop_testing.apiserver_schema import CustomResourceSchema, check_schema
+from zkop_testing.apiserver_schema import CustomResourceSchema, check_schema, list_errors
 from zkop_testing.apiserver_select import (
     dns1035_label_errors,
     dns1123_label_errors,
@@ -61,9 +68,9 @@ _MICRO_TIME_FIELDS = {
     ("V1LeaseSpec", "acquire_time"), ("V1LeaseSpec", "renew_time"),
     ("CoreV1Event", "event_time"), ("EventsV1Event", "event_time"),
     ("CoreV1EventSeries", "last_observed_time"), ("EventsV1EventSeries", "last_observed_time"),
-    ("V1ManagedFieldsEntry", "time"),
-}
+}  # (metav1.ManagedFieldsEntry.Time is a metav1.Time)
 _CONFIG_KEY = re.compile(r"[-._a-zA-Z0-9]+")
+_MICRO_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}(Z|[+-]\d{2}:\d{2})")
 _MAX_CONFIG_BYTES = 1024 * 1024
 
 
@@ -111,6 +118,9 @@ class StoreHooks(Protocol):
 
     def unregister_crd(self, crd: Mapping[str, Any]) -> None:
         """Stop serving the resources of a removed CRD."""
+
+    def end_watches(self, crd: Mapping[str, Any]) -> None:
+        """End the open watches on a CRD's custom resources (its storage is rebuilt)."""
 
 
 @dataclass(eq=False)
@@ -210,11 +220,15 @@ def _decode_value(value: Any, type_str: str, owner: str, attr: str, path: str, r
     if type_str == "datetime":
         if not isinstance(value, str):
             return value
+        micro = (owner, attr) in _MICRO_TIME_FIELDS
         try:
             moment = parse_time(value)
+            if micro and not _MICRO_TIME.fullmatch(value):
+                # metav1.MicroTime.UnmarshalJSON: time.Parse(RFC3339Micro, ...), exactly six digits
+                raise ValueError(f'parsing time "{value}" as "2006-01-02T15:04:05.000000Z07:00": cannot parse')
         except ValueError as exc:
             raise bad_request(f"{path}: {exc}") from exc
-        return format_time(moment, micro=(owner, attr) in _MICRO_TIME_FIELDS)
+        return format_time(moment, micro=micro)
     if owner == "V1ObjectMeta" and (value == "" or (attr == "generation" and value == 0)):
         return _DROP
     if _model_class(type_str) is not None and isinstance(value, dict):
@@ -339,6 +353,10 @@ class Strategy:
     def validate(self, store: StoreHooks, obj: JSON, old: JSON | None, rt: ResourceType) -> list[FieldError]:
         """Kind-specific validation (``old`` is ``None`` on create)."""
         return []
+
+    def validate_status(self, store: StoreHooks, obj: JSON, old: JSON, rt: ResourceType) -> list[FieldError]:
+        """Validation of a ``/status`` update (default: as any update)."""
+        return self.validate(store, obj, old, rt)
 
     def read_defaults(self, obj: JSON, rt: ResourceType) -> None:
         """Defaults kube-apiserver applies when reading an object back from storage (custom resources)."""
@@ -736,6 +754,8 @@ class ServiceStrategy(Strategy):
             if isinstance(target, int) and not isinstance(target, bool) and _port_number_errors(target):
                 errors.append(FieldError.invalid(f"{path}.targetPort", target, "must be between 1 and 65535, "
                                                  "inclusive"))
+            elif isinstance(target, str) and target:
+                errors.extend(FieldError.invalid(f"{path}.targetPort", target, m) for m in port_name_errors(target))
             node_port = port.get("nodePort")
             if node_port:
                 if stype == "ClusterIP":
@@ -751,6 +771,7 @@ class ServiceStrategy(Strategy):
                     if node_port in self.allocated_ports and node_port not in old_ports:
                         errors.append(FieldError.invalid(f"{path}.nodePort", node_port,
                                                          "provided port is already allocated"))
+        errors.extend(service_selector_errors(spec))
         errors.extend(self._ip_errors(spec, old_spec))
         return errors
 
@@ -903,23 +924,12 @@ class EventStrategy(Strategy):
     def supports_field(self, name: str, rt: ResourceType) -> bool:
         return super().supports_field(name, rt) or name in self._V1_FIELD_ALIASES
 
+    def name_errors(self, name: str) -> list[str]:
+        """core/v1 Event names follow only the path-segment rules (events.k8s.io adds DNS-1123 in validate)."""
+        return path_segment_name_errors(name)
+
     def validate(self, store: StoreHooks, obj: JSON, old: JSON | None, rt: ResourceType) -> list[FieldError]:
-        errors: list[FieldError] = []
-        meta = obj.get("metadata") or {}
-        involved = obj.get("involvedObject") or {}
-        ns = involved.get("namespace")
-        if ns and ns != meta.get("namespace"):
-            errors.append(FieldError.invalid("involvedObject.namespace", ns, "does not match event.namespace"))
-        if rt.group == "events.k8s.io" and old is None:
-            names = {"reportingComponent": "reportingController", "message": "note"}
-            for key in ("eventTime", "reportingComponent", "reportingInstance", "action", "reason"):
-                if not obj.get(key):
-                    errors.append(FieldError.required(names.get(key, key)))
-            if obj.get("type") not in ("Normal", "Warning"):
-                errors.append(FieldError.not_supported("type", obj.get("type"), ["Normal", "Warning"]))
-            if len(str(obj.get("message", ""))) > 1024:
-                errors.append(FieldError.too_long("note", 1024))
-        return errors
+        return event_errors(obj, old, rt.group)
 
 
 class LeaseStrategy(Strategy):
@@ -930,16 +940,7 @@ class LeaseStrategy(Strategy):
     kind = "Lease"
 
     def validate(self, store: StoreHooks, obj: JSON, old: JSON | None, rt: ResourceType) -> list[FieldError]:
-        errors: list[FieldError] = []
-        spec = obj.get("spec") or {}
-        duration = spec.get("leaseDurationSeconds")
-        if duration is not None and duration <= 0:
-            errors.append(FieldError.invalid("spec.leaseDurationSeconds", duration, "must be greater than 0"))
-        transitions = spec.get("leaseTransitions")
-        if transitions is not None and transitions < 0:
-            errors.append(FieldError.invalid("spec.leaseTransitions", transitions, "must be greater than or equal "
-                                             "to 0"))
-        return errors
+        return lease_spec_errors(obj.get("spec") or {})
 
 
 class EndpointSliceStrategy(Strategy):
@@ -1117,6 +1118,10 @@ class CustomResourceDefinitionStrategy(Strategy):
 
     def after_update(self, store: StoreHooks, new: JSON, old: JSON) -> None:
         store.register_crd(new)
+        if new.get("spec") != old.get("spec"):
+            # crdHandler.updateCustomResourceDefinition: a changed spec tears down the storage
+            # of the custom resources, which ends their watches.
+            store.end_watches(new)
 
     def on_removed(self, store: StoreHooks, obj: JSON) -> None:
         store.unregister_crd(obj)
@@ -1169,15 +1174,45 @@ class CustomResourceStrategy(Strategy):
             obj.pop("status", None)
 
     def read_defaults(self, obj: JSON, rt: ResourceType) -> None:
-        """Defaulting also runs on objects read from etcd: e.g. a ``default`` on ``status`` shows up
-        right after a create that (with the status subresource) dropped the status."""
+        """Defaults of the object an update starts from (it was read, so defaulted: see :meth:`to_version`)."""
         if rt.schema is not None:
             rt.schema.apply_defaults(obj)
 
+    def to_version(self, obj: JSON, rt: ResourceType) -> JSON:
+        """Read-time defaulting: kube-apiserver decodes every custom resource read from etcd with the
+        current schema's defaults (``customresource_handler.go``, ``unstructuredDefaulter``), but stores
+        them only on the next write. So a ``status`` default shows right after a create that dropped the
+        status, and defaults a CRD gains later appear on old objects."""
+        out = super().to_version(obj, rt)
+        if rt.schema is None:
+            return out
+        view: JSON = rt.schema.defaulted(out)
+        return view
+
     def validate(self, store: StoreHooks, obj: JSON, old: JSON | None, rt: ResourceType) -> list[FieldError]:
+        """Schema validation; on update with ratcheting against the old object as read (defaulted)."""
         if rt.schema is None:
             return []
-        return rt.schema.validate(obj)
+        if old is None:
+            return rt.schema.validate(obj) + list_errors(obj, rt.schema.schema)
+        old_view = rt.schema.defaulted(old)
+        # strategy.go ValidateUpdate: list-type uniqueness only if the old object kept it
+        lists = list_errors(obj, rt.schema.schema) if not list_errors(old_view, rt.schema.schema) else []
+        return rt.schema.validate_update(obj, old_view) + lists
+
+    def validate_status(self, store: StoreHooks, obj: JSON, old: JSON, rt: ResourceType) -> list[FieldError]:
+        """``/status`` validates ``status`` only, against its own schema, with ratcheting
+        (``status_strategy.go`` ValidateUpdate, ``validator.go`` ValidateStatusUpdate); metadata
+        rules are checked by the store."""
+        if rt.schema is None or "status" not in obj:
+            return []
+        status_schema = (rt.schema.schema.get("properties") or {}).get("status")
+        if not isinstance(status_schema, Mapping):
+            return []
+        schema = CustomResourceSchema(status_schema, resource=False)
+        old_view = rt.schema.defaulted(old)
+        lists = list_errors(obj, rt.schema.schema) if not list_errors(old_view, rt.schema.schema) else []
+        return schema.validate_update(obj["status"], old_view.get("status"), "status") + lists
 
 
 def custom_resource_types(crd: Mapping[str, Any], previous: CustomResourceStrategy | None) -> list[ResourceType]:

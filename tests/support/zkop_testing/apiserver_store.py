@@ -145,6 +145,8 @@ class Watcher:
         self.closed = False
         self.dropped = False
         self.on_drop: Callable[[], None] | None = None
+        #: the resource version the watch started from (bookmarks are sent only past it)
+        self.start_rv = 0
 
     def push(self, item: WatchEvent | JSON) -> None:
         """Queue an event (or an already rendered ``{"type":..., "object":...}`` dict)."""
@@ -400,6 +402,11 @@ class Store:
         for rt in types:
             self._add_endpoint(rt)
 
+    def end_watches(self, crd: Mapping[str, Any]) -> None:
+        """End the watches of a CRD's custom resources cleanly (its spec changed)."""
+        for watcher in self._watchers.pop(self._crd_storage_key(crd), set()):
+            watcher.close()
+
     def unregister_crd(self, crd: Mapping[str, Any]) -> None:
         """Stop serving a removed CRD; its watches end."""
         key = self._crd_storage_key(crd)
@@ -559,7 +566,15 @@ class Store:
             storage = self._storage(rt)
             if token:
                 snapshot_rv, start = self._decode_continue(token)
-                state = self._state_at(storage, snapshot_rv, continuing=True)
+                if snapshot_rv == -1:  # the token of an expired continuation: the latest state
+                    snapshot_rv = self.rv
+                try:
+                    state = self._state_at(storage, snapshot_rv, continuing=True)
+                except ApiError as exc:
+                    # etcd3/store.go handleCompactedErrorForPaging: 410 with a fresh token (resourceVersion
+                    # -1) that continues from the same key at the latest version, inconsistently.
+                    exc.list_meta = {"continue": self._encode_continue(-1, start)}
+                    raise
             elif rv_text not in ("", "0"):
                 wanted = _parse_rv(rv_text)
                 exact = match == "Exact" or (not match and limit > 0)
@@ -668,7 +683,6 @@ class Store:
             raise errs.already_exists(rt.group, rt.plural, name)
         if rv_given not in (None, ""):
             raise ApiError(500, "", "resourceVersion should not be set on objects to be created")
-        strategy.read_defaults(obj, rt)
         managed_fields.on_write(self, rt, None, obj, None)
         if dry_run:
             return obj
@@ -746,7 +760,10 @@ class Store:
                     new.pop("status", None)
             strategy.prepare_update(self, new, old, rt)
         _meta(new)["resourceVersion"] = old_meta.get("resourceVersion")
-        if subresource is None and strategy.has_generation and _non_meta(new) != _non_meta(old):
+        # The update starts from the object as read, which is defaulted: defaults are materialised in
+        # what is stored, but count as no spec change.
+        strategy.read_defaults(new, rt)
+        if subresource is None and strategy.has_generation and _non_meta(new) != _non_meta(self._out(old, rt)):
             _meta(new)["generation"] = int(old_meta.get("generation") or 0) + 1
         new_meta = _meta(new)
         if old_meta.get("deletionTimestamp"):
@@ -755,11 +772,14 @@ class Store:
                 errors.append(FieldError.forbidden("metadata.finalizers", "no new finalizers can be added if the "
                                                    f"object is being deleted, found new finalizers {go_repr(added)}"))
         errors.extend(metadata_errors(new_meta))
-        errors.extend(strategy.validate(self, new, old, rt))
+        if subresource == "status":
+            errors.extend(strategy.validate_status(self, new, old, rt))
+        else:
+            errors.extend(strategy.validate(self, new, old, rt))
         if errors:
             raise errs.invalid(rt.group, rt.kind, name, errors)
-        strategy.read_defaults(new, rt)
-        managed_fields.on_write(self, rt, old, new, subresource)
+        # against the object as read: defaults it materialises are nobody's change
+        managed_fields.on_write(self, rt, self._out(old, rt), new, subresource)
         if new_meta.get("deletionTimestamp") and not new_meta.get("finalizers") and \
                 strategy.can_finalize(self, new):
             # The update empties the finalizers of a terminating object: it is deleted instead.
@@ -944,6 +964,7 @@ class Store:
         watcher = Watcher(rt, namespace, labels, fields, bookmarks)
         with self._lock:
             storage = self._storage(rt)
+            watcher.start_rv = _parse_rv(rv_text) if rv_text not in ("", "0") else self.rv
             initial = _parse_bool(send_initial) if send_initial not in (None, "") else rv_text in ("", "0")
             if initial:
                 for key in sorted(storage.objects):
