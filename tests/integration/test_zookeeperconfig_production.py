@@ -224,7 +224,7 @@ def test_secret_bytes_never_leak(operator: OperatorProcess, kube: KubeClient, zk
                      encoding="binary"))
     wait_for(lambda: read(zk, zk_base + "/app/db/password") == secret_value, timeout=15)
     zk.set(zk_base + "/app/db/password", b"tampered")
-    wait_for(lambda: read(zk, zk_base + "/app/db/password") == secret_value, timeout=5)
+    wait_for(lambda: read(zk, zk_base + "/app/db/password") == secret_value, timeout=15)
     text = str(get(kube, "db-pass")) + str(kube.request("GET", resource_path("", "v1", "events", "default")))
     for leak in (secret_value.decode(), base64.b64encode(secret_value).decode(), "tampered"):
         assert leak not in text and leak not in operator.log_tail(10_000) and leak not in operator.metrics()
