@@ -23,6 +23,7 @@ from zkop.services.importer.sources import (
     Skipped,
     SourceChild,
     SourceNode,
+    classify_address,
     get_source,
     parse_address,
     parse_curator_instance,
@@ -57,7 +58,14 @@ def bridge_service(name: str = "web", namespace: str = "default") -> dict[str, o
     (" 10.1.2.3 ", ("10.1.2.3", "IPv4")),
     ("2001:db8:0:0::7", ("2001:db8::7", "IPv6")),
     ("[2001:db8::7]", ("2001:db8::7", "IPv6")),
-    ("PIG", ("pig", "FQDN")),
+    ("PIG.example", ("pig.example", "FQDN")),
+    ("PIG", None),              # a single label: IsFullyQualifiedDomainName wants two or more
+    ("a" * 64 + ".example.com", None),  # a label longer than 63
+    ("::ffff:10.0.0.5", ("10.0.0.5", "IPv4")),  # IPv4-mapped: an IPv6 slice refuses it; it is this IPv4 host
+    ("[::ffff:10.0.0.5]", ("10.0.0.5", "IPv4")),
+    ("::ffff:127.0.0.1", None),  # mapped loopback is still loopback (Go looks through the mapping)
+    ("010.001.002.003", ("10.1.2.3", "IPv4")),  # ParseIPSloppy: leading zeros are decimal
+    ("::10.0.0.5", ("::a00:5", "IPv6")),  # IPv4-compatible is not IPv4-mapped: IPv6
     ("orders-1.legacy.example.com.", ("orders-1.legacy.example.com", "FQDN")),
     ("127.0.0.1", None),        # loopback: the API server refuses it in an EndpointSlice
     ("::1", None),
@@ -70,15 +78,27 @@ def bridge_service(name: str = "web", namespace: str = "default") -> dict[str, o
 ])
 def test_addresses(raw: str, expected: tuple[str, str] | None) -> None:
     assert parse_address(raw) == expected
+    classified = classify_address(raw)
+    assert classified == expected if expected is not None else isinstance(classified, str)
+
+
+def test_a_single_label_host_is_refused_with_the_reason() -> None:
+    assert classify_address("pig") == ("'pig' is a single-label host name; an EndpointSlice FQDN needs at least "
+                                      "two dot-separated labels")
 
 
 # --- Curator -----------------------------------------------------------------------------------
 
 
 def test_the_spring_cloud_zookeeper_instance_from_the_wild() -> None:
+    # Its address is the single-label host name "pig": no EndpointSlice can hold it (a real API
+    # server answers 422 for an FQDN slice with it), so it is skipped with the reason.
     instance = parse_curator_instance("/services/cloud-provider-payment/dbac9cf3", "dbac9cf3", SPRING)
-    assert instance == ImportedInstance(
-        id="dbac9cf3-6555-40e2-996e-d2686190f47e", address="pig", address_type="FQDN",
+    assert isinstance(instance, Skipped) and instance.reason == "address" and "'PIG'" in instance.detail
+    served = SPRING.replace(b'"address":"PIG"', b'"address":"PIG.legacy.example"')
+    assert served != SPRING
+    assert parse_curator_instance("/services/cloud-provider-payment/dbac9cf3", "dbac9cf3", served) == ImportedInstance(
+        id="dbac9cf3-6555-40e2-996e-d2686190f47e", address="pig.legacy.example", address_type="FQDN",
         ports=(ImportedPort("http", 8004),), ready=True, path="/services/cloud-provider-payment/dbac9cf3")
 
 
@@ -107,8 +127,9 @@ def test_curator_ports_and_readiness() -> None:
     (b'{"address":"10.0.0.1","port":null,"sslPort":null}', "no-port"),
     (b'{"address":"10.0.0.1","port":70000}', "no-port"),
     (b'{"address":"10.0.0.1","port":"80"}', "no-port"),
-    (b'{"address":"127.0.0.1","port":80}', "invalid"),
-    (b'{"port":80}', "invalid"),
+    (b'{"address":"127.0.0.1","port":80}', "address"),
+    (b'{"address":"pig","port":80}', "address"),
+    (b'{"port":80}', "address"),
 ])
 def test_unusable_curator_instances_are_skipped_with_a_reason(data: bytes, reason: str) -> None:
     skipped = parse_curator_instance("/services/x/1", "1", data)

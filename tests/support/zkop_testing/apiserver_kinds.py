@@ -36,6 +36,7 @@ from zkop_testing.apiserver_core_validation import (
     port_name_errors,
     service_selector_errors,
 )
+from zkop_testing.apiserver_discovery import default_endpoint_slice, endpoint_slice_errors
 from zkop_testing.apiserver_errors import ApiError, FieldError, bad_request
 from zkop_testing.apiserver_schema import CustomResourceSchema, check_schema, list_errors
 from zkop_testing.apiserver_select import (
@@ -944,12 +945,18 @@ class LeaseStrategy(Strategy):
 
 
 class EndpointSliceStrategy(Strategy):
-    """discovery.k8s.io/v1 EndpointSlices."""
+    """discovery.k8s.io/v1 EndpointSlices; endpoint and port rules in :mod:`zkop_testing.apiserver_discovery`."""
 
     group = "discovery.k8s.io"
     plural = "endpointslices"
     kind = "EndpointSlice"
     has_generation = True
+
+    def prepare_create(self, store: StoreHooks, obj: JSON, rt: ResourceType) -> None:
+        default_endpoint_slice(obj)
+
+    def prepare_update(self, store: StoreHooks, new: JSON, old: JSON, rt: ResourceType) -> None:
+        default_endpoint_slice(new)
 
     def validate(self, store: StoreHooks, obj: JSON, old: JSON | None, rt: ResourceType) -> list[FieldError]:
         errors: list[FieldError] = []
@@ -960,12 +967,7 @@ class EndpointSliceStrategy(Strategy):
             errors.append(FieldError.not_supported("addressType", address_type, ["FQDN", "IPv4", "IPv6"]))
         if old is not None and old.get("addressType") != address_type:
             errors.append(FieldError.invalid("addressType", address_type, "field is immutable"))
-        for i, endpoint in enumerate(obj.get("endpoints") or []):
-            addresses = (endpoint or {}).get("addresses") or []
-            if not addresses:
-                errors.append(FieldError.required(f"endpoints[{i}].addresses", "must contain at least 1 address"))
-            elif len(addresses) > 100:
-                errors.append(FieldError.too_many(f"endpoints[{i}].addresses", len(addresses), 100))
+        errors.extend(endpoint_slice_errors(obj))
         return errors
 
 

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from zkop.kube.client import JSON
-from zkop.kube.validation import is_dns1123_subdomain
+from zkop.kube.validation import is_dns1123_label, is_dns1123_subdomain
 from zkop.services.endpoints import EndpointsView
 from zkop.services.options import MANAGED_BY
 
@@ -34,6 +35,7 @@ __all__ = [
     "ServiceRecord",
     "SkipReason",
     "Skipped",
+    "classify_address",
     "container_stamp",
     "dumps",
     "loads",
@@ -44,9 +46,10 @@ __all__ = [
 
 AddressType = Literal["IPv4", "IPv6", "FQDN"]
 #: Why an instance was not imported: ``zkop`` (written by zkop's forward bridge), ``invalid``
-#: (unparsable, or an address Kubernetes refuses), ``no-port`` (no usable port), ``unreadable``
+#: (unparsable), ``address`` (an address no EndpointSlice can hold), ``no-port`` (no usable port), ``unreadable``
 #: (ZooKeeper refused the read, e.g. an ACL).
-SkipReason = Literal["zkop", "invalid", "no-port", "unreadable"]
+SkipReason = Literal["zkop", "invalid", "address", "no-port", "unreadable"]
+_DOTTED_QUAD = re.compile(r"[0-9]{1,3}(\.[0-9]{1,3}){3}")
 #: Port protocols Kubernetes knows.
 PROTOCOLS = ("TCP", "UDP", "SCTP")
 
@@ -217,28 +220,70 @@ class Skipped:
     detail: str = ""
 
 
-def parse_address(raw: str) -> tuple[str, AddressType] | None:
-    """Normalise an address and classify it (see the module docstring).
+def classify_address(raw: str) -> tuple[str, AddressType] | str:
+    """Normalise an address and pick the EndpointSlice ``addressType`` the API server accepts it under.
+
+    Follows ``pkg/apis/discovery/validation/validation.go`` ``validateEndpoints`` (kube-apiserver
+    1.29 … 1.32) and the apimachinery validators it calls
+    (``k8s.io/apimachinery/pkg/util/validation/validation.go``):
+
+    * an IP literal is parsed as Go's ``netutils.ParseIPSloppy`` does (IPv4 octets with leading
+      zeros are decimal; brackets are removed first; a zone such as ``%eth0`` is not an IP);
+    * an IPv4-mapped IPv6 address (``::ffff:a.b.c.d``) is *mapped to its IPv4 address*: an IPv6
+      slice refuses it (``IsValidIPv6Address``: ``To4() != nil``), and it is that IPv4 host (a
+      JVM on a dual-stack socket reports IPv4 peers this way), so it goes in the IPv4 slice,
+      written the way every IPv4 consumer reads it;
+    * IPs must pass ``ValidateNonSpecialIP`` (``pkg/apis/core/validation/validation.go``): not
+      unspecified, loopback, link-local unicast or link-local multicast. Other multicast addresses
+      pass the API server but no instance listens on one, so they are refused here too;
+    * anything else must be ``IsFullyQualifiedDomainName``: lower-cased, the trailing dot removed,
+      a DNS-1123 subdomain of *at least two* labels, each a DNS-1123 label of ≤ 63 characters. A
+      single-label host (``pig``, as Spring Cloud Zookeeper registers the local host name) fits no
+      slice and is refused.
 
     Returns:
-        ``(address, addressType)``, or ``None`` if it is neither an IP literal nor a DNS name, or
-        is an IP Kubernetes does not accept as an endpoint (unspecified, loopback, link-local, multicast).
+        ``(address, addressType)``, or why no EndpointSlice can hold it (for the skip report).
     """
     text = raw.strip()
     if text.startswith("[") and text.endswith("]"):
         text = text[1:-1]
     if not text:
-        return None
-    try:
-        ip = ipaddress.ip_address(text)
-    except ValueError:
-        host = text.lower().rstrip(".")
-        return (host, "FQDN") if is_dns1123_subdomain(host) else None
-    if isinstance(ip, ipaddress.IPv6Address) and ip.scope_id:
-        return None
-    if ip.is_unspecified or ip.is_loopback or ip.is_link_local or ip.is_multicast:
-        return None
+        return "no address"
+    ip = _parse_ip_sloppy(text)
+    if ip is None:
+        host = text.lower().removesuffix(".")
+        if not is_dns1123_subdomain(host) or not all(is_dns1123_label(label) for label in host.split(".")):
+            return f"{raw.strip()!r} is neither an IP address nor a DNS name"
+        if "." not in host:
+            return (f"{raw.strip()!r} is a single-label host name; an EndpointSlice FQDN needs at least two "
+                    "dot-separated labels")
+        return host, "FQDN"
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    for special, why in ((ip.is_unspecified, "unspecified"), (ip.is_loopback, "loopback"),
+                         (ip.is_link_local, "link-local"), (ip.is_multicast, "multicast")):
+        if special:
+            return f"{raw.strip()!r} is a {why} address, which the API server refuses in an EndpointSlice"
     return (str(ip), "IPv4") if ip.version == 4 else (str(ip), "IPv6")
+
+
+def _parse_ip_sloppy(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """k8s.io/utils/net ``ParseIPSloppy``: ``net.ParseIP`` that reads leading-zero IPv4 octets as decimal."""
+    if "%" in text:
+        return None
+    if _DOTTED_QUAD.fullmatch(text):
+        octets = [int(part, 10) for part in text.split(".")]
+        return ipaddress.IPv4Address(bytes(octets)) if max(octets) <= 255 else None
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        return None
+
+
+def parse_address(raw: str) -> tuple[str, AddressType] | None:
+    """:func:`classify_address` without the reason: ``(address, addressType)`` or ``None``."""
+    classified = classify_address(raw)
+    return None if isinstance(classified, str) else classified
 
 
 def valid_port(value: Any) -> int | None:

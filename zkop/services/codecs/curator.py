@@ -25,7 +25,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from zkop.kube.client import JSON
-from zkop.services.codecs.base import ImportedInstance, ImportedPort, Owner, Skipped, loads, parse_address, valid_port
+from zkop.services.codecs.base import (
+    ImportedInstance,
+    ImportedPort,
+    Owner,
+    Skipped,
+    classify_address,
+    loads,
+    valid_port,
+)
 
 __all__ = [
     "CURATOR_SERVICE_TYPE",
@@ -97,9 +105,9 @@ def decode_instance(path: str, name: str, data: bytes) -> ImportedInstance | Ski
     value = loads(data)
     if not isinstance(value, dict):
         return Skipped(path, "invalid", "not a JSON ServiceInstance")
-    address = parse_address(str(value.get("address") or ""))
-    if address is None:
-        return Skipped(path, "invalid", f"unusable address {value.get('address')!r}")
+    address = classify_address(str(value.get("address") or ""))
+    if isinstance(address, str):
+        return Skipped(path, "address", address)
     ports = []
     port, ssl_port = valid_port(value.get("port")), valid_port(value.get("sslPort"))
     if port is not None:

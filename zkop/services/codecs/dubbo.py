@@ -14,7 +14,7 @@ import ipaddress
 from collections.abc import Mapping
 from urllib.parse import parse_qsl, quote, quote_plus, unquote, unquote_plus, urlencode, urlsplit
 
-from zkop.services.codecs.base import ImportedInstance, ImportedPort, Skipped, parse_address, valid_port
+from zkop.services.codecs.base import ImportedInstance, ImportedPort, Skipped, classify_address, valid_port
 from zkop.services.naming import port_name
 from zkop.services.options import MANAGED_BY
 
@@ -73,9 +73,11 @@ def decode_provider(path: str, name: str) -> ImportedInstance | Skipped:
         return Skipped(path, "zkop", "written by zkop")
     if params.get("category", PROVIDERS) != PROVIDERS or params.get("side", "provider") != "provider":
         return Skipped(path, "invalid", "not a provider URL")
-    address = parse_address(parts.hostname or "")
-    if not parts.scheme or address is None:
+    if not parts.scheme:
         return Skipped(path, "invalid", f"unusable provider URL {url!r}")
+    address = classify_address(parts.hostname or "")
+    if isinstance(address, str):
+        return Skipped(path, "address", address)
     port = valid_port(number)
     if port is None:
         return Skipped(path, "no-port", "the provider URL has no port")

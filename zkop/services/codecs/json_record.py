@@ -26,9 +26,9 @@ from zkop.services.codecs.base import (
     PortRecord,
     ServiceRecord,
     Skipped,
+    classify_address,
     loads,
     owner_dict,
-    parse_address,
     valid_port,
 )
 from zkop.services.naming import port_name
@@ -124,9 +124,9 @@ def decode(path: str, data: bytes) -> tuple[tuple[ImportedInstance, ...], tuple[
     instances: list[ImportedInstance] = []
     skipped: list[Skipped] = []
     for raw in addresses:
-        address = parse_address(raw)
-        if address is None:
-            skipped.append(Skipped(path, "invalid", f"unusable address {raw!r}"))
+        address = classify_address(raw)
+        if isinstance(address, str):
+            skipped.append(Skipped(path, "address", address))
             continue
         instances.append(ImportedInstance(address[0], address[0], address[1], ports, True, path))
     if not addresses:

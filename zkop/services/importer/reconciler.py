@@ -263,7 +263,6 @@ class ServiceImportReconciler(FullSyncReconciler):
                     is_owned(s, self.cluster_id) for s in slices):
                 self.request_full_sync(self.options.gc_delay)
             return Result()
-        self._report_skips(name, best)
         step = plan_service(desired_service(best, name, namespace, self.cluster_id, existing), existing,
                             self.cluster_id)
         if step.foreign:
@@ -281,7 +280,9 @@ class ServiceImportReconciler(FullSyncReconciler):
                                     f"imported from ZooKeeper {best.path} "
                                     f"({len(best.instances)} instance(s))")
         # A dry run's "created" Service does not exist: Events go to what does.
-        self._report_collision(name, best, found, existing if self.options.dry_run else live)
+        event_target = existing if self.options.dry_run else live
+        self._report_collision(name, best, found, event_target)
+        self._report_skips(name, best, event_target)
         if step.terminating:
             return Result()
         uid = str(((live or {}).get("metadata") or {}).get("uid") or "") or None
@@ -290,7 +291,10 @@ class ServiceImportReconciler(FullSyncReconciler):
         for foreign in plan.foreign:
             log.warning("service-import: EndpointSlice %s/%s exists and is not owned by this zkop; left unchanged",
                         namespace, foreign)
-        self.writer.execute(plan.actions)
+        failures = self.writer.execute_each(plan.actions)
+        if failures:
+            raise RetryableError(f"service-import: {len(failures)} of {len(plan.actions)} EndpointSlice writes for "
+                                 f"{namespace}/{name} failed; retrying: {'; '.join(failures)}")
         return Result()
 
     def _forget(self, name: str) -> None:
@@ -298,16 +302,26 @@ class ServiceImportReconciler(FullSyncReconciler):
         self._conflicts.clear(name)
         self._skips.clear(name)
 
-    def _report_skips(self, name: str, imported: ImportedService) -> None:
-        """Log and count each skipped instance once (per path and reason, while it stays skipped)."""
+    def _report_skips(self, name: str, imported: ImportedService, live: JSON | None) -> None:
+        """Log and count each skipped instance once (per path and reason, while it stays skipped), and
+        tell the Service's users with one Warning ``InstanceSkipped`` Event for what is newly skipped."""
         current: dict[str, str] = {s.path: s.reason for s in imported.skipped}
         previous = self._skips.swap(name, current) or {}
+        news: list[str] = []
         for skipped in imported.skipped:
             if previous.get(skipped.path) == skipped.reason:
                 continue
             metrics.SKIPPED_INSTANCES.labels(skipped.reason).inc()
             level = logging.DEBUG if skipped.reason == "zkop" else logging.WARNING
             log.log(level, "service-import: %s not imported (%s): %s", skipped.path, skipped.reason, skipped.detail)
+            if skipped.reason != "zkop":
+                news.append(f"{skipped.path} ({skipped.reason}: {skipped.detail})")
+        if news:
+            self.recorder.event(
+                live or self.event_object, "Warning", "InstanceSkipped",
+                f"{len(news)} instance(s) of ZooKeeper service {imported.path} not imported: {'; '.join(news[:5])}"
+                + (f"; and {len(news) - 5} more (see the log)" if len(news) > 5 else ""),
+            )
 
     def _report_conflict(self, name: str, existing: JSON, imported: ImportedService) -> None:
         uid = str((existing.get("metadata") or {}).get("uid") or "")

@@ -61,6 +61,7 @@ from zkop.services.codecs.base import (
     ImportedPort,
     Skipped,
     SkipReason,
+    classify_address,
     parse_address,
 )
 from zkop.services.codecs.owners import written_by_zkop
@@ -81,6 +82,7 @@ __all__ = [
     "Skipped",
     "SourceChild",
     "SourceNode",
+    "classify_address",
     "get_source",
     "parse_address",
     "parse_curator_instance",

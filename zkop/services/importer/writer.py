@@ -11,7 +11,7 @@ With ``dry_run`` (``zkop run --dry-run``) nothing is sent: each action is logged
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 import urllib3.exceptions
@@ -62,6 +62,40 @@ class ApiWriter:
         """Send ``actions`` in order (see :meth:`execute_one`)."""
         for action in actions:
             self.execute_one(action)
+
+    def execute_each(self, actions: Sequence[KubeAction]) -> list[str]:
+        """Send every action on its own: one refused EndpointSlice never keeps the others from being written.
+
+        A slice the API server refuses (422, 409, 5xx …) is reported and the next action is sent
+        anyway, as the EndpointSlice controller syncs a Service's slices
+        (``pkg/controller/endpointslice`` reconciler: each slice is one API call and an error is
+        aggregated, not fatal to the rest). Two orderings from :func:`~.slices.plan_slices` are kept:
+        the create after a failed delete of the same name is not sent (the pair replaces a slice
+        whose ``addressType`` changed), and deletes of slices no longer wanted are held back while
+        any write failed (so a failed create never leaves the Service with fewer endpoints).
+
+        Returns:
+            One message per failed or held-back action (empty: all done). The caller retries.
+        """
+        failures: list[str] = []
+        failed_deletes: set[str] = set()
+        for index, action in enumerate(actions):
+            if isinstance(action, DeleteObject):
+                paired = any(isinstance(later, CreateObject) and later.name == action.name
+                             for later in actions[index + 1:])
+                if failures and not paired:
+                    failures.append(f"{describe(action)} held back until the writes before it succeed")
+                    continue
+            elif isinstance(action, CreateObject) and action.name in failed_deletes:
+                continue
+            try:
+                self.execute_one(action)
+            except (RetryableError, TerminalError) as err:
+                log.warning("service-import: %s", err)
+                failures.append(str(err))
+                if isinstance(action, DeleteObject):
+                    failed_deletes.add(action.name)
+        return failures
 
     def execute_one(self, action: KubeAction) -> JSON | None:
         """Send one action; returns the object the API server answered with (``None`` for deletes).
