@@ -13,7 +13,7 @@ from zkop_testing.apiserver import ApiServer
 from zkop_testing.waiting import wait_for
 
 from zkop.kube.client import ApiException, KubeClient
-from zkop.services.importer.objects import CreateObject, DeleteObject, PatchObject
+from zkop.services.importer.objects import CreateObject, DeleteObject, KubeAction, PatchObject
 from zkop.services.importer.options import ImportOptions
 from zkop.services.importer.writer import ApiWriter
 from zkop.zookeeper.adapter import ZooKeeperAdapter
@@ -69,7 +69,7 @@ def _slice(name: str) -> JSON:
 def test_one_refused_slice_does_not_keep_the_others_from_being_written() -> None:
     client = _RefusingClient({("POST", "s-fqdn"): 422})
     writer = ApiWriter(client, NAMESPACE)
-    actions = [CreateObject("endpointslices", _slice("s-fqdn")), CreateObject("endpointslices", _slice("s-ipv4")),
+    actions: list[KubeAction] = [CreateObject("endpointslices", _slice("s-fqdn")), CreateObject("endpointslices", _slice("s-ipv4")),
                PatchObject("endpointslices", "s-ipv6", {}),
                DeleteObject("endpointslices", "s-old", "uid", "1")]
     failures = writer.execute_each(actions)
@@ -81,7 +81,7 @@ def test_one_refused_slice_does_not_keep_the_others_from_being_written() -> None
 def test_a_failed_delete_keeps_back_only_its_own_replacement() -> None:
     client = _RefusingClient({("DELETE", "s-a"): 409})
     writer = ApiWriter(client, NAMESPACE)
-    actions = [DeleteObject("endpointslices", "s-a", "uid", "1"), CreateObject("endpointslices", _slice("s-a")),
+    actions: list[KubeAction] = [DeleteObject("endpointslices", "s-a", "uid", "1"), CreateObject("endpointslices", _slice("s-a")),
                CreateObject("endpointslices", _slice("s-b"))]
     failures = writer.execute_each(actions)
     assert client.sent == [("DELETE", "s-a"), ("POST", "s-b")]
