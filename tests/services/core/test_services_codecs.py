@@ -34,8 +34,8 @@ ipv4 = st.ip_addresses(v=4).filter(
     lambda ip: not (ip.is_unspecified or ip.is_loopback or ip.is_link_local or ip.is_multicast)).map(str)
 # IPv4-mapped IPv6 addresses are imported as their IPv4 address (an IPv6 EndpointSlice refuses them).
 ipv6 = st.ip_addresses(v=6).filter(
-    lambda ip: not (ip.is_unspecified or ip.is_loopback or ip.is_link_local or ip.is_multicast
-                    or ip.ipv4_mapped is not None)).map(str)
+    lambda ip: not (ip.is_unspecified or ip.is_loopback or ip.is_link_local or ip.is_multicast)).filter(
+    lambda ip: isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is None).map(str)
 # At least two labels: an EndpointSlice FQDN must have them (IsFullyQualifiedDomainName).
 hostnames = st.from_regex(r"[a-z][a-z0-9]{0,10}(\.[a-z][a-z0-9]{0,10}){1,3}", fullmatch=True)
 addresses = st.one_of(ipv4, ipv6, hostnames)
