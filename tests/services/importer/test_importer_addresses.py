@@ -69,9 +69,10 @@ def _slice(name: str) -> JSON:
 def test_one_refused_slice_does_not_keep_the_others_from_being_written() -> None:
     client = _RefusingClient({("POST", "s-fqdn"): 422})
     writer = ApiWriter(client, NAMESPACE)
-    actions: list[KubeAction] = [CreateObject("endpointslices", _slice("s-fqdn")), CreateObject("endpointslices", _slice("s-ipv4")),
-               PatchObject("endpointslices", "s-ipv6", {}),
-               DeleteObject("endpointslices", "s-old", "uid", "1")]
+    actions: list[KubeAction] = [
+        CreateObject("endpointslices", _slice("s-fqdn")), CreateObject("endpointslices", _slice("s-ipv4")),
+        PatchObject("endpointslices", "s-ipv6", {}), DeleteObject("endpointslices", "s-old", "uid", "1"),
+    ]
     failures = writer.execute_each(actions)
     # The IPv4 and IPv6 slices are written; the delete of a slice no longer wanted waits for the retry.
     assert client.sent == [("POST", "s-fqdn"), ("POST", "s-ipv4"), ("PATCH", "s-ipv6")]
@@ -81,8 +82,10 @@ def test_one_refused_slice_does_not_keep_the_others_from_being_written() -> None
 def test_a_failed_delete_keeps_back_only_its_own_replacement() -> None:
     client = _RefusingClient({("DELETE", "s-a"): 409})
     writer = ApiWriter(client, NAMESPACE)
-    actions: list[KubeAction] = [DeleteObject("endpointslices", "s-a", "uid", "1"), CreateObject("endpointslices", _slice("s-a")),
-               CreateObject("endpointslices", _slice("s-b"))]
+    actions: list[KubeAction] = [
+        DeleteObject("endpointslices", "s-a", "uid", "1"), CreateObject("endpointslices", _slice("s-a")),
+        CreateObject("endpointslices", _slice("s-b")),
+    ]
     failures = writer.execute_each(actions)
     assert client.sent == [("DELETE", "s-a"), ("POST", "s-b")]
     assert len(failures) == 1 and "409" in failures[0]
