@@ -44,7 +44,8 @@ def test_helm_release_secrets_have_helms_shape_and_size(server: ApiServer, kube:
     assert base64.b64decode(helm_encoded)[:2] == b"\x1f\x8b"  # Helm's base64 of gzip
     # The official client reads them as typed objects.
     typed = k8s.CoreV1Api(api).read_namespaced_secret("sh.helm.release.v1.release-0.v3", "app-0")
-    assert typed.type == HELM_RELEASE_TYPE and typed.metadata.labels["status"] == "deployed"
+    assert typed.type == HELM_RELEASE_TYPE and typed.metadata is not None
+    assert (typed.metadata.labels or {})["status"] == "deployed"
 
 
 def test_managed_fields_on_everything_including_later_writes(server: ApiServer, kube: KubeClient, crd: JSON,
