@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from zkop.kube.client import JSON, KubeClient
 from zkop.runtime.cache.indexer import Indexer, IndexFunc, meta_namespace_key, resource_version
 from zkop.runtime.cache.reflector import Reflector, ResourceRef
+from zkop.runtime.cache.transform import Transform, strip_unused_fields
 
 __all__ = ["EventHandler", "FuncHandler", "Informer"]
 
@@ -70,15 +71,19 @@ class Informer:
         indexers: secondary indexes, see :class:`Indexer`.
         resync_period: seconds between re-deliveries of every cached object (jittered ±10 %); 0 disables.
         name: for logs.
+        transform: applied to every object from a LIST or watch event before it is cached or
+            handed to a handler (client-go ``SetTransform``); default :func:`~.transform.strip_unused_fields`,
+            ``None`` keeps objects whole.
         reflector_options: extra keyword arguments for :class:`Reflector`.
     """
 
     def __init__(
         self, client: KubeClient, resource: ResourceRef, *, namespaces: Sequence[str] | None = None,
         indexers: dict[str, IndexFunc] | None = None, resync_period: float = 600.0, name: str = "",
-        **reflector_options: Any,
+        transform: Transform | None = strip_unused_fields, **reflector_options: Any,
     ) -> None:
         self.resource = resource
+        self.transform = transform
         self.name = name or resource.plural
         self.indexer = Indexer(indexers)
         self.resync_period = resync_period
@@ -117,6 +122,7 @@ class Informer:
         Delivers the difference: adds for new keys, updates for changed resourceVersions,
         deletes (with the last known object) for keys that vanished during the gap.
         """
+        items = [self._transformed(o) for o in items]
         with self._lock:
             fresh = {meta_namespace_key(o): o for o in items}
             for key in self.indexer.list_keys():
@@ -135,6 +141,7 @@ class Informer:
 
     def on_watch_upsert(self, obj: JSON) -> None:
         """Apply an ADDED or MODIFIED watch event."""
+        obj = self._transformed(obj)
         with self._lock:
             old = self.indexer.upsert(obj)
             if old is None:
@@ -144,9 +151,13 @@ class Informer:
 
     def on_watch_delete(self, obj: JSON) -> None:
         """Apply a DELETED watch event."""
+        obj = self._transformed(obj)
         with self._lock:
             self.indexer.delete(meta_namespace_key(obj))
             self._dispatch("delete", obj, obj)
+
+    def _transformed(self, obj: JSON) -> JSON:
+        return self.transform(obj) if self.transform is not None else obj
 
     def _dispatch(self, kind: str, old: JSON, new: JSON) -> None:
         for handler in self._handlers:

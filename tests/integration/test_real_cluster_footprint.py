@@ -1,0 +1,56 @@
+"""zkop in a cluster seeded like a real one: it never lists the cluster's Secrets and ConfigMaps,
+reads only those ZooKeeperConfigs name, and an edit of one still reaches ZooKeeper within seconds.
+
+The double holds ``kube-root-ca.crt`` in every namespace, Helm release Secrets and
+``managedFields`` everywhere (``zkop_testing.apiserver_realistic``).
+"""
+
+from __future__ import annotations
+
+import base64
+
+from kazoo.client import KazooClient
+from zkop_testing.apiserver import ApiServer
+from zkop_testing.apiserver_realistic import seed
+from zkop_testing.operator import OperatorProcess
+from zkop_testing.resources import ZKC, create, read, synced, zkc
+from zkop_testing.waiting import wait_for
+from zkop_testing.zookeeper import ZooKeeperServer
+
+from zkop.kube.client import MERGE_PATCH, KubeClient, resource_path
+
+
+def secret_path(name: str | None = None) -> str:
+    return resource_path("", "v1", "secrets", "default", name)
+
+
+def test_only_referenced_secrets_are_read_and_edits_still_propagate(
+        kubeconfig: str, kube: KubeClient, apiserver: ApiServer, zk_server: ZooKeeperServer, zk_base: str,
+        zk: KazooClient) -> None:
+    report = seed(apiserver, namespaces=["team-a", "team-b"], helm_secrets=12, secret_kb=20)
+    for name in ("db-a", "db-b"):
+        kube.request("POST", secret_path(), body={"apiVersion": "v1", "kind": "Secret", "metadata": {
+            "name": name, "namespace": "default"}, "data": {"url": base64.b64encode(f"{name}:1".encode()).decode()}})
+    apiserver.clear_request_log()
+    with OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}", ["--sync-period", "600"]):
+        create(kube, zkc("db", "/app/db", dataFrom={"secretKeyRef": {"name": "db-a", "key": "url"}}))
+        wait_for(lambda: synced(kube, "db"), timeout=20, message="synced from the Secret")
+        assert read(zk, zk_base + "/app/db") == b"db-a:1"
+        kube.request("PATCH", secret_path("db-a"), body={"data": {"url": base64.b64encode(b"db-a:2").decode()}},
+                     content_type=MERGE_PATCH)
+        wait_for(lambda: read(zk, zk_base + "/app/db") == b"db-a:2", timeout=5, message="Secret edit propagated")
+        # The reference moves to another Secret: that one is read, and its edits propagate.
+        kube.request("PATCH", resource_path(*ZKC, "default", "db"),
+                     body={"spec": {"dataFrom": {"secretKeyRef": {"name": "db-b", "key": "url"}}}},
+                     content_type=MERGE_PATCH)
+        wait_for(lambda: read(zk, zk_base + "/app/db") == b"db-b:1", timeout=10, message="new reference")
+        kube.request("PATCH", secret_path("db-b"), body={"data": {"url": base64.b64encode(b"db-b:2").decode()}},
+                     content_type=MERGE_PATCH)
+        wait_for(lambda: read(zk, zk_base + "/app/db") == b"db-b:2", timeout=5, message="new Secret's edit")
+    zkop = [r for r in apiserver.request_log if r.user_agent.startswith("zkop-operator/")
+            and r.resource in ("secrets", "configmaps")]
+    assert zkop, "zkop read no Secret"
+    assert {r.verb for r in zkop} <= {"get", "watch"}, "zkop listed Secrets or ConfigMaps"
+    assert {(r.resource, r.namespace, r.name) for r in zkop} == {("secrets", "default", "db-a"),
+                                                               ("secrets", "default", "db-b")}
+    assert report.secrets == 12
