@@ -159,3 +159,28 @@ def test_get_on_demand_before_the_first_fetch_once_per_ttl(server: ApiServer, ku
         assert server.count_requests("get", "secrets") == before  # from the cache now
     finally:
         cache.stop()
+
+
+def test_an_object_unchanged_for_long_is_watched_without_a_410_loop(server: ApiServer, kube: KubeClient) -> None:
+    """The object's own resourceVersion is long compacted away on a real server (a Secret untouched
+    for an hour): the watch must not start there, or every watch is 410 Gone and GET follows GET."""
+    kube.request("POST", cm_path(), body=configmap("old", "1"))
+    kube.request("POST", cm_path(), body=configmap("busy", "1"))
+    for i in range(5):
+        kube.request("PATCH", cm_path("busy"), body={"data": {"v": str(i)}}, content_type=MERGE_PATCH)
+    server.expire_history()  # the history no longer reaches back to "old"'s resourceVersion
+    cache = NamedObjectInformer(kube, CONFIGMAPS, name="configmaps", inactivity_timeout=5)
+    recorder = Recorder()
+    cache.add_event_handler(recorder)
+    cache.track(["team-a/old"])
+    server.clear_request_log()
+    cache.start()
+    try:
+        wait_for(lambda: server.count_requests("watch", "configmaps") >= 1, timeout=10, message="watch open")
+        kube.request("PATCH", cm_path("old"), body={"data": {"v": "2"}}, content_type=MERGE_PATCH)
+        wait_for(lambda: recorder.events() == [("add", "team-a/old", "1"), ("update", "team-a/old", "2")],
+                 timeout=10, message="the edit arrives through the watch")
+        assert server.count_requests("get", "configmaps") == 1
+        assert server.count_requests("watch", "configmaps") == 1
+    finally:
+        cache.stop()

@@ -8,11 +8,16 @@ release revision in a Secret of tens to hundreds of KB) and needs RBAC ``list`` 
 about:
 
 * per tracked object one :class:`SingleObjectReflector`: a ``GET`` of the object (its "list"),
-  then a ``WATCH`` with ``fieldSelector=metadata.name=<name>`` from the object's
-  ``resourceVersion`` (or, if it did not exist, with ``resourceVersion`` unset, which starts with
-  a synthetic ``ADDED`` if it exists by then -- the "Get State and Start at Most Recent" semantics of
-  kube-apiserver's watch, ``staging/src/k8s.io/apiserver/pkg/storage/cacher/cacher.go``);
-  bookmarks, the inactivity timeout and relist-on-410 are the :class:`~.reflector.Reflector`'s;
+  then a ``WATCH`` with ``fieldSelector=metadata.name=<name>`` and ``resourceVersion`` *unset*:
+  "Get State and Start at Most Recent" (kubernetes.io "Resource versions"; kube-apiserver
+  ``staging/src/k8s.io/apiserver/pkg/storage/cacher/cacher.go``), which opens with a synthetic
+  ``ADDED`` of the object as it is then, so a change between the GET and the WATCH is not lost.
+  Not from the object's own ``resourceVersion``: that is the RV of its last *change*, which for a
+  Secret untouched for an hour is long compacted out of the watch cache -- every watch would
+  answer 410 Gone and the reflector would GET again in a loop (a LIST answers the *collection's*
+  current RV, which is why client-go's reflector can watch from it; a GET cannot). Later watches
+  resume from the last event's or bookmark's RV; bookmarks, the inactivity timeout and
+  relist-on-410 are the :class:`~.reflector.Reflector`'s;
 * :meth:`~NamedObjectInformer.get` of an object whose reflector has not completed its first GET
   yet does that GET itself (the answer is kept for ``get_ttl`` seconds, so a cold start where a
   hundred ZooKeeperConfigs read the same Secret sends one GET) and starts tracking it.
@@ -63,8 +68,8 @@ class SingleObjectReflector(Reflector):
         self.name = name
 
     def list(self) -> tuple[list[JSON], str]:
-        """GET the object: ``([obj], its resourceVersion)``, or ``([], "")`` if it does not exist
-        (the watch then starts with ``resourceVersion`` unset)."""
+        """GET the object: ``([obj], "")``, or ``([], "")`` if it does not exist; the ``""`` makes the
+        next watch start at the most recent state (see the module docstring)."""
         path = resource_path(self.resource.group, self.resource.version, self.resource.plural, self.namespace,
                              self.name)
         try:
@@ -73,7 +78,7 @@ class SingleObjectReflector(Reflector):
             if err.status == 404:
                 return [], ""
             raise
-        return [obj], resource_version(obj)
+        return [obj], ""
 
 
 class _OneKey:
@@ -86,6 +91,9 @@ class _OneKey:
         self.informer.replace_key(self.key, items)
 
     def on_watch_upsert(self, obj: JSON) -> None:
+        cached = self.informer.indexer.get(self.key)
+        if cached is not None and resource_version(cached) == resource_version(obj):
+            return  # the synthetic ADDED that opens a watch, of the object the GET already delivered
         self.informer.on_watch_upsert(obj)
 
     def on_watch_delete(self, obj: JSON) -> None:
