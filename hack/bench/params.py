@@ -50,6 +50,7 @@ class Params:
         realistic_secret_kb: size of each, KB.
         realistic_namespaces: namespaces it seeds (besides the built-in four).
         realistic_refs: ZooKeeperConfigs there that read a ConfigMap or Secret.
+        realistic_managed_fields: seed ``managedFields`` there (off: the control run).
     """
 
     n: int = 2000
@@ -68,6 +69,7 @@ class Params:
     realistic_secret_kb: int = 50
     realistic_namespaces: int = 20
     realistic_refs: int = 100
+    realistic_managed_fields: bool = True
 
 
 # --------------------------------------------------------------------------- naming of test objects

@@ -137,7 +137,7 @@ def realistic(h: Harness) -> JSON:
     p = h.p
     params: JSON = {"n": p.n, "m": p.m, "refs": min(p.realistic_refs, p.n), "secrets": p.realistic_secrets,
                     "secret_kb": p.realistic_secret_kb, "namespaces": p.realistic_namespaces,
-                    "managed_fields": True, "service_bridge": True, "workers": p.workers}
+                    "managed_fields": p.realistic_managed_fields, "service_bridge": True, "workers": p.workers}
     with zk_client(h.server) as zk:
         zk.ensure_path(CHROOT)
     load = ListLoad()
@@ -151,7 +151,7 @@ def realistic(h: Harness) -> JSON:
                 client.close()
             started = time.monotonic()
             seeded = seed(api, namespaces=p.realistic_namespaces, helm_secrets=p.realistic_secrets,
-                          secret_kb=p.realistic_secret_kb)
+                          secret_kb=p.realistic_secret_kb, managed_fields=p.realistic_managed_fields)
             referenced = _populate(api, p.n, p.m, params["refs"])
             log.info("realistic: seeded in %.1f s", time.monotonic() - started)
             kubeconfig = str(api.write_kubeconfig(h.workdir / "kubeconfig-realistic"))

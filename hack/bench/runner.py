@@ -186,6 +186,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--realistic-secrets", type=int, default=None,
                         help="Helm release Secrets seeded by the realistic scenario (default 2000; smoke 20)")
     parser.add_argument("--realistic-secret-kb", type=int, default=None, help="KB per Secret (default 50; smoke 5)")
+    parser.add_argument("--realistic-no-managed-fields", action="store_true",
+                        help="the realistic scenario without managedFields (a control run)")
     parser.add_argument("--floor-client", type=Path, default=None, help=argparse.SUPPRESS)
     return parser
 
@@ -198,11 +200,12 @@ def params_from_args(args: argparse.Namespace) -> Params:
                       drift_seconds=args.drift_seconds or 2.0, min_sync_period=3.0, quiet=0.5, smoke=True,
                       floor_runs=1, realistic_secrets=_given(args.realistic_secrets, 20),
                       realistic_secret_kb=_given(args.realistic_secret_kb, 5), realistic_namespaces=3,
-                      realistic_refs=10)
+                      realistic_refs=10, realistic_managed_fields=not args.realistic_no_managed_fields)
     return Params(n=args.n or 2000, m=args.m or 1000, workers=args.workers, update_rate=args.update_rate,
                   update_seconds=args.update_seconds or 10.0, drift_rate=args.drift_rate,
                   drift_seconds=args.drift_seconds or 10.0, realistic_secrets=_given(args.realistic_secrets, 2000),
-                  realistic_secret_kb=_given(args.realistic_secret_kb, 50))
+                  realistic_secret_kb=_given(args.realistic_secret_kb, 50),
+                  realistic_managed_fields=not args.realistic_no_managed_fields)
 
 
 def _given(value: int | None, default: int) -> int:

@@ -3,6 +3,7 @@ in-memory API server seeded like a real cluster (``zkop_testing.apiserver_realis
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 
@@ -13,7 +14,7 @@ from zkop_testing.waiting import wait_for
 
 from zkop.kube.client import JSON, MERGE_PATCH, KubeClient, resource_path
 from zkop.runtime.cache import Informer, NamedObjectInformer, ResourceRef, meta_namespace_key
-from zkop.runtime.cache.transform import LAST_APPLIED, strip_unused_fields
+from zkop.runtime.cache.transform import LAST_APPLIED, compact, default_transform, strip_unused_fields
 
 CONFIGMAPS = ResourceRef("", "v1", "configmaps")
 SECRETS = ResourceRef("", "v1", "secrets")
@@ -92,6 +93,18 @@ def test_the_transform_strips_what_zkop_never_reads(server: ApiServer, kube: Kub
         assert (whole.indexer.get("team-a/app") or {})["metadata"]["managedFields"]
     finally:
         whole.stop()
+
+
+def test_compact_shares_keys_and_short_values_between_separately_decoded_objects() -> None:
+    events = ['{"metadata": {"namespace": "team-a", "name": "a"}, "status": {"state": "Synced"}}',
+              '{"metadata": {"namespace": "team-a", "name": "b"}, "status": {"state": "Synced"}}']
+    a, b = (default_transform(json.loads(e)) for e in events)
+    assert a == json.loads(events[0]) and b == json.loads(events[1])
+    (key_a,), (key_b,) = a["status"].keys(), b["status"].keys()
+    assert key_a is key_b and a["status"]["state"] is b["status"]["state"]
+    assert a["metadata"]["namespace"] is b["metadata"]["namespace"]
+    long_value = "x" * 100
+    assert compact({"data": long_value})["data"] is long_value  # long values are kept as they are
 
 
 def test_strip_unused_fields_leaves_other_annotations() -> None:

@@ -14,7 +14,7 @@ from zkop.runtime.cache.indexer import Indexer, IndexFunc, ObjectGetter, meta_na
 from zkop.runtime.cache.informer import EventHandler, FuncHandler, Informer
 from zkop.runtime.cache.named import NamedObjectInformer, SingleObjectReflector
 from zkop.runtime.cache.reflector import Reflector, ResourceRef, Store
-from zkop.runtime.cache.transform import Transform, strip_unused_fields
+from zkop.runtime.cache.transform import Transform, compact, default_transform, strip_unused_fields
 
 __all__ = [
     "Backoff",
@@ -30,6 +30,8 @@ __all__ = [
     "SingleObjectReflector",
     "Store",
     "Transform",
+    "compact",
+    "default_transform",
     "meta_namespace_key",
     "split_key",
     "strip_unused_fields",

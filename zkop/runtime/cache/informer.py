@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from zkop.kube.client import JSON, KubeClient
 from zkop.runtime.cache.indexer import Indexer, IndexFunc, meta_namespace_key, resource_version
 from zkop.runtime.cache.reflector import Reflector, ResourceRef
-from zkop.runtime.cache.transform import Transform, strip_unused_fields
+from zkop.runtime.cache.transform import Transform, default_transform
 
 __all__ = ["EventHandler", "FuncHandler", "Informer"]
 
@@ -72,7 +72,7 @@ class Informer:
         resync_period: seconds between re-deliveries of every cached object (jittered ±10 %); 0 disables.
         name: for logs.
         transform: applied to every object from a LIST or watch event before it is cached or
-            handed to a handler (client-go ``SetTransform``); default :func:`~.transform.strip_unused_fields`,
+            handed to a handler (client-go ``SetTransform``); default :func:`~.transform.default_transform`,
             ``None`` keeps objects whole.
         reflector_options: extra keyword arguments for :class:`Reflector`.
     """
@@ -80,7 +80,7 @@ class Informer:
     def __init__(
         self, client: KubeClient, resource: ResourceRef, *, namespaces: Sequence[str] | None = None,
         indexers: dict[str, IndexFunc] | None = None, resync_period: float = 600.0, name: str = "",
-        transform: Transform | None = strip_unused_fields, **reflector_options: Any,
+        transform: Transform | None = default_transform, **reflector_options: Any,
     ) -> None:
         self.resource = resource
         self.transform = transform

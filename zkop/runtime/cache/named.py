@@ -48,7 +48,7 @@ from zkop.kube.client import JSON, ApiException, KubeClient, resource_path
 from zkop.runtime.cache.indexer import meta_namespace_key, resource_version, split_key
 from zkop.runtime.cache.informer import Informer
 from zkop.runtime.cache.reflector import Reflector, ResourceRef
-from zkop.runtime.cache.transform import Transform, strip_unused_fields
+from zkop.runtime.cache.transform import Transform, default_transform
 
 __all__ = ["NamedObjectInformer", "SingleObjectReflector"]
 
@@ -113,7 +113,7 @@ class NamedObjectInformer(Informer):
     """
 
     def __init__(self, client: KubeClient, resource: ResourceRef, *, name: str = "", get_ttl: float = 5.0,
-                 transform: Transform | None = strip_unused_fields, clock: Callable[[], float] = time.monotonic,
+                 transform: Transform | None = default_transform, clock: Callable[[], float] = time.monotonic,
                  **reflector_options: Any) -> None:
         super().__init__(client, resource, name=name, resync_period=0, transform=transform)
         self.client = client
