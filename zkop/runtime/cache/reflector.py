@@ -136,6 +136,9 @@ class Reflector:
                 if need_list:
                     items, rv = self.list()
                     self.store.replace(self.namespace, items)
+                    # The store keeps what its transform made of them; the decoded LIST is not kept
+                    # alive by this frame for as long as the watch below runs.
+                    del items
                     self.last_sync_resource_version = rv
                     self.relists += 1
                     self.synced.set()
