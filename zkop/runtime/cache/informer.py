@@ -71,9 +71,9 @@ class Informer:
         indexers: secondary indexes, see :class:`Indexer`.
         resync_period: seconds between re-deliveries of every cached object (jittered ±10 %); 0 disables.
         name: for logs.
-        transform: applied to every object from a LIST or watch event before it is cached or
-            handed to a handler (client-go ``SetTransform``); default :func:`~.transform.default_transform`,
-            ``None`` keeps objects whole.
+        transform: applied by the reflectors to every object from a LIST page or watch event, before
+            it is cached or handed to a handler (client-go ``SetTransform``); default
+            :func:`~.transform.default_transform`, ``None`` keeps objects whole.
         reflector_options: extra keyword arguments for :class:`Reflector`.
     """
 
@@ -92,7 +92,8 @@ class Informer:
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
         scopes: list[str | None] = [*namespaces] if namespaces else [None]
-        self.reflectors = [Reflector(client, resource, ns, self, **reflector_options) for ns in scopes]
+        self.reflectors = [Reflector(client, resource, ns, self, transform=transform, **reflector_options)
+                           for ns in scopes]
 
     def add_event_handler(self, handler: EventHandler) -> None:
         """Register a handler; it receives adds for objects already cached."""
@@ -122,7 +123,6 @@ class Informer:
         Delivers the difference: adds for new keys, updates for changed resourceVersions,
         deletes (with the last known object) for keys that vanished during the gap.
         """
-        items = [self._transformed(o) for o in items]
         with self._lock:
             fresh = {meta_namespace_key(o): o for o in items}
             for key in self.indexer.list_keys():
@@ -141,7 +141,6 @@ class Informer:
 
     def on_watch_upsert(self, obj: JSON) -> None:
         """Apply an ADDED or MODIFIED watch event."""
-        obj = self._transformed(obj)
         with self._lock:
             old = self.indexer.upsert(obj)
             if old is None:
@@ -151,7 +150,6 @@ class Informer:
 
     def on_watch_delete(self, obj: JSON) -> None:
         """Apply a DELETED watch event."""
-        obj = self._transformed(obj)
         with self._lock:
             self.indexer.delete(meta_namespace_key(obj))
             self._dispatch("delete", obj, obj)

@@ -78,7 +78,7 @@ class SingleObjectReflector(Reflector):
             if err.status == 404:
                 return [], ""
             raise
-        return [obj], ""
+        return [self.transform(obj) if self.transform is not None else obj], ""
 
 
 class _OneKey:
@@ -137,7 +137,7 @@ class NamedObjectInformer(Informer):
                     continue
                 namespace, name = split_key(key)
                 reflector = SingleObjectReflector(self.client, self.resource, namespace, name, _OneKey(self, key),
-                                                  **self._options)
+                                                  transform=self.transform, **self._options)
                 self.reflectors.append(reflector)
                 self._tracked[key] = (reflector, self._run(reflector) if self._started else None)
 
@@ -195,7 +195,6 @@ class NamedObjectInformer(Informer):
 
     def replace_key(self, key: str, items: list[JSON]) -> None:
         """A :class:`SingleObjectReflector`'s GET: ``items`` is ``[obj]`` or ``[]`` (absent)."""
-        items = [self._transformed(o) for o in items]
         with self._lock:
             self._fetched.pop(key, None)
             if not items:
