@@ -187,7 +187,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="Helm release Secrets seeded by the realistic scenario (default 2000; smoke 20)")
     parser.add_argument("--realistic-secret-kb", type=int, default=None, help="KB per Secret (default 50; smoke 5)")
     parser.add_argument("--realistic-no-managed-fields", action="store_true",
-                        help="the realistic scenario without managedFields (a control run)")
+                        help="the realistic scenario without the seeded objects' three managers (a control run; "
+                             "the API server still records its own managedFields)")
     parser.add_argument("--floor-client", type=Path, default=None, help=argparse.SUPPRESS)
     return parser
 

@@ -10,13 +10,13 @@ A fresh double holds four namespaces and the ``kubernetes`` Service. A real clus
   base64 (Secret encoding) of base64 of gzip (Helm's ``storage/driver/util.go`` ``encodeRelease``):
   tens to hundreds of KB each, several revisions per release (``--history-max`` 10 by default);
 * ``metadata.managedFields`` on every object (``fieldmanager.UpdateNoErrors`` records one entry per
-  manager and operation on every write): here three managers (an ``Apply`` by a GitOps tool,
-  an ``Update`` by ``kubectl``, and an ``Update`` of the ``status`` subresource or by a controller),
-  with FieldsV1 sets that name the object's own fields.
+  manager and operation on every write): the seeded objects are created with three managers' entries
+  (an ``Apply`` by a GitOps tool, an ``Update`` by ``kubectl``, and an ``Update`` of the ``status``
+  subresource or by a controller), FieldsV1 sets naming the object's own fields, which the double's
+  field manager merges with its own entry. Every later write (by zkop, the tests, the benchmark)
+  gets its entries from the double itself, as on a real server.
 
-:func:`seed` creates those objects straight in the store (no HTTP; not in the request log) and,
-with ``managed_fields=True``, installs a hook on the store so that every object written *later*
-(by zkop, the tests, the benchmark) carries managed fields too, unless the write recorded its own.
+:func:`seed` creates those objects straight in the store (no HTTP; not in the request log).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from __future__ import annotations
 import base64
 import random
 import textwrap
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -107,33 +107,6 @@ def managed_fields_for(obj: Mapping[str, Any], when: str | None = None) -> list[
     ]
 
 
-def _record_managed_fields(store: Store) -> None:
-    """Give every object the store writes from now on managed fields, unless it has its own
-    (a store that records them itself, as kube-apiserver does, is left to do so)."""
-    if getattr(store, "_realistic_managed_fields", False):
-        return
-    # A test hook on the test double: wrap its two write paths.
-    insert: Callable[[Any, JSON], None] = store._insert
-    replace: Callable[[Any, JSON, JSON], None] = store._replace
-
-    def add(obj: JSON) -> None:
-        meta = obj.setdefault("metadata", {})
-        if not meta.get("managedFields"):
-            meta["managedFields"] = managed_fields_for(obj)
-
-    def recording_insert(storage: Any, obj: JSON) -> None:
-        add(obj)
-        insert(storage, obj)
-
-    def recording_replace(storage: Any, new: JSON, old: JSON) -> None:
-        add(new)
-        replace(storage, new, old)
-
-    store._insert = recording_insert  # type: ignore[method-assign]
-    store._replace = recording_replace  # type: ignore[method-assign]
-    store._realistic_managed_fields = True  # type: ignore[attr-defined]
-
-
 def _pem(rng: random.Random) -> str:
     der = base64.b64encode(rng.randbytes(820)).decode()
     return "-----BEGIN CERTIFICATE-----\n" + "\n".join(textwrap.wrap(der, 64)) + "\n-----END CERTIFICATE-----\n"
@@ -149,9 +122,12 @@ def _helm_payload(rng: random.Random, size: int) -> str:
     return base64.b64encode(base64.b64encode(gzipped)).decode()
 
 
-def _create(store: Store, group: str, plural: str, namespace: str | None, body: JSON) -> bool:
+def _create(store: Store, group: str, plural: str, namespace: str | None, body: JSON,
+            managed_fields: bool = True) -> bool:
     rt = store.resolve(group, "v1", plural)
     assert rt is not None
+    if managed_fields:
+        body["metadata"]["managedFields"] = managed_fields_for(body)
     try:
         store.create(rt, namespace, body, {})
     except ApiError as err:
@@ -171,20 +147,19 @@ def seed(server: ApiServer, *, namespaces: Sequence[str] | int = 10, helm_secret
         helm_secrets: Helm release Secrets in all, spread over the namespaces (``helm_revisions`` per release).
         secret_kb: size of each one's ``data.release`` in KB (1024 bytes).
         helm_revisions: revisions per release (Helm keeps up to 10).
-        managed_fields: seed ``managedFields`` on every object, now and on every later write.
+        managed_fields: create the seeded objects with three managers' ``managedFields`` (off: only the
+            entry the double records for the create itself).
         seed: for the pseudo-random payloads.
 
     Returns:
         What was created.
     """
     store = server.store
-    if managed_fields:
-        _record_managed_fields(store)
     rng = random.Random(seed)
     names = [f"app-{i}" for i in range(namespaces)] if isinstance(namespaces, int) else list(namespaces)
     for name in names:
         _create(store, "", "namespaces", None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {
-            "name": name, "labels": {"kubernetes.io/metadata.name": name}}})
+            "name": name, "labels": {"kubernetes.io/metadata.name": name}}}, managed_fields)
     everything = ["default", "kube-system", "kube-public", "kube-node-lease", *[n for n in names if n not in (
         "default", "kube-system", "kube-public", "kube-node-lease")]]
     report = SeedReport(everything)
@@ -197,7 +172,7 @@ def seed(server: ApiServer, *, namespaces: Sequence[str] | int = 10, helm_secret
                                          "verify the kube-apiserver when using internal endpoints such as the "
                                          "internal service IP or kubernetes.default.svc. No other usage is "
                                          "guaranteed across distributions of Kubernetes clusters."}},
-            "data": {"ca.crt": pem}})
+            "data": {"ca.crt": pem}}, managed_fields)
     targets = names or ["default"]
     for i in range(helm_secrets):
         release, revision = f"release-{i // helm_revisions}", i % helm_revisions + 1
@@ -208,7 +183,7 @@ def seed(server: ApiServer, *, namespaces: Sequence[str] | int = 10, helm_secret
             "metadata": {"name": f"sh.helm.release.v1.{release}.v{revision}", "namespace": namespace,
                          "labels": {"name": release, "owner": "helm", "version": str(revision),
                                     "status": "deployed" if revision == helm_revisions else "superseded"}},
-            "data": {"release": payload}})
+            "data": {"release": payload}}, managed_fields)
         if created:
             report.secrets += 1
             report.secret_bytes += len(payload)
