@@ -28,7 +28,7 @@ from collections import Counter
 from typing import Any
 
 from zkop_testing.apiserver import ApiServer
-from zkop_testing.apiserver_realistic import seed
+from zkop_testing.apiserver_realistic import managed_fields_for, seed
 from zkop_testing.crds import install_crds
 from zkop_testing.operator import OperatorProcess
 
@@ -105,9 +105,18 @@ class ListLoad:
             }
 
 
-def _populate(api: ApiServer, n: int, m: int, refs: int) -> set[str]:
-    """N ZooKeeperConfigs (the first ``refs`` reading a ConfigMap/Secret), M Services; the referenced keys."""
+def _populate(api: ApiServer, n: int, m: int, refs: int, managed_fields: bool = True) -> set[str]:
+    """N ZooKeeperConfigs (the first ``refs`` reading a ConfigMap/Secret), M Services; the referenced keys.
+
+    With ``managed_fields`` each is created with three managers' entries, as :func:`seed` does
+    (the API server adds its own for the create, and zkop's writes add theirs)."""
     store = api.store
+
+    def managed(body: JSON) -> JSON:
+        if managed_fields:
+            body["metadata"]["managedFields"] = managed_fields_for(body)
+        return body
+
     ns_rt, svc_rt = store.resolve("", "v1", "namespaces"), store.resolve("", "v1", "services")
     cm_rt, secret_rt = store.resolve("", "v1", "configmaps"), store.resolve("", "v1", "secrets")
     zkc_rt = store.resolve(GROUP, VERSION, PLURAL)
@@ -119,16 +128,16 @@ def _populate(api: ApiServer, n: int, m: int, refs: int) -> set[str]:
         if i < refs:
             name, secret = f"ref-{i:05d}", bool(i % 2)
             value = f"value-{i}".encode()
-            store.create(secret_rt if secret else cm_rt, NAMESPACE, {
+            store.create(secret_rt if secret else cm_rt, NAMESPACE, managed({
                 "apiVersion": "v1", "kind": "Secret" if secret else "ConfigMap",
                 "metadata": {"name": name, "namespace": NAMESPACE},
-                "data": {"k": base64.b64encode(value).decode() if secret else value.decode()}}, {})
+                "data": {"k": base64.b64encode(value).decode() if secret else value.decode()}}), {})
             referenced.add(f"{NAMESPACE}/{name}")
             del obj["spec"]["data"]
             obj["spec"]["dataFrom"] = {"secretKeyRef" if secret else "configMapKeyRef": {"name": name, "key": "k"}}
-        store.create(zkc_rt, NAMESPACE, obj, {})
+        store.create(zkc_rt, NAMESPACE, managed(obj), {})
     for i in range(m):
-        store.create(svc_rt, SERVICE_NAMESPACE, svc_manifest(i), {})
+        store.create(svc_rt, SERVICE_NAMESPACE, managed(svc_manifest(i)), {})
     return referenced
 
 
@@ -152,7 +161,7 @@ def realistic(h: Harness) -> JSON:
             started = time.monotonic()
             seeded = seed(api, namespaces=p.realistic_namespaces, helm_secrets=p.realistic_secrets,
                           secret_kb=p.realistic_secret_kb, managed_fields=p.realistic_managed_fields)
-            referenced = _populate(api, p.n, p.m, params["refs"])
+            referenced = _populate(api, p.n, p.m, params["refs"], p.realistic_managed_fields)
             log.info("realistic: seeded in %.1f s", time.monotonic() - started)
             kubeconfig = str(api.write_kubeconfig(h.workdir / "kubeconfig-realistic"))
             operator = OperatorProcess(kubeconfig, f"{h.server.hosts}{CHROOT}", [
