@@ -54,3 +54,18 @@ def test_only_referenced_secrets_are_read_and_edits_still_propagate(
     assert {(r.resource, r.namespace, r.name) for r in zkop} == {("secrets", "default", "db-a"),
                                                                ("secrets", "default", "db-b")}
     assert report.secrets == 12
+
+
+def test_a_configmap_created_right_before_its_zookeeperconfig_is_found_at_once(
+        kubeconfig: str, kube: KubeClient, apiserver: ApiServer, zk_server: ZooKeeperServer, zk_base: str,
+        zk: KazooClient) -> None:
+    with OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}", ["--sync-period", "600"]):
+        for i in range(10):
+            kube.request("POST", resource_path("", "v1", "configmaps", "default"), body={
+                "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"cm-{i}", "namespace": "default"},
+                "data": {"k": f"v{i}"}})
+            create(kube, zkc(f"z-{i}", f"/app/z{i}", dataFrom={"configMapKeyRef": {"name": f"cm-{i}", "key": "k"}}))
+        for i in range(10):
+            wait_for(lambda i=i: synced(kube, f"z-{i}"), timeout=20, message=f"z-{i}")  # type: ignore[misc]
+    reasons = {e["reason"] for e in kube.request("GET", resource_path("", "v1", "events", "default"))["items"]}
+    assert "RefNotFound" not in reasons
