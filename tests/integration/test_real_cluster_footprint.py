@@ -18,6 +18,11 @@ from zkop_testing.waiting import wait_for
 from zkop_testing.zookeeper import ZooKeeperServer
 
 from zkop.kube.client import MERGE_PATCH, KubeClient, resource_path
+from zkop.kube.events import EventRecorder
+from zkop.runtime.manager import Manager, ManagerOptions
+from zkop.zkconfig import controller as zkconfig_controller
+from zkop.zkconfig.reconciler import ReconcilerOptions
+from zkop.zookeeper.adapter import ZooKeeperAdapter
 
 
 def secret_path(name: str | None = None) -> str:
@@ -69,3 +74,24 @@ def test_a_configmap_created_right_before_its_zookeeperconfig_is_found_at_once(
             wait_for(lambda i=i: synced(kube, f"z-{i}"), timeout=20, message=f"z-{i}")  # type: ignore[misc]
     reasons = {e["reason"] for e in kube.request("GET", resource_path("", "v1", "events", "default"))["items"]}
     assert "RefNotFound" not in reasons
+
+
+def test_the_reconciler_reads_a_referenced_object_before_its_cache_has_fetched_it(
+        kube: KubeClient, adapter: ZooKeeperAdapter, zk: KazooClient, zk_base: str) -> None:
+    """The race behind a RefNotFound flicker: a ZooKeeperConfig reconciled before the cache of the
+    ConfigMap it names has made its first GET. The reconciler reads through the named cache's
+    on-demand GET, not its (still empty) indexer. The caches are never started here, so the
+    window stays open."""
+    kube.request("POST", resource_path("", "v1", "configmaps", "default"), body={
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "early", "namespace": "default"},
+        "data": {"k": "from-the-configmap"}})
+    obj = create(kube, zkc("early", "/app/early", dataFrom={"configMapKeyRef": {"name": "early", "key": "k"}}))
+    parts = zkconfig_controller.setup(
+        Manager(ManagerOptions(metrics_bind_address="0", health_probe_bind_address="0")), kube, adapter,
+        EventRecorder(kube), ReconcilerOptions(), namespaces=None, workers=1, sync_period=600,
+        inactivity_timeout=90)
+    parts.informer.indexer.upsert(obj)
+    assert parts.configmaps.indexer.get("default/early") is None  # nothing fetched by the cache yet
+    parts.reconciler.reconcile("default/early")
+    parts.reconciler.reconcile("default/early")  # the first pass may only add the finalizer
+    assert read(zk, zk_base + "/app/early") == b"from-the-configmap"

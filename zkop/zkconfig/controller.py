@@ -196,7 +196,7 @@ def setup(
     informer.add_event_handler(_TrackReferences(informer.indexer, {"ConfigMap": configmaps, "Secret": secrets}))
     reconciler = ZooKeeperConfigReconciler(
         informer.indexer, client, zookeeper, recorder, options,
-        configmaps=configmaps.indexer, secrets=secrets.indexer,
+        configmaps=configmaps, secrets=secrets,
     )
     controller = Controller(CONTROLLER_NAME, reconciler, workers=workers)
     parts = ZooKeeperConfigController(informer, configmaps, secrets, controller, reconciler)
