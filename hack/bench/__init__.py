@@ -25,6 +25,9 @@ Scenarios (each reports its parameters under ``params``; ``docs/performance.md``
 * ``bridge`` — M Services → time until all are published, then churn (updates, deletes)
   throughput; ``{"skipped": ...}`` when ``zkop run --service-bridge`` does not exist.
 * ``memory`` — RSS (``/proc/<pid>/status`` VmRSS) of ``zkop run`` with N CRs and M Services cached.
+* ``realistic`` (only with ``--scenario realistic``) — the same in a cluster seeded like a real one
+  (``kube-root-ca.crt`` per namespace, 2,000 Helm release Secrets of 50 KB, ``managedFields``
+  everywhere): zkop's RSS and its start-up LIST load (objects and bytes per resource).
 
 Counting: API requests come from the API server's request log; ZooKeeper operations from
 zkop's own ``zkop_zookeeper_request_duration_seconds_count{operation}`` and ZooKeeper's
@@ -36,7 +39,7 @@ their own API server, so they do not see each other's objects.
 Logs go to stderr. The exit code is 0 even when targets are missed (they are reported); it
 
 Layout: one module per scenario (``floor``, ``cold_sync``, ``update_latency``,
-``drift_latency``, ``warm_restart``, ``resync``, ``bridge``, ``memory``), what they share
+``drift_latency``, ``warm_restart``, ``resync``, ``bridge``, ``memory``, ``realistic``), what they share
 (``harness``: servers, operators, snapshots, waits; ``measure``, ``observer``, ``txns``,
 ``params``), the runner and command line (``runner``) and ``report`` (targets, table).
 Run it from the repository root (``python -m hack.bench``); results of past runs are kept

@@ -46,6 +46,11 @@ class Params:
         min_sync_period: smallest ``--sync-period`` used for the resync window, seconds.
         quiet: seconds without new reconciles or API requests that count as "settled".
         smoke: the CI mode (small N and M, short streams).
+        realistic_secrets: Helm release Secrets the ``realistic`` scenario seeds.
+        realistic_secret_kb: size of each, KB.
+        realistic_namespaces: namespaces it seeds (besides the built-in four).
+        realistic_refs: ZooKeeperConfigs there that read a ConfigMap or Secret.
+        realistic_managed_fields: seed ``managedFields`` there (off: the control run).
     """
 
     n: int = 2000
@@ -60,6 +65,11 @@ class Params:
     min_sync_period: float = 5.0
     quiet: float = 1.0
     smoke: bool = False
+    realistic_secrets: int = 2000
+    realistic_secret_kb: int = 50
+    realistic_namespaces: int = 20
+    realistic_refs: int = 100
+    realistic_managed_fields: bool = True
 
 
 # --------------------------------------------------------------------------- naming of test objects

@@ -127,6 +127,12 @@ def test_rbac_covers_exactly_what_zkop_sends(kubeconfig: str, kube: KubeClient, 
     used = {(r.group, f"{r.resource}/{r.subresource}" if r.subresource else r.resource, r.verb)
             for r in apiserver.request_log if r.user_agent.startswith("zkop-operator/")}
     assert used, "no requests from the operator were recorded"
+    # ConfigMaps and Secrets: only the ones ZooKeeperConfigs name, one by one (GET, and WATCH
+    # with fieldSelector=metadata.name=, which RBAC sees as that name); never a LIST.
+    reads = {(r.verb, r.resource, r.namespace, r.name) for r in apiserver.request_log
+             if r.user_agent.startswith("zkop-operator/") and r.resource in ("configmaps", "secrets")}
+    assert reads == {(verb, resource, "default", name) for verb in ("get", "watch")
+                     for resource, name in (("configmaps", "cm"), ("secrets", "s"))}, sorted(reads)
     rules = granted(tmp_path)
     assert used - rules == set(), f"requests zkop sends that RBAC does not grant: {sorted(used - rules)}"
     assert rules - used - ADMISSION_ONLY == set(), f"granted but never used: {sorted(rules - used - ADMISSION_ONLY)}"

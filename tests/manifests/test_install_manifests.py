@@ -44,7 +44,7 @@ EXPECTED_CORE_RULES = {
     *(("platform.example.com", "zookeeperconfigs", v) for v in ("list", "watch", "patch")),
     ("platform.example.com", "zookeeperconfigs/status", "patch"),
     ("platform.example.com", "zookeeperconfigs/finalizers", "update"),
-    *(("", r, v) for r in ("configmaps", "secrets") for v in ("list", "watch")),
+    *(("", r, v) for r in ("configmaps", "secrets") for v in ("get", "watch")),  # never list: only named ones
     ("", "events", "create"),
     ("", "events", "patch"),
     *(("coordination.k8s.io", "leases", v) for v in ("get", "create", "update")),

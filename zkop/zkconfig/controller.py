@@ -5,7 +5,10 @@
 * three informers (non-leader: every replica keeps a warm cache) -- ZooKeeperConfigs, indexed by
   declared path (:data:`~zkop.zkconfig.reconciler.PATH_INDEX`) and by referenced ConfigMap /
   Secret (:data:`~zkop.zkconfig.reconciler.REF_INDEX`), and the ConfigMaps and Secrets that feed
-  ``spec.dataFrom`` (their own resync off: the ZooKeeperConfig resync covers them);
+  ``spec.dataFrom``: *only those a ZooKeeperConfig names*, each fetched and watched on its own
+  (:class:`~zkop.runtime.cache.NamedObjectInformer`; :class:`_TrackReferences` keeps the set in step
+  with the ZooKeeperConfig cache). The cluster's other Secrets and ConfigMaps are never listed,
+  watched or held (``docs/performance.md``, "Real-cluster footprint", has the measurement);
 * the key mappers: an event on a ZooKeeperConfig enqueues it and every other object declaring
   the same path (ownership may move); a ConfigMap or Secret event enqueues the objects
   referencing it (controller-runtime ``handler.EnqueueRequestsFromMapFunc``);
@@ -27,7 +30,7 @@ from prometheus_client import REGISTRY
 
 from zkop.kube.client import JSON, KubeClient
 from zkop.kube.events import EventRecorder
-from zkop.runtime.cache import Informer, ResourceRef, meta_namespace_key
+from zkop.runtime.cache import Indexer, Informer, NamedObjectInformer, ResourceRef, meta_namespace_key
 from zkop.runtime.controller import Controller
 from zkop.runtime.manager import Manager
 from zkop.zkconfig.aclcheck import AclCheck
@@ -56,8 +59,8 @@ class ZooKeeperConfigController:
     """What :func:`setup` built, for the caller's session wiring, tests and diagnostics."""
 
     informer: Informer
-    configmaps: Informer
-    secrets: Informer
+    configmaps: NamedObjectInformer
+    secrets: NamedObjectInformer
     controller: Controller
     reconciler: ZooKeeperConfigReconciler
     acl_check: AclCheck | None = None
@@ -95,6 +98,38 @@ class ZooKeeperConfigController:
             return
         for key in self.informer.indexer.index_keys(PATH_INDEX, managed):
             self.controller.queue.add(key)
+
+
+class _TrackReferences:
+    """ZooKeeperConfig event handler: track the ConfigMaps/Secrets named in ``spec.dataFrom``,
+    untrack those no ZooKeeperConfig names any more (after the cache and its index were updated)."""
+
+    def __init__(self, index: Indexer, caches: dict[str, NamedObjectInformer]) -> None:
+        self._index, self._caches = index, caches
+
+    def _split(self, refs: list[str]) -> dict[str, list[str]]:
+        by_kind: dict[str, list[str]] = {}
+        for ref in refs:
+            kind, key = ref.split("/", 1)
+            if kind in self._caches:
+                by_kind.setdefault(kind, []).append(key)
+        return by_kind
+
+    def on_add(self, obj: JSON) -> None:
+        for kind, keys in self._split(index_by_ref(obj)).items():
+            self._caches[kind].track(keys)
+
+    def on_update(self, old: JSON, new: JSON) -> None:
+        self.on_add(new)
+        self._release(old)
+
+    def on_delete(self, obj: JSON) -> None:
+        self._release(obj)
+
+    def _release(self, obj: JSON) -> None:
+        unused = [ref for ref in index_by_ref(obj) if not self._index.index_keys(REF_INDEX, ref)]
+        for kind, keys in self._split(unused).items():
+            self._caches[kind].untrack(keys)
 
 
 class _LearnAbsent:
@@ -156,13 +191,12 @@ def setup(
         indexers={PATH_INDEX: index_by_path, REF_INDEX: index_by_ref}, resync_period=sync_period,
         inactivity_timeout=inactivity_timeout,
     )
-    configmaps = Informer(client, CONFIGMAPS, name="configmaps", namespaces=namespaces,
-                          resync_period=0, inactivity_timeout=inactivity_timeout)
-    secrets = Informer(client, SECRETS, name="secrets", namespaces=namespaces,
-                       resync_period=0, inactivity_timeout=inactivity_timeout)
+    configmaps = NamedObjectInformer(client, CONFIGMAPS, name="configmaps", inactivity_timeout=inactivity_timeout)
+    secrets = NamedObjectInformer(client, SECRETS, name="secrets", inactivity_timeout=inactivity_timeout)
+    informer.add_event_handler(_TrackReferences(informer.indexer, {"ConfigMap": configmaps, "Secret": secrets}))
     reconciler = ZooKeeperConfigReconciler(
         informer.indexer, client, zookeeper, recorder, options,
-        configmaps=configmaps.indexer, secrets=secrets.indexer,
+        configmaps=configmaps, secrets=secrets,
     )
     controller = Controller(CONTROLLER_NAME, reconciler, workers=workers)
     parts = ZooKeeperConfigController(informer, configmaps, secrets, controller, reconciler)

@@ -39,7 +39,7 @@ from typing import TypeVar
 from zkop.kube.client import JSON, KubeClient
 from zkop.kube.events import EventRecorder
 from zkop.ownership.registry import DEFAULT_REGISTRY_ROOT, OwnershipRegistry, OwnerStamp
-from zkop.runtime.cache import Indexer
+from zkop.runtime.cache import Indexer, ObjectGetter
 from zkop.runtime.controller import Result, RetryableError
 from zkop.runtime.ownwrites import OwnWrites
 from zkop.zkconfig import metrics
@@ -141,12 +141,13 @@ class ZooKeeperConfigReconciler:
         zookeeper: the adapter that executes plans.
         recorder: Kubernetes Events.
         options: limits and identity.
-        configmaps, secrets: caches of ConfigMaps and Secrets for ``spec.dataFrom`` (``None``: refs unresolvable).
+        configmaps, secrets: where ``spec.dataFrom`` ConfigMaps and Secrets are read (``get("ns/name")``;
+            ``None``: refs unresolvable).
     """
 
     def __init__(self, cache: Indexer, client: KubeClient, zookeeper: ZooKeeperAdapter,
                  recorder: EventRecorder, options: ReconcilerOptions | None = None, *,
-                 configmaps: Indexer | None = None, secrets: Indexer | None = None) -> None:
+                 configmaps: ObjectGetter | None = None, secrets: ObjectGetter | None = None) -> None:
         self.cache, self.client, self.zookeeper, self.recorder = cache, client, zookeeper, recorder
         self.options = options or ReconcilerOptions()
         self.registry = OwnershipRegistry(zookeeper, self.options.registry_root)

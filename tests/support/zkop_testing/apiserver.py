@@ -123,6 +123,7 @@ _REASONS = {400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotF
 class RequestRecord(NamedTuple):
     """One request as an RBAC-style record.
 
+    ``name`` of a LIST or WATCH is the one its ``fieldSelector=metadata.name=`` names, as RBAC sees it.
     ``verb`` is the Kubernetes verb (get, list, watch, create, update, patch,
     delete, deletecollection), ``resource`` the plural; ``subresource``,
     ``namespace`` and ``name`` are ``""`` when absent. ``group`` is the API
@@ -136,6 +137,17 @@ class RequestRecord(NamedTuple):
     name: str
     group: str = ""
     user_agent: str = ""
+
+
+def _selected_name(verb: str, query: Mapping[str, str]) -> str:
+    """The name RBAC sees for a LIST/WATCH: kube-apiserver's ``RequestInfoFactory.NewRequestInfo``
+    (``k8s.io/apiserver/pkg/endpoints/request/requestinfo.go``) takes it from a
+    ``fieldSelector`` that requires ``metadata.name`` to equal one value (``RequiresExactMatch``)."""
+    if verb not in ("list", "watch"):
+        return ""
+    names = [term.split("=", 1)[1].strip() for term in query.get("fieldSelector", "").split(",")
+             if term.replace("==", "=").split("=", 1)[0].strip() == "metadata.name" and "!=" not in term]
+    return names[0].lstrip("=") if len(names) == 1 else ""
 
 
 class _Route(NamedTuple):
@@ -636,7 +648,7 @@ class ApiServer:
         verb = self._verb(method, route, query)
         with self._state_lock:
             self._log.append(RequestRecord(verb, route.plural, route.subresource or "", route.namespace or "",
-                                           route.name or "", route.group,
+                                           route.name or _selected_name(verb, query), route.group,
                                            handler.headers.get("User-Agent", "")))
         injected = self._maybe_fail(method, verb)
         if injected is not None:

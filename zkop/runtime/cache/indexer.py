@@ -10,13 +10,20 @@ from __future__ import annotations
 import builtins
 import threading
 from collections.abc import Callable, Iterable
+from typing import Protocol
 
 from zkop.kube.client import JSON
 
-__all__ = ["IndexFunc", "Indexer", "meta_namespace_key", "resource_version", "split_key"]
+__all__ = ["IndexFunc", "Indexer", "ObjectGetter", "meta_namespace_key", "resource_version", "split_key"]
 
 #: ``func(obj) -> index values`` [CG tools/cache/index.go ``IndexFunc``].
 IndexFunc = Callable[[JSON], Iterable[str]]
+
+
+class ObjectGetter(Protocol):
+    """What a reader of cached objects needs: :meth:`Indexer.get` (client-go ``GetByKey``)."""
+
+    def get(self, key: str) -> JSON | None: ...
 
 
 def meta_namespace_key(obj: JSON) -> str:

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from zkop.kube.client import JSON, KubeClient
 from zkop.runtime.cache.indexer import Indexer, IndexFunc, meta_namespace_key, resource_version
 from zkop.runtime.cache.reflector import Reflector, ResourceRef
+from zkop.runtime.cache.transform import Transform, default_transform
 
 __all__ = ["EventHandler", "FuncHandler", "Informer"]
 
@@ -70,15 +71,19 @@ class Informer:
         indexers: secondary indexes, see :class:`Indexer`.
         resync_period: seconds between re-deliveries of every cached object (jittered ±10 %); 0 disables.
         name: for logs.
+        transform: applied by the reflectors to every object from a LIST page or watch event, before
+            it is cached or handed to a handler (client-go ``SetTransform``); default
+            :func:`~.transform.default_transform`, ``None`` keeps objects whole.
         reflector_options: extra keyword arguments for :class:`Reflector`.
     """
 
     def __init__(
         self, client: KubeClient, resource: ResourceRef, *, namespaces: Sequence[str] | None = None,
         indexers: dict[str, IndexFunc] | None = None, resync_period: float = 600.0, name: str = "",
-        **reflector_options: Any,
+        transform: Transform | None = default_transform, **reflector_options: Any,
     ) -> None:
         self.resource = resource
+        self.transform = transform
         self.name = name or resource.plural
         self.indexer = Indexer(indexers)
         self.resync_period = resync_period
@@ -87,7 +92,8 @@ class Informer:
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
         scopes: list[str | None] = [*namespaces] if namespaces else [None]
-        self.reflectors = [Reflector(client, resource, ns, self, **reflector_options) for ns in scopes]
+        self.reflectors = [Reflector(client, resource, ns, self, transform=transform, **reflector_options)
+                           for ns in scopes]
 
     def add_event_handler(self, handler: EventHandler) -> None:
         """Register a handler; it receives adds for objects already cached."""
@@ -147,6 +153,9 @@ class Informer:
         with self._lock:
             self.indexer.delete(meta_namespace_key(obj))
             self._dispatch("delete", obj, obj)
+
+    def _transformed(self, obj: JSON) -> JSON:
+        return self.transform(obj) if self.transform is not None else obj
 
     def _dispatch(self, kind: str, old: JSON, new: JSON) -> None:
         for handler in self._handlers:

@@ -24,6 +24,7 @@ import urllib3.exceptions
 from zkop.kube.client import JSON, ApiException, KubeClient, WatchStream, resource_path
 from zkop.runtime.cache.backoff import Backoff
 from zkop.runtime.cache.indexer import resource_version
+from zkop.runtime.cache.transform import Transform
 
 __all__ = ["Reflector", "ResourceRef", "Store"]
 
@@ -76,13 +77,16 @@ class Reflector:
         watch_timeout_range: server-side ``timeoutSeconds`` is drawn from this range, seconds.
         inactivity_timeout: client read timeout on the watch stream, seconds: a stream
             silent for this long (no event, no bookmark) is abandoned and reopened.
+        transform: applied to each object as its LIST page or watch event is decoded, before the
+            store sees it (client-go ``SetTransform``; see :mod:`.transform`). Per page, so the
+            decoded form of a whole paginated LIST is never alive at once.
     """
 
     def __init__(
         self, client: KubeClient, resource: ResourceRef, namespace: str | None, store: Store, *,
         label_selector: str | None = None, field_selector: str | None = None, page_size: int = 500,
         watch_timeout_range: tuple[int, int] = (300, 600), inactivity_timeout: float = 90.0,
-        backoff: Backoff | None = None,
+        backoff: Backoff | None = None, transform: Transform | None = None,
     ) -> None:
         self.client = client
         self.resource = resource
@@ -94,6 +98,7 @@ class Reflector:
         self.watch_timeout_range = watch_timeout_range
         self.inactivity_timeout = inactivity_timeout
         self.backoff = backoff or Backoff()
+        self.transform = transform
         self.last_sync_resource_version = ""
         self.synced = threading.Event()
         self.relists = 0
@@ -122,7 +127,7 @@ class Reflector:
                 # LIST items omit kind/apiVersion; restore them as a watch would deliver them.
                 item.setdefault("kind", kind)
                 item.setdefault("apiVersion", api_version)
-                items.append(item)
+                items.append(self.transform(item) if self.transform is not None else item)
             meta = page.get("metadata") or {}
             cont = meta.get("continue") or None
             if not cont:
@@ -136,6 +141,8 @@ class Reflector:
                 if need_list:
                     items, rv = self.list()
                     self.store.replace(self.namespace, items)
+                    # Not kept alive by this frame while the watch below runs.
+                    del items
                     self.last_sync_resource_version = rv
                     self.relists += 1
                     self.synced.set()
@@ -205,6 +212,8 @@ class Reflector:
             if rv:
                 self.last_sync_resource_version = rv
             return
+        if etype in ("ADDED", "MODIFIED", "DELETED") and self.transform is not None:
+            obj = self.transform(obj)
         if etype in ("ADDED", "MODIFIED"):
             self.store.on_watch_upsert(obj)
         elif etype == "DELETED":
