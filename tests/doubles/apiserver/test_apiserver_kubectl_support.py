@@ -10,12 +10,13 @@ apimachinery ``util/duration.HumanDuration``, kubectl ``pkg/util/openapi`` / cli
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
 import urllib3
 from zkop_testing.apiserver import ApiServer
-from zkop_testing.apiserver_protobuf import decode
+from zkop_testing.apiserver_protobuf import _fields, decode
 from zkop_testing.apiserver_table import human_duration, wants_table
 
 from zkop.kube.client import ApiException, KubeClient, resource_path
@@ -122,10 +123,21 @@ def test_force_is_only_for_apply(kube: KubeClient, ns: str) -> None:
     assert "force: Forbidden: may not be specified for non-apply patch" in str(info.value.body)
 
 
-def test_openapi_v2_as_protobuf_only_is_not_acceptable(server: ApiServer) -> None:
-    answer = urllib3.request("GET", server.url + "/openapi/v2",
-                             headers={"Accept": "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"})
-    assert answer.status == 406
+def test_openapi_v2_as_protobuf_for_kubectl_before_openapi_v3(server: ApiServer) -> None:
+    """kube-openapi ``pkg/handler/handler.go``: either protobuf spelling in ``Accept`` is answered with
+    gnostic's ``openapi.v2.Document`` and the dotted ``Content-Type``; anything else is 406."""
+    for accept in ("application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
+                   "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"):
+        answer = urllib3.request("GET", server.url + "/openapi/v2", headers={"Accept": accept})
+        assert answer.status == 200
+        assert answer.headers["Content-Type"] == "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+        document = dict(_fields(answer.data))
+        assert document[1] == b"2.0"  # swagger = 1
+        definitions = [dict(_fields(entry)) for number, entry in _fields(document[9]) if number == 1]  # type: ignore[arg-type]
+        assert b"io.k8s.api.core.v1.ConfigMap" in [d[1] for d in definitions]
+        paths = [dict(_fields(entry))[1] for number, entry in _fields(document[8]) if number == 2]  # type: ignore[arg-type]
+        assert b"/api/v1/namespaces/{namespace}/configmaps/{name}" in paths
+    assert urllib3.request("GET", server.url + "/openapi/v2", headers={"Accept": "application/yaml"}).status == 406
 
 
 def test_watch_as_table_sends_columns_once(server: ApiServer, kube: KubeClient, ns: str) -> None:
@@ -140,3 +152,14 @@ def test_watch_as_table_sends_columns_once(server: ApiServer, kube: KubeClient, 
     assert events[0]["object"]["columnDefinitions"][0]["name"] == "Name"
     assert events[1]["object"]["columnDefinitions"] is None
     assert [e["object"]["rows"][0]["cells"][0] for e in events] == ["a", "b"]
+
+
+def test_every_openapi_v2_reference_resolves(server: ApiServer) -> None:
+    """kubectl < 1.27 parses every model of ``/openapi/v2`` before any command (kube-openapi
+    ``pkg/util/proto`` ``NewOpenAPIData``): one dangling ``$ref`` ("unknown model in reference")
+    fails ``apply``, ``create -f`` and ``explain`` alike. Names follow kube-apiserver's
+    (``io.k8s.api.rbac.v1.Subject``, not the Python client's ``RbacV1Subject``)."""
+    document = get(server, "/openapi/v2")
+    refs = set(re.findall(r'"#/definitions/([^"]+)"', json.dumps(document)))
+    assert refs and refs <= set(document["definitions"])
+    assert "io.k8s.api.rbac.v1.Subject" in refs

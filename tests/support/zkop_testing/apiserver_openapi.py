@@ -20,10 +20,9 @@ by ``port`` and ``protocol``; any other list is atomic. Custom resources are
 described by their CRD's ``openAPIV3Schema`` (``metadata`` is ObjectMeta, as in
 kube-apiserver's ``builder.BuildOpenAPIV3``).
 
-Left out: protobuf OpenAPI. kubectl reads v3 as JSON; v2 it asks for as protobuf only
-(``application/com.github.proto-openapi.spec.v2@v1.0+protobuf``, client-go ``OpenAPISchema``),
-which is answered 406, so ``kubectl explain --output=plaintext-openapiv2`` and kubectl
-versions without OpenAPI v3 support (< 1.27) find no schema. Also left out: ETag/hash
+kubectl reads v3 as JSON; v2 it asks for as protobuf only (client-go ``OpenAPISchema``): that
+encoding is :mod:`zkop_testing.apiserver_openapi_proto`'s, for kubectl before OpenAPI v3 (< 1.27,
+Debian 12's 1.20) and ``kubectl explain --output=plaintext-openapiv2``. Left out: ETag/hash
 caching, and operations other than the ones kubectl looks at (each path lists get/put/patch/delete/post with the
 ``x-kubernetes-group-version-kind`` extension and the ``fieldValidation``,
 ``dryRun``, ``fieldManager`` and ``force`` parameters).
@@ -58,7 +57,17 @@ _META = "io.k8s.apimachinery.pkg.apis.meta.v1"
 _GROUP_PREFIX = {"": "io.k8s.api.core.v1", "events.k8s.io": "io.k8s.api.events.v1",
                  "coordination.k8s.io": "io.k8s.api.coordination.v1",
                  "discovery.k8s.io": "io.k8s.api.discovery.v1",
+                 "rbac.authorization.k8s.io": "io.k8s.api.rbac.v1",
+                 "authentication.k8s.io": "io.k8s.api.authentication.v1",
+                 "authorization.k8s.io": "io.k8s.api.authorization.v1",
                  "apiextensions.k8s.io": "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1"}
+# The ``kubernetes`` client prefixes a model with its group where two groups share a name
+# (``CoreV1Event``/``EventsV1Event``, ``RbacV1Subject``, ``ApiextensionsV1WebhookClientConfig``).
+_MODEL_PREFIX_GROUP = {"Core": "", "Events": "events.k8s.io", "Discovery": "discovery.k8s.io",
+                       "Coordination": "coordination.k8s.io", "Rbac": "rbac.authorization.k8s.io",
+                       "Authentication": "authentication.k8s.io", "Authorization": "authorization.k8s.io",
+                       "Apiextensions": "apiextensions.k8s.io"}
+_MODEL_NAME = re.compile(rf"^({'|'.join(_MODEL_PREFIX_GROUP)})?V\d+((alpha|beta)\d+)?")
 _META_MODELS = {"V1ObjectMeta", "V1OwnerReference", "V1ManagedFieldsEntry", "V1ListMeta", "V1Condition",
                 "V1Status", "V1StatusDetails", "V1StatusCause", "V1DeleteOptions", "V1Preconditions"}
 # (model, property) -> list semantics from the Go types' markers
@@ -77,13 +86,12 @@ _OBJECT_META_REF = f"{_META}.ObjectMeta"
 
 def definition_name(model: str, group: str = "") -> str:
     """``V1ConfigMap`` → ``io.k8s.api.core.v1.ConfigMap`` (the name kube-apiserver's documents use)."""
-    bare = re.sub(r"^(Core|Events|Discovery|Coordination)?V\d+((alpha|beta)\d+)?", "", model)
+    match = _MODEL_NAME.match(model)
+    bare = model[match.end():] if match else model
     if model in _META_MODELS:
         return f"{_META}.{bare}"
-    if model.startswith("EventsV1"):
-        group = "events.k8s.io"
-    elif model.startswith("CoreV1"):
-        group = ""
+    if match and match.group(1):
+        group = _MODEL_PREFIX_GROUP[match.group(1)]
     return f"{_GROUP_PREFIX.get(group, 'io.k8s.api.core.v1')}.{bare}"
 
 
@@ -266,7 +274,7 @@ def _collect_refs(group: str, out: dict[str, JSON]) -> None:
 def _model_index() -> dict[str, str]:
     index: dict[str, str] = {}
     for model in dir(k8s_models):
-        if not re.match(r"^(Core|Events|Discovery|Coordination)?V\d", model):
+        if not _MODEL_NAME.match(model):
             continue
         cls = getattr(k8s_models, model)
         if not hasattr(cls, "openapi_types"):
