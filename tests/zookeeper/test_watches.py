@@ -204,3 +204,40 @@ def test_a_server_without_addwatch_falls_back_to_one_watch_per_znode(
         observed = adapter.read("/fb/a", watch=True)
         assert observed is not None and observed.data == b"hand edit"
     assert sum("does not support persistent watches" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_a_change_after_the_write_but_before_the_fill_cancels_it(adapter: ZooKeeperAdapter, zk: KazooClient,
+                                                                 zk_base: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    adapter.watch_subtrees("test", ["/z/a", "/z/b"])
+    assert adapter.wait_watches(5)
+    adapter.execute([CreateNode("/z/a", b"0"), CreateNode("/z/b", b"b")], atomic=True, arm_watches=True)
+    writer = adapter._writer
+    settle = writer._settle
+
+    def late_settle(*args: object, **kwargs: object) -> None:
+        # Someone else writes right after zkop's write was answered, before zkop fills the cache.
+        zk.set(zk_base + "/z/a", b"theirs")
+        adapter.read("/z/b")  # the notification is in (it precedes this reply)
+        settle(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(writer, "_settle", late_settle)
+    adapter.execute([SetData("/z/a", b"ours", 0)], atomic=True, require=[CheckVersion("/z/b", 0)])
+    observed = adapter.read("/z/a", watch=True)
+    assert observed is not None and observed.data == b"theirs"
+
+
+def test_roots_are_added_again_after_a_session_reset(adapter: ZooKeeperAdapter, zk: KazooClient,
+                                                     zk_server: ZooKeeperServer, zk_base: str) -> None:
+    fired: list[str] = []
+    adapter.add_watch_listener(fired.append)
+    adapter.watch_subtrees("test", ["/s/a", "/s/b"])
+    assert adapter.wait_watches(5)
+    adapter.execute([CreateNode("/s/a", b"a"), CreateNode("/s/b", b"b")], atomic=True, arm_watches=True)
+    old_session = adapter.session_id
+    adapter._session._reset("test: Curator's rule")  # what the watchdog runs: LOST, then a brand-new session
+    wait_for(lambda: adapter.connected and adapter.session_id != old_session, timeout=15, message="new session")
+    assert "/s/a" not in adapter.cache
+    assert adapter.wait_watches(5) and adapter.watch_mode == "persistent"
+    assert watched_paths(zk_server, adapter.session_id) == {zk_base + "/s"}
+    zk.set(zk_base + "/s/a", b"hand edit")
+    wait_for(lambda: "/s/a" in fired, timeout=5, message="hand edit notified in the new session")
