@@ -23,6 +23,7 @@ from .measure import (
     zk_client,
 )
 from .params import CONTROLLER, JSON, MAIN_CHROOT
+from .watches import watch_figures
 
 log = logging.getLogger("bench")
 
@@ -114,5 +115,6 @@ def cold_sync(h: Harness, operator: OperatorProcess) -> JSON:
                                      "zookeeper": round(after.zk_cpu - before.zk_cpu, 2)},
     }
     h.txn_window(result, before, after, p.n)
+    result.update(watch_figures(h.server, metrics.zookeeper_ops(), p.n))
     h.results["_memory_after_cold_sync"] = proc_memory_mb(pid)
     return result

@@ -57,6 +57,16 @@ def targets(s: Mapping[str, JSON], p: Params) -> JSON:
              "on_zookeeperconfigs": cold["api_writes_on_zookeeperconfigs_per_cr"]},
             cold["api_writes_per_cr"] <= 2.0,
             "all_writes includes Events; on_zookeeperconfigs is finalizer and status patches only"),
+        "zookeeper_requests_per_new_object": target(
+            "<= 1.1 ZooKeeper requests per new object (cold sync)", cold.get("zookeeper_requests_per_new_object"),
+            None if cold.get("zookeeper_requests_per_new_object") is None
+            else cold["zookeeper_requests_per_new_object"] <= 1.1,
+            f"watch mode {cold.get('watch_mode', 'auto')}; every request zkop sent during cold_sync / N"),
+        "server_side_watches": target(
+            "O(managed roots), not O(N): <= 16 server-side watches after cold sync",
+            {"total": cold.get("server_side_watches"), "by_session": cold.get("server_side_watches_by_session")},
+            None if cold.get("server_side_watches") is None else cold["server_side_watches"] <= 16,
+            "wchs/wchc from ZooKeeper; the bench's objects lie under two roots (/bench/app and its records)"),
         "status_not_rewritten_when_unchanged": target(
             "0 status writes in warm restart and resync",
             {"warm_restart": warm["api_status_writes"], "resync": resync["api_status_writes"]},

@@ -189,6 +189,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--realistic-no-managed-fields", action="store_true",
                         help="the realistic scenario without the seeded objects' three managers (a control run; "
                              "the API server still records its own managedFields)")
+    parser.add_argument("--zk-watch-mode", choices=["auto", "persistent", "per-node"], default=None,
+                        help="zkop run --zk-watch-mode for every zkop process (sets ZOOKEEPER_WATCH_MODE; "
+                             "default: zkop's own, auto)")
     parser.add_argument("--floor-client", type=Path, default=None, help=argparse.SUPPRESS)
     return parser
 
@@ -222,6 +225,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("kazoo").setLevel(logging.WARNING)
     params = params_from_args(args)
+    if args.zk_watch_mode is not None:
+        os.environ["ZOOKEEPER_WATCH_MODE"] = args.zk_watch_mode  # inherited by every zkop process
     if params.n < 2:
         raise SystemExit("--n must be at least 2")
     workdir = Path(tempfile.mkdtemp(prefix="zkop-bench-"))

@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = ("floor", "cold_sync", "warm_restart", "resync", "update_latency", "drift_latency", "bridge", "memory")
 TARGETS = ("cold_sync_vs_floor", "warm_restart_zero_writes", "resync_zero_writes", "resync_reads_per_cr",
            "update_latency_p99", "drift_latency_p99", "memory_rss", "api_writes_per_converged_cr",
-           "status_not_rewritten_when_unchanged")
+           "status_not_rewritten_when_unchanged", "zookeeper_requests_per_new_object", "server_side_watches")
 
 
 @pytest.mark.timeout(120)
@@ -46,7 +46,8 @@ def test_smoke_run_reports_every_scenario_with_its_parameters(tmp_path: Path) ->
     # Every scenario produced its figures (their values are not judged).
     for name, key in (("floor", "cr_per_s"), ("cold_sync", "ratio_to_floor"), ("warm_restart", "zookeeper_writes"),
                       ("resync", "zookeeper_reads_per_cr"), ("update_latency", "p99_ms"),
-                      ("drift_latency", "p99_ms"), ("memory", "rss_mb")):
+                      ("drift_latency", "p99_ms"), ("memory", "rss_mb"),
+                      ("cold_sync", "zookeeper_requests_per_new_object"), ("cold_sync", "server_side_watches")):
         assert key in scenarios[name], (name, key)
     assert set(report["targets"]) == set(TARGETS)
     for target in report["targets"].values():

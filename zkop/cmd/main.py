@@ -47,6 +47,7 @@ from zkop.zookeeper.security import (
     sasl_principals,
     x509_subject,
 )
+from zkop.zookeeper.watches import WATCH_MODES
 
 __all__ = ["build_parser", "main"]
 
@@ -178,6 +179,9 @@ def connection_options(args: argparse.Namespace) -> ConnectionOptions:
         except CredentialsError as err:
             raise UsageError(f"--zk-sasl-credentials-file: {err}") from None
     parent_acl = tuple(sorted(getattr(args, "zk_parent_acl", []))) or OPEN_ACL
+    watch_mode = getattr(args, "zk_watch_mode", "auto")
+    if watch_mode not in WATCH_MODES:  # argparse does not check a default taken from the environment
+        raise UsageError(f"--zk-watch-mode {watch_mode!r}: choose from {', '.join(WATCH_MODES)}")
     options = ConnectionOptions(
         hosts=args.zk_hosts, session_timeout=args.zk_session_timeout, auth=_read_auth_file(args.zk_auth_file),
         auth_file=args.zk_auth_file,
@@ -185,6 +189,7 @@ def connection_options(args: argparse.Namespace) -> ConnectionOptions:
         tls_key_file=args.zk_tls_key_file, tls_check_hostname=not args.zk_tls_insecure_skip_hostname_verify,
         sasl_mechanism=args.zk_sasl_mechanism, sasl_credentials_file=args.zk_sasl_credentials_file,
         sasl_principal=args.zk_sasl_principal, sasl_service=args.zk_sasl_service, parent_acl=parent_acl,
+        watch_mode=watch_mode,
     )
     ids = identities(options.auth, x509_subject=x509_subject(options.tls_cert_file))
     for principal in sasl_principals(options.sasl_mechanism, options.sasl_credentials_file, options.sasl_principal):
@@ -226,6 +231,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="how often the ACLs of managed znodes that declare spec.acl are compared with it; "
                           "ZooKeeper fires no watch on setAcl, so this bounds how long ACL drift lasts; "
                           f"0 disables (default {format_duration(60.0)})")
+    run.add_argument("--zk-watch-mode", "--zookeeper-watch-mode", dest="zk_watch_mode", choices=WATCH_MODES,
+                     default=_env("ZOOKEEPER_WATCH_MODE", "auto"),
+                     help="how hand edits are noticed: auto = persistent recursive watches on the roots of the "
+                          "managed paths if ZooKeeper supports them (3.6+), else one watch per znode; persistent = "
+                          "the same, the fallback logged as an error; per-node = one watch per znode "
+                          "[ZOOKEEPER_WATCH_MODE] (default auto)")
     run.add_argument("--max-data-bytes", type=positive_int, default=DEFAULT_MAX_DATA_BYTES, metavar="BYTES",
                      help=f"largest znode value accepted (default {DEFAULT_MAX_DATA_BYTES})")
     run.add_argument("--metrics-bind-address", type=bind_address, default=":8080", metavar="[HOST]:PORT",

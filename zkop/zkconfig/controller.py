@@ -14,6 +14,9 @@
   referencing it (controller-runtime ``handler.EnqueueRequestsFromMapFunc``);
 * the znode-change listener: a ZooKeeper watch on a managed path (or its ownership record)
   enqueues the objects declaring that path;
+* the watched roots (:class:`~zkop.zkconfig.watchroots.WatchRoots`, leader-only): every declared
+  path and its record are registered with the adapter, which keeps persistent recursive watches
+  on the fewest roots covering them (ZooKeeper ≥ 3.6), before the workers start;
 * the ``zookeeperconfig`` controller (leader-only), preceded by one pass of
   :meth:`~zkop.zkconfig.reconciler.ZooKeeperConfigReconciler.learn_absent` once caches synced;
 * the periodic ACL check (:class:`~zkop.zkconfig.aclcheck.AclCheck`, leader-only), since
@@ -44,6 +47,7 @@ from zkop.zkconfig.reconciler import (
 )
 from zkop.zkconfig.spec import GROUP, PLURAL, VERSION
 from zkop.zkconfig.status_metrics import ZooKeeperConfigStatusCollector
+from zkop.zkconfig.watchroots import WatchRoots
 from zkop.zookeeper.adapter import ZooKeeperAdapter
 
 __all__ = ["CONFIGMAPS", "CONTROLLER_NAME", "SECRETS", "ZOOKEEPERCONFIGS", "ZooKeeperConfigController", "setup"]
@@ -64,6 +68,7 @@ class ZooKeeperConfigController:
     controller: Controller
     reconciler: ZooKeeperConfigReconciler
     acl_check: AclCheck | None = None
+    watch_roots: WatchRoots | None = None
 
     @property
     def informers(self) -> list[Informer]:
@@ -206,9 +211,13 @@ def setup(
     controller.watch(configmaps, lambda obj: parts.keys_referencing("ConfigMap", obj))
     controller.watch(secrets, lambda obj: parts.keys_referencing("Secret", obj))
     zookeeper.add_watch_listener(parts.on_znode_changed)
+    parts.watch_roots = WatchRoots(informer.indexer, zookeeper, reconciler.registry,
+                                   wait=zookeeper.options.session_timeout)
+    informer.add_event_handler(parts.watch_roots)
     manager.add(_StatusCollector(ZooKeeperConfigStatusCollector(informer.indexer)), needs_leader=False)
     for each in parts.informers:
         manager.add(each, needs_leader=False)
+    manager.add(parts.watch_roots, needs_leader=True)
     manager.add(_LearnAbsent(reconciler), needs_leader=True)
     manager.add(controller, needs_leader=True)
     if acl_check_period > 0:

@@ -8,6 +8,7 @@ A thin facade over the layer's parts, one concept a module:
 :mod:`.cache`          the watch-validated cache (served only while its watch has not fired)
 :mod:`.reads`          pipelined reads, children, listings as hints, watched listings, tree walk
 :mod:`.writer`         plan actions: the atomic ``multi`` path and the sequential path
+:mod:`.watches`        persistent recursive watches (``addWatch``) on the roots of what is managed
 =====================  ==========================================================================
 
 It plans nothing: :mod:`zkop.zookeeper.actions` are planned by the features and executed here
@@ -42,6 +43,7 @@ from zkop.zookeeper.paths import parent_paths
 from zkop.zookeeper.reads import AclRead, Listing, NodeSnapshot, PendingRead, Reads, from_kazoo_acl
 from zkop.zookeeper.security import sasl_principals, x509_subject
 from zkop.zookeeper.session import ConnectionOptions, Session, SessionListener, split_chroot
+from zkop.zookeeper.watches import PersistentWatches
 from zkop.zookeeper.writer import Writer, to_kazoo_acl
 
 __all__ = [
@@ -89,7 +91,8 @@ class ZooKeeperAdapter:
         self.cache = WatchCache()
         # The session is gone and with it every watch: nothing cached can be trusted.
         self._session = Session(options, client, on_lost=self.cache.forget_all)
-        self._reads = Reads(self._session, self.cache)
+        self.watches = PersistentWatches(self._session.client, self.cache, options.watch_mode)
+        self._reads = Reads(self._session, self.cache, self.watches)
         self._writer = Writer(self._session, self.cache, self._reads)
 
     # --- session -------------------------------------------------------------------------------
@@ -241,6 +244,27 @@ class ZooKeeperAdapter:
     def absent_hits(self) -> int:
         """Reads answered from an absence learned by :meth:`learn_absent`."""
         return self.cache.absent_hits
+
+    def watch_subtrees(self, owner: str, paths: Iterable[str]) -> None:
+        """Keep ``owner``'s ``paths`` under persistent recursive watches (replacing its earlier ones).
+
+        The roots are :func:`~zkop.zookeeper.watches.covering_roots` of every owner's paths; a read
+        or write below an active root needs no watch of its own, and the cache is filled from
+        zkop's own writes. No-op with ``watch_mode`` ``per-node`` or on a server < 3.6 (then every
+        watched read arms one watch per znode, as before). Never blocks; see :meth:`wait_watches`.
+        """
+        self.watches.watch(owner, paths)
+
+    def wait_watches(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds until the server watches every root; False if not (or not in use)."""
+        return self.watches.wait_active(timeout)
+
+    @property
+    def watch_mode(self) -> str:
+        """``persistent`` while persistent watches are in use, ``per-node`` when not, ``auto`` before it is known."""
+        if not self.watches.enabled:
+            return "per-node"
+        return "persistent" if self.watches.supported else self.options.watch_mode
 
     def add_watch_listener(self, listener: Callable[[str], None]) -> None:
         """Call ``listener(path)`` whenever a watch armed by a watched :meth:`read` fires.

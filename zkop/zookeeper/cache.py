@@ -11,6 +11,16 @@ changes fire no watch.
 
 Hints from parent listings (:meth:`WatchCache.learn_absent`) are kept apart: they stand in
 only for a read that precedes a create, which is conditional on absence anyway.
+
+With persistent recursive watches (:mod:`zkop.zookeeper.watches`) the invalidation is done on
+kazoo's reader thread (:meth:`WatchCache.on_event`), in the order ZooKeeper sent the
+notifications and replies, so a value is dropped before the reply to any later request of the
+session reaches its caller. That makes two more things exact: an entry filled from zkop's own
+write (:meth:`WatchCache.expect`, :meth:`WatchCache.settle`: the write's own notification is
+recognised and neither drops the filled value nor wakes the listeners), and a remembered absence
+without an exists watch. Every server-side watch lives on the connection (kazoo 2.11 re-sends
+none after a reconnect), so :meth:`WatchCache.forget_all` runs whenever the connection is lost;
+it moves an epoch that is part of every read's generation, so no read begun before it is stored.
 """
 
 from __future__ import annotations
@@ -19,16 +29,40 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from zkop.zookeeper.actions import OPEN_ACL, AclEntry, Observed
 
-__all__ = ["WatchCache", "WatchListener"]
+__all__ = ["NO_FILL", "Expectation", "Generation", "WatchCache", "WatchListener"]
 
 log = logging.getLogger(__name__)
 
 #: ``listener(path)`` for a fired watch; runs on kazoo's event thread.
 WatchListener = Callable[[str], None]
+#: ``(epoch, invalidations of the path)`` when a read began; the read is stored only if unchanged.
+Generation = tuple[int, int]
+#: :meth:`WatchCache.settle` without a value to remember.
+NO_FILL: Any = object()
+
+
+@dataclass(eq=False)
+class Expectation:
+    """The notification zkop's own write of ``path`` will cause (:meth:`WatchCache.expect`).
+
+    Attributes:
+        path: the znode written.
+        event_type: ZooKeeper's ``EventType`` code (1 NodeCreated, 2 NodeDeleted, 3 NodeDataChanged).
+        epoch: the cache's epoch when the write was sent.
+        seen: a notification of that type arrived (taken as the write's own).
+        foreign: another notification for ``path`` arrived meanwhile (someone else changed it).
+    """
+
+    path: str
+    event_type: int
+    epoch: int
+    seen: bool = False
+    foreign: bool = False
 
 
 class WatchCache:
@@ -51,6 +85,8 @@ class WatchCache:
         self.absent_hits = 0
         self._known: dict[str, tuple[float, Observed | None]] = {}
         self._invalidations: dict[str, int] = {}
+        self._epoch = 0  # moved by forget_all/forget_matching: no read begun before is stored
+        self._expected: dict[str, list[Expectation]] = {}
         self._absent: dict[str, float] = {}  # path -> monotonic time a listing showed it absent
         self._lock = threading.Lock()
         self._listeners: list[WatchListener] = []
@@ -61,7 +97,7 @@ class WatchCache:
             return path in self._known
 
     def lookup(self, path: str, expected_acl: tuple[AclEntry, ...] | None, *, max_age: float | None,
-               watch_absent: bool) -> tuple[bool, Observed | None, int]:
+               watch_absent: bool) -> tuple[bool, Observed | None, Generation]:
         """Answer a watched read of ``path`` from memory if possible.
 
         A remembered node is served if younger than ``max_age`` seconds (default
@@ -76,7 +112,7 @@ class WatchCache:
             learned = self._absent.pop(path, None) if not watch_absent else None
             if learned is not None and time.monotonic() - learned < self.absent_max_age:
                 self.absent_hits += 1
-                return True, None, 0
+                return True, None, (0, 0)
             if path in self._known:
                 at, cached = self._known[path]
                 fresh = time.monotonic() - at < (self.known_max_age if max_age is None else max_age)
@@ -84,13 +120,14 @@ class WatchCache:
                     expected_acl == OPEN_ACL and cached.acl_version == 0
                 )):
                     self.cache_hits += 1
-                    return True, cached, 0
-            return False, None, self._invalidations.get(path, 0)
+                    return True, cached, (0, 0)
+            return False, None, (self._epoch, self._invalidations.get(path, 0))
 
-    def remember(self, path: str, generation: int | None, read_at: float, observed: Observed | None) -> None:
-        """Remember ``observed`` (read at monotonic ``read_at``) unless ``path`` changed since ``generation``."""
+    def remember(self, path: str, generation: Generation | None, read_at: float, observed: Observed | None) -> None:
+        """Remember ``observed`` (read at monotonic ``read_at``) unless ``path`` changed since ``generation``
+        (a watch fired, or the connection was lost: :meth:`forget_all`)."""
         with self._lock:
-            if self._invalidations.get(path, 0) == generation:
+            if (self._epoch, self._invalidations.get(path, 0)) == generation:
                 self._known[path] = (read_at, observed)
 
     def learn_absent(self, paths: Iterable[str], learned_at: float) -> None:
@@ -103,17 +140,95 @@ class WatchCache:
     def forget(self, path: str) -> None:
         """Drop what is remembered about ``path`` (the next watched read goes to ZooKeeper)."""
         with self._lock:
-            self._known.pop(path, None)
-            self._absent.pop(path, None)
-            self._invalidations[path] = self._invalidations.get(path, 0) + 1
+            self._forget(path)
+
+    def _forget(self, path: str) -> None:
+        self._known.pop(path, None)
+        self._absent.pop(path, None)
+        self._invalidations[path] = self._invalidations.get(path, 0) + 1
 
     def forget_all(self) -> None:
-        """Drop everything remembered (after a session loss every watch is gone)."""
+        """Drop everything remembered: the connection or the session is gone, and every watch with it.
+
+        Also no read or write begun before is stored afterwards (the epoch moves), and pending
+        :class:`Expectation` s can no longer fill anything.
+        """
+        self.forget_matching(lambda _: True)
+
+    def forget_matching(self, drop: Callable[[str], bool]) -> None:
+        """Drop every remembered path for which ``drop(path)`` is true (a watch that covered it was
+        removed), and move the epoch so that no read begun before is stored."""
         with self._lock:
-            for path in self._known:
-                self._invalidations[path] = self._invalidations.get(path, 0) + 1
-            self._known.clear()
-            self._absent.clear()
+            self._epoch += 1
+            for path in [p for p in self._known if drop(p)]:
+                self._forget(path)
+            for path in [p for p in self._absent if drop(p)]:
+                self._absent.pop(path, None)
+
+    # --- persistent watches: invalidation on kazoo's reader thread --------------------------------
+
+    def expect(self, path: str, event_type: int) -> Expectation:
+        """Note that zkop is about to write ``path``, which will cause a notification of ``event_type``.
+
+        Register before the write is sent; :meth:`settle` it once the reply is in (or the write failed).
+        """
+        with self._lock:
+            expectation = Expectation(path, event_type, self._epoch)
+            self._expected.setdefault(path, []).append(expectation)
+            return expectation
+
+    def settle(self, expectation: Expectation, value: Observed | None = NO_FILL) -> bool:
+        """Withdraw ``expectation``; remember ``value`` (what the write left) if that is exact.
+
+        Exact when the write's own notification arrived, nothing else changed the path since it was
+        registered, and the connection was not lost (same epoch): then no notification is pending
+        for the path, and the next one drops the value again. ``NO_FILL`` only withdraws.
+
+        Returns:
+            True if a notification was taken as the write's own (a failed write must then wake
+            the listeners itself: that notification was someone else's).
+        """
+        with self._lock:
+            waiting = self._expected.get(expectation.path)
+            if waiting is not None:
+                if expectation in waiting:
+                    waiting.remove(expectation)
+                if not waiting:
+                    del self._expected[expectation.path]
+            if (value is not NO_FILL and expectation.seen and not expectation.foreign
+                    and expectation.epoch == self._epoch):
+                self._known[expectation.path] = (time.monotonic(), value)
+            return expectation.seen
+
+    def on_event(self, path: str, event_type: int) -> tuple[bool, bool]:
+        """A notification for ``path`` arrived (kazoo's reader thread, before any later reply): drop it.
+
+        Returns:
+            ``(own, was_known)``: ``own`` if it is the notification of zkop's own pending write
+            (:meth:`expect`: nobody needs waking); ``was_known`` if ``path`` was remembered.
+        """
+        with self._lock:
+            waiting = self._expected.get(path)
+            own = False
+            if waiting:
+                for expectation in waiting:
+                    if not expectation.seen and expectation.event_type == event_type:
+                        expectation.seen = own = True
+                        break
+                if not own:
+                    for expectation in waiting:
+                        expectation.foreign = True
+            was_known = path in self._known
+            self._forget(path)
+            return own, was_known
+
+    def notify(self, path: str) -> None:
+        """Tell the listeners that ``path`` changed (already forgotten); kazoo's event thread."""
+        for listener in list(self._listeners):
+            try:
+                listener(path)
+            except Exception:
+                log.exception("watch listener failed")
 
     def add_listener(self, listener: WatchListener) -> None:
         """Call ``listener(path)`` whenever a watch armed through :meth:`on_watch` fires.
@@ -124,11 +239,13 @@ class WatchCache:
         self._listeners.append(listener)
 
     def on_watch(self, event: Any) -> None:
-        """kazoo watcher: a watch on ``event.path`` fired; forget it and tell the listeners."""
+        """kazoo watcher: a watch on ``event.path`` fired; forget it and tell the listeners.
+
+        kazoo fires every one-shot watcher with a path-less ``NONE`` event when the connection is
+        lost (``KazooClient._reset_watchers``); that is handled by :meth:`forget_all`, not here.
+        """
+        if event.path is None:
+            return
         path = str(event.path)
         self.forget(path)
-        for listener in list(self._listeners):
-            try:
-                listener(path)
-            except Exception:
-                log.exception("watch listener failed")
+        self.notify(path)

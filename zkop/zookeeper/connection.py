@@ -57,6 +57,10 @@ class ConnectionOptions:
         refusal_check_interval: while SUSPENDED, every this many seconds ask the ensemble whether
             it refuses the session for having seen a newer zxid (it lost its data); two answers
             "yes" in a row reset the session before the timeout. ``None`` disables the check.
+        watch_mode: ``auto`` (persistent recursive watches on the roots of what is managed when the
+            server supports them, ZooKeeper ≥ 3.6; else one watch per znode), ``persistent`` (the
+            same, the fallback logged as an error) or ``per-node`` (one watch per znode always);
+            see :mod:`zkop.zookeeper.watches`.
     """
 
     hosts: str = "127.0.0.1:2181"
@@ -77,6 +81,7 @@ class ConnectionOptions:
     parent_acl: tuple[AclEntry, ...] = OPEN_ACL
     session_expiration_percent: int = 100
     refusal_check_interval: float | None = 1.0
+    watch_mode: str = "auto"
 
 
 def split_chroot(hosts: str) -> tuple[str, str]:

@@ -21,7 +21,7 @@ from kazoo.exceptions import NoNodeError
 from kazoo.security import ACL
 
 from zkop.zookeeper.actions import OPEN_ACL, AclEntry, Observed
-from zkop.zookeeper.cache import WatchCache
+from zkop.zookeeper.cache import Generation, WatchCache
 from zkop.zookeeper.errors import (
     ConcurrentModification,
     NodeNotFound,
@@ -29,6 +29,7 @@ from zkop.zookeeper.errors import (
     ZooKeeperNoAuth,
 )
 from zkop.zookeeper.session import Session
+from zkop.zookeeper.watches import PersistentWatches
 
 __all__ = ["BATCH", "AclRead", "Listing", "NodeSnapshot", "PendingRead", "Reads", "from_kazoo_acl", "join_path"]
 
@@ -85,8 +86,8 @@ class PendingRead:
 
     def __init__(self, reads: Reads, path: str, *, cached: Observed | None = None,
                  request: Any = None, issued: float = 0.0, expected_acl: tuple[AclEntry, ...] | None = OPEN_ACL,
-                 watch: bool = False, watch_absent: bool = True, generation: int | None = None,
-                 read_at: float = 0.0) -> None:
+                 watch: bool = False, watch_absent: bool = True, generation: Generation | None = None,
+                 read_at: float = 0.0, covered: bool = False) -> None:
         self.reads = reads
         self.path = path
         self.cached = cached
@@ -97,6 +98,7 @@ class PendingRead:
         self.watch_absent = watch_absent
         self.generation = generation
         self.read_at = read_at
+        self.covered = covered  # under an active persistent watch: no one-shot watch, absence remembered
 
     def result(self) -> Observed | None:
         """The znode, or ``None`` if it does not exist (waits at most the session timeout, seconds)."""
@@ -108,13 +110,19 @@ class PendingRead:
 class Reads:
     """Every read of the ZooKeeper layer, over one :class:`Session` and its :class:`WatchCache`.
 
+    With ``watches`` (persistent recursive watches in use), a watched read of a path under an
+    active root arms no one-shot watch: the root's watch notifies every change, and the cache is
+    invalidated on kazoo's reader thread before any later reply (:mod:`zkop.zookeeper.watches`),
+    so the result, absence included, is remembered without an ``exists`` watch.
+
     Attributes:
         count: ``getData`` requests sent by :meth:`read_async` (cache hits are not requests).
     """
 
-    def __init__(self, session: Session, cache: WatchCache) -> None:
+    def __init__(self, session: Session, cache: WatchCache, watches: PersistentWatches | None = None) -> None:
         self.session = session
         self.cache = cache
+        self.watches = watches
         self.count = 0
 
     # --- single znodes -------------------------------------------------------------------------
@@ -128,19 +136,24 @@ class Reads:
         Raises:
             ZooKeeperUnavailable: not connected (raised here, not by ``result()``).
         """
-        generation: int | None = None
+        generation: Generation | None = None
         read_at = 0.0
+        covered = False
         if watch:
+            # The generation first: a connection lost or a root removed after it moves the epoch.
             hit, cached, generation = self.cache.lookup(path, expected_acl, max_age=max_age,
                                                         watch_absent=watch_absent)
             if hit:
                 return PendingRead(self, path, cached=cached)
             read_at = time.monotonic()
+            covered = self.watches is not None and self.watches.covers(
+                path, wait=self.session.options.session_timeout)
         self.session.require_connected("read")
         self.count += 1
-        request = self.session.client.get_async(path, watch=self.cache.on_watch if watch else None)
+        request = self.session.client.get_async(path, watch=self.cache.on_watch if watch and not covered else None)
         return PendingRead(self, path, request=request, issued=time.monotonic(), expected_acl=expected_acl,
-                           watch=watch, watch_absent=watch_absent, generation=generation, read_at=read_at)
+                           watch=watch, watch_absent=watch_absent, generation=generation, read_at=read_at,
+                           covered=covered)
 
     def settle(self, pending: Sequence[PendingRead]) -> None:
         """Wait (at most the session timeout) until the last of ``pending`` in flight is answered.
@@ -168,7 +181,7 @@ class Reads:
                 stat = None
         observed: Observed | None = None
         if stat is None:
-            if pending.watch and pending.watch_absent:
+            if pending.watch and pending.watch_absent and not pending.covered:
                 with session.mapped("exists", path):
                     if session.wait(client.exists_async(path, watch=self.cache.on_watch)) is not None:
                         raise ConcurrentModification(f"znode {path} appeared while being read")
@@ -185,7 +198,7 @@ class Reads:
                 if stat2.version != stat.version:
                     raise ConcurrentModification(f"znode {path} changed while being read")
             observed = _observed(data, stat, acl)
-        if pending.watch and (observed is not None or pending.watch_absent):
+        if pending.watch and (observed is not None or pending.watch_absent or pending.covered):
             self.cache.remember(path, pending.generation, pending.read_at, observed)
         return observed
 

@@ -16,14 +16,23 @@ a redaction marker (``user:x``, :func:`~zkop.zookeeper.acls.is_redacted`) is nev
 A writer told to :attr:`Writer.refuse_writes` (``zkop run --dry-run``) sends nothing: every
 batch with a write raises :class:`~zkop.zookeeper.errors.WriteRefused`, logged at ERROR. The
 reconcilers never get here in a dry run; this is the net under a code path that forgot to ask.
+
+Under persistent recursive watches (:mod:`zkop.zookeeper.watches`) every write of a covered path
+registers the notification it will cause (:meth:`WatchCache.expect`) before it is sent. The
+server sends that notification before the write's reply, and kazoo's reader thread matches it,
+so once the reply is in the cache is filled with what was written — the bytes sent, version 0
+for a fresh create, the ``Stat`` a ``setData`` returned — instead of being read back, and the
+notification wakes nobody. Any other notification for the path meanwhile (someone else's change)
+still invalidates it, cancels the fill and wakes the listeners.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import suppress
+from typing import Any
 
 from kazoo.exceptions import (
     BadVersionError,
@@ -43,19 +52,24 @@ from zkop.zookeeper.actions import (
     CheckVersion,
     CreateNode,
     DeleteNode,
+    Observed,
     SetAcl,
     SetData,
     describe,
 )
-from zkop.zookeeper.cache import WatchCache
+from zkop.zookeeper.cache import NO_FILL, Expectation, WatchCache
 from zkop.zookeeper.errors import ConcurrentModification, WriteRefused, ZooKeeperError, ZooKeeperNoAuth
 from zkop.zookeeper.paths import parent_paths
 from zkop.zookeeper.reads import PendingRead, Reads
 from zkop.zookeeper.session import Session
+from zkop.zookeeper.watches import NODE_CREATED, NODE_DATA_CHANGED, NODE_DELETED
 
 __all__ = ["Writer", "to_kazoo_acl"]
 
 log = logging.getLogger(__name__)
+
+#: The notification each write causes on a watched path (``DataTree.createNode``/``setData``/``deleteNode``).
+_EVENT_OF: dict[type, int] = {CreateNode: NODE_CREATED, SetData: NODE_DATA_CHANGED, DeleteNode: NODE_DELETED}
 
 
 def to_kazoo_acl(acl: Sequence[AclEntry]) -> list[ACL]:
@@ -110,21 +124,70 @@ class Writer:
         for action in actions:
             session.require_connected("writes")
             self.cache.forget(action.path)
-            if isinstance(action, CreateNode):
-                self._create(action)
-            elif isinstance(action, SetData):
-                self._set(action)
-            elif isinstance(action, SetAcl):
-                self._set_acl(action)
-            elif isinstance(action, DeleteNode):
-                self._delete(action)
-            else:  # pragma: no cover - exhaustive
-                raise TypeError(f"unknown action {action!r}")
+            expected = self._expect([action])
+            result: Any = None
+            try:
+                if isinstance(action, CreateNode):
+                    self._create(action)
+                elif isinstance(action, SetData):
+                    result = self._set(action)
+                elif isinstance(action, SetAcl):
+                    self._set_acl(action)
+                elif isinstance(action, DeleteNode):
+                    self._delete(action)
+                else:  # pragma: no cover - exhaustive
+                    raise TypeError(f"unknown action {action!r}")
+            except BaseException:
+                self._settle_failed(expected)
+                raise
+            self._settle(expected, {id(action): result})
         if arm_watches:
-            reads = [self.reads.read_async(a.path, a.acl, watch=True) for a in actions if isinstance(a, CreateNode)]
+            # Nodes remembered from the write itself (persistent watches) need no read.
+            reads = [self.reads.read_async(a.path, a.acl, watch=True) for a in actions
+                     if isinstance(a, CreateNode) and a.path not in self.cache]
             self.reads.settle(reads)
             for pending in reads:
                 pending.result()
+
+    # --- persistent watches: own notifications, the cache filled from the write ----------------------
+
+    def _expect(self, actions: Sequence[Action]) -> list[tuple[Action, Expectation]]:
+        """Register the notification each write of a covered path will cause (see the module)."""
+        watches = self.reads.watches
+        if watches is None or not watches.enabled:
+            return []
+        expected = []
+        for action in actions:
+            event = _EVENT_OF.get(type(action))
+            if event is None:
+                continue
+            expectation = self.cache.expect(action.path, event)  # before covers(): see Reads.read_async
+            if watches.covers(action.path):
+                expected.append((action, expectation))
+            else:
+                self.cache.settle(expectation)
+        return expected
+
+    def _settle(self, expected: Sequence[tuple[Action, Expectation]], results: Mapping[int, Any]) -> None:
+        """The writes succeeded: remember what each left (``results``: ``id(action)`` → its reply)."""
+        for action, expectation in expected:
+            value: Any = NO_FILL
+            if isinstance(action, CreateNode):
+                value = Observed(action.data, 0) if action.acl == OPEN_ACL else NO_FILL  # the read-back has it
+            elif isinstance(action, SetData):
+                stat = results.get(id(action))
+                if stat is not None and hasattr(stat, "aversion"):
+                    value = Observed(action.data, stat.version, stat.numChildren, stat.ephemeralOwner,
+                                     stat.aversion)
+            elif isinstance(action, DeleteNode):
+                value = None
+            self.cache.settle(expectation, value)
+
+    def _settle_failed(self, expected: Sequence[tuple[Action, Expectation]]) -> None:
+        """The writes failed: a notification taken as theirs was someone else's; wake the listeners."""
+        for _, expectation in expected:
+            if self.cache.settle(expectation):
+                self.cache.notify(expectation.path)
 
     def _read_back(self, creates: Sequence[CreateNode], arm_watches: bool) -> list[PendingRead]:
         """Reads sent right behind ``creates``: watched ones (``arm_watches``), else plain reads of the
@@ -218,24 +281,32 @@ class Writer:
                     transaction.delete(action.path, version=action.expected_version)
                 else:  # pragma: no cover - execute() never sends SetAcl here
                     raise TypeError(f"{action!r} cannot run in a multi")
+            expected = self._expect(actions)
+            filled = {a.path for a, _ in expected if isinstance(a, CreateNode) and a.acl == OPEN_ACL}
             started = time.monotonic()
-            request = transaction.commit_async()
-            # Sent behind the multi on the same session, so answered after it (in order).
-            reads = self._read_back(creates, arm_watches)
-            self.reads.settle(reads)
             failed: tuple[CheckVersion | Action, Exception] | None
             try:
-                with session.mapped("multi", actions[0].path, started=started):
-                    results = list(session.wait(request))
-                failed = next(((a, r) for a, r in zip([*require, *actions], results, strict=False)
-                               if isinstance(r, Exception) and not isinstance(r, RolledBackError)), None)
-            except (NoNodeError, NodeExistsError, BadVersionError, NotEmptyError) as err:
-                # A server that reports the failure in the reply header names no operation: a NoNode
-                # is taken as a missing parent when there are creates, as ZooKeeper 3.8 would say.
-                failed = (creates[0] if isinstance(err, NoNodeError) and creates else actions[0], err)
+                request = transaction.commit_async()
+                # Sent behind the multi on the same session, so answered after it (in order).
+                reads = self._read_back([a for a in creates if a.path not in filled], arm_watches)
+                self.reads.settle(reads)
+                try:
+                    with session.mapped("multi", actions[0].path, started=started):
+                        results = list(session.wait(request))
+                    failed = next(((a, r) for a, r in zip([*require, *actions], results, strict=False)
+                                   if isinstance(r, Exception) and not isinstance(r, RolledBackError)), None)
+                except (NoNodeError, NodeExistsError, BadVersionError, NotEmptyError) as err:
+                    # A server that reports the failure in the reply header names no operation: a NoNode
+                    # is taken as a missing parent when there are creates, as ZooKeeper 3.8 would say.
+                    failed = (creates[0] if isinstance(err, NoNodeError) and creates else actions[0], err)
+            except BaseException:
+                self._settle_failed(expected)
+                raise
             if failed is None:
+                self._settle(expected, {id(a): r for a, r in zip(actions, results[len(require):], strict=False)})
                 self._check_readable(reads, [*made_parents, *(a.path for a in creates)])
                 return
+            self._settle_failed(expected)
             step, error = failed
             for pending in reads:
                 self.cache.forget(pending.path)  # what the reads saw belongs to no write of ours
@@ -272,19 +343,20 @@ class Writer:
             return  # our earlier create whose reply was lost, or someone wrote the same bytes
         raise ConcurrentModification(f"znode {action.path} appeared with other data before it could be created")
 
-    def _set(self, action: SetData) -> None:
+    def _set(self, action: SetData) -> Any:
+        """Set the data; the new ``Stat``, or ``None`` when an earlier attempt's lost reply did it."""
         session = self.session
         with session.mapped("set", action.path):
             try:
-                session.wait(session.client.set_async(action.path, action.data, version=action.expected_version))
-                return
+                return session.wait(session.client.set_async(action.path, action.data,
+                                                             version=action.expected_version))
             except BadVersionError:
                 pass
             except NoNodeError:
                 raise ConcurrentModification(f"znode {action.path} was deleted before it could be updated") from None
         current = self.reads.read_async(action.path).result()
         if current is not None and current.data == action.data:
-            return  # the write went through and the reply was lost
+            return None  # the write went through and the reply was lost
         raise ConcurrentModification(f"znode {action.path} changed (version is no longer {action.expected_version})")
 
     def _set_acl(self, action: SetAcl) -> None:

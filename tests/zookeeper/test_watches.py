@@ -1,0 +1,243 @@
+"""Persistent recursive watches against a real ZooKeeper 3.8: roots, an exact cache filled from
+zkop's own writes, invalidation before any later reply, reconnects, and the fallback for servers
+without ``addWatch``."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from kazoo.client import KazooClient
+from kazoo.protocol.states import Callback
+from zkop_testing.tcpproxy import TcpProxy
+from zkop_testing.waiting import wait_for
+from zkop_testing.zookeeper import ZooKeeperServer
+
+from zkop.zookeeper.actions import CheckVersion, CreateNode, DeleteNode, Observed, SetData
+from zkop.zookeeper.adapter import ConnectionOptions, ZooKeeperAdapter
+from zkop.zookeeper.watches import covering_roots
+
+
+def watched_paths(server: ZooKeeperServer, session_id: int | None) -> set[str]:
+    """The paths the server watches for ``session_id`` (``wchc``: a session line, then its paths)."""
+    paths: dict[int, set[str]] = {}
+    current: set[str] = set()
+    for line in server.four_letter_word("wchc").splitlines():
+        if line.startswith("0x"):
+            current = paths.setdefault(int(line, 16), set())
+        elif line.strip():
+            current.add(line.strip())
+    return paths.get(session_id or -1, set())
+
+
+@contextmanager
+def started(hosts: str, mode: str = "auto", opcode: int | None = None) -> Iterator[ZooKeeperAdapter]:
+    adapter = ZooKeeperAdapter(ConnectionOptions(hosts=hosts, connect_timeout=10, watch_mode=mode))
+    if opcode is not None:
+        adapter.watches.opcode = opcode
+    adapter.start()
+    try:
+        yield adapter
+    finally:
+        adapter.stop()
+
+
+@contextmanager
+def callbacks_blocked(adapter: ZooKeeperAdapter) -> Iterator[None]:
+    """Hold kazoo's callback thread: only what happens on its reader thread can happen meanwhile."""
+    entered, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        entered.set()
+        release.wait(10)
+
+    adapter.client.handler.dispatch_callback(Callback("watch", hold, ()))
+    assert entered.wait(5)
+    try:
+        yield
+    finally:
+        release.set()
+
+
+def test_covering_roots_are_one_per_top_level_name_and_as_deep_as_possible() -> None:
+    assert covering_roots(["/app/a/x", "/app/a/y", "/zkop/owners/app/a/x"]) == {"/app/a", "/zkop/owners/app/a/x"}
+    assert covering_roots(["/a/b", "/a/c/d", "/a/b/e"]) == {"/a"}
+    assert covering_roots(["/app/a", "/app/a/b"]) == {"/app/a"}
+    assert covering_roots(["/flag"]) == {"/flag"}  # never "/" for a path directly under it
+    assert covering_roots(["/ab/x", "/a/x"]) == {"/ab/x", "/a/x"}
+    assert covering_roots([]) == frozenset()
+
+
+def test_one_watch_per_root_and_own_writes_fill_the_cache(adapter: ZooKeeperAdapter, zk: KazooClient,
+                                                          zk_server: ZooKeeperServer, zk_base: str) -> None:
+    paths = [f"/app/f/n{i}" for i in range(20)]
+    records = ["/zkop/owners" + p for p in paths]
+    fired: list[str] = []
+    adapter.add_watch_listener(fired.append)
+    adapter.watch_subtrees("test", [*paths, *records])
+    assert adapter.wait_watches(5) and adapter.watch_mode == "persistent"
+    assert adapter.watches.active == {"/app/f", "/zkop/owners/app/f"}
+    reads = adapter.reads
+    for path, record in zip(paths, records, strict=True):
+        adapter.execute([CreateNode(record, b"rec"), CreateNode(path, b"v")], atomic=True, arm_watches=True)
+    for path in paths:
+        assert adapter.read(path, watch=True) == Observed(b"v", 0)
+    assert adapter.reads == reads  # nothing read back: the cache was filled from the writes
+    assert not fired  # zkop's own creates woke nobody
+    assert watched_paths(zk_server, adapter.session_id) == {zk_base + "/app/f", zk_base + "/zkop/owners/app/f"}
+
+    zk.set(zk_base + paths[3], b"hand edit")
+    wait_for(lambda: paths[3] in fired, timeout=5, message="hand edit notified")
+    observed = adapter.read(paths[3], watch=True)
+    assert observed is not None and observed.data == b"hand edit" and adapter.reads == reads + 1
+
+    # An update (the reconciler's multi with the record's check) is remembered from the Stat it returned.
+    fired.clear()
+    adapter.execute([SetData(paths[3], b"v2", 1)], atomic=True, require=[CheckVersion(records[3], 0)])
+    observed = adapter.read(paths[3], watch=True)
+    assert observed == Observed(b"v2", 2) and adapter.reads == reads + 1
+    adapter.execute([DeleteNode(paths[4], 0)])
+    assert adapter.read(paths[4], watch=True) is None and adapter.reads == reads + 1
+    assert not fired
+
+    # A node created by hand under a root is seen; absence was remembered without an exists watch.
+    assert adapter.read("/app/f/later", watch=True) is None
+    zk.create(zk_base + "/app/f/later", b"x")
+    wait_for(lambda: "/app/f/later" not in adapter.cache, timeout=5, message="creation notified")
+    observed = adapter.read("/app/f/later", watch=True)
+    assert observed is not None and observed.data == b"x"
+
+
+def test_a_change_is_forgotten_before_the_reply_to_any_later_request(adapter: ZooKeeperAdapter,
+                                                                     zk: KazooClient, zk_base: str) -> None:
+    adapter.watch_subtrees("test", ["/x/a", "/x/b"])
+    assert adapter.wait_watches(5)
+    adapter.execute([CreateNode("/x/a", b"0"), CreateNode("/x/b", b"b")], atomic=True, arm_watches=True)
+    with callbacks_blocked(adapter):
+        for i in range(1, 30):
+            assert adapter.read("/x/a", watch=True) is not None  # remembered
+            zk.set(zk_base + "/x/a", str(i).encode())
+            adapter.read("/x/b")  # one request on zkop's session: its reply comes after the notification
+            assert "/x/a" not in adapter.cache
+            observed = adapter.read("/x/a", watch=True)
+            assert observed is not None and observed.data == str(i).encode()
+            # zkop's own write right behind a foreign one: the foreign one still counts.
+            zk.set(zk_base + "/x/b", b"foreign")
+            adapter.execute([SetData("/x/a", b"own", 3 * i - 2)], atomic=True,
+                            require=[CheckVersion("/x/b", 2 * i - 1)])
+            adapter.read("/x/b")
+            observed = adapter.read("/x/a", watch=True)
+            assert observed is not None and observed.data == b"own"
+            adapter.execute([SetData("/x/a", str(i).encode(), 3 * i - 1)])  # one by one: filled too
+            zk.set(zk_base + "/x/b", b"b")
+
+
+def test_a_foreign_change_between_read_and_write_cancels_the_fill(adapter: ZooKeeperAdapter, zk: KazooClient,
+                                                                  zk_base: str) -> None:
+    fired: list[str] = []
+    adapter.add_watch_listener(fired.append)
+    adapter.watch_subtrees("test", ["/y/a"])
+    assert adapter.wait_watches(5)
+    assert adapter.read("/y/a", watch=True) is None
+    zk.create(zk_base + "/y/a", b"theirs", makepath=True)  # created by someone else after zkop read "absent"
+    zk.delete(zk_base + "/y/a")
+    adapter.execute([CreateNode("/y/a", b"ours")], atomic=True, arm_watches=True)
+    wait_for(lambda: "/y/a" in fired, timeout=5, message="the foreign create and delete woke the listeners")
+    observed = adapter.read("/y/a", watch=True)
+    assert observed is not None and observed.data == b"ours"
+
+
+@pytest.mark.parametrize("mode", ["auto", "per-node"])
+def test_a_change_while_disconnected_is_not_served_and_watches_come_back(
+        mode: str, zk: KazooClient, zk_server: ZooKeeperServer, zk_base: str) -> None:
+    host, port = zk_server.hosts.split(",")[0].rsplit(":", 1)
+    with TcpProxy((host, int(port))) as proxy, started(f"{proxy.address}{zk_base}", mode) as adapter:
+        fired: list[str] = []
+        adapter.add_watch_listener(fired.append)
+        adapter.watch_subtrees("test", ["/r/n", "/r/m"])
+        adapter.wait_watches(5)
+        adapter.execute([CreateNode("/r/n", b"v"), CreateNode("/r/m", b"m")], atomic=True, arm_watches=True)
+        assert adapter.read("/r/n", watch=True) == Observed(b"v", 0)
+        proxy.cut()
+        wait_for(lambda: not adapter.connected, timeout=10, message="zkop disconnected")
+        zk.set(zk_base + "/r/n", b"edited while away")
+        proxy.restore()
+        wait_for(lambda: adapter.connected, timeout=15, message="zkop reconnected (same session)")
+        assert "/r/n" not in adapter.cache  # every watch went with the connection
+        observed = adapter.read("/r/n", watch=True)
+        assert observed is not None and observed.data == b"edited while away"
+        if mode == "auto":
+            assert adapter.wait_watches(5) and adapter.watches.active == {"/r"}
+        fired.clear()
+        zk.set(zk_base + "/r/n", b"after")
+        wait_for(lambda: "/r/n" in fired, timeout=5, message="hand edit after the reconnect notified")
+
+
+def test_per_node_mode_arms_one_watch_per_znode(zk_server: ZooKeeperServer, zk_base: str) -> None:
+    with started(f"{zk_server.hosts}{zk_base}", "per-node") as adapter:
+        adapter.watch_subtrees("test", ["/p/a", "/p/b"])
+        assert not adapter.wait_watches(1) and adapter.watch_mode == "per-node"
+        adapter.execute([CreateNode("/p/a", b"a"), CreateNode("/p/b", b"b")], atomic=True, arm_watches=True)
+        assert watched_paths(zk_server, adapter.session_id) == {zk_base + "/p/a", zk_base + "/p/b"}
+
+
+def test_a_server_without_addwatch_falls_back_to_one_watch_per_znode(
+        zk: KazooClient, zk_server: ZooKeeperServer, zk_base: str, caplog: pytest.LogCaptureFixture) -> None:
+    # ZooKeeper 3.8 answers an opcode it does not know exactly as 3.5 answers addWatch (106):
+    # UNIMPLEMENTED, then it closes the connection (ZooKeeperServer.submitRequest).
+    caplog.set_level(logging.WARNING, logger="zkop.zookeeper.watches")
+    with started(f"{zk_server.hosts}{zk_base}", opcode=9999) as adapter:
+        fired: list[str] = []
+        adapter.add_watch_listener(fired.append)
+        adapter.watch_subtrees("test", ["/fb/a", "/fb/b"])
+        wait_for(lambda: adapter.watches.supported is False, timeout=5, message="addWatch refused")
+        wait_for(lambda: adapter.connected, timeout=15, message="reconnected after the server closed the connection")
+        assert adapter.watch_mode == "per-node" and not adapter.watches.active
+        adapter.watch_subtrees("test", ["/fb/a", "/fb/b", "/fb/c"])  # nothing is sent again
+        adapter.execute([CreateNode("/fb/a", b"a"), CreateNode("/fb/b", b"b")], atomic=True, arm_watches=True)
+        assert watched_paths(zk_server, adapter.session_id) == {zk_base + "/fb/a", zk_base + "/fb/b"}
+        zk.set(zk_base + "/fb/a", b"hand edit")
+        wait_for(lambda: "/fb/a" in fired, timeout=5, message="hand edit seen through the per-node watch")
+        observed = adapter.read("/fb/a", watch=True)
+        assert observed is not None and observed.data == b"hand edit"
+    assert sum("does not support persistent watches" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_a_change_after_the_write_but_before_the_fill_cancels_it(adapter: ZooKeeperAdapter, zk: KazooClient,
+                                                                 zk_base: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    adapter.watch_subtrees("test", ["/z/a", "/z/b"])
+    assert adapter.wait_watches(5)
+    adapter.execute([CreateNode("/z/a", b"0"), CreateNode("/z/b", b"b")], atomic=True, arm_watches=True)
+    writer = adapter._writer
+    settle = writer._settle
+
+    def late_settle(*args: object, **kwargs: object) -> None:
+        # Someone else writes right after zkop's write was answered, before zkop fills the cache.
+        zk.set(zk_base + "/z/a", b"theirs")
+        adapter.read("/z/b")  # the notification is in (it precedes this reply)
+        settle(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(writer, "_settle", late_settle)
+    adapter.execute([SetData("/z/a", b"ours", 0)], atomic=True, require=[CheckVersion("/z/b", 0)])
+    observed = adapter.read("/z/a", watch=True)
+    assert observed is not None and observed.data == b"theirs"
+
+
+def test_roots_are_added_again_after_a_session_reset(adapter: ZooKeeperAdapter, zk: KazooClient,
+                                                     zk_server: ZooKeeperServer, zk_base: str) -> None:
+    fired: list[str] = []
+    adapter.add_watch_listener(fired.append)
+    adapter.watch_subtrees("test", ["/s/a", "/s/b"])
+    assert adapter.wait_watches(5)
+    adapter.execute([CreateNode("/s/a", b"a"), CreateNode("/s/b", b"b")], atomic=True, arm_watches=True)
+    old_session = adapter.session_id
+    adapter._session._reset("test: Curator's rule")  # what the watchdog runs: LOST, then a brand-new session
+    wait_for(lambda: adapter.connected and adapter.session_id != old_session, timeout=15, message="new session")
+    assert "/s/a" not in adapter.cache
+    assert adapter.wait_watches(5) and adapter.watch_mode == "persistent"
+    assert watched_paths(zk_server, adapter.session_id) == {zk_base + "/s"}
+    zk.set(zk_base + "/s/a", b"hand edit")
+    wait_for(lambda: "/s/a" in fired, timeout=5, message="hand edit notified in the new session")

@@ -1,0 +1,123 @@
+"""Keep the persistent recursive watches on the roots of every path ZooKeeperConfigs declare.
+
+The ZooKeeper adapter (:meth:`~zkop.zookeeper.adapter.ZooKeeperAdapter.watch_subtrees`) turns a
+set of paths into the fewest roots that cover them and watches those
+(:mod:`zkop.zookeeper.watches`); this runnable tells it which paths: every valid ``spec.path`` in
+the informer cache and its ownership record. It registers them once before the controller's
+workers start (and waits, bounded, for the server to watch the roots, so the first reads already
+go without a watch of their own), then again whenever an object declares a path not registered
+yet or an object goes away (roots may shrink), at most every :data:`DEBOUNCE` seconds.
+Leader-only: standbys read nothing and watch nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from zkop.kube.client import JSON
+from zkop.ownership.registry import OwnershipRegistry
+from zkop.runtime.cache import Indexer
+from zkop.zkconfig.reconciler import index_by_path
+from zkop.zookeeper.adapter import ZooKeeperAdapter
+from zkop.zookeeper.paths import InvalidPath, validate_path
+
+__all__ = ["DEBOUNCE", "OWNER", "WatchRoots", "managed_paths"]
+
+log = logging.getLogger(__name__)
+
+#: Seconds between re-registrations after a change (a burst of new objects costs one).
+DEBOUNCE = 0.2
+#: The owner name of these paths in the adapter.
+OWNER = "zookeeperconfig"
+
+
+def managed_paths(objects: list[JSON], registry: OwnershipRegistry) -> set[str]:
+    """Every valid ``spec.path`` of ``objects`` and its ownership record path (pure; invalid paths skipped)."""
+    paths: set[str] = set()
+    for obj in objects:
+        for path in index_by_path(obj):
+            try:
+                validate_path(path)
+            except InvalidPath:
+                continue
+            if not registry.is_registry_path(path):
+                paths.add(path)
+                paths.add(registry.record_path(path))
+    return paths
+
+
+class WatchRoots:
+    """Leader runnable and informer event handler: registers the managed paths with the adapter.
+
+    Args:
+        indexer: the ZooKeeperConfig informer's cache.
+        zookeeper: the adapter.
+        registry: where ownership records live.
+        wait: seconds :meth:`start` waits for the server to watch the roots (the session timeout).
+    """
+
+    name = "zookeeperconfig-watch-roots"
+
+    def __init__(self, indexer: Indexer, zookeeper: ZooKeeperAdapter, registry: OwnershipRegistry,
+                 wait: float) -> None:
+        self._indexer = indexer
+        self._zookeeper = zookeeper
+        self._registry = registry
+        self._wait = wait
+        self._registered: frozenset[str] = frozenset()
+        self._dirty = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def register(self) -> int:
+        """Register the paths of every cached object now; returns how many paths."""
+        paths = managed_paths(self._indexer.list(), self._registry)
+        self._registered = frozenset(paths)
+        self._zookeeper.watch_subtrees(OWNER, paths)
+        return len(paths)
+
+    def start(self) -> None:
+        """Register, wait (bounded) for the roots to be watched, then follow changes on a thread."""
+        count = self.register()
+        if count and not self._zookeeper.wait_watches(self._wait) and self._zookeeper.watch_mode != "per-node":
+            log.info("persistent watches not all in place after %g s; reads arm their own watches meanwhile",
+                     self._wait)
+        log.info("ZooKeeper watch mode %s; %d managed paths under roots %s", self._zookeeper.watch_mode, count,
+                 ", ".join(sorted(self._zookeeper.watches.roots)) or "-")
+        self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float, /) -> None:
+        """End the thread (the watches stay until the session closes)."""
+        self._stop.set()
+        self._dirty.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._dirty.wait()
+            if self._stop.wait(DEBOUNCE):
+                return
+            self._dirty.clear()
+            try:
+                self.register()
+            except Exception:  # never let a bad object end the thread; the next change tries again
+                log.exception("could not update the watched roots")
+
+    # --- informer events (cheap: a set lookup) ----------------------------------------------------
+
+    def on_add(self, obj: JSON) -> None:
+        """A path not registered yet marks the set for re-registration."""
+        if any(p not in self._registered for p in index_by_path(obj)):
+            self._dirty.set()
+
+    def on_update(self, old: JSON, new: JSON) -> None:
+        """A changed ``spec.path`` marks the set for re-registration."""
+        if index_by_path(old) != index_by_path(new):
+            self._dirty.set()
+
+    def on_delete(self, obj: JSON) -> None:
+        """A deleted object may shrink the roots."""
+        self._dirty.set()
