@@ -47,6 +47,21 @@ def test_auth_file(tmp_path: Path) -> None:
         connection_options(build_parser().parse_args(["run", "--zk-auth-file", str(bad)]))
 
 
+def test_a_missing_auth_file_is_a_warning_for_commands_a_person_types(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """``zkop run`` treats a missing file as an optional Secret volume (INFO); ``diff`` and friends
+    warn, naming the file: a typo would otherwise surface as an authorisation error."""
+    missing = str(tmp_path / "credential")
+    with caplog.at_level(logging.INFO, logger="zkop"):
+        connection_options(build_parser().parse_args(["run", "--zk-auth-file", missing]))
+        assert [r.levelno for r in caplog.records] == [logging.INFO]
+        caplog.clear()
+        options = connection_options(build_parser().parse_args(
+            ["diff", "--zk-hosts", "127.0.0.1:1", "--zk-auth-file", missing, "-f", str(tmp_path)]))
+    assert options.auth == ()
+    assert [(r.levelno, missing in r.getMessage()) for r in caplog.records] == [(logging.WARNING, True)]
+
+
 def test_parent_acl_uses_zkcli_notation() -> None:
     assert parse_acl_entry("world:anyone:cdrwa") == OPEN_ACL[0]
     assert parse_acl_entry("digest:ops:abc=:r") == AclEntry("digest", "ops:abc=", 1)

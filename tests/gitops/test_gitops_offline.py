@@ -81,7 +81,7 @@ def test_validation_reports_file_object_field_and_rule(tmp_path: Path) -> None:
         zkc("/typo", "typo", stringData="x", encodng="binary"),
         zkc("/from", "from", dataFrom={"secretKeyRef": {"name": "s", "key": "k"}}),
     )
-    result = validate_manifests(load_manifests([str(manifest)]), checker(), max_data_bytes=100)
+    result = validate_manifests(load_manifests([str(manifest)]), checker(), max_data_bytes=100, strict=False)
     lines = [str(p) for p in result.problems]
     m = str(manifest)
     assert lines == [
@@ -103,14 +103,43 @@ def test_validation_reports_file_object_field_and_rule(tmp_path: Path) -> None:
         "'platform.example.com/v2'",
         f"{m}:97: ZooKeeperConfig default/ok: metadata.name: duplicate ZooKeeperConfig default/ok: also defined at "
         f"{m}:1",
-        f"warning: {m}:106: ZooKeeperConfig default/typo: spec.encodng: unknown field: not in the CRD schema (the "
-        "API server rejects it with kubectl --validate=strict, or prunes it)",
+        f"warning: {m}:106: ZooKeeperConfig default/typo: spec.encodng: unknown field: not in the CRD schema "
+        "(server-side apply, as Flux applies, and kubectl apply refuse it; kubectl --validate=false prunes it)",
     ]
     assert [c.path for c in result.objects] == ["/ok", "/typo", "/from"]
     from_secret = result.objects[2]
     assert from_secret.desired is None and from_secret.unresolved is not None and from_secret.unresolved.secret
-    strict = validate_manifests(load_manifests([str(manifest)]), checker(), max_data_bytes=100, strict=True)
+    strict = validate_manifests(load_manifests([str(manifest)]), checker(), max_data_bytes=100)  # the default
     assert "/typo" not in [c.path for c in strict.objects]
+    assert any(p.severity == "error" and p.field == "spec.encodng" for p in strict.problems)
+
+
+def test_data_from_a_configmap_of_the_same_input_is_resolved(tmp_path: Path) -> None:
+    """As in the cluster the input is applied to: the ConfigMap beside the ZooKeeperConfig (same
+    namespace) gives the bytes, checked by the operator's rules; a key it lacks is an error; a
+    Secret is never read offline, and a ConfigMap of another namespace is not this one."""
+    def configmap(name: str, namespace: str, **data: str) -> dict[str, object]:
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace},
+                "data": data}
+
+    manifest = write_manifests(
+        tmp_path / "m.yaml",
+        configmap("tuning", "default", ranking='{"boost": 2}'), configmap("other", "elsewhere", k="v"),
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "default"},
+         "stringData": {"k": "hunter2"}},
+        zkc("/ranking", "ranking", dataFrom={"configMapKeyRef": {"name": "tuning", "key": "ranking"}}),
+        zkc("/nokey", "nokey", dataFrom={"configMapKeyRef": {"name": "tuning", "key": "absent"}}),
+        zkc("/secret", "secret", dataFrom={"secretKeyRef": {"name": "s", "key": "k"}}),
+        zkc("/other", "other", dataFrom={"configMapKeyRef": {"name": "other", "key": "k"}}),
+    )
+    result = validate_manifests(load_manifests([str(manifest)]), checker())
+    by_path = {c.path: c for c in result.objects}
+    ranking = by_path["/ranking"].desired
+    assert ranking is not None and ranking.data == b'{"boost": 2}' and by_path["/ranking"].unresolved is None
+    assert [(p.field, p.rule) for p in result.errors] == [
+        ("spec.dataFrom", "ConfigMap 'tuning' of this input has no key 'absent' (or not strict base64)")]
+    assert by_path["/secret"].desired is None and by_path["/secret"].unresolved is not None
+    assert by_path["/other"].desired is None and by_path["/other"].unresolved is not None
 
 
 def test_validate_command_exit_codes_and_json(cli: Cli, tmp_path: Path) -> None:

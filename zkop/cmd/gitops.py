@@ -139,7 +139,9 @@ def add_commands(sub: Any) -> None:
         description="Check manifests against the CRD schema and zkop's rules without touching ZooKeeper. "
                     "Exit 0 valid, 1 one line per problem (file:line, object, field, rule), 2 error.")
     _common(validate, manifests=True)
-    validate.add_argument("--strict", action="store_true", help="fields not in the CRD schema are errors")
+    validate.add_argument("--strict", action=argparse.BooleanOptionalAction, default=True,
+                          help="fields not in the CRD schema are errors, as server-side apply and kubectl apply "
+                               "treat them (default); --no-strict: warnings (kubectl --validate=false prunes them)")
     validate.set_defaults(func=_guarded(_run_validate))
 
     sync = sub.add_parser(
@@ -213,7 +215,7 @@ def _checker(args: argparse.Namespace) -> SchemaChecker:
         raise CommandError(str(err)) from None
 
 
-def _validation(args: argparse.Namespace, *, strict: bool = False) -> Validation:
+def _validation(args: argparse.Namespace, *, strict: bool = True) -> Validation:
     manifests = load_manifests(args.filename)
     return validate_manifests(manifests, _checker(args), max_data_bytes=args.max_data_bytes, strict=strict)
 
@@ -355,8 +357,10 @@ def _run_diff(args: argparse.Namespace) -> int:
                 sys.stdout.write(result.text)
             elif result.status != "equal":
                 _note(f"{result.status}: {result.path}: {result.message}")
-        _note(f"{summary['differs']} of {len(results)} znode(s) differ; "
-              + ", ".join(f"{count} {status}" for status, count in sorted(summary.items()) if status != "differs"))
+        others = ", ".join(f"{count} {status}" for status, count in sorted(summary.items()) if status != "differs")
+        not_compared = " (not compared: they need a cluster)" if summary["skipped"] else ""
+        _note(f"{summary['differs']} of {len(results)} znode(s) differ"
+              + (f"; {others}{not_compared}" if others else ""))
     if summary["error"]:
         return EXIT_ERROR
     return EXIT_PROBLEMS if summary["differs"] else EXIT_OK

@@ -58,11 +58,14 @@ def _env(name: str, default: str | None = None) -> str | None:
     return os.environ.get(name) or default
 
 
-def _read_auth_file(path: str | None) -> tuple[tuple[str, str], ...]:
+def _read_auth_file(path: str | None, *, optional: bool = True) -> tuple[tuple[str, str], ...]:
     """Read ``user:password`` (digest) from a file, as mounted from a Secret.
 
     A missing file means no authentication: the Deployment mounts the Secret as an
-    optional volume, so an install without credentials has an empty directory.
+    optional volume, so an install without credentials has an empty directory. That is
+    logged at INFO for ``zkop run`` (``optional``); for the commands a person types
+    (``export``, ``diff``, ``sync``) a missing file is more likely a typo, so it is a
+    WARNING that names the file.
 
     Raises:
         UsageError: the file exists but cannot be read (a directory, no permission, not UTF-8)
@@ -74,7 +77,8 @@ def _read_auth_file(path: str | None) -> tuple[tuple[str, str], ...]:
         with open(path, encoding="utf-8") as f:
             credential = f.read().strip()
     except FileNotFoundError:
-        log.info("--zk-auth-file %s does not exist; connecting without authentication", path)
+        log.log(logging.INFO if optional else logging.WARNING,
+                "--zk-auth-file %s does not exist; connecting without authentication", path)
         return ()
     except (OSError, UnicodeDecodeError) as err:
         reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
@@ -182,8 +186,9 @@ def connection_options(args: argparse.Namespace) -> ConnectionOptions:
     watch_mode = getattr(args, "zk_watch_mode", "auto")
     if watch_mode not in WATCH_MODES:  # argparse does not check a default taken from the environment
         raise UsageError(f"--zk-watch-mode {watch_mode!r}: choose from {', '.join(WATCH_MODES)}")
+    auth = _read_auth_file(args.zk_auth_file, optional=getattr(args, "command", "run") == "run")
     options = ConnectionOptions(
-        hosts=args.zk_hosts, session_timeout=args.zk_session_timeout, auth=_read_auth_file(args.zk_auth_file),
+        hosts=args.zk_hosts, session_timeout=args.zk_session_timeout, auth=auth,
         auth_file=args.zk_auth_file,
         use_tls=use_tls, tls_ca_file=args.zk_tls_ca_file, tls_cert_file=args.zk_tls_cert_file,
         tls_key_file=args.zk_tls_key_file, tls_check_hostname=not args.zk_tls_insecure_skip_hostname_verify,

@@ -9,9 +9,10 @@ it alone; an ephemeral node in the way is an error. With prune roots, znodes
 
 Text data (both sides printable UTF-8, ``encoding: utf-8``) is shown as a
 unified diff (``--- zk:/path`` live, ``+++`` manifest); anything else as a
-byte summary, like ``diff``'s "Binary files differ". ``dataFrom`` objects cannot
-be resolved offline and are skipped without reading the znode — no Secret
-byte is ever read or printed.
+byte summary, like ``diff``'s "Binary files differ". ``dataFrom`` of a ConfigMap
+in the same input is compared like ``data``; other ``dataFrom`` objects cannot be
+resolved offline and are skipped without reading the znode — no Secret byte is
+ever read or printed.
 
 Exit status (as ``diff`` and ``kubectl diff``): 0 no differences, 1 differences,
 2 error.

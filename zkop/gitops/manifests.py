@@ -118,12 +118,23 @@ class Manifests:
         problems: unreadable documents.
         ignored: number of other objects (other kinds or API groups).
         files: number of files (and stdin) read.
+        sources: the core/v1 ConfigMaps of the input, by ``(kind, namespace, name)`` (namespace
+            ``None``: the kubectl context's, as for a ZooKeeperConfig without one), which
+            ``spec.dataFrom`` of a ZooKeeperConfig in the same input reads, as it would in the cluster
+            the input is applied to. Counted in ``ignored`` too. Secrets are never kept: no Secret
+            byte is read or printed offline (in Git they are usually encrypted anyway, e.g. SOPS,
+            which Flux decrypts in the cluster).
     """
 
     objects: list[ManifestObject] = field(default_factory=list)
     problems: list[LoadProblem] = field(default_factory=list)
     ignored: int = 0
     files: int = 0
+    sources: dict[tuple[str, str | None, str], dict[str, Any]] = field(default_factory=dict)
+
+    def source(self, kind: str, namespace: str | None, name: str) -> dict[str, Any] | None:
+        """The ``kind`` (``ConfigMap``) ``namespace/name`` of the input, or ``None``."""
+        return self.sources.get((kind, namespace, name))
 
 
 def _walk(directory: Path) -> Iterator[str | _Build]:
@@ -184,6 +195,16 @@ def _is_ours(obj: dict[str, Any]) -> bool:
     return obj.get("kind") == KIND and isinstance(api_version, str) and api_version.split("/")[0] == GROUP
 
 
+def _note_source(result: Manifests, obj: dict[str, Any]) -> None:
+    """Keep a core/v1 ConfigMap for ``dataFrom`` (see :attr:`Manifests.sources`)."""
+    meta = obj.get("metadata")
+    if obj.get("apiVersion") != "v1" or obj.get("kind") != "ConfigMap" or not isinstance(meta, dict):
+        return
+    name, namespace = meta.get("name"), meta.get("namespace")
+    if isinstance(name, str) and (namespace is None or isinstance(namespace, str)):
+        result.sources[("ConfigMap", namespace, name)] = obj
+
+
 def _collect(result: Manifests, location: Location, doc: Any) -> None:
     if doc is None:
         return
@@ -199,6 +220,7 @@ def _collect(result: Manifests, location: Location, doc: Any) -> None:
                 if _is_ours(item):
                     result.objects.append(ManifestObject(item_location, item))
                 else:
+                    _note_source(result, item)
                     result.ignored += 1
             else:
                 result.problems.append(LoadProblem(item_location, "list item is not an object"))
@@ -206,6 +228,7 @@ def _collect(result: Manifests, location: Location, doc: Any) -> None:
     if _is_ours(doc):
         result.objects.append(ManifestObject(location, doc))
     else:
+        _note_source(result, doc)
         result.ignored += 1
 
 

@@ -8,12 +8,16 @@ Checks, per ZooKeeperConfig object (after the CRD's defaults are applied):
 3. the CRD's ``openAPIV3Schema`` (:mod:`zkop.gitops.schema`);
 4. :func:`zkop.zkconfig.spec.parse_spec` — the operator's own rules: ZooKeeper path
    rules, strict base64, UTF-8 for ``encoding: utf-8``, ``--max-data-bytes``, ACL entries.
-   ``dataFrom`` cannot be resolved offline: its reference is checked, its bytes are not;
+   ``dataFrom`` of a ConfigMap in the same input is resolved from it (as the cluster the input
+   is applied to would); any other reference (a Secret, a ConfigMap not in the input) cannot be
+   resolved offline: it is checked, its bytes are not;
 5. across all objects: no znode path declared twice, no ``namespace/name`` defined twice.
 
-Fields the schema does not declare are warnings, or errors with ``strict``
-(kubeconform's ``-strict``; the API server rejects them under kubectl's default
-``--validate=strict``).
+Fields the schema does not declare are errors (``strict``, the default), as the cluster treats
+them on the paths GitOps takes: server-side apply (Flux's kustomize-controller) answers "field
+not declared in schema", kubectl apply ``--validate=strict`` (its default) refuses them. With
+``strict=False`` (``zkop validate --no-strict``) they are warnings, for manifests applied with
+``kubectl --validate=false``, where the API server prunes them.
 
 ``diff`` and ``sync`` run the same checks first and refuse invalid input.
 """
@@ -28,6 +32,7 @@ from typing import Any, Literal
 from zkop.gitops.manifests import Location, ManifestObject, Manifests
 from zkop.gitops.names import is_dns1123_label, is_dns1123_subdomain
 from zkop.gitops.schema import SchemaChecker
+from zkop.zkconfig.refs import ref_data
 from zkop.zkconfig.spec import (
     DEFAULT_MAX_DATA_BYTES,
     GROUP,
@@ -154,7 +159,7 @@ def _same_field(a: str, b: str) -> bool:
 
 
 def _check_one(manifest: ManifestObject, checker: SchemaChecker, max_data_bytes: int,
-               strict: bool) -> tuple[list[Problem], CheckedObject | None]:
+               strict: bool, sources: Manifests | None = None) -> tuple[list[Problem], CheckedObject | None]:
     where, what = str(manifest.location), manifest.describe()
 
     def problem(field_: str, rule: str, severity: Severity = "error") -> Problem:
@@ -168,15 +173,26 @@ def _check_one(manifest: ManifestObject, checker: SchemaChecker, max_data_bytes:
     schema_problems = checker.check(defaulted)
     problems.extend(problem(p.field, p.rule) for p in schema_problems)
     problems.extend(
-        problem(name, "unknown field: not in the CRD schema (the API server rejects it with "
-                      "kubectl --validate=strict, or prunes it)", "error" if strict else "warning")
+        problem(name, "unknown field: not in the CRD schema (server-side apply, as Flux applies, and "
+                      "kubectl apply refuse it; kubectl --validate=false prunes it)",
+                "error" if strict else "warning")
         for name in checker.unknown_fields(obj)
     )
     refs: list[DataRef] = []
+    missing: list[str] = []
 
     def placeholder(ref: DataRef) -> bytes:
-        refs.append(ref)
-        return b""
+        """The bytes from a ConfigMap/Secret of the same input (the operator's ``ref_data``), else
+        an unresolved reference (needs a cluster)."""
+        source = sources.source(ref.kind, manifest.namespace, ref.name) if sources is not None else None
+        if source is None:
+            refs.append(ref)
+            return b""
+        data = ref_data(source, ref)
+        if data is None:
+            missing.append(f"{ref.kind} {ref.name!r} of this input has no key {ref.key!r} (or not strict base64)")
+            return b""
+        return data
 
     desired: DesiredZnode | None = None
     try:
@@ -184,6 +200,7 @@ def _check_one(manifest: ManifestObject, checker: SchemaChecker, max_data_bytes:
     except InvalidSpec as err:
         if not any(_same_field(p.field, err.field) for p in schema_problems):
             problems.append(problem(err.field, err.rule))
+    problems.extend(problem("spec.dataFrom", text) for text in missing)
     if desired is None or any(p.severity == "error" for p in problems):
         return problems, None
     unresolved = refs[0] if refs else None
@@ -192,7 +209,7 @@ def _check_one(manifest: ManifestObject, checker: SchemaChecker, max_data_bytes:
 
 
 def validate_manifests(manifests: Manifests, checker: SchemaChecker, *,
-                       max_data_bytes: int = DEFAULT_MAX_DATA_BYTES, strict: bool = False) -> Validation:
+                       max_data_bytes: int = DEFAULT_MAX_DATA_BYTES, strict: bool = True) -> Validation:
     """Check every ZooKeeperConfig in ``manifests``; never touches ZooKeeper or Kubernetes.
 
     Args:
@@ -200,7 +217,11 @@ def validate_manifests(manifests: Manifests, checker: SchemaChecker, *,
             problems become problems without an object).
         checker: the CRD schema.
         max_data_bytes: the operator's ``--max-data-bytes``.
-        strict: unknown fields are errors instead of warnings.
+        strict: unknown fields are errors (the default: server-side apply answers "field not
+            declared in schema" for them, whatever ``fieldValidation`` says -- structured-merge-diff
+            converts the applied object to the schema's type; kubectl >= 1.27 sends
+            ``fieldValidation=Strict`` on client-side apply); ``False``: warnings, for manifests
+            applied with ``kubectl --validate=false``, where the API server prunes them.
 
     Returns:
         The valid objects and all problems; validation failed if ``errors`` is non-empty.
@@ -210,7 +231,7 @@ def validate_manifests(manifests: Manifests, checker: SchemaChecker, *,
                            for p in manifests.problems)
     candidates: list[CheckedObject] = []
     for manifest in manifests.objects:
-        problems, checked = _check_one(manifest, checker, max_data_bytes, strict)
+        problems, checked = _check_one(manifest, checker, max_data_bytes, strict, manifests)
         result.problems.extend(problems)
         if checked is not None:
             candidates.append(checked)

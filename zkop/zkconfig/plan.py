@@ -159,7 +159,8 @@ def plan_delete(desired: DesiredZnode, observed: Observed | None) -> Plan:
             (),
             Outcome(
                 "Error", "HasChildren",
-                f"znode {path} has {observed.num_children} children; zkop never deletes recursively, "
+                f"znode {path} has {observed.num_children} "
+                f"{'child' if observed.num_children == 1 else 'children'}; zkop never deletes recursively, "
                 "waiting for them to be removed",
                 False,
             ),
