@@ -135,11 +135,6 @@ class ZooKeeperAdapter:
         """The current session id, or ``None`` before the first session."""
         return self._session.session_id
 
-    @property
-    def consecutive_failures(self) -> int:
-        """Requests refused or failed for lack of a session since the last one that reached the server."""
-        return self._session.consecutive_failures
-
     def add_session_listener(self, listener: SessionListener) -> None:
         """Call ``listener(state)`` with ``"CONNECTED"``, ``"SUSPENDED"`` or ``"LOST"`` on every change.
 

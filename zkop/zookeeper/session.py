@@ -72,17 +72,12 @@ class Session:
         client: an already built :class:`KazooClient` (tests); built from ``options`` if ``None``.
         on_lost: called inside kazoo's state callback when the session is LOST (every watch is
             gone with it); must not block or call ZooKeeper.
-
-    Attributes:
-        consecutive_failures: requests refused or failed for lack of a session since the last
-            one that reached the server (a conflict reached it). Not locked: an estimate.
     """
 
     def __init__(self, options: ConnectionOptions, client: KazooClient | None = None, *,
                  on_lost: Callable[[], None] | None = None) -> None:
         self.options = options
         self.client = client or build_client(options)
-        self.consecutive_failures = 0
         self._on_lost = on_lost
         self._listeners: list[SessionListener] = []
         self._state = "LOST"
@@ -403,10 +398,9 @@ class Session:
         """Refuse ``what`` (``"read"``, ``"writes"``) unless CONNECTED.
 
         Raises:
-            ZooKeeperUnavailable: the session is SUSPENDED or LOST (counted as a failure).
+            ZooKeeperUnavailable: the session is SUSPENDED or LOST.
         """
         if not self.connected:
-            self.consecutive_failures += 1
             reason = self.unavailable_reason or f"ZooKeeper session is {self.client.state}"
             raise ZooKeeperUnavailable(f"{reason}; {what} refused until it is back")
 
@@ -437,14 +431,10 @@ class Session:
             started = time.monotonic()
         try:
             yield
-            self.consecutive_failures = 0
         except (KazooException, KazooTimeoutError) as err:
             mapped: ZooKeeperError | None = map_kazoo_error(err, operation, path)
             if isinstance(err, CONFLICTS):
-                self.consecutive_failures = 0
                 raise
-            if isinstance(mapped, ZooKeeperUnavailable):
-                self.consecutive_failures += 1
             metrics.ZOOKEEPER_REQUEST_ERRORS.labels(operation, type(err).__name__).inc()
             if mapped is None:
                 raise
