@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import signal
 import subprocess
@@ -228,7 +229,9 @@ class Harness:
         procs = []
         for name, pid in pids.items():
             out = self.py_spy / f"cold_sync-{name}.txt"
-            procs.append(subprocess.Popen([exe, "record", "--pid", str(pid), "--format", "raw", "--rate", "200",
+            # ZKOP_BENCH_PYSPY_RATE: samples per second (default 200; more for a short run).
+            rate = os.environ.get("ZKOP_BENCH_PYSPY_RATE", "200")
+            procs.append(subprocess.Popen([exe, "record", "--pid", str(pid), "--format", "raw", "--rate", rate,
                                            "--gil", "--nonblocking", "--output", str(out)],
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
             log.info("py-spy recording %s (pid %d) to %s", name, pid, out)
