@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import signal
 import subprocess
@@ -95,7 +96,9 @@ class Harness:
         assert self.api is not None
         return self.api
 
-    def new_api(self, name: str) -> tuple[ApiServer, str]:
+    def new_api(self, name: str, n: int | None = None) -> tuple[ApiServer, str]:
+        """A fresh API server with zkop's CRDs and ``n`` (default N) ZooKeeperConfigs; returns it and its kubeconfig."""
+        n = self.p.n if n is None else n
         api = ApiServer().start()
         kubeconfig = str(api.write_kubeconfig(self.workdir / f"kubeconfig-{name}"))
         client = KubeClient(api.api_client())
@@ -106,9 +109,9 @@ class Harness:
         started = time.monotonic()
         rt = api.store.resolve(GROUP, VERSION, PLURAL)
         assert rt is not None
-        for i in range(self.p.n):
+        for i in range(n):
             api.store.create(rt, NAMESPACE, cr_manifest(i), {})
-        log.info("%s API server %s: %d ZooKeeperConfigs created in %.1f s", name, api.url, self.p.n,
+        log.info("%s API server %s: %d ZooKeeperConfigs created in %.1f s", name, api.url, n,
                  time.monotonic() - started)
         api.clear_request_log()
         quiet_heap()
@@ -226,7 +229,9 @@ class Harness:
         procs = []
         for name, pid in pids.items():
             out = self.py_spy / f"cold_sync-{name}.txt"
-            procs.append(subprocess.Popen([exe, "record", "--pid", str(pid), "--format", "raw", "--rate", "200",
+            # ZKOP_BENCH_PYSPY_RATE: samples per second (default 200; more for a short run).
+            rate = os.environ.get("ZKOP_BENCH_PYSPY_RATE", "200")
+            procs.append(subprocess.Popen([exe, "record", "--pid", str(pid), "--format", "raw", "--rate", rate,
                                            "--gil", "--nonblocking", "--output", str(out)],
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
             log.info("py-spy recording %s (pid %d) to %s", name, pid, out)

@@ -37,7 +37,7 @@ class Params:
         n: ZooKeeperConfig objects.
         m: Services (bridge and memory scenarios).
         workers: ``zkop run --workers`` (and ``--service-bridge-workers``).
-        floor_threads: client threads of the floor.
+        floor_threads: client threads of the floor (the command line makes it ``workers``).
         floor_runs: floor runs; the median is the floor.
         update_rate: ``spec.data`` changes per second in ``update_latency``.
         update_seconds: how long the update stream runs.

@@ -21,7 +21,7 @@ from zkop_testing.zookeeper import ZooKeeperServer
 
 from . import REPO
 from .bridge import bridge
-from .cold_sync import cold_sync
+from .cold_sync import cold_sync, cold_sync_baseline
 from .drift_latency import drift_latency
 from .floor import floor, floor_client
 from .harness import Harness
@@ -29,7 +29,7 @@ from .measure import zk_client
 from .memory import memory
 from .params import JSON, MAIN_CHROOT, Params
 from .realistic import realistic
-from .report import brief, render_table, target, targets
+from .report import brief, cpu_target, render_table, target, targets
 from .resync import resync
 from .update_latency import update_latency
 from .warm_restart import warm_restart
@@ -71,6 +71,8 @@ def run_all(h: Harness) -> JSON:
         base_args = ["--workers", str(p.workers)]
         operator = h.new_operator(base_args, "cold")
         try:
+            log.info("cold_sync baseline (fixed CPU costs)")
+            h.results["_cold_sync_baseline"] = cold_sync_baseline(h)
             log.info("scenario cold_sync")
             h.results["cold_sync"] = cold_sync(h, operator)
             log.info("cold_sync: %s", brief(h.results["cold_sync"]))
@@ -106,6 +108,50 @@ def run_all(h: Harness) -> JSON:
             h.api.stop()
         h.zk.stop()
     return report
+
+
+def run_cpu(h: Harness) -> JSON:
+    """Only ``floor`` and ``cold_sync`` with its baseline (``--scenario cpu``): the CPU-per-object figures."""
+    p = h.p
+    run_started = time.monotonic()
+    h.git = git_revision()
+    h.zk = ZooKeeperServer()
+    h.zk.start()
+    try:
+        with zk_client(h.server) as zk:
+            zk.ensure_path(MAIN_CHROOT)
+        log.info("scenario floor")
+        h.results["floor"] = floor(h)
+        log.info("floor: %s", brief(h.results["floor"]))
+        h.api, h.kubeconfig = h.new_api("main")
+        operator = h.new_operator(["--workers", str(p.workers)], "cold")
+        try:
+            log.info("cold_sync baseline (fixed CPU costs)")
+            h.results["_cold_sync_baseline"] = cold_sync_baseline(h)
+            log.info("scenario cold_sync")
+            h.results["cold_sync"] = cold_sync(h, operator)
+            log.info("cold_sync: %s", brief(h.results["cold_sync"]))
+        finally:
+            h.stop_operator(operator)
+        h.count_txns()
+    finally:
+        for operator in h.operators:
+            with contextlib.suppress(Exception):
+                operator.stop(timeout=10)
+        if h.api is not None:
+            h.api.stop()
+        h.zk.stop()
+    floor_result, cold = h.results["floor"], h.results["cold_sync"]
+    return {
+        "params": {**asdict(p), "python": platform.python_version(), "cpus": os.cpu_count(), "git": h.git,
+                   "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                   "duration_s": round(time.monotonic() - run_started, 1)},
+        "scenarios": {"floor": floor_result, "cold_sync": cold},
+        "targets": {
+            "cold_sync_vs_floor": target(">= 0.8 x floor CR/s", cold["ratio_to_floor"], cold["ratio_to_floor"] >= 0.8),
+            "cpu_per_object_vs_floor": cpu_target(floor_result, cold),
+        },
+    }
 
 
 def run_realistic(h: Harness) -> JSON:
@@ -180,9 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--py-spy", type=Path, default=None, metavar="DIR",
                         help="profile zkop and the API server during cold_sync with py-spy (must be installed; "
                              "collapsed stacks go to DIR)")
-    parser.add_argument("--scenario", choices=("all", "realistic"), default="all",
+    parser.add_argument("--scenario", choices=("all", "realistic", "cpu"), default="all",
                         help="all: every scenario but realistic (default); realistic: only the realistic-cluster "
-                             "footprint (RSS, start-up LIST load)")
+                             "footprint (RSS, start-up LIST load); cpu: only floor and cold_sync (CPU per object)")
     parser.add_argument("--realistic-secrets", type=int, default=None,
                         help="Helm release Secrets seeded by the realistic scenario (default 2000; smoke 20)")
     parser.add_argument("--realistic-secret-kb", type=int, default=None, help="KB per Secret (default 50; smoke 5)")
@@ -199,13 +245,15 @@ def build_parser() -> argparse.ArgumentParser:
 def params_from_args(args: argparse.Namespace) -> Params:
     """:class:`Params` from parsed flags (``--smoke`` picks the small defaults)."""
     if args.smoke:
-        return Params(n=args.n or 50, m=args.m or 20, workers=args.workers, update_rate=args.update_rate,
+        return Params(n=args.n or 50, m=args.m or 20, workers=args.workers, floor_threads=args.workers,
+                      update_rate=args.update_rate,
                       update_seconds=args.update_seconds or 2.0, drift_rate=args.drift_rate,
                       drift_seconds=args.drift_seconds or 2.0, min_sync_period=3.0, quiet=0.5, smoke=True,
                       floor_runs=1, realistic_secrets=_given(args.realistic_secrets, 20),
                       realistic_secret_kb=_given(args.realistic_secret_kb, 5), realistic_namespaces=3,
                       realistic_refs=10, realistic_managed_fields=not args.realistic_no_managed_fields)
-    return Params(n=args.n or 2000, m=args.m or 1000, workers=args.workers, update_rate=args.update_rate,
+    return Params(n=args.n or 2000, m=args.m or 1000, workers=args.workers, floor_threads=args.workers,
+                  update_rate=args.update_rate,
                   update_seconds=args.update_seconds or 10.0, drift_rate=args.drift_rate,
                   drift_seconds=args.drift_seconds or 10.0, realistic_secrets=_given(args.realistic_secrets, 2000),
                   realistic_secret_kb=_given(args.realistic_secret_kb, 50),
@@ -234,7 +282,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ok = False
     try:
         harness = Harness(params, workdir, py_spy=args.py_spy)
-        report = run_realistic(harness) if args.scenario == "realistic" else run_all(harness)
+        run = {"realistic": run_realistic, "cpu": run_cpu}.get(args.scenario, run_all)
+        report = run(harness)
         ok = True
     finally:
         if ok and not args.keep_workdir:

@@ -11,7 +11,7 @@ import kubernetes.client
 import pytest
 
 from zkop.kube import metrics
-from zkop.kube.client import KubeClient, resource_path
+from zkop.kube.client import KubeClient, WatchStream, resource_path
 
 
 class _Recorder(BaseHTTPRequestHandler):
@@ -74,3 +74,27 @@ def test_requests_are_counted_by_code(server: str) -> None:
         client.request("GET", "/api/v1/missing")
     assert info.value.status == 404
     assert (ok._value.get() - before_ok, missing._value.get() - before_missing) == (1, 1)
+
+
+class _Chunks:
+    """A urllib3 response stand-in whose body arrives in the given chunks."""
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        self.chunks = chunks
+
+    def stream(self, amt: int, decode_content: bool) -> Iterator[bytes]:
+        yield from self.chunks
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("chunks", [
+    [b'{"type":"ADDED","n":1}\n', b'{"type":"MODIFIED","n":2}\n', b'{"type":"DELETED","n":3}\n'],
+    [b'{"type":"ADDED","n":1}\n{"type":"MODIFIED","n":2}\n{"type":"DEL', b'ETED","n":3}\n'],
+    [b'{"type":"ADD', b'ED","n":1}', b'\n\n  \r\n{"type":"MODIFIED","n":2}\n', b'{"type":"DELETED","n":3}'],
+    [b'{"type":"ADDED","n":1}\n{"type":"MODIFIED","n":2}\n{"type":"DELETED","n":3}\n'],
+], ids=["one-per-chunk", "split-across-chunks", "blank-lines-and-no-final-newline", "all-in-one-chunk"])
+def test_watch_stream_yields_each_event_once_however_chunked(chunks: list[bytes]) -> None:
+    events = list(WatchStream(_Chunks(chunks)))
+    assert [(e["type"], e["n"]) for e in events] == [("ADDED", 1), ("MODIFIED", 2), ("DELETED", 3)]

@@ -267,15 +267,20 @@ class WatchStream:
     def __iter__(self) -> Iterator[JSON]:
         raw = self._response
         buffer = b""
+        loads = json.loads
         try:
             for chunk in raw.stream(65536, decode_content=True):
-                buffer += chunk
-                while b"\n" in buffer:
-                    line, buffer = buffer.split(b"\n", 1)
-                    if line.strip():
-                        yield json.loads(line)
+                if b"\n" not in chunk:
+                    buffer += chunk
+                    continue
+                # One split per chunk (a chunk is usually one whole event, newline included).
+                lines = (buffer + chunk if buffer else chunk).split(b"\n")
+                buffer = lines.pop()
+                for line in lines:
+                    if line and not line.isspace():
+                        yield loads(line)
             if buffer.strip() and not self._closed:
-                yield json.loads(buffer)
+                yield loads(buffer)
         finally:
             self.close()
 

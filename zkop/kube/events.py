@@ -60,6 +60,7 @@ class EventRecorder:
                  max_pending: int = 1000, normal_qps: float = 1.0, normal_burst: int = 50) -> None:
         self.client = client
         self._normal_budget = TokenBucket(normal_qps, normal_burst)
+        self._normal_dropped = metrics.EVENTS_DROPPED.labels("Normal")  # looked up once
         self.component = component
         self.dedupe_window = dedupe_window
         self._queue: queue.Queue[tuple[JSON, EventType, str, str] | None] = queue.Queue(max_pending)
@@ -94,7 +95,7 @@ class EventRecorder:
         if self.client is None:
             return
         if type_ == "Normal" and not self._normal_budget.allow():
-            metrics.EVENTS_DROPPED.labels(type_).inc()
+            self._normal_dropped.inc()
             return
         try:
             self._queue.put_nowait((obj, type_, reason, message))

@@ -71,6 +71,8 @@ class OwnWrites:
         self._in_flight: dict[str, tuple[str, list[tuple[str, str]]]] = {}
         self._lock = threading.Lock()
         self.echoes_dropped = 0
+        # The labelled child, looked up once (not on every echo).
+        self._echoes_metric = metrics.OWN_WRITE_ECHOES_DROPPED.labels(controller)
 
     @contextmanager
     def writing(self, key: str, base: JSON) -> Iterator[Callable[[JSON], None]]:
@@ -122,7 +124,7 @@ class OwnWrites:
                 del self._writes[key]
                 self._newest.pop(key, None)
         self.echoes_dropped += 1
-        metrics.OWN_WRITE_ECHOES_DROPPED.labels(self.controller).inc()
+        self._echoes_metric.inc()
 
     def is_echo(self, key: str, old: JSON, new: JSON) -> bool:
         """True if the update ``old`` → ``new`` of ``key`` is one write of ours, or is held until the write returns.

@@ -104,8 +104,11 @@ def index_by_path(obj: JSON) -> list[str]:
 
 def index_by_ref(obj: JSON) -> list[str]:
     """Index function for :data:`REF_INDEX`."""
+    data_from = (obj.get("spec") or {}).get("dataFrom")
+    if data_from is None:  # most objects: no exception raised and caught per event
+        return []
     try:
-        ref = parse_data_ref((obj.get("spec") or {}).get("dataFrom"))
+        ref = parse_data_ref(data_from)
     except InvalidSpec:
         return []
     return [f"{ref.kind}/{(obj.get('metadata') or {}).get('namespace')}/{ref.name}"]

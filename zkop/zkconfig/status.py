@@ -18,7 +18,6 @@ it every pass — a write storm and a watch-event loop).
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from zkop.zkconfig.plan import Outcome
@@ -92,12 +91,13 @@ def desired_status(old: JSON | None, outcome: Outcome, generation: int, now: str
 def status_patch(old: JSON | None, new: JSON) -> JSON | None:
     """A JSON merge patch (RFC 7386) body for ``/status`` turning ``old`` into ``new``, or ``None`` if equal.
 
-    Keys present in ``old`` but not in ``new`` are set to ``null`` so they are removed.
+    Keys present in ``old`` but not in ``new`` are set to ``null`` so they are removed. The patch
+    shares its nested values with ``new`` (a copy of the top level only: neither is modified).
     """
     old = old or {}
     if old == new:
         return None
-    patch: JSON = copy.deepcopy(new)
+    patch: JSON = dict(new)
     for key in old:
         if key not in new:
             patch[key] = None

@@ -59,13 +59,41 @@ def strip_unused_fields(obj: JSON) -> JSON:
     return obj
 
 
+_intern = sys.intern
+
+
+def _compact_dict(value: dict[str, Any]) -> dict[str, Any]:
+    # Exact types first (all a JSON decoder makes): one type() per value, no call for a scalar.
+    out: dict[str, Any] = {}
+    for k, v in value.items():
+        t = type(v)
+        if t is str:
+            out[_intern(k)] = _intern(v) if len(v) <= INTERN_MAX else v
+        elif t is dict:
+            out[_intern(k)] = _compact_dict(v)
+        elif t is list:
+            out[_intern(k)] = [_compact(x) for x in v]
+        elif t is int or t is bool or t is float or v is None:
+            out[_intern(k)] = v
+        else:
+            out[_intern(k)] = _compact(v)
+    return out
+
+
 def _compact(value: Any) -> Any:
+    t = type(value)
+    if t is dict:
+        return _compact_dict(value)
+    if t is str:
+        return _intern(value) if len(value) <= INTERN_MAX else value
+    if t is list:
+        return [_compact(v) for v in value]
     if isinstance(value, dict):
-        return {sys.intern(k): _compact(v) for k, v in value.items()}
+        return {_intern(k): _compact(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_compact(v) for v in value]
     if isinstance(value, str) and len(value) <= INTERN_MAX:
-        return sys.intern(value)
+        return _intern(value)
     return value
 
 
