@@ -47,8 +47,16 @@ def test_watch_mode_end_to_end(mode: str, kubeconfig: str, kube: KubeClient, zk:
             expected = [zk_base + "/app/features", zk_base + "/zkop/owners/app/features"]
         else:
             expected = sorted([zk_base + p for p in PATHS] + [zk_base + "/zkop/owners" + p for p in PATHS])
-        wait_for(lambda: watched_under(zk_server, zk_base) == expected, timeout=10,
-                 message=f"watched paths {expected}, have {watched_under(zk_server, zk_base)}")
+        seen: list[list[str]] = [[]]
+
+        def watched_as_expected() -> bool:
+            seen[0] = watched_under(zk_server, zk_base)
+            return seen[0] == expected
+
+        try:
+            wait_for(watched_as_expected, timeout=10, message=f"watched paths {expected}")
+        except TimeoutError as err:
+            raise AssertionError(f"{err}; the server watches {seen[0]}") from None
 
         # A hand edit is restored within a second.
         zk.set(zk_base + PATHS[0], b"hand edit")

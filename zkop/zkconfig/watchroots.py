@@ -6,8 +6,11 @@ set of paths into the fewest roots that cover them and watches those
 the informer cache and its ownership record. It registers them once before the controller's
 workers start (and waits, bounded, for the server to watch the roots, so the first reads already
 go without a watch of their own), then again whenever an object declares a path not registered
-yet or an object goes away (roots may shrink), at most every :data:`DEBOUNCE` seconds.
-Leader-only: standbys read nothing and watch nothing.
+yet or an object goes away (roots may shrink), at most every :data:`DEBOUNCE` seconds -- except
+for a path no wanted root covers yet: that is registered at once, from the informer's event
+handler, so the root's ``addWatch`` is on the wire before the object's first reconcile reaches
+ZooKeeper (the writer waits for a root in flight instead of arming one-shot watches that would
+stay on the server). Leader-only: standbys read nothing and watch nothing.
 """
 
 from __future__ import annotations
@@ -66,16 +69,18 @@ class WatchRoots:
         self._registry = registry
         self._wait = wait
         self._registered: frozenset[str] = frozenset()
+        self._register_lock = threading.Lock()  # one registration at a time: the newest set wins
         self._dirty = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def register(self) -> int:
         """Register the paths of every cached object now; returns how many paths."""
-        paths = managed_paths(self._indexer.list(), self._registry)
-        self._registered = frozenset(paths)
-        self._zookeeper.watch_subtrees(OWNER, paths)
-        return len(paths)
+        with self._register_lock:
+            paths = managed_paths(self._indexer.list(), self._registry)
+            self._registered = frozenset(paths)
+            self._zookeeper.watch_subtrees(OWNER, paths)
+            return len(paths)
 
     def start(self) -> None:
         """Register, wait (bounded) for the roots to be watched, then follow changes on a thread."""
@@ -109,9 +114,19 @@ class WatchRoots:
     # --- informer events (cheap: a set lookup) ----------------------------------------------------
 
     def on_add(self, obj: JSON) -> None:
-        """A path not registered yet marks the set for re-registration."""
-        if any(p not in self._registered for p in index_by_path(obj)):
-            self._dirty.set()
+        """A path not registered yet marks the set for re-registration; once started, a path no
+        wanted root covers is registered at once (see the module docstring)."""
+        paths = [p for p in index_by_path(obj) if p not in self._registered]
+        if not paths:
+            return
+        roots = self._zookeeper.watches.roots
+        if self._thread is not None and any(not _under(p, roots) for p in paths):
+            try:
+                self.register()
+                return
+            except Exception:  # the debounced pass tries again
+                log.exception("could not update the watched roots")
+        self._dirty.set()
 
     def on_update(self, old: JSON, new: JSON) -> None:
         """A changed ``spec.path`` marks the set for re-registration."""
@@ -121,3 +136,8 @@ class WatchRoots:
     def on_delete(self, obj: JSON) -> None:
         """A deleted object may shrink the roots."""
         self._dirty.set()
+
+
+def _under(path: str, roots: frozenset[str]) -> bool:
+    """Is ``path`` one of ``roots`` or below one?"""
+    return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
