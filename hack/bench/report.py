@@ -48,7 +48,8 @@ def targets(s: Mapping[str, JSON], p: Params) -> JSON:
     """The issue's targets, each with the measured value and whether it is met (``None``: not measured)."""
     cold, warm, resync = s["cold_sync"], s["warm_restart"], s["resync"]
     update, drift, memory = s["update_latency"], s["drift_latency"], s["memory"]
-    scale = p.n >= 10000 and p.m >= 5000 and bool(memory["params"]["service_bridge"])
+    # the 200 MB goal is the N = 10,000 run's; the 50,000-object run has its own (scale_rss_mb)
+    scale = p.n >= 10000 and p.m >= 5000 and bool(memory["params"]["service_bridge"]) and not is_scale_run(p)
     update_p99 = update.get("p99_ms")
     drift_p99 = drift.get("p99_ms")
     return {
@@ -75,7 +76,8 @@ def targets(s: Mapping[str, JSON], p: Params) -> JSON:
         "memory_rss": target(
             "< 200 MB RSS at N = 10,000 and M = 5,000", memory["rss_mb"],
             (memory["rss_mb"] is not None and memory["rss_mb"] < 200) if scale else None,
-            "" if scale else "evaluated only in the scale run (--n 10000 --m 5000 with the service bridge)"),
+            "" if scale else "evaluated only in the scale run (--n 10000 --m 5000 with the service bridge); "
+            "with --scale see scale_rss_mb"),
         "api_writes_per_converged_cr": target(
             "<= 2 API writes per CR (finalizer + status)",
             {"all_writes": cold["api_writes_per_cr"],
