@@ -115,7 +115,8 @@ def test_pages_follow_creates_and_deletes_between_lists(kube: KubeClient, server
     create and delete (not re-sorted per page); with and without selectors, the pages add up."""
 
     def paged(namespace: str | None, query: dict[str, Any]) -> tuple[list[str], list[int]]:
-        collected, remaining = [], []
+        collected: list[str] = []
+        remaining: list[int] = []
         page = kube.request("GET", cms(namespace), query={**query, "limit": 4})
         while True:
             collected += [f"{i['metadata']['namespace']}/{i['metadata']['name']}" for i in page["items"]]
