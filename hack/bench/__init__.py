@@ -9,6 +9,8 @@ process (:mod:`zkop_testing.operator`), runs every scenario and prints one JSON 
     .venv/bin/python -m hack.bench                    # N = 2,000 CRs, M = 1,000 Services (minutes)
     .venv/bin/python -m hack.bench --n 10000 --m 5000 # the scale run
     .venv/bin/python -m hack.bench --smoke            # N = 50, M = 20: CI's check that this still runs
+    .venv/bin/python -m hack.bench --scale            # issue #17: N = 50,000, M = 20,000, realistic cluster
+    .venv/bin/python -m hack.bench --realistic-cluster  # every scenario in a cluster seeded like a real one
 
 Scenarios (each reports its parameters under ``params``; ``docs/performance.md`` explains them):
 
@@ -25,6 +27,8 @@ Scenarios (each reports its parameters under ``params``; ``docs/performance.md``
 * ``bridge`` — M Services → time until all are published, then churn (updates, deletes)
   throughput; ``{"skipped": ...}`` when ``zkop run --service-bridge`` does not exist.
 * ``memory`` — RSS (``/proc/<pid>/status`` VmRSS) of ``zkop run`` with N CRs and M Services cached.
+* ``cpu_reference`` (``--scale``, or ``--cpu-reference-n``) — a ``cold_sync`` at N = 2,000 in a cluster
+  seeded alike (own API server and chroot): the CPU per object the scale run is judged against.
 * ``realistic`` (only with ``--scenario realistic``) — the same in a cluster seeded like a real one
   (``kube-root-ca.crt`` per namespace, 2,000 Helm release Secrets of 50 KB, ``managedFields``
   everywhere): zkop's RSS and its start-up LIST load (objects and bytes per resource).

@@ -38,7 +38,7 @@ from .measure import (
     server_latency_ms,
     zk_client,
 )
-from .params import CONTROLLER, JSON, MAIN_CHROOT
+from .params import CONTROLLER, JSON
 from .watches import watch_figures
 
 log = logging.getLogger("bench")
@@ -147,7 +147,7 @@ def cold_sync(h: Harness, operator: OperatorProcess) -> JSON:
     after = h.snapshot(operator)
     records = api.request_log[before.log_len:after.log_len]
     with zk_client(h.server) as zk:
-        wrong = h.check_znodes(zk, MAIN_CHROOT)
+        wrong = h.check_znodes(zk, h.chroot)
     if wrong:
         raise RuntimeError(f"cold sync: {wrong} znodes do not hold their bytes")
     seconds = synced_at - started

@@ -39,11 +39,11 @@ def drift_latency(h: Harness, operator: OperatorProcess) -> JSON:
             stat = zk.set(path, f"hand-edit-{k}".encode())
             base_mtimes[k] = int(stat.mtime)
         elapsed = time.monotonic() - started
-        completed = observer.wait(30.0)
+        completed = observer.wait(h.scaled_timeout(30, 0.001))
     samples = [(o.observed_mono - o.sent_mono) * 1000 for o in observer.observations]
     server = [float(o.mtime_ms - base_mtimes[o.label]) for o in observer.observations
               if o.mtime_ms is not None and o.label in base_mtimes]
-    h.wait_settled(operator, min_reconciles=0, timeout=120)
+    h.wait_settled(operator, min_reconciles=0, timeout=h.scaled_timeout(120, 0.01))
     after = h.snapshot(operator)
     result: JSON = {
         "params": {"rate_per_s": p.drift_rate, "seconds": p.drift_seconds, "edits": total,

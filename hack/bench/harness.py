@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 import shutil
@@ -17,6 +18,7 @@ from pathlib import Path
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from zkop_testing.apiserver import ApiServer
+from zkop_testing.apiserver_realistic import managed_fields_for, seed
 from zkop_testing.crds import install_crds
 from zkop_testing.metrics import Metrics
 from zkop_testing.operator import OperatorProcess
@@ -37,7 +39,18 @@ from .measure import (
     server_stats,
     server_zxid,
 )
-from .params import CONTROLLER, JSON, MAIN_CHROOT, NAMESPACE, Params, cr_data, cr_manifest, cr_path
+from .params import (
+    CONTROLLER,
+    JSON,
+    MAIN_CHROOT,
+    NAMESPACE,
+    SERVICE_NAMESPACE,
+    Params,
+    cr_data,
+    cr_manifest,
+    cr_path,
+    svc_manifest,
+)
 from .txns import TxnWindow, txn_summary
 
 log = logging.getLogger("bench")
@@ -81,6 +94,23 @@ class Harness:
         self.operator_count = 0
         self.git: JSON = {}
         self.gc = GcPauses()
+        #: The ZooKeeper chroot of :attr:`api`'s operators (``zkop run --zk-hosts host:port<chroot>``).
+        self.chroot = MAIN_CHROOT
+        #: What the realistic seeding created in the last :meth:`new_api` (``None``: not seeded).
+        self.seeded: JSON | None = None
+        #: :func:`hack.bench.runner.machine_load` when the run started.
+        self.load_before: JSON = {}
+
+    def child(self, params: Params, chroot: str) -> Harness:
+        """A harness for a side run (another N, its own chroot and API server) sharing this one's
+        ZooKeeper, transaction-log windows, operator list, GC pause log and floor result."""
+        sub = copy.copy(self)
+        sub.p = params
+        sub.chroot = chroot
+        sub.api = None
+        sub.kubeconfig = ""
+        sub.results = {k: v for k, v in self.results.items() if k == "floor"}
+        return sub
 
     # --- environment ------------------------------------------------------------------------
 
@@ -97,9 +127,17 @@ class Harness:
         return self.api
 
     def new_api(self, name: str, n: int | None = None) -> tuple[ApiServer, str]:
-        """A fresh API server with zkop's CRDs and ``n`` (default N) ZooKeeperConfigs; returns it and its kubeconfig."""
+        """A fresh in-memory API server with zkop's CRDs and ``n`` (default N) ZooKeeperConfigs (straight into
+        its store); returns it and its kubeconfig.
+
+        With :attr:`Params.realistic_cluster` it is seeded like a real cluster first
+        (:func:`zkop_testing.apiserver_realistic.seed`) and the ZooKeeperConfigs carry three
+        managers' ``managedFields``. Its watch history holds at least 2 n events, so that a
+        paginated LIST or a watch resumed during a burst of n status writes is not answered 410
+        merely because the double keeps less history than etcd's compaction window would.
+        """
         n = self.p.n if n is None else n
-        api = ApiServer().start()
+        api = ApiServer(history_size=max(10000, 2 * n)).start()
         kubeconfig = str(api.write_kubeconfig(self.workdir / f"kubeconfig-{name}"))
         client = KubeClient(api.api_client())
         try:
@@ -107,15 +145,46 @@ class Harness:
         finally:
             client.close()
         started = time.monotonic()
+        if self.p.realistic_cluster:
+            report = seed(api, namespaces=self.p.realistic_namespaces, helm_secrets=self.p.realistic_secrets,
+                          secret_kb=self.p.realistic_secret_kb, managed_fields=self.p.realistic_managed_fields)
+            self.seeded = {"namespaces": len(report.namespaces), "root_ca_configmaps": report.configmaps,
+                           "helm_secrets": report.secrets, "helm_secret_mb": round(report.secret_bytes / 2**20, 1),
+                           "managed_fields": self.p.realistic_managed_fields}
         rt = api.store.resolve(GROUP, VERSION, PLURAL)
         assert rt is not None
         for i in range(n):
-            api.store.create(rt, NAMESPACE, cr_manifest(i), {})
-        log.info("%s API server %s: %d ZooKeeperConfigs created in %.1f s", name, api.url, n,
-                 time.monotonic() - started)
+            api.store.create(rt, NAMESPACE, self.realistic(cr_manifest(i)), {})
+        log.info("%s API server %s: %d ZooKeeperConfigs created in %.1f s%s", name, api.url, n,
+                 time.monotonic() - started, " (realistic cluster)" if self.p.realistic_cluster else "")
         api.clear_request_log()
         quiet_heap()
         return api, kubeconfig
+
+    def realistic(self, body: JSON) -> JSON:
+        """``body`` with three managers' ``managedFields`` when the cluster is seeded realistically."""
+        if self.p.realistic_cluster and self.p.realistic_managed_fields:
+            body["metadata"]["managedFields"] = managed_fields_for(body)
+        return body
+
+    def create_services(self, api: ApiServer, m: int) -> None:
+        """Namespace ``bench`` and the M Services, straight into the store (not timed, not logged)."""
+        store = api.store
+        ns_rt = store.resolve("", "v1", "namespaces")
+        svc_rt = store.resolve("", "v1", "services")
+        assert ns_rt is not None and svc_rt is not None
+        store.create(ns_rt, None, self.realistic(
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SERVICE_NAMESPACE}}), {})
+        for i in range(m):
+            store.create(svc_rt, SERVICE_NAMESPACE, self.realistic(svc_manifest(i)), {})
+
+    def scaled_timeout(self, base: float, per_object: float) -> float:
+        """``base`` seconds plus ``per_object`` seconds for each of the N ZooKeeperConfigs.
+
+        Every wait the bench does for zkop is bounded by one of these (or :meth:`timeout_for`),
+        so that nothing sized for N = 2,000 cuts a run at N = 50,000 short.
+        """
+        return base + per_object * self.p.n
 
     def states(self, api: ApiServer) -> Counter[str]:
         """``status.state`` of every ZooKeeperConfig, read from the store (no HTTP, not in the request log).
@@ -136,7 +205,7 @@ class Harness:
     def new_operator(self, args: Sequence[str], label: str) -> OperatorProcess:
         self.operator_count += 1
         log_path = self.workdir / f"zkop-{self.operator_count}-{label}.log"
-        operator = OperatorProcess(self.kubeconfig, f"{self.server.hosts}{MAIN_CHROOT}", list(args),
+        operator = OperatorProcess(self.kubeconfig, f"{self.server.hosts}{self.chroot}", list(args),
                                    log_path=str(log_path))
         self.operators.append(operator)
         return operator
@@ -209,7 +278,7 @@ class Harness:
                 "apiserver_process": self.gc.summary(before.gc_index)}
 
     def txn_window(self, result: JSON, before: Snapshot, after: Snapshot, n: int) -> None:
-        self.txn_windows.append(TxnWindow(result, before.zxid, after.zxid, n, MAIN_CHROOT))
+        self.txn_windows.append(TxnWindow(result, before.zxid, after.zxid, n, self.chroot))
 
     def timeout_for(self, per_item: float, items: int, floor: float = 60.0) -> float:
         return floor + per_item * items
@@ -265,14 +334,20 @@ class Harness:
         return data is not None and data.startswith(b"update-")
 
     def wait_ready(self, operator: OperatorProcess, started: float) -> float:
-        deadline = started + 120
+        """Wait until ``/readyz`` of ``operator`` answers 200; returns that monotonic time.
+
+        Raises:
+            TimeoutError: not ready within 120 s + 10 ms per ZooKeeperConfig of ``started``.
+        """
+        limit = self.scaled_timeout(120, 0.01)
+        deadline = started + limit
         while True:
             if operator.proc is not None and operator.proc.poll() is not None:
                 raise RuntimeError(f"zkop exited with {operator.proc.returncode}:\n{operator.log_tail()}")
             if operator.probe() == 200:
                 return time.monotonic()
             if time.monotonic() > deadline:
-                raise TimeoutError(f"zkop not ready after 120 s\n{operator.log_tail(30)}")
+                raise TimeoutError(f"zkop not ready after {limit:.0f} s\n{operator.log_tail(30)}")
             time.sleep(0.02)
 
     def idle(self, operator: OperatorProcess, before: Snapshot, *, until: float) -> JSON | None:

@@ -16,6 +16,13 @@ REGISTRY_ROOT = "/zkop/owners"
 PROBE_ROOT = "/zkop/probe"
 FLOOR_CHROOT = "/floor"
 MAIN_CHROOT = "/main"
+#: Chroot of the reference cold sync of a scale run (``Params.cpu_reference_n``).
+REFERENCE_CHROOT = "/reference"
+#: ``--scale``: the issue's scale run (#17).
+SCALE_N = 50000
+SCALE_M = 20000
+#: N of the reference cold sync whose CPU per object a scale run must not exceed.
+SCALE_CPU_REFERENCE_N = 2000
 API_WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 ZK_READ_OPS = ("get", "exists", "get_acls", "get_children")
 SESSION_TXNS = frozenset({"createSession", "closeSession", "createContainer", "deleteContainer"})
@@ -51,6 +58,14 @@ class Params:
         realistic_namespaces: namespaces it seeds (besides the built-in four).
         realistic_refs: ZooKeeperConfigs there that read a ConfigMap or Secret.
         realistic_managed_fields: seed ``managedFields`` there (off: the control run).
+        realistic_cluster: seed every scenario's API server like a real cluster
+            (:func:`zkop_testing.apiserver_realistic.seed`, ``realistic_secrets`` Helm Secrets of
+            ``realistic_secret_kb`` KB, ``managedFields`` on every object, the N ZooKeeperConfigs
+            and M Services included), not only the ``realistic`` scenario's.
+        scale: the scale run of issue #17 (``--scale``): N = 50,000, M = 20,000 in the realistic
+            cluster, one floor run, and the ``scale_*`` targets.
+        cpu_reference_n: when > 0, a reference ``cold_sync`` at this N (own API server seeded the
+            same way, own chroot) measures the CPU per object the scale run is judged against.
     """
 
     n: int = 2000
@@ -70,6 +85,9 @@ class Params:
     realistic_namespaces: int = 20
     realistic_refs: int = 100
     realistic_managed_fields: bool = True
+    realistic_cluster: bool = False
+    scale: bool = False
+    cpu_reference_n: int = 0
 
 
 # --------------------------------------------------------------------------- naming of test objects

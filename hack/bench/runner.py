@@ -14,7 +14,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from zkop_testing.zookeeper import ZooKeeperServer
@@ -27,9 +27,17 @@ from .floor import floor, floor_client
 from .harness import Harness
 from .measure import zk_client
 from .memory import memory
-from .params import JSON, MAIN_CHROOT, Params
+from .params import (
+    JSON,
+    MAIN_CHROOT,
+    REFERENCE_CHROOT,
+    SCALE_CPU_REFERENCE_N,
+    SCALE_M,
+    SCALE_N,
+    Params,
+)
 from .realistic import realistic
-from .report import brief, cpu_target, render_table, target, targets
+from .report import brief, cpu_target, render_table, scale_targets, target, targets
 from .resync import resync
 from .update_latency import update_latency
 from .warm_restart import warm_restart
@@ -53,11 +61,44 @@ def git_revision() -> JSON:
     return {"commit": commit, "zkop_dirty": bool(dirty)}
 
 
+def machine_load() -> JSON:
+    """The machine's load now: ``/proc/loadavg`` (1, 5, 15 minutes) and ``uptime``'s line."""
+    try:
+        with open("/proc/loadavg", encoding="ascii") as f:
+            one, five, fifteen = (float(x) for x in f.read().split()[:3])
+    except OSError:
+        return {}
+    try:
+        line = subprocess.run(["uptime"], capture_output=True, text=True, timeout=5, check=False).stdout.strip()
+    except OSError:
+        line = ""
+    return {"load_1m": one, "load_5m": five, "load_15m": fifteen, "uptime": line}
+
+
+def cpu_reference(h: Harness) -> JSON:
+    """Scenario ``cpu_reference``: a ``cold_sync`` at ``Params.cpu_reference_n`` objects, in a cluster
+    seeded the same way (its own API server and chroot), run before the main ``cold_sync``: the
+    CPU per object the scale run is judged against, measured on the same machine in the same run."""
+    sub = h.child(replace(h.p, n=h.p.cpu_reference_n, cpu_reference_n=0), REFERENCE_CHROOT)
+    with zk_client(h.server) as zk:
+        zk.ensure_path(REFERENCE_CHROOT)
+    sub.api, sub.kubeconfig = sub.new_api("reference")
+    operator = sub.new_operator(["--workers", str(sub.p.workers)], "reference")
+    try:
+        result = cold_sync(sub, operator)
+    finally:
+        h.stop_operator(operator)
+        sub.api.stop()
+    sub.results.pop("_memory_after_cold_sync", None)
+    return result
+
+
 def run_all(h: Harness) -> JSON:
     """Run every scenario; returns the report."""
     p = h.p
     run_started = time.monotonic()
     h.git = git_revision()
+    h.load_before = machine_load()
     h.zk = ZooKeeperServer()
     h.zk.start()
     try:
@@ -67,6 +108,10 @@ def run_all(h: Harness) -> JSON:
         log.info("scenario floor")
         h.results["floor"] = floor(h)
         log.info("floor: %s", brief(h.results["floor"]))
+        if p.cpu_reference_n > 0:
+            log.info("scenario cpu_reference (cold sync at N = %d)", p.cpu_reference_n)
+            h.results["cpu_reference"] = cpu_reference(h)
+            log.info("cpu_reference: %s", brief(h.results["cpu_reference"]))
         h.api, h.kubeconfig = h.new_api("main")
         base_args = ["--workers", str(p.workers)]
         operator = h.new_operator(base_args, "cold")
@@ -190,17 +235,19 @@ def run_realistic(h: Harness) -> JSON:
 
 def _report(h: Harness, seconds: float) -> JSON:
     p = h.p
-    scenarios = {name: h.results[name] for name in
-                 ("floor", "cold_sync", "warm_restart", "resync", "update_latency", "drift_latency", "bridge",
-                  "memory")}
+    scenarios: dict[str, JSON] = {name: h.results[name] for name in
+                 ("floor", "cpu_reference", "cold_sync", "warm_restart", "resync", "update_latency",
+                  "drift_latency", "bridge", "memory") if name in h.results}
     return {
         "params": {**asdict(p), "python": platform.python_version(), "cpus": os.cpu_count(),
                    "git": h.git,
                    "zookeeper": h.server.mntr().get("zk_version", "?").split(",")[0] if h.zk else "?",
                    "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                   "duration_s": round(seconds, 1)},
+                   "duration_s": round(seconds, 1),
+                   "machine_load": {"start": h.load_before, "end": machine_load()},
+                   "cluster": h.seeded or {"realistic": False}},
         "scenarios": scenarios,
-        "targets": targets(scenarios, p),
+        "targets": {**targets(scenarios, p), **scale_targets(scenarios, p)},
     }
 
 
@@ -215,6 +262,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--n", type=int, default=None, help="ZooKeeperConfig objects (default 2000; smoke 50)")
     parser.add_argument("--m", type=int, default=None, help="Services (default 1000; smoke 20)")
     parser.add_argument("--smoke", action="store_true", help="N=50, M=20, short streams: for CI, well under 60 s")
+    parser.add_argument("--scale", action="store_true",
+                        help=f"issue #17's scale run: N={SCALE_N}, M={SCALE_M}, every scenario in the realistic "
+                             f"cluster, one floor run, a reference cold sync at N={SCALE_CPU_REFERENCE_N} and the "
+                             "scale_* targets (with --smoke: the same wiring at smoke size)")
+    parser.add_argument("--realistic-cluster", action="store_true",
+                        help="seed every scenario's API server like a real cluster (as --scenario realistic does): "
+                             "kube-root-ca.crt per namespace, Helm release Secrets, managedFields everywhere")
+    parser.add_argument("--cpu-reference-n", type=int, default=None,
+                        help=f"run a reference cold sync at this N first (default {SCALE_CPU_REFERENCE_N} with "
+                             "--scale, else none)")
     parser.add_argument("--workers", type=int, default=8, help="zkop run --workers (default 8)")
     parser.add_argument("--update-rate", type=float, default=50.0, help="spec.data changes per second (default 50)")
     parser.add_argument("--update-seconds", type=float, default=None, help="length of the update stream (default 10)")
@@ -244,20 +301,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 def params_from_args(args: argparse.Namespace) -> Params:
     """:class:`Params` from parsed flags (``--smoke`` picks the small defaults)."""
+    realistic_cluster = bool(args.realistic_cluster or args.scale)
     if args.smoke:
-        return Params(n=args.n or 50, m=args.m or 20, workers=args.workers, floor_threads=args.workers,
+        n = args.n or 50
+        return Params(n=n, m=args.m or 20, workers=args.workers, floor_threads=args.workers,
                       update_rate=args.update_rate,
                       update_seconds=args.update_seconds or 2.0, drift_rate=args.drift_rate,
                       drift_seconds=args.drift_seconds or 2.0, min_sync_period=3.0, quiet=0.5, smoke=True,
                       floor_runs=1, realistic_secrets=_given(args.realistic_secrets, 20),
                       realistic_secret_kb=_given(args.realistic_secret_kb, 5), realistic_namespaces=3,
-                      realistic_refs=10, realistic_managed_fields=not args.realistic_no_managed_fields)
-    return Params(n=args.n or 2000, m=args.m or 1000, workers=args.workers, floor_threads=args.workers,
-                  update_rate=args.update_rate,
+                      realistic_refs=10, realistic_managed_fields=not args.realistic_no_managed_fields,
+                      realistic_cluster=realistic_cluster, scale=args.scale,
+                      cpu_reference_n=_given(args.cpu_reference_n, max(2, n // 2) if args.scale else 0))
+    return Params(n=args.n or (SCALE_N if args.scale else 2000), m=args.m or (SCALE_M if args.scale else 1000),
+                  workers=args.workers, floor_threads=args.workers, update_rate=args.update_rate,
                   update_seconds=args.update_seconds or 10.0, drift_rate=args.drift_rate,
                   drift_seconds=args.drift_seconds or 10.0, realistic_secrets=_given(args.realistic_secrets, 2000),
                   realistic_secret_kb=_given(args.realistic_secret_kb, 50),
-                  realistic_managed_fields=not args.realistic_no_managed_fields)
+                  realistic_managed_fields=not args.realistic_no_managed_fields,
+                  floor_runs=1 if args.scale else 3, realistic_cluster=realistic_cluster, scale=args.scale,
+                  cpu_reference_n=_given(args.cpu_reference_n, SCALE_CPU_REFERENCE_N if args.scale else 0))
 
 
 def _given(value: int | None, default: int) -> int:
@@ -277,6 +340,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.environ["ZOOKEEPER_WATCH_MODE"] = args.zk_watch_mode  # inherited by every zkop process
     if params.n < 2:
         raise SystemExit("--n must be at least 2")
+    if params.cpu_reference_n < 0 or params.cpu_reference_n == 1:
+        raise SystemExit("--cpu-reference-n must be 0 (none) or at least 2")
     workdir = Path(tempfile.mkdtemp(prefix="zkop-bench-"))
     log.info("workdir %s; params %s", workdir, params)
     ok = False

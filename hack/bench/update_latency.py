@@ -47,13 +47,13 @@ def update_latency(h: Harness, operator: OperatorProcess) -> JSON:
                 errors.append(repr(err))
 
         achieved = _paced(send, total, p.update_rate)
-        completed = observer.wait(30.0)
+        completed = observer.wait(h.scaled_timeout(30, 0.001))
     kube.close()
     samples = [(o.observed_mono - o.sent_mono) * 1000 for o in observer.observations]
     server = [o.mtime_ms - o.sent_wall * 1000 for o in observer.observations if o.mtime_ms is not None]
     if errors:
         log.warning("update_latency: %d PATCH errors, first: %s", len(errors), errors[0])
-    h.wait_settled(operator, min_reconciles=0, timeout=120)
+    h.wait_settled(operator, min_reconciles=0, timeout=h.scaled_timeout(120, 0.01))
     after = h.snapshot(operator)
     # The bench's own PATCHes of spec.data are in the log too: leave them out.
     records = [r for r in h.main_api.request_log[before.log_len:after.log_len] if r.user_agent != BENCH_AGENT]

@@ -110,6 +110,40 @@ def test_pagination_is_a_consistent_snapshot(kube: KubeClient, server: ApiServer
     assert status == 400
 
 
+def test_pages_follow_creates_and_deletes_between_lists(kube: KubeClient, server: ApiServer, ns: str) -> None:
+    """Pages start at their continue key by bisection in a key order kept in step with every
+    create and delete (not re-sorted per page); with and without selectors, the pages add up."""
+
+    def paged(namespace: str | None, query: dict[str, Any]) -> tuple[list[str], list[int]]:
+        collected: list[str] = []
+        remaining: list[int] = []
+        page = kube.request("GET", cms(namespace), query={**query, "limit": 4})
+        while True:
+            collected += [f"{i['metadata']['namespace']}/{i['metadata']['name']}" for i in page["items"]]
+            if not page["metadata"].get("continue"):
+                return collected, remaining
+            remaining.append(page["metadata"].get("remainingItemCount", -1))
+            page = kube.request("GET", cms(namespace), query={**query, "limit": 4,
+                                                             "continue": page["metadata"]["continue"]})
+
+    for i in (5, 1, 9, 3, 7, 0, 8, 2, 6, 4):
+        kube.request("POST", cms(ns), body={**cm(f"cm-{i}"), "metadata": {"name": f"cm-{i}",
+                                                                           "labels": {"odd": str(i % 2)}}})
+    for round_ in range(3):
+        everything = [f"{i['metadata']['namespace']}/{i['metadata']['name']}"
+                      for i in kube.request("GET", cms(None))["items"]]
+        names_, remaining = paged(None, {})
+        assert names_ == everything == sorted(everything)
+        assert remaining == [len(everything) - 4 * (k + 1) for k in range(len(remaining))]
+        assert paged(ns, {})[0] == [n for n in everything if n.startswith(f"{ns}/")]
+        odd = paged(None, {"labelSelector": "odd=1"})[0]
+        assert odd == [n for n in everything if n.startswith(f"{ns}/cm-") and len(n) == len(ns) + 5
+                       and int(n[-1]) % 2 == 1]  # the labelled cm-<digit>s that are left
+        kube.request("DELETE", cms(ns, f"cm-{round_ * 3}"))
+        kube.request("POST", cms(ns), body=cm(f"cm-{round_}{round_}"))
+        kube.request("POST", cms(ns), body=cm(f"aa-{round_}"))
+
+
 def test_expired_continue_token_is_gone(kube: KubeClient, server: ApiServer, ns: str) -> None:
     for i in range(3):
         kube.request("POST", cms(ns), body=cm(f"cm-{i}"))

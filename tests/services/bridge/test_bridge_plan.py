@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from zkop.services.bridge.formats import DesiredNode, Owner, container_stamp
 from zkop.services.bridge.options import Policy
-from zkop.services.bridge.plan import ObservedNode, describe, is_protected, plan_service, plan_sweep
+from zkop.services.bridge.plan import ObservedNode, Protection, describe, is_protected, plan_service, plan_sweep
 from zkop.zookeeper.actions import CreateNode, DeleteNode, SetData
 
 ROOT = "/kubernetes/services"
@@ -123,6 +123,17 @@ def test_desired_keys_protect_themselves_their_children_and_their_ancestors() ->
     assert plan_sweep(scan, desired_keys={key}, cluster_id=ME, policy="sync", max_deletes=10).actions == ()
     assert is_protected(f"{ROOT}/team-a", {key}) and is_protected(f"{key}/x", {key})
     assert not is_protected(f"{ROOT}/team-b", {key}) and not is_protected(f"{ROOT}/team-a-web", {key})
+
+
+def test_protection_answers_as_is_protected() -> None:
+    keys = {f"{ROOT}/team-a/web", f"{ROOT}/default-api", f"{ROOT}/x/y/z"}
+    paths = [f"{ROOT}/team-a", f"{ROOT}/team-a/", f"{ROOT}/team-a/web", f"{ROOT}/team-a/web/10.0.0.1",
+             f"{ROOT}/team-a-web", f"{ROOT}/team-b", f"{ROOT}/default-api", f"{ROOT}/default-ap",
+             f"{ROOT}/default-api/x", ROOT, "/kubernetes", "/", f"{ROOT}/x", f"{ROOT}/x/y", f"{ROOT}/x/y/z/w",
+             f"{ROOT}/x/yy", "/other"]
+    for desired in (keys, set(), {f"{ROOT}/default-api"}):
+        protection = Protection(desired)
+        assert [protection.covers(p) for p in paths] == [is_protected(p, desired) for p in paths], desired
 
 
 def test_breaker_counts_services_not_nodes_and_holds_everything() -> None:

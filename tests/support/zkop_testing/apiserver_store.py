@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import copy
 import json
 import random
@@ -80,6 +81,16 @@ class _Storage:
     key: tuple[str, str]
     strategy: Strategy
     objects: dict[str, JSON] = field(default_factory=dict)
+    #: The keys of :attr:`objects` in order, kept in step by ``_insert``/``_remove`` (built on first use):
+    #: a LIST page starts at its continue key by bisection instead of sorting every key again, as
+    #: etcd reads a key range. Without it a paginated LIST of N objects costs O(N²/limit).
+    sorted_keys: list[str] | None = None
+
+    def ordered_keys(self) -> list[str]:
+        """The keys of :attr:`objects`, sorted (the caller must hold the store's lock and not modify it)."""
+        if self.sorted_keys is None:
+            self.sorted_keys = sorted(self.objects)
+        return self.sorted_keys
 
 
 def _meta(obj: Mapping[str, Any]) -> JSON:
@@ -307,7 +318,10 @@ class Store:
     def _insert(self, storage: _Storage, obj: JSON) -> None:
         self.rv += 1
         _meta(obj)["resourceVersion"] = str(self.rv)
-        storage.objects[_key_of(obj, storage.strategy.namespaced)] = obj
+        key = _key_of(obj, storage.strategy.namespaced)
+        if storage.sorted_keys is not None and key not in storage.objects:
+            bisect.insort(storage.sorted_keys, key)
+        storage.objects[key] = obj
         if storage.strategy.namespaced:
             self._ns_counts[str(_meta(obj).get("namespace"))] += 1
         self._emit(storage, "ADDED", obj, None)
@@ -325,6 +339,10 @@ class Store:
         final["metadata"]["resourceVersion"] = str(self.rv)
         key = _key_of(old, storage.strategy.namespaced)
         del storage.objects[key]
+        if storage.sorted_keys is not None:
+            index = bisect.bisect_left(storage.sorted_keys, key)
+            if index < len(storage.sorted_keys) and storage.sorted_keys[index] == key:
+                del storage.sorted_keys[index]
         namespace = str(_meta(old).get("namespace", ""))
         if storage.strategy.namespaced:
             self._ns_counts[namespace] -= 1
@@ -490,8 +508,10 @@ class Store:
         return labels, fields
 
     def _state_at(self, storage: _Storage, rv: int, *, continuing: bool = False) -> dict[str, JSON]:
+        """The objects of ``storage`` at ``rv``: :attr:`_Storage.objects` itself (not a copy: the
+        caller holds the lock) when nothing changed since, else a reconstructed copy."""
         if rv >= self.rv:
-            return dict(storage.objects)
+            return storage.objects
         if rv < self._floor:
             if continuing:
                 raise errs.expired(_CONTINUE_TOO_OLD)
@@ -585,15 +605,22 @@ class Store:
                     snapshot_rv = wanted
                 else:
                     self._wait_for_rv(wanted)
-                    state = dict(storage.objects)
+                    state = storage.objects
                     snapshot_rv = self.rv
             else:
-                state = dict(storage.objects)
+                state = storage.objects
                 snapshot_rv = self.rv
+            keys = storage.ordered_keys() if state is storage.objects else sorted(state)
+            first = bisect.bisect_right(keys, start) if start else 0
+            # Without selectors every key matches: stop after limit + 1, the rest is counted.
+            unfiltered = namespace is None and labels.empty and fields.empty
             selected = []
-            for key in sorted(state):
-                if start and key <= start:
-                    continue
+            unseen = 0  # keys after an early stop: all match
+            for position in range(first, len(keys)):
+                if unfiltered and limit and len(selected) > limit:
+                    unseen = len(keys) - position
+                    break
+                key = keys[position]
                 obj = state[key]
                 meta = _meta(obj)
                 if namespace is not None and meta.get("namespace") != namespace:
@@ -605,7 +632,7 @@ class Store:
                 selected.append((key, obj))
             list_meta: JSON = {"resourceVersion": str(snapshot_rv)}
             if limit and len(selected) > limit:
-                remaining = len(selected) - limit
+                remaining = len(selected) - limit + unseen
                 selected = selected[:limit]
                 list_meta["continue"] = self._encode_continue(snapshot_rv, selected[-1][0])
                 if labels.empty and fields.empty:

@@ -43,6 +43,7 @@ __all__ = [
     "Collision",
     "DesiredSet",
     "ObservedNode",
+    "Protection",
     "ServicePlan",
     "SweepPlan",
     "describe",
@@ -241,6 +242,28 @@ class SweepPlan:
 
 def _parent(path: str) -> str:
     return path.rsplit("/", 1)[0] or "/"
+
+
+class Protection:
+    """:func:`is_protected` for many paths against one desired set: the set and its keys' ancestors are
+    indexed once, so each question costs O(depth of the path), not O(number of desired keys).
+
+    Args:
+        desired_keys: key paths of all selected Services.
+    """
+
+    def __init__(self, desired_keys: Set[str]) -> None:
+        self.keys = frozenset(desired_keys)
+        self.ancestors = frozenset(a for key in self.keys for a in parent_paths(key))
+        self._any_absolute = any(key.startswith("/") for key in self.keys)
+
+    def covers(self, path: str) -> bool:
+        """Same answer as ``is_protected(path, desired_keys)`` (for normalized key paths, as
+        :meth:`RecordFormat.locate` makes them)."""
+        if path in self.keys or any(p in self.keys for p in parent_paths(path)):
+            return True
+        stem = path.rstrip("/")
+        return self._any_absolute if not stem else stem in self.ancestors
 
 
 def is_protected(path: str, desired_keys: Set[str]) -> bool:

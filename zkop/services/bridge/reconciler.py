@@ -42,11 +42,11 @@ from zkop.services.bridge.naming import winner
 from zkop.services.bridge.options import BridgeOptions
 from zkop.services.bridge.plan import (
     ObservedNode,
+    Protection,
     ServicePlan,
     SweepPlan,
     describe,
     desired_set,
-    is_protected,
     plan_service,
     plan_sweep,
 )
@@ -138,12 +138,20 @@ class ServiceBridgeReconciler(FullSyncReconciler):
         self._collisions: ReportOnce[str, tuple[str, str]] = ReportOnce()  # loser key → (its uid, winner key)
         self._conflicts: ReportOnce[str, tuple[str, tuple[str, ...]]] = ReportOnce()  # key → (uid, foreign paths)
         self._tracked: set[str] = set()  # keys of selected Services seen; only these can leave records behind
+        # Bumped by key_index, which the indexer calls (under its lock) after every change of the Services
+        # cache: the "wanted again" guard recomputes the desired set only when the cache moved.
+        self._cache_changes = 0
+        self._protection: tuple[int, Protection] | None = None
         self.last_sweep: SweepPlan | None = None
 
     # --- index and mapping helpers (used by the builder) ----------------------------------------
 
     def key_index(self, obj: JSON) -> list[str]:
-        """Index function for :data:`KEY_INDEX`: the key path of a selected Service, else nothing."""
+        """Index function for :data:`KEY_INDEX`: the key path of a selected Service, else nothing.
+
+        The indexer calls it for every object stored or removed, so it also counts the cache's changes.
+        """
+        self._cache_changes += 1
         if not is_selected(obj, self.options):
             return []
         return [self.format.locate(obj, self.options).key_path]
@@ -357,6 +365,15 @@ class ServiceBridgeReconciler(FullSyncReconciler):
                               last_full_sync=metrics.SERVICE_BRIDGE_LAST_FULL_SYNC)
 
     def _wanted_again(self, action: DeleteNode) -> str | None:
-        """The "wanted again" guard: is ``action``'s path protected by the cache as it is now?"""
-        fresh = desired_set(self.services.list(), self.options, self.format).keys
-        return f"{action.path} is wanted again; not deleted" if is_protected(action.path, fresh) else None
+        """The "wanted again" guard: is ``action``'s path protected by the cache as it is now?
+
+        The desired set of the whole cache is computed again only when the cache changed since the
+        last guard (:meth:`key_index` counts the changes): a full sync deleting D records of M
+        Services costs O(M + D), not O(M × D) — 5,000 deletes among 20,000 Services took 15 minutes.
+        """
+        changes = self._cache_changes  # read before the list: a change after it forces the next recompute
+        cached = self._protection
+        if cached is None or cached[0] != changes:
+            cached = (changes, Protection(desired_set(self.services.list(), self.options, self.format).keys))
+            self._protection = cached
+        return f"{action.path} is wanted again; not deleted" if cached[1].covers(action.path) else None
