@@ -146,13 +146,19 @@ def run_all(h: Harness) -> JSON:
         h.count_txns()
         report = _report(h, time.monotonic() - run_started)
     finally:
-        for operator in h.operators:
-            with contextlib.suppress(Exception):
-                operator.stop(timeout=10)
-        if h.api is not None:
-            h.api.stop()
-        h.zk.stop()
+        _stop_everything(h)
     return report
+
+
+def _stop_everything(h: Harness) -> None:
+    """Stop every operator the run started (errors ignored), then the API server and ZooKeeper."""
+    for operator in h.operators:
+        with contextlib.suppress(Exception):
+            operator.stop(timeout=10)
+    if h.api is not None:
+        h.api.stop()
+    if h.zk is not None:
+        h.zk.stop()
 
 
 def run_cpu(h: Harness) -> JSON:
@@ -180,12 +186,7 @@ def run_cpu(h: Harness) -> JSON:
             h.stop_operator(operator)
         h.count_txns()
     finally:
-        for operator in h.operators:
-            with contextlib.suppress(Exception):
-                operator.stop(timeout=10)
-        if h.api is not None:
-            h.api.stop()
-        h.zk.stop()
+        _stop_everything(h)
     floor_result, cold = h.results["floor"], h.results["cold_sync"]
     return {
         "params": {**asdict(p), "python": platform.python_version(), "cpus": os.cpu_count(), "git": h.git,

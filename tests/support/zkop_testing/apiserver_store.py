@@ -614,7 +614,7 @@ class Store:
             first = bisect.bisect_right(keys, start) if start else 0
             # Without selectors every key matches: stop after limit + 1, the rest is counted.
             unfiltered = namespace is None and labels.empty and fields.empty
-            selected = []
+            selected: list[tuple[str, JSON]] = []
             unseen = 0  # keys after an early stop: all match
             for position in range(first, len(keys)):
                 if unfiltered and limit and len(selected) > limit:
