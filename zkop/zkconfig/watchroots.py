@@ -24,6 +24,7 @@ from zkop.runtime.cache import Indexer
 from zkop.zkconfig.reconciler import index_by_path
 from zkop.zookeeper.adapter import ZooKeeperAdapter
 from zkop.zookeeper.paths import InvalidPath, validate_path
+from zkop.zookeeper.watches import covered
 
 __all__ = ["DEBOUNCE", "OWNER", "WatchRoots", "managed_paths"]
 
@@ -120,7 +121,7 @@ class WatchRoots:
         if not paths:
             return
         roots = self._zookeeper.watches.roots
-        if self._thread is not None and any(not _under(p, roots) for p in paths):
+        if self._thread is not None and any(not covered(p, roots) for p in paths):
             try:
                 self.register()
                 return
@@ -136,8 +137,3 @@ class WatchRoots:
     def on_delete(self, obj: JSON) -> None:
         """A deleted object may shrink the roots."""
         self._dirty.set()
-
-
-def _under(path: str, roots: frozenset[str]) -> bool:
-    """Is ``path`` one of ``roots`` or below one?"""
-    return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)

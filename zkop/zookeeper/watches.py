@@ -50,7 +50,7 @@ from kazoo.protocol.states import Callback
 from zkop.zookeeper import metrics
 from zkop.zookeeper.cache import WatchCache
 
-__all__ = ["ADD_WATCH", "WATCH_MODES", "AddWatch", "PersistentWatches", "RemoveWatches", "covering_roots"]
+__all__ = ["ADD_WATCH", "WATCH_MODES", "AddWatch", "PersistentWatches", "RemoveWatches", "covered", "covering_roots"]
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +125,7 @@ def covering_roots(paths: Iterable[str]) -> frozenset[str]:
     return frozenset("/" + "/".join(parts) for parts in groups.values())
 
 
-def _covered(path: str, roots: frozenset[str]) -> bool:
+def covered(path: str, roots: frozenset[str]) -> bool:
     """Is ``path`` one of ``roots`` or below one (walks up the path: O(depth))?"""
     if not roots:
         return False
@@ -236,18 +236,18 @@ class PersistentWatches:
         With ``wait`` > 0 (seconds), a path under a root whose ``addWatch`` is in flight waits for
         its answer (sent first on a new connection: one round trip).
         """
-        if _covered(path, self._active):
+        if covered(path, self._active):
             return True
-        if wait <= 0 or not self.enabled or not _covered(path, self._roots):
+        if wait <= 0 or not self.enabled or not covered(path, self._roots):
             return False
         deadline = time.monotonic() + wait
         with self._cond:
-            while not _covered(path, self._active) and any(_covered(path, frozenset({r})) for r in self._pending):
+            while not covered(path, self._active) and any(covered(path, frozenset({r})) for r in self._pending):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
                 self._cond.wait(left)
-            return _covered(path, self._active)
+            return covered(path, self._active)
 
     # --- requests ---------------------------------------------------------------------------------
 
@@ -270,7 +270,7 @@ class PersistentWatches:
         retired, self._retiring = frozenset(self._retiring), set()
         self._active = self._active - retired
         remaining = self._active
-        self.cache.forget_matching(lambda p: _covered(p, retired) and not _covered(p, remaining))
+        self.cache.forget_matching(lambda p: covered(p, retired) and not covered(p, remaining))
         for root in sorted(retired):
             self.client._call(RemoveWatches(self._full(root), WATCHER_TYPE_ANY), self.client.handler.async_result())
         self._cond.notify_all()
@@ -339,7 +339,7 @@ class PersistentWatches:
             watch, _ = Watch.deserialize(buffer, offset)
             if watch.type in (NODE_CREATED, NODE_DELETED, NODE_DATA_CHANGED):
                 path = client.unchroot(watch.path)
-                if _covered(path, self._active):
+                if covered(path, self._active):
                     own, was_known = self.cache.on_event(path, watch.type)
                     if not own and (was_known or path in self._managed) and not client._stopped.is_set():
                         client.handler.dispatch_callback(Callback("watch", self.cache.notify, (path,)))
