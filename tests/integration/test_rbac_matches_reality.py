@@ -20,7 +20,7 @@ from zkop_testing.apiserver import ApiServer
 from zkop_testing.kustomize import REPO, rbac_rules, render
 from zkop_testing.metrics_access import reader_token
 from zkop_testing.operator import OperatorProcess
-from zkop_testing.resources import ZKC, create, get, read, synced, zkc
+from zkop_testing.resources import ZKC, create, create_service_with_endpoints, get, read, synced, zkc
 from zkop_testing.waiting import wait_for
 from zkop_testing.zookeeper import ZooKeeperServer
 
@@ -85,14 +85,7 @@ def test_rbac_covers_exactly_what_zkop_sends(kubeconfig: str, kube: KubeClient, 
         wait_for(lambda: get(kube, "flag") is None, timeout=15)
 
         # Service bridge: a Service with endpoints is published, then removed.
-        kube.request("POST", resource_path("", "v1", "services", "default"), body={
-            "apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "default"},
-            "spec": {"ports": [{"name": "http", "port": 80}], "selector": {"app": "web"}}})
-        kube.request("POST", resource_path("discovery.k8s.io", "v1", "endpointslices", "default"), body={
-            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-            "metadata": {"name": "web-1", "namespace": "default", "labels": {"kubernetes.io/service-name": "web"}},
-            "addressType": "IPv4", "endpoints": [{"addresses": ["10.1.0.5"], "conditions": {"ready": True}}],
-            "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]})
+        create_service_with_endpoints(kube)
         wait_for(lambda: zk.exists(zk_base + "/kubernetes/services/default-web") is not None, timeout=15)
         kube.request("DELETE", resource_path("", "v1", "services", "default", "web"))
         wait_for(lambda: zk.exists(zk_base + "/kubernetes/services/default-web") is None, timeout=15)

@@ -20,7 +20,7 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from zkop_testing.operator import OperatorProcess
-from zkop_testing.resources import conditions, create, get, synced, zkc
+from zkop_testing.resources import conditions, create, create_service_with_endpoints, get, synced, zkc
 from zkop_testing.waiting import wait_for
 from zkop_testing.zookeeper import ZooKeeperEnsemble, ZooKeeperServer
 
@@ -55,14 +55,7 @@ def ensemble() -> Iterator[ZooKeeperEnsemble]:
 def _declare_everything(kube: KubeClient) -> None:
     for name, (path, data) in CONFIGS.items():
         create(kube, zkc(name, path, data))
-    kube.request("POST", resource_path("", "v1", "services", "default"), body={
-        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "default"},
-        "spec": {"ports": [{"name": "http", "port": 80}], "selector": {"app": "web"}}})
-    kube.request("POST", resource_path("discovery.k8s.io", "v1", "endpointslices", "default"), body={
-        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-        "metadata": {"name": "web-1", "namespace": "default", "labels": {"kubernetes.io/service-name": "web"}},
-        "addressType": "IPv4", "endpoints": [{"addresses": ["10.1.0.5"], "conditions": {"ready": True}}],
-        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]})
+    create_service_with_endpoints(kube)
 
 
 def _missing(client: KazooClient) -> list[str]:

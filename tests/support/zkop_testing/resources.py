@@ -77,3 +77,17 @@ def events(kube: KubeClient, name: str, namespace: str = "default") -> list[dict
 def reasons(kube: KubeClient, name: str, namespace: str = "default") -> list[str]:
     """Event reasons about the named object, oldest first."""
     return [e["reason"] for e in events(kube, name, namespace)]
+
+
+def create_service_with_endpoints(kube: KubeClient, name: str = "web", namespace: str = "default",
+                                  address: str = "10.1.0.5") -> None:
+    """POST a Service (port ``http`` 80, selector ``app=<name>``) and one ready EndpointSlice for it
+    (``<name>-1``: ``address``, port ``http`` 8080/TCP): what the service bridge publishes."""
+    kube.request("POST", resource_path("", "v1", "services", namespace), body={
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": namespace},
+        "spec": {"ports": [{"name": "http", "port": 80}], "selector": {"app": name}}})
+    kube.request("POST", resource_path("discovery.k8s.io", "v1", "endpointslices", namespace), body={
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": f"{name}-1", "namespace": namespace, "labels": {"kubernetes.io/service-name": name}},
+        "addressType": "IPv4", "endpoints": [{"addresses": [address], "conditions": {"ready": True}}],
+        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]})
