@@ -46,17 +46,11 @@ class Recorder:
 
 
 @pytest.fixture
-def server() -> Iterator[ApiServer]:
+def apiserver() -> Iterator[ApiServer]:
+    """conftest's ``apiserver`` (and so its ``kube`` client), seeded like a real cluster."""
     with ApiServer() as s:
         seed(s, namespaces=["team-a"], helm_secrets=6, secret_kb=5)
         yield s
-
-
-@pytest.fixture
-def kube(server: ApiServer) -> Iterator[KubeClient]:
-    client = KubeClient(server.api_client(), default_timeout=10)
-    yield client
-    client.close()
 
 
 def configmap(name: str, value: str, namespace: str = "team-a") -> JSON:
@@ -69,7 +63,7 @@ def cm_path(name: str | None = None, namespace: str = "team-a") -> str:
     return resource_path("", "v1", "configmaps", namespace, name)
 
 
-def test_the_transform_strips_what_zkop_never_reads(server: ApiServer, kube: KubeClient) -> None:
+def test_the_transform_strips_what_zkop_never_reads(apiserver: ApiServer, kube: KubeClient) -> None:
     kube.request("POST", cm_path(), body=configmap("app", "1"))
     informer = Informer(kube, CONFIGMAPS, namespaces=["team-a"], resync_period=0)
     informer.start()
@@ -113,19 +107,19 @@ def test_strip_unused_fields_leaves_other_annotations() -> None:
     assert strip_unused_fields(obj) == {"metadata": {"name": "x"}}
 
 
-def test_named_objects_are_fetched_and_watched_one_by_one_never_listed(server: ApiServer, kube: KubeClient) -> None:
+def test_named_objects_are_fetched_and_watched_one_by_one_never_listed(apiserver: ApiServer, kube: KubeClient) -> None:
     kube.request("POST", cm_path(), body=configmap("app", "1"))
     kube.request("POST", cm_path(), body=configmap("other", "1"))
     cache = NamedObjectInformer(kube, CONFIGMAPS, name="configmaps", inactivity_timeout=5)
     recorder = Recorder()
     cache.add_event_handler(recorder)
     cache.track(["team-a/app", "team-a/later"])
-    server.clear_request_log()
+    apiserver.clear_request_log()
     cache.start()
     try:
         assert cache.has_synced()
         wait_for(lambda: recorder.events() == [("add", "team-a/app", "1")], timeout=10, message="GET → add")
-        wait_for(lambda: server.count_requests("watch", "configmaps") == 2, timeout=10, message="two watches")
+        wait_for(lambda: apiserver.count_requests("watch", "configmaps") == 2, timeout=10, message="two watches")
         kube.request("PATCH", cm_path("app"), body={"data": {"v": "2"}}, content_type=MERGE_PATCH)
         kube.request("PATCH", cm_path("other"), body={"data": {"v": "2"}}, content_type=MERGE_PATCH)
         kube.request("POST", cm_path(), body=configmap("later", "1"))  # absent at the GET
@@ -142,58 +136,58 @@ def test_named_objects_are_fetched_and_watched_one_by_one_never_listed(server: A
         assert cache.tracked() == ["team-a/app"] and cache.indexer.get("team-a/later") is None
     finally:
         cache.stop()
-    reads = {(r.verb, r.namespace, r.name) for r in server.request_log if r.resource == "configmaps"
+    reads = {(r.verb, r.namespace, r.name) for r in apiserver.request_log if r.resource == "configmaps"
              and r.verb in ("get", "list", "watch")}
     assert {verb for verb, _, _ in reads} == {"get", "watch"}  # never a LIST
     assert {name for _, _, name in reads} == {"app", "later"}  # and only the named ones
 
 
-def test_get_on_demand_before_the_first_fetch_once_per_ttl(server: ApiServer, kube: KubeClient) -> None:
+def test_get_on_demand_before_the_first_fetch_once_per_ttl(apiserver: ApiServer, kube: KubeClient) -> None:
     kube.request("POST", resource_path("", "v1", "secrets", "team-a"), body={
         "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "team-a"}, "data": {"k": "dg=="}})
     now = [100.0]
     cache = NamedObjectInformer(kube, SECRETS, name="secrets", get_ttl=5.0, clock=lambda: now[0])
-    server.clear_request_log()
+    apiserver.clear_request_log()
     # Not started: every read is an on-demand GET, answered from the TTL cache for 5 s.
     for _ in range(3):
         found = cache.get("team-a/s")
         assert found is not None and found["data"] == {"k": "dg=="} and "managedFields" not in found["metadata"]
     assert cache.get("team-a/absent") is None and cache.get("team-a/absent") is None
-    assert server.count_requests("get", "secrets") == 2
+    assert apiserver.count_requests("get", "secrets") == 2
     now[0] += 6
     cache.get("team-a/s")
-    assert server.count_requests("get", "secrets") == 3
+    assert apiserver.count_requests("get", "secrets") == 3
     assert cache.tracked() == ["team-a/absent", "team-a/s"]  # read once, watched from then on
     cache.start()
     try:
         wait_for(lambda: all(r.synced.is_set() for r in cache.reflectors), timeout=10, message="reflectors synced")
-        before = server.count_requests("get", "secrets")
+        before = apiserver.count_requests("get", "secrets")
         assert cache.get("team-a/s") is not None and cache.get("team-a/absent") is None
-        assert server.count_requests("get", "secrets") == before  # from the cache now
+        assert apiserver.count_requests("get", "secrets") == before  # from the cache now
     finally:
         cache.stop()
 
 
-def test_an_object_unchanged_for_long_is_watched_without_a_410_loop(server: ApiServer, kube: KubeClient) -> None:
+def test_an_object_unchanged_for_long_is_watched_without_a_410_loop(apiserver: ApiServer, kube: KubeClient) -> None:
     """The object's own resourceVersion is long compacted away on a real server (a Secret untouched
     for an hour): the watch must not start there, or every watch is 410 Gone and GET follows GET."""
     kube.request("POST", cm_path(), body=configmap("old", "1"))
     kube.request("POST", cm_path(), body=configmap("busy", "1"))
     for i in range(5):
         kube.request("PATCH", cm_path("busy"), body={"data": {"v": str(i)}}, content_type=MERGE_PATCH)
-    server.expire_history()  # the history no longer reaches back to "old"'s resourceVersion
+    apiserver.expire_history()  # the history no longer reaches back to "old"'s resourceVersion
     cache = NamedObjectInformer(kube, CONFIGMAPS, name="configmaps", inactivity_timeout=5)
     recorder = Recorder()
     cache.add_event_handler(recorder)
     cache.track(["team-a/old"])
-    server.clear_request_log()
+    apiserver.clear_request_log()
     cache.start()
     try:
-        wait_for(lambda: server.count_requests("watch", "configmaps") >= 1, timeout=10, message="watch open")
+        wait_for(lambda: apiserver.count_requests("watch", "configmaps") >= 1, timeout=10, message="watch open")
         kube.request("PATCH", cm_path("old"), body={"data": {"v": "2"}}, content_type=MERGE_PATCH)
         wait_for(lambda: recorder.events() == [("add", "team-a/old", "1"), ("update", "team-a/old", "2")],
                  timeout=10, message="the edit arrives through the watch")
-        assert server.count_requests("get", "configmaps") == 1
-        assert server.count_requests("watch", "configmaps") == 1
+        assert apiserver.count_requests("get", "configmaps") == 1
+        assert apiserver.count_requests("watch", "configmaps") == 1
     finally:
         cache.stop()

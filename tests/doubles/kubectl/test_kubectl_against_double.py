@@ -94,24 +94,17 @@ def binary(request: pytest.FixtureRequest) -> tuple[str, tuple[int, int]]:
 
 
 @pytest.fixture(scope="module")
-def server(binary: tuple[str, tuple[int, int]]) -> Iterator[ApiServer]:
+def apiserver(binary: tuple[str, tuple[int, int]]) -> Iterator[ApiServer]:
     with ApiServer() as s:  # one cluster per kubectl
         yield s
 
 
 @pytest.fixture(scope="module")
-def kubectl(binary: tuple[str, tuple[int, int]], server: ApiServer,
+def kubectl(binary: tuple[str, tuple[int, int]], apiserver: ApiServer,
             tmp_path_factory: pytest.TempPathFactory) -> Kubectl:
-    tool = Kubectl(binary[0], binary[1], server.write_kubeconfig(tmp_path_factory.mktemp("kubectl") / "kubeconfig"))
+    tool = Kubectl(binary[0], binary[1], apiserver.write_kubeconfig(tmp_path_factory.mktemp("kubectl") / "kubeconfig"))
     tool.out("apply", "-f", str(REPO / "manifests" / "crd" / "zookeeperconfigs.yaml"))
     return tool
-
-
-@pytest.fixture
-def kube(server: ApiServer) -> Iterator[KubeClient]:
-    client = KubeClient(server.api_client(), default_timeout=10)
-    yield client
-    client.close()
 
 
 def header(output: str) -> list[str]:
