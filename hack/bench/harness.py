@@ -18,7 +18,7 @@ from pathlib import Path
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from zkop_testing.apiserver import ApiServer
-from zkop_testing.apiserver_realistic import managed_fields_for, seed
+from zkop_testing.apiserver_realistic import SeedReport, managed_fields_for, seed
 from zkop_testing.crds import install_crds
 from zkop_testing.metrics import Metrics
 from zkop_testing.operator import OperatorProcess
@@ -146,8 +146,7 @@ class Harness:
             client.close()
         started = time.monotonic()
         if self.p.realistic_cluster:
-            report = seed(api, namespaces=self.p.realistic_namespaces, helm_secrets=self.p.realistic_secrets,
-                          secret_kb=self.p.realistic_secret_kb, managed_fields=self.p.realistic_managed_fields)
+            report = self.seed_cluster(api)
             self.seeded = {"namespaces": len(report.namespaces), "root_ca_configmaps": report.configmaps,
                            "helm_secrets": report.secrets, "helm_secret_mb": round(report.secret_bytes / 2**20, 1),
                            "managed_fields": self.p.realistic_managed_fields}
@@ -160,6 +159,12 @@ class Harness:
         api.clear_request_log()
         quiet_heap()
         return api, kubeconfig
+
+    def seed_cluster(self, api: ApiServer) -> SeedReport:
+        """Seed ``api`` like a real cluster with the run's ``--realistic-*`` parameters
+        (:func:`zkop_testing.apiserver_realistic.seed`)."""
+        return seed(api, namespaces=self.p.realistic_namespaces, helm_secrets=self.p.realistic_secrets,
+                    secret_kb=self.p.realistic_secret_kb, managed_fields=self.p.realistic_managed_fields)
 
     def realistic(self, body: JSON) -> JSON:
         """``body`` with three managers' ``managedFields`` when the cluster is seeded realistically."""

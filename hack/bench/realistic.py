@@ -28,7 +28,7 @@ from collections import Counter
 from typing import Any
 
 from zkop_testing.apiserver import ApiServer
-from zkop_testing.apiserver_realistic import managed_fields_for, seed
+from zkop_testing.apiserver_realistic import managed_fields_for
 from zkop_testing.crds import install_crds
 from zkop_testing.operator import OperatorProcess
 
@@ -159,8 +159,7 @@ def realistic(h: Harness) -> JSON:
             finally:
                 client.close()
             started = time.monotonic()
-            seeded = seed(api, namespaces=p.realistic_namespaces, helm_secrets=p.realistic_secrets,
-                          secret_kb=p.realistic_secret_kb, managed_fields=p.realistic_managed_fields)
+            seeded = h.seed_cluster(api)
             referenced = _populate(api, p.n, p.m, params["refs"], p.realistic_managed_fields)
             log.info("realistic: seeded in %.1f s", time.monotonic() - started)
             kubeconfig = str(api.write_kubeconfig(h.workdir / "kubeconfig-realistic"))
