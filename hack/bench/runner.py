@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 
+from zkop_testing.operator import OperatorProcess
 from zkop_testing.zookeeper import ZooKeeperServer
 
 from . import REPO
@@ -105,9 +106,7 @@ def run_all(h: Harness) -> JSON:
         log.info("ZooKeeper %s (pid %s)", h.server.hosts, h.server.pid)
         with zk_client(h.server) as zk:
             zk.ensure_path(MAIN_CHROOT)
-        log.info("scenario floor")
-        h.results["floor"] = floor(h)
-        log.info("floor: %s", brief(h.results["floor"]))
+        _run_floor(h)
         if p.cpu_reference_n > 0:
             log.info("scenario cpu_reference (cold sync at N = %d)", p.cpu_reference_n)
             h.results["cpu_reference"] = cpu_reference(h)
@@ -116,11 +115,7 @@ def run_all(h: Harness) -> JSON:
         base_args = ["--workers", str(p.workers)]
         operator = h.new_operator(base_args, "cold")
         try:
-            log.info("cold_sync baseline (fixed CPU costs)")
-            h.results["_cold_sync_baseline"] = cold_sync_baseline(h)
-            log.info("scenario cold_sync")
-            h.results["cold_sync"] = cold_sync(h, operator)
-            log.info("cold_sync: %s", brief(h.results["cold_sync"]))
+            _run_cold_sync(h, operator)
             log.info("scenario update_latency")
             h.results["update_latency"] = update_latency(h, operator)
             log.info("update_latency: %s", brief(h.results["update_latency"]))
@@ -150,6 +145,22 @@ def run_all(h: Harness) -> JSON:
     return report
 
 
+def _run_floor(h: Harness) -> None:
+    """Scenario ``floor`` into ``h.results``."""
+    log.info("scenario floor")
+    h.results["floor"] = floor(h)
+    log.info("floor: %s", brief(h.results["floor"]))
+
+
+def _run_cold_sync(h: Harness, operator: OperatorProcess) -> None:
+    """The fixed-cost baseline (a cold sync of N/10), then scenario ``cold_sync``, into ``h.results``."""
+    log.info("cold_sync baseline (fixed CPU costs)")
+    h.results["_cold_sync_baseline"] = cold_sync_baseline(h)
+    log.info("scenario cold_sync")
+    h.results["cold_sync"] = cold_sync(h, operator)
+    log.info("cold_sync: %s", brief(h.results["cold_sync"]))
+
+
 def _stop_everything(h: Harness) -> None:
     """Stop every operator the run started (errors ignored), then the API server and ZooKeeper."""
     for operator in h.operators:
@@ -171,17 +182,11 @@ def run_cpu(h: Harness) -> JSON:
     try:
         with zk_client(h.server) as zk:
             zk.ensure_path(MAIN_CHROOT)
-        log.info("scenario floor")
-        h.results["floor"] = floor(h)
-        log.info("floor: %s", brief(h.results["floor"]))
+        _run_floor(h)
         h.api, h.kubeconfig = h.new_api("main")
         operator = h.new_operator(["--workers", str(p.workers)], "cold")
         try:
-            log.info("cold_sync baseline (fixed CPU costs)")
-            h.results["_cold_sync_baseline"] = cold_sync_baseline(h)
-            log.info("scenario cold_sync")
-            h.results["cold_sync"] = cold_sync(h, operator)
-            log.info("cold_sync: %s", brief(h.results["cold_sync"]))
+            _run_cold_sync(h, operator)
         finally:
             h.stop_operator(operator)
         h.count_txns()
