@@ -1,18 +1,39 @@
-"""Scenario ``floor``: a bare client doing what a new CR minimally costs (its own process)."""
+"""Scenario ``floor``: a bare client doing what a new CR minimally costs (its own process).
+
+Two clients, each in its own process, each run :attr:`Params.floor_runs` times:
+
+* **the floor** (``floor_client``): per object a finalizer merge PATCH, a znode ``create``, a status merge
+  PATCH, from as many threads as zkop has workers. It reads nothing: it is told the names.
+* **the controller floor** (the same with ``"informer": true``): what any client-go-style controller
+  must add to that before it decides anything -- zkop's own :class:`~zkop.runtime.cache.informer.Informer`
+  (paginated LIST, then a watch from its resourceVersion, the default transform, the cache) feeding a
+  queue of keys; the threads take a key, read the object from the cache and make the floor's three
+  calls; the run ends when the watch has delivered both echoes of every object (the finalizer's and
+  the status's), as it does for a controller. No index, no reconcile, no ownership record, no Event.
+  Its CPU per object over the floor's is the least any informer-based controller built on this client
+  stack pays over the floor (``controller_floor_vs_floor`` in the ``cpu_per_object_vs_floor`` target).
+"""
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import os
+import queue
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from kazoo.client import KazooClient
 
 from zkop.kube.client import MERGE_PATCH, KubeClient, load_api_client, resource_path
+from zkop.runtime.cache.indexer import meta_namespace_key
+from zkop.runtime.cache.informer import FuncHandler, Informer
+from zkop.runtime.cache.reflector import ResourceRef
 from zkop.zkconfig.plan import Outcome
 from zkop.zkconfig.spec import FINALIZER, GROUP, PLURAL, VERSION
 from zkop.zkconfig.status import desired_status
@@ -34,7 +55,12 @@ def floor_client(spec: JSON) -> JSON:
     """The floor: finalizer patch, znode create, status patch for each CR, from ``threads`` threads.
 
     Runs in its own process (``python -m hack.bench --floor-client SPEC``), like zkop does, so it does
-    not share the bench's interpreter (and GIL) with the in-memory API server.
+    not share the bench's interpreter (and GIL) with the in-memory API server. With ``"informer": true``
+    in ``spec`` it is the controller floor (see the module docstring).
+
+    Returns:
+        ``{"seconds", "cpu_seconds", "context_switches", "cpu_split_s"}``: wall-clock and process CPU
+        (all threads) of the loop only (the informer's LIST and watch included for the controller floor).
     """
     n = int(spec["n"])
     threads = int(spec["threads"])
@@ -44,7 +70,9 @@ def floor_client(spec: JSON) -> JSON:
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
     def one(i: int) -> None:
-        name, path, data = cr_name(i), cr_path(i), cr_data(i)
+        write(cr_name(i), cr_path(i), cr_data(i))
+
+    def write(name: str, path: str, data: bytes) -> None:
         kube.request("PATCH", resource_path(GROUP, VERSION, PLURAL, NAMESPACE, name),
                      body={"metadata": {"finalizers": [FINALIZER]}}, content_type=MERGE_PATCH)
         zk.create(path, data)
@@ -57,17 +85,65 @@ def floor_client(spec: JSON) -> JSON:
     split0 = proc_cpu_split(os.getpid())
     switches0 = proc_context_switches(os.getpid())
     started = time.perf_counter()
-    with ThreadPoolExecutor(threads) as pool:
-        for future in [pool.submit(one, i) for i in range(n)]:
-            future.result()
-        seconds = time.perf_counter() - started
-        cpu = time.process_time() - cpu0
-        split = {k: round(v - split0[k], 2) for k, v in proc_cpu_split(os.getpid()).items()}
-        switches = proc_context_switches(os.getpid()) - switches0  # while the pool's threads still exist
+    if spec.get("informer"):
+        _controller_loop(kube, n, threads, write)
+    else:
+        with ThreadPoolExecutor(threads) as pool:
+            for future in [pool.submit(one, i) for i in range(n)]:
+                future.result()
+    seconds = time.perf_counter() - started
+    cpu = time.process_time() - cpu0
+    split = {k: round(v - split0[k], 2) for k, v in proc_cpu_split(os.getpid()).items()}
+    switches = proc_context_switches(os.getpid()) - switches0
     zk.stop()
     zk.close()
     kube.close()
     return {"seconds": seconds, "cpu_seconds": cpu, "context_switches": switches, "cpu_split_s": split}
+
+
+def _controller_loop(kube: KubeClient, n: int, threads: int, write: Callable[[str, str, bytes], None]) -> None:
+    """The controller floor's loop: an informer feeds keys to ``threads`` threads that :func:`write` each
+    object read from the cache; returns once the watch has delivered ``2 n`` updates (both echoes of
+    every write) and the threads have stopped.
+
+    Raises:
+        RuntimeError: the echoes did not all arrive within 10 minutes.
+    """
+    keys: queue.Queue[str | None] = queue.Queue()
+    echoes = [0]
+    all_echoed = threading.Event()
+
+    def on_update(old: JSON, new: JSON) -> bool:
+        echoes[0] += 1  # the informer's thread only
+        if echoes[0] >= 2 * n:
+            all_echoed.set()
+        return False  # an echo enqueues nothing
+
+    informer = Informer(kube, ResourceRef(GROUP, VERSION, PLURAL), resync_period=0, name="floor")
+    informer.add_event_handler(FuncHandler(lambda obj: keys.put(meta_namespace_key(obj)), update_filter=on_update))
+
+    def worker() -> None:
+        while (key := keys.get()) is not None:
+            obj = informer.indexer.get(key)
+            if obj is None:
+                continue
+            name = str(obj["metadata"]["name"])
+            spec = obj["spec"]
+            write(name, str(spec["path"]), base64.b64decode(spec["data"]))
+
+    pool = [threading.Thread(target=worker, name=f"floor-worker-{i}", daemon=True) for i in range(threads)]
+    for thread in pool:
+        thread.start()
+    informer.start()
+    try:
+        if not all_echoed.wait(600):
+            raise RuntimeError(f"controller floor: {echoes[0]} of {2 * n} echoes after 600 s")
+    finally:
+        for _ in pool:
+            keys.put(None)
+        for thread in pool:
+            thread.join(30)
+        informer.stop()
 
 
 def floor(h: Harness) -> JSON:
@@ -87,18 +163,34 @@ def floor(h: Harness) -> JSON:
     cpus = [r["client_cpu_ms_per_cr_exact"] for r in runs]
     result["client_cpu_ms_per_cr_runs"] = cpus
     result["client_cpu_ms_per_cr_median"] = sorted(cpus)[len(cpus) // 2]
+    controller = [_floor_once(h, k, informer=True) for k in range(p.floor_runs)]
+    controller_cpus = [r["client_cpu_ms_per_cr_exact"] for r in controller]
+    median_cpu = sorted(controller_cpus)[len(controller_cpus) // 2]
+    result["controller_floor"] = {
+        "per_cr": "LIST + watch into an informer cache (zkop's Informer, default transform), a queue of keys, "
+                  "then the floor's three calls per object read from the cache; ends when both echoes of every "
+                  "object arrived",
+        "client_cpu_ms_per_cr_runs": controller_cpus,
+        "client_cpu_ms_per_cr_median": median_cpu,
+        "cr_per_s_runs": [r["cr_per_s"] for r in controller],
+        "client_cpu_split_s": [r["client_cpu_split_s"] for r in controller],
+        "client_context_switches_per_cr": [r["client_context_switches_per_cr"] for r in controller],
+        "vs_floor": round(median_cpu / result["client_cpu_ms_per_cr_median"], 3),
+    }
     return result
 
-def _floor_once(h: Harness, k: int) -> JSON:
+
+def _floor_once(h: Harness, k: int, *, informer: bool = False) -> JSON:
     p = h.p
-    chroot = f"{FLOOR_CHROOT}-{k}"
-    api, kubeconfig = h.new_api(f"floor-{k}")
+    label = f"controller-floor-{k}" if informer else f"floor-{k}"
+    chroot = f"{FLOOR_CHROOT}-c{k}" if informer else f"{FLOOR_CHROOT}-{k}"
+    api, kubeconfig = h.new_api(label)
     try:
         with zk_client(h.server) as zk:
             zk.ensure_path(f"{chroot}/bench/app")
-        spec_path = h.workdir / f"floor-spec-{k}.json"
+        spec_path = h.workdir / f"{label}-spec.json"
         spec_path.write_text(json.dumps({"n": p.n, "threads": p.floor_threads, "kubeconfig": kubeconfig,
-                                         "zk_hosts": f"{h.server.hosts}{chroot}"}))
+                                         "zk_hosts": f"{h.server.hosts}{chroot}", "informer": informer}))
         before = h.snapshot()
         log_before = len(api.request_log)
         proc = subprocess.run([sys.executable, "-m", "hack.bench", "--floor-client", str(spec_path)],
@@ -130,6 +222,8 @@ def _floor_once(h: Harness, k: int) -> JSON:
                         "bench_process_incl_apiserver": round(after.bench_cpu - before.bench_cpu, 2),
                         "zookeeper": round(after.zk_cpu - before.zk_cpu, 2)},
     }
-    h.txn_windows.append(TxnWindow(result, before.zxid, after.zxid, p.n, chroot))
-    log.info("floor run %d: %.1f CR/s", k + 1, p.n / seconds)
+    if not informer:
+        h.txn_windows.append(TxnWindow(result, before.zxid, after.zxid, p.n, chroot))
+    log.info("%s run %d: %.1f CR/s, %.3f ms CPU per CR", "controller floor" if informer else "floor", k + 1,
+             p.n / seconds, float(client["cpu_seconds"]) * 1000 / p.n)
     return result

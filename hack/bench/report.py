@@ -24,7 +24,9 @@ def cpu_target(floor: JSON, cold: JSON) -> JSON:
     """``cpu_per_object_vs_floor``: zkop's marginal CPU per converged object over the floor client's (median of runs).
 
     The marginal figure leaves out zkop's fixed start-up costs (see :mod:`.cold_sync`), as the floor's
-    client measures only its loop; the whole-process figure and its ratio are reported beside it.
+    client measures only its loop; the whole-process figure and its ratio are reported beside it. So is
+    the controller floor (:mod:`.floor`): ``controller_floor_vs_floor`` is what reading the objects through
+    an informer costs any controller over the floor, and ``zkop_vs_controller_floor`` what zkop adds to that.
     """
     cpu = cold.get("zkop_cpu") or {}
     floor_ms = floor.get("client_cpu_ms_per_cr_median", floor.get("client_cpu_ms_per_cr"))
@@ -37,11 +39,19 @@ def cpu_target(floor: JSON, cold: JSON) -> JSON:
              "zkop_whole_process_ms_per_cr": whole, "whole_process_ratio": ratio(whole),
              "zkop_after_ready_ms_per_cr": cpu.get("after_ready_ms_per_cr"),
              "after_ready_ratio": ratio(cpu.get("after_ready_ms_per_cr"))}
+    controller = floor.get("controller_floor") or {}
+    controller_ms = controller.get("client_cpu_ms_per_cr_median")
+    if controller_ms:
+        value["controller_floor_ms_per_cr"] = controller_ms
+        value["controller_floor_vs_floor"] = ratio(controller_ms)
+        value["zkop_vs_controller_floor"] = None if marginal is None else round(marginal / controller_ms, 3)
     return target("zkop CPU per converged object <= 1.3 x the floor client's", value,
                   None if value["ratio"] is None else value["ratio"] <= 1.3,
                   "ratio: zkop's marginal CPU per object (cold sync of N minus one of N/10, / 0.9 N: start-up "
                   "left out, LIST, watch events and Events in) over the floor client's (median of its runs, "
-                  "its loop only); whole_process_ratio: zkop from spawn to all Synced / N")
+                  "its loop only); whole_process_ratio: zkop from spawn to all Synced / N; "
+                  "controller_floor_vs_floor: the floor's calls made by an informer-fed controller that does nothing "
+                  "else, over the floor")
 
 
 def targets(s: Mapping[str, JSON], p: Params) -> JSON:

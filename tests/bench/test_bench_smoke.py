@@ -50,6 +50,13 @@ def test_smoke_run_reports_every_scenario_with_its_parameters(tmp_path: Path) ->
     # Every scenario produced its figures (their values are not judged).
     cpu_figures = {"whole_process_ms_per_cr", "marginal_ms_per_cr", "after_ready_ms_per_cr"}
     assert cpu_figures <= set(scenarios["cold_sync"]["zkop_cpu"])
+    # The controller floor ran (it raises unless every object ended Synced) and is set beside the floor.
+    controller = scenarios["floor"]["controller_floor"]
+    assert len(controller["client_cpu_ms_per_cr_runs"]) == report["params"]["floor_runs"]
+    assert controller["client_cpu_ms_per_cr_median"] > 0
+    cpu_value = report["targets"]["cpu_per_object_vs_floor"]["value"]
+    assert cpu_value["controller_floor_ms_per_cr"] == controller["client_cpu_ms_per_cr_median"]
+    assert {"controller_floor_vs_floor", "zkop_vs_controller_floor"} <= set(cpu_value)
     for name, key in (("floor", "cr_per_s"), ("cold_sync", "ratio_to_floor"), ("warm_restart", "zookeeper_writes"),
                       ("resync", "zookeeper_reads_per_cr"), ("update_latency", "p99_ms"),
                       ("drift_latency", "p99_ms"), ("memory", "rss_mb"),
