@@ -112,3 +112,21 @@ def test_newest_reads_the_cache_after_copying_what_it_remembers() -> None:
         return obj("2")
 
     assert writes.newest("ns/a", echo_arrives_while_reading) == obj("2")
+
+
+def test_recorded_is_told_each_response_after_it_is_remembered() -> None:
+    seen: list[tuple[str, str, JSON, bool]] = []
+    writes = OwnWrites()
+    # Called once the write is remembered (its echo is already recognised) and outside the lock.
+    writes.recorded = lambda key, base, response: seen.append(
+        (key, base, response, writes.is_echo(key, obj(base), response)))
+    written(writes, obj("1"), obj("2"))
+    assert seen == [("ns/a", "1", obj("2"), True)]
+
+
+def test_recorded_is_not_told_a_write_that_failed() -> None:
+    seen: list[str] = []
+    writes = OwnWrites(recorded=lambda key, base, response: seen.append(key))
+    with pytest.raises(RuntimeError), writes.writing("ns/a", obj("1")):
+        raise RuntimeError("409 Conflict")
+    assert seen == []

@@ -265,9 +265,14 @@ class WatchStream:
         self._closed = False
 
     def __iter__(self) -> Iterator[JSON]:
+        loads = json.loads
+        for line in self.lines():
+            yield loads(line)
+
+    def lines(self) -> Iterator[bytes]:
+        """The events undecoded: one JSON document per item, as the server sent it (newline-delimited)."""
         raw = self._response
         buffer = b""
-        loads = json.loads
         try:
             for chunk in raw.stream(65536, decode_content=True):
                 if b"\n" not in chunk:
@@ -278,9 +283,9 @@ class WatchStream:
                 buffer = lines.pop()
                 for line in lines:
                     if line and not line.isspace():
-                        yield loads(line)
+                        yield line
             if buffer.strip() and not self._closed:
-                yield loads(buffer)
+                yield buffer
         finally:
             self.close()
 

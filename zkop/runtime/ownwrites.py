@@ -58,13 +58,18 @@ class OwnWrites:
         controller: the ``controller`` label of ``zkop_own_write_echoes_dropped_total``.
         per_key: writes remembered per key whose echo has not arrived yet.
         release: called with a key whose held event turned out not to be an echo.
+        recorded: called as ``recorded(key, base_resource_version, response)`` once a write's response
+            is in and remembered, outside this object's lock (the informer's
+            :meth:`~zkop.runtime.cache.informer.Informer.expect_echo`, so the echo need not be decoded).
     """
 
     def __init__(self, controller: str = "zookeeperconfig", per_key: int = 4,
-                 release: Callable[[str], None] | None = None) -> None:
+                 release: Callable[[str], None] | None = None,
+                 recorded: Callable[[str, str, JSON], None] | None = None) -> None:
         self.controller = controller
         self.per_key = per_key
         self.release = release
+        self.recorded = recorded
         self._writes: dict[str, OrderedDict[str, str]] = {}
         #: The response of the latest write per key, kept while an echo of that key is awaited.
         self._newest: dict[str, JSON] = {}
@@ -105,6 +110,8 @@ class OwnWrites:
                         missed = True
             if missed and self.release is not None:
                 self.release(key)
+            if response and self.recorded is not None:
+                self.recorded(key, base_rv, response[0])
 
     def _record(self, key: str, base_rv: str, response: JSON) -> None:
         written_rv = _resource_version(response)

@@ -208,6 +208,8 @@ def setup(
     controller.watch(informer, parts.keys_sharing_path, update_filter=reconciler.wants_update)
     # An update held while our own write of it was in flight, and not its echo after all, is enqueued.
     reconciler.own_writes.release = controller.queue.add
+    # The echo of a write whose response is in is cached from that response, not decoded (runtime.cache.echoes).
+    reconciler.own_writes.recorded = informer.expect_echo
     controller.watch(configmaps, lambda obj: parts.keys_referencing("ConfigMap", obj))
     controller.watch(secrets, lambda obj: parts.keys_referencing("Secret", obj))
     zookeeper.add_watch_listener(parts.on_znode_changed)

@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from zkop.kube.client import JSON, KubeClient
+from zkop.runtime.cache.echoes import EchoRegistry, modified_resource_version
 from zkop.runtime.cache.indexer import Indexer, IndexFunc, meta_namespace_key, resource_version
 from zkop.runtime.cache.reflector import Reflector, ResourceRef
-from zkop.runtime.cache.transform import Transform, default_transform
+from zkop.runtime.cache.transform import Transform, default_transform, default_transform_copy
 
 __all__ = ["EventHandler", "FuncHandler", "Informer"]
 
@@ -91,8 +92,15 @@ class Informer:
         self._lock = threading.RLock()  # serialises cache mutation + handler delivery
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
+        #: Own writes whose echo is applied undecoded (:mod:`.echoes`); only with the default transform,
+        #: the one :meth:`expect_echo` knows how to apply to a copy.
+        self._echoes: EchoRegistry | None = EchoRegistry() if transform is default_transform else None
+        #: Echoes applied undecoded (for tests and logs).
+        self.echoes_applied = 0
+        claim = self._claim_echo if self._echoes is not None else None
         scopes: list[str | None] = [*namespaces] if namespaces else [None]
-        self.reflectors = [Reflector(client, resource, ns, self, transform=transform, **reflector_options)
+        self.reflectors = [Reflector(client, resource, ns, self, transform=transform, raw_event_filter=claim,
+                                     **reflector_options)
                            for ns in scopes]
 
     def add_event_handler(self, handler: EventHandler) -> None:
@@ -124,6 +132,8 @@ class Informer:
         deletes (with the last known object) for keys that vanished during the gap.
         """
         with self._lock:
+            if self._echoes is not None:
+                self._echoes.clear()
             fresh = {meta_namespace_key(o): o for o in items}
             for key in self.indexer.list_keys():
                 if namespace is not None and not key.startswith(namespace + "/"):
@@ -142,6 +152,8 @@ class Informer:
     def on_watch_upsert(self, obj: JSON) -> None:
         """Apply an ADDED or MODIFIED watch event."""
         with self._lock:
+            if self._echoes:
+                self._echoes.drop(meta_namespace_key(obj))
             old = self.indexer.upsert(obj)
             if old is None:
                 self._dispatch("add", obj, obj)
@@ -151,8 +163,61 @@ class Informer:
     def on_watch_delete(self, obj: JSON) -> None:
         """Apply a DELETED watch event."""
         with self._lock:
-            self.indexer.delete(meta_namespace_key(obj))
+            key = meta_namespace_key(obj)
+            if self._echoes:
+                self._echoes.drop(key)
+            self.indexer.delete(key)
             self._dispatch("delete", obj, obj)
+
+    def expect_echo(self, key: str, base: str, response: JSON) -> None:
+        """Our write of ``key``, computed from version ``base``, returned ``response``: apply its echo undecoded.
+
+        Called by the writer once the response is in (:attr:`~zkop.runtime.ownwrites.OwnWrites.recorded`),
+        never under a lock the informer's handlers take. ``response`` is not modified (the writer
+        goes on with it); a transformed copy is remembered until the echo comes (see :mod:`.echoes`).
+        Nothing is remembered if the cache is no longer at ``base`` (the echo, or something newer,
+        is in already) or the informer has no default transform.
+        """
+        if self._echoes is None:
+            return
+        written = resource_version(response)
+        if not base or not written or written == base:
+            return
+        obj = default_transform_copy(response)
+        with self._lock:
+            cached = self.indexer.get(key)
+            if cached is not None and resource_version(cached) == base:
+                self._echoes.expect(key, base, written, obj)
+
+    def pending_echoes(self) -> int:
+        """Writes whose echo :meth:`expect_echo` is waiting for."""
+        with self._lock:
+            return len(self._echoes or ())
+
+    def _claim_echo(self, line: bytes) -> str:
+        """The reflector's raw event filter: apply ``line`` if it is a remembered write's echo (see :mod:`.echoes`).
+
+        Returns:
+            The event's ``resourceVersion`` if it was applied, else ``""`` (decode it).
+        """
+        echoes = self._echoes
+        if not echoes:  # nothing awaited: no scan of the line
+            return ""
+        written = modified_resource_version(line)
+        if not written:
+            return ""
+        with self._lock:
+            entry = echoes.take(written)
+            if entry is None:
+                return ""
+            key, base, obj = entry
+            old = self.indexer.get(key)
+            if old is None or resource_version(old) != base:
+                return ""
+            self.indexer.upsert(obj)
+            self.echoes_applied += 1
+            self._dispatch("update", old, obj)
+        return written
 
     def _transformed(self, obj: JSON) -> JSON:
         return self.transform(obj) if self.transform is not None else obj

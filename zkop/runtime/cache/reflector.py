@@ -13,9 +13,11 @@ to a ``Store`` (a ``DeltaFIFO``) [CG tools/cache/reflector.go ``syncWith``, ``wa
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -80,6 +82,10 @@ class Reflector:
         transform: applied to each object as its LIST page or watch event is decoded, before the
             store sees it (client-go ``SetTransform``; see :mod:`.transform`). Per page, so the
             decoded form of a whole paginated LIST is never alive at once.
+        raw_event_filter: shown each watch event undecoded first; returns the event's
+            ``resourceVersion`` if it applied the event itself (nothing more is done with it), else
+            ``""`` (the event is decoded and handled as usual). The informer's own-write echoes
+            (:mod:`.echoes`).
     """
 
     def __init__(
@@ -87,6 +93,7 @@ class Reflector:
         label_selector: str | None = None, field_selector: str | None = None, page_size: int = 500,
         watch_timeout_range: tuple[int, int] = (300, 600), inactivity_timeout: float = 90.0,
         backoff: Backoff | None = None, transform: Transform | None = None,
+        raw_event_filter: Callable[[bytes], str] | None = None,
     ) -> None:
         self.client = client
         self.resource = resource
@@ -99,6 +106,7 @@ class Reflector:
         self.inactivity_timeout = inactivity_timeout
         self.backoff = backoff or Backoff()
         self.transform = transform
+        self.raw_event_filter = raw_event_filter
         self.last_sync_resource_version = ""
         self.synced = threading.Event()
         self.relists = 0
@@ -189,11 +197,17 @@ class Reflector:
             self._watch_stream = events
         if self._stop.is_set():
             events.close()
+        loads, claim = json.loads, self.raw_event_filter
         try:
-            for event in events:
+            for line in events.lines():
                 if self._stop.is_set():
                     return
-                self._handle(event)
+                if claim is not None:
+                    rv = claim(line)
+                    if rv:
+                        self.last_sync_resource_version = rv
+                        continue
+                self._handle(loads(line))
         finally:
             with self._response_lock:
                 self._watch_stream = None

@@ -34,7 +34,15 @@ from typing import Any
 
 from zkop.kube.client import JSON
 
-__all__ = ["INTERN_MAX", "LAST_APPLIED", "Transform", "compact", "default_transform", "strip_unused_fields"]
+__all__ = [
+    "INTERN_MAX",
+    "LAST_APPLIED",
+    "Transform",
+    "compact",
+    "default_transform",
+    "default_transform_copy",
+    "strip_unused_fields",
+]
 
 #: ``func(obj) -> obj``: may modify ``obj`` in place and return it (client-go ``TransformFunc``).
 Transform = Callable[[JSON], JSON]
@@ -106,3 +114,17 @@ def compact(obj: JSON) -> JSON:
 def default_transform(obj: JSON) -> JSON:
     """What every zkop informer applies: :func:`strip_unused_fields`, then :func:`compact`."""
     return compact(strip_unused_fields(obj))
+
+
+def default_transform_copy(obj: JSON) -> JSON:
+    """:func:`default_transform` of ``obj`` that leaves ``obj`` itself untouched (e.g. a write's response
+    its writer still uses): only the dicts :func:`strip_unused_fields` changes are copied before it
+    runs, and :func:`compact` builds everything anew."""
+    shallow = dict(obj)
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta = shallow["metadata"] = dict(meta)
+        annotations = meta.get("annotations")
+        if isinstance(annotations, dict):
+            meta["annotations"] = dict(annotations)
+    return default_transform(shallow)
