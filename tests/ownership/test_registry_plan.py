@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from zkop.ownership.registry import Claim, OwnerStamp, claim_requires, plan_claim, plan_release, record_owner
@@ -20,6 +22,16 @@ def never(_: OwnerStamp) -> bool:
 
 def always(_: OwnerStamp) -> bool:
     return True
+
+
+@pytest.mark.parametrize("stamp", [OURS, OwnerStamp('c"1\\', "ns\u00e9", "n\u2028\x00\x1f", "\U0001d11e")])
+def test_stamp_bytes_are_canonical_json(stamp: OwnerStamp) -> None:
+    # Byte-identical to the sorted, compact json.dumps records were always written with: an
+    # unchanged stamp must never look changed to a record written by an earlier zkop.
+    expected = json.dumps({"clusterId": stamp.cluster_id, "managedBy": "zkop", "name": stamp.name,
+                           "namespace": stamp.namespace, "uid": stamp.uid}, sort_keys=True, separators=(",", ":"))
+    assert stamp.to_bytes() == expected.encode()
+    assert OwnerStamp.from_bytes(stamp.to_bytes()) == stamp
 
 
 def test_absent_record_is_created() -> None:
