@@ -7,6 +7,7 @@ import base64
 import pytest
 
 from zkop.zkconfig.spec import InvalidSpec, parse_spec
+from zkop.zookeeper.actions import OPEN_ACL
 from zkop.zookeeper.paths import InvalidPath, parent_paths, validate_path
 
 
@@ -128,3 +129,16 @@ def test_an_acl_locking_zkop_out_is_refused(rule: str, acl: list[dict[str, objec
         parse_spec(spec, identities=ids)
     assert info.value.field == "spec.acl" and "would lock zkop out of /a" in str(info.value)
     assert refused in str(info.value), rule
+
+
+@pytest.mark.parametrize("acl", [None, [{"scheme": "world", "id": "anyone", "permissions": ALL}]])
+def test_the_open_acl_needs_no_identities(acl: list[dict[str, object]] | None) -> None:
+    # The reconciler reads zkop's identities (files, socket) only for a spec.acl: the open ACL,
+    # omitted or spelled out, parses the same with and without them.
+    from zkop.zookeeper.acls import identities
+
+    spec: dict[str, object] = {"path": "/a", "stringData": "x"}
+    if acl is not None:
+        spec["acl"] = acl
+    ids = identities([("digest", "ops:ops-password")], address="10.0.0.5")
+    assert parse_spec(spec, identities=ids) == parse_spec(spec) and parse_spec(spec).acl == OPEN_ACL

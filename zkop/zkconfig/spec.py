@@ -219,7 +219,7 @@ def parse_spec(
         identities: zkop's identities on the ensemble; if given, a ``spec.acl`` that would lock
             zkop out is refused (:func:`check_lockout`), and ``auth`` entries are expanded to
             zkop's authenticated ids as the server stores them. ``None`` (offline validation)
-            skips both.
+            skips both; so does the open ACL (no ``spec.acl``), which passes and has no ``auth`` entry.
 
     Raises:
         InvalidSpec: naming the field and the rule (path rules, strict base64,
@@ -294,7 +294,7 @@ def parse_spec(
         path=path, data=data, sync_policy=sync_policy, deletion_policy=deletion_policy, encoding=encoding, acl=acl,
         source=source,
     )
-    if identities is not None:
+    if identities is not None and acl is not OPEN_ACL:  # the open ACL passes and has no auth entry
         check_lockout(desired, identities, address_known=any(i.scheme == "ip" for i in identities))
         # ``auth`` entries are stored as zkop's own ids (fixupACL): desire what getACL will show.
         desired = dataclasses.replace(desired, acl=expand_auth(desired.acl, identities))
