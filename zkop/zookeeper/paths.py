@@ -15,6 +15,8 @@ declared; so every path is validated here first.
 
 from __future__ import annotations
 
+import re
+
 __all__ = ["InvalidPath", "is_within", "parent_paths", "validate_path"]
 
 RESERVED_ROOT = "/zookeeper"
@@ -24,16 +26,8 @@ class InvalidPath(ValueError):
     """A path breaks one of ZooKeeper's path rules; ``str(err)`` names the rule."""
 
 
-def _forbidden(ch: str) -> bool:
-    c = ord(ch)
-    return (
-        c == 0
-        or 0x01 <= c <= 0x1F
-        or 0x7F <= c <= 0x9F
-        or 0xD800 <= c <= 0xF8FF
-        or 0xFFF0 <= c <= 0xFFFF
-        or c > 0xFFFF
-    )
+#: The forbidden code points above, as one character class (searched in C, not a call per character).
+_FORBIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\uf8ff\ufff0-\U0010ffff]")
 
 
 def validate_path(path: str, *, allow_reserved: bool = False) -> str:
@@ -54,9 +48,10 @@ def validate_path(path: str, *, allow_reserved: bool = False) -> str:
         raise InvalidPath("the root znode '/' cannot be managed")
     if path.endswith("/"):
         raise InvalidPath(f"path must not end with '/': {path!r}")
-    for index, ch in enumerate(path):
-        if _forbidden(ch):
-            raise InvalidPath(f"path contains a forbidden character U+{ord(ch):04X} at index {index}")
+    forbidden = _FORBIDDEN.search(path)
+    if forbidden is not None:
+        raise InvalidPath(f"path contains a forbidden character U+{ord(forbidden.group()):04X} "
+                          f"at index {forbidden.start()}")
     for segment in path[1:].split("/"):
         if segment == "":
             raise InvalidPath(f"path contains an empty segment ('//'): {path!r}")
