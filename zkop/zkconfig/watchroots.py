@@ -85,6 +85,9 @@ class WatchRoots:
 
     def start(self) -> None:
         """Register, wait (bounded) for the roots to be watched, then follow changes on a thread."""
+        # The informer's initial list marked the set dirty; this registration covers every object
+        # cached so far, and one added from here on marks it again (it is not in _registered yet).
+        self._dirty.clear()
         count = self.register()
         if count and not self._zookeeper.wait_watches(self._wait) and self._zookeeper.watch_mode != "per-node":
             log.info("persistent watches not all in place after %g s; reads arm their own watches meanwhile",
