@@ -23,6 +23,7 @@ from zkop.zkconfig.decide import (
     decide_failure,
     decide_sync,
     deletion_target,
+    learned,
 )
 from zkop.zkconfig.objects import oldest, unsynced_path
 from zkop.zkconfig.spec import FINALIZER, DataRef, DesiredZnode, InvalidSpec, RefNotFound, parse_spec
@@ -367,3 +368,20 @@ ACL_DRIFT: list[tuple[str, dict[str, AclRead | ZooKeeperError | None], list[tupl
 def test_decide_acl_drift(rule: str, read: dict[str, AclRead | ZooKeeperError | None],
                           keys: list[tuple[str, str]]) -> None:
     assert decide_acl_drift({"/a": ("default/guarded", OPS_ACL)}, read) == keys
+
+
+@pytest.mark.parametrize(("facts", "changes"), [
+    (sync(), {"record": None}),
+    (sync(record=None), {"observed": Observed(b"x", 3), "obj": zkc()}),
+    (delete(), {"record_owner": OURS}),
+    (delete(record_owner=OURS), {"children": ("a",)}),
+])
+def test_learned_is_replace(facts: SyncFacts | DeleteFacts, changes: dict[str, Any]) -> None:
+    before = dataclasses.replace(facts)
+    got = learned(facts, **changes)
+    assert got == dataclasses.replace(facts, **changes) and type(got) is type(facts)
+    assert facts == before  # a new object; the facts it came from are unchanged
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        got.obj = {}  # type: ignore[misc]
+    with pytest.raises(TypeError, match="no field nonsense"):
+        learned(facts, nonsense=1)

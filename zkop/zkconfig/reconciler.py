@@ -29,7 +29,6 @@ ZooKeeper and no finalizer is added: the changes are logged and counted
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 from collections.abc import Callable
@@ -53,6 +52,7 @@ from zkop.zkconfig.decide import (
     decide_failure,
     decide_sync,
     deletion_target,
+    learned,
 )
 from zkop.zkconfig.dryrun import dry_run_delete, dry_run_sync, log_planned
 from zkop.zkconfig.objects import finalizers, object_key, oldest, unsynced_path
@@ -205,7 +205,7 @@ class ZooKeeperConfigReconciler:
         try:
             if isinstance(reads, ZooKeeperError):
                 raise reads
-            decision = self._converge(spec, dataclasses.replace(facts, obj=obj), reads)
+            decision = self._converge(spec, learned(facts, obj=obj), reads)
         except ZooKeeperError as err:
             return self._fail(key, obj, err)
         self._count_failure(key, None)
@@ -322,14 +322,14 @@ class ZooKeeperConfigReconciler:
         def attempt(n: int) -> Decision:
             pending = reads if n == 0 else self._start_reads(desired)
             self.zookeeper.settle(pending)
-            known = dataclasses.replace(facts, record=pending[0].result())
+            known = learned(facts, record=pending[0].result())
             decision = decide_sync(known)
             while decision.fetch is not None:
                 if decision.fetch is Fetch.ZNODE:
-                    known = dataclasses.replace(known, observed=pending[1].result())
+                    known = learned(known, observed=pending[1].result())
                 else:  # Fetch.ACL
                     self.zookeeper.forget(desired.path)
-                    known = dataclasses.replace(known, observed=self.zookeeper.read(desired.path, None, watch=True))
+                    known = learned(known, observed=self.zookeeper.read(desired.path, None, watch=True))
                 decision = decide_sync(known)
             if self.options.dry_run:
                 return decision  # planned, not written: see _dry_sync
@@ -347,7 +347,7 @@ class ZooKeeperConfigReconciler:
             decision = decide_delete(facts)
             if decision.fetch is Fetch.RECORD:
                 assert target is not None
-                facts = dataclasses.replace(facts, record_owner=self.registry.owner(target.path))
+                facts = learned(facts, record_owner=self.registry.owner(target.path))
                 decision = decide_delete(facts)
             if decision.fetch is not None:
                 assert target is not None
@@ -371,7 +371,7 @@ class ZooKeeperConfigReconciler:
         def read_fresh(known: DeleteFacts) -> DeleteFacts:
             # Deletion depends on numChildren, which data watches do not cover: read afresh.
             self.zookeeper.forget(target.path)
-            return dataclasses.replace(known, observed=self.zookeeper.read(target.path, target.acl, watch=True,
+            return learned(known, observed=self.zookeeper.read(target.path, target.acl, watch=True,
                                                                             watch_absent=False))
 
         def attempt(n: int) -> Decision:
@@ -382,7 +382,7 @@ class ZooKeeperConfigReconciler:
                 return decision  # planned, not written (nor waited for): see _finalize
             while decision.fetch is Fetch.CHILDREN:
                 children = self.zookeeper.watch_children(target.path)
-                facts = dataclasses.replace(facts, children=tuple(children) if children is not None else None)
+                facts = learned(facts, children=tuple(children) if children is not None else None)
                 if children == []:
                     facts = read_fresh(facts)  # the children went meanwhile: go on at once
                 decision = decide_delete(facts)
