@@ -385,3 +385,19 @@ def test_learned_is_replace(facts: SyncFacts | DeleteFacts, changes: dict[str, A
         got.obj = {}  # type: ignore[misc]
     with pytest.raises(TypeError, match="no field nonsense"):
         learned(facts, nonsense=1)
+
+
+@pytest.mark.parametrize("record", [None, Observed(b"", 1), ours(), Observed(OTHER_CLUSTER.to_bytes(), 0),
+                                    Observed(SAME_CLUSTER.to_bytes(), 0), Observed(b"not json", 0)])
+@pytest.mark.parametrize("observed", [None, Observed(b"true", 3), Observed(b"old", 3),
+                                      Observed(b"true", 0, acl=READ_ONLY_ACL, acl_version=1)])
+@pytest.mark.parametrize("exists", [True, False])
+def test_a_znode_known_in_advance_decides_as_if_fetched(record: Observed | None, observed: Observed | None,
+                                                        exists: bool) -> None:
+    # The reconciler hands over a znode answered from memory together with the record: the decision
+    # must be the one the record alone would have led to (a conflict never looks at the znode).
+    facts = sync(record=record, exists=exists)
+    stepwise = decide_sync(facts)
+    if stepwise.fetch is Fetch.ZNODE:
+        stepwise = decide_sync(learned(facts, observed=observed))
+    assert decide_sync(learned(facts, observed=observed)) == stepwise

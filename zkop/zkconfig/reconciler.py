@@ -322,7 +322,12 @@ class ZooKeeperConfigReconciler:
         def attempt(n: int) -> Decision:
             pending = reads if n == 0 else self._start_reads(desired)
             self.zookeeper.settle(pending)
-            known = learned(facts, record=pending[0].result())
+            if pending[1].from_memory:
+                # Asking for the znode costs nothing, so decide once with both: a decision that would
+                # not have fetched it (a conflict) does not look at it, any other fetches it next.
+                known = learned(facts, record=pending[0].result(), observed=pending[1].result())
+            else:
+                known = learned(facts, record=pending[0].result())
             decision = decide_sync(known)
             while decision.fetch is not None:
                 if decision.fetch is Fetch.ZNODE:

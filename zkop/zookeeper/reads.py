@@ -100,6 +100,12 @@ class PendingRead:
         self.read_at = read_at
         self.covered = covered  # under an active persistent watch: no one-shot watch, absence remembered
 
+    @property
+    def from_memory(self) -> bool:
+        """Answered from memory (:class:`WatchCache`) without a request: :meth:`result` neither waits,
+        nor raises, nor remembers anything."""
+        return self.request is None
+
     def result(self) -> Observed | None:
         """The znode, or ``None`` if it does not exist (waits at most the session timeout, seconds)."""
         if self.request is None:
