@@ -241,6 +241,11 @@ class Decision:
     retry: str | None = None
 
 
+#: The first decision of every pass over a live object: only the record is asked for. Decisions are
+#: frozen values, so these two are shared instead of built each time (16 fields set one by one).
+_FETCH_RECORD: Final = {flag: Decision(fetch=Fetch.RECORD, add_finalizer=flag) for flag in (False, True)}
+
+
 def version_after(path: str, plan: Plan, observed: Observed | None) -> int | None:
     """The data version the znode at ``path`` has once ``plan`` succeeds (``None`` if it is not Synced).
 
@@ -332,7 +337,7 @@ def decide_sync(facts: SyncFacts) -> Decision:
         return Decision(add_finalizer=add_finalizer, warn=True,
                         outcome=path_conflict(obj, f"{facts.cluster_owner} (older object in this cluster)"))
     if isinstance(facts.record, Unread):
-        return Decision(fetch=Fetch.RECORD, add_finalizer=add_finalizer)
+        return _FETCH_RECORD[add_finalizer]
     claim = plan_claim(facts.record_path, facts.stamp, facts.record, facts.owner_exists)
     if claim.conflict is not None:
         return Decision(add_finalizer=add_finalizer, claim=claim, warn=True,
