@@ -29,10 +29,12 @@ JSON = dict[str, Any]
 
 def _condition(old: list[JSON], type_: str, status: str, reason: str, message: str, generation: int,
                now: str) -> JSON:
-    previous = next((c for c in old if c.get("type") == type_), None)
     transition = now
-    if previous is not None and previous.get("status") == status and previous.get("lastTransitionTime"):
-        transition = previous["lastTransitionTime"]
+    for previous in old:  # the first condition of this type
+        if previous.get("type") == type_:
+            if previous.get("status") == status and previous.get("lastTransitionTime"):
+                transition = previous["lastTransitionTime"]
+            break
     return {
         "type": type_,
         "status": status,
@@ -81,11 +83,15 @@ def desired_status(old: JSON | None, outcome: Outcome, generation: int, now: str
         status["znodeVersion"] = old["znodeVersion"]
     if old.get("lastSyncedTime"):
         status["lastSyncedTime"] = old["lastSyncedTime"]
-    comparable_old = {k: v for k, v in old.items() if k != "lastSyncedTime"}
-    comparable_new = {k: v for k, v in status.items() if k != "lastSyncedTime"}
-    if outcome.state in ("Synced", "OutOfSync") and (wrote or comparable_old != comparable_new):
+    if outcome.state in ("Synced", "OutOfSync") and (wrote or _changed(old, status)):
         status["lastSyncedTime"] = now
     return status
+
+
+def _changed(old: JSON, new: JSON) -> bool:
+    """True if ``old`` and ``new`` differ in anything but ``lastSyncedTime``."""
+    return {k: v for k, v in old.items() if k != "lastSyncedTime"} != {
+        k: v for k, v in new.items() if k != "lastSyncedTime"}
 
 
 def status_patch(old: JSON | None, new: JSON) -> JSON | None:
