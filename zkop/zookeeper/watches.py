@@ -44,7 +44,7 @@ from typing import Any
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import UnimplementedError
-from kazoo.protocol.serialization import Watch, int_struct, write_string
+from kazoo.protocol.serialization import int_struct, read_string, write_string
 from kazoo.protocol.states import Callback
 
 from zkop.zookeeper import metrics
@@ -63,6 +63,7 @@ PERSISTENT_RECURSIVE = 1
 WATCHER_TYPE_ANY = 3
 #: ``Watcher.Event.EventType`` codes a persistent recursive watch delivers.
 NODE_CREATED, NODE_DELETED, NODE_DATA_CHANGED = 1, 2, 3
+_CHANGES = frozenset({NODE_CREATED, NODE_DELETED, NODE_DATA_CHANGED})
 #: ``--zk-watch-mode`` values.
 WATCH_MODES = ("auto", "persistent", "per-node")
 
@@ -335,14 +336,17 @@ class PersistentWatches:
     def _read_watch_event(self, buffer: bytes, offset: int) -> None:
         """Hook over ``ConnectionHandler._read_watch_event`` (reader thread): invalidate, then dispatch."""
         client = self.client
-        if self._active:
-            watch, _ = Watch.deserialize(buffer, offset)
-            if watch.type in (NODE_CREATED, NODE_DELETED, NODE_DATA_CHANGED):
-                path = client.unchroot(watch.path)
-                if covered(path, self._active):
-                    own, was_known = self.cache.on_event(path, watch.type)
+        active = self._active
+        if active:
+            # WatcherEvent{int type; int state; ustring path}, as Watch.deserialize reads it.
+            event_type = int_struct.unpack_from(buffer, offset)[0]
+            full_path, _ = read_string(buffer, offset + 8)
+            if event_type in _CHANGES:
+                path = client.unchroot(full_path)
+                if covered(path, active):
+                    own, was_known = self.cache.on_event(path, event_type)
                     if not own and (was_known or path in self._managed) and not client._stopped.is_set():
                         client.handler.dispatch_callback(Callback("watch", self.cache.notify, (path,)))
-            if watch.path not in client._data_watchers and watch.path not in client._child_watchers:
+            if full_path not in client._data_watchers and full_path not in client._child_watchers:
                 return  # no one-shot watcher for kazoo to fire
         self._original_watch_event(buffer, offset)

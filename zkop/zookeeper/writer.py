@@ -77,6 +77,15 @@ def to_kazoo_acl(acl: Sequence[AclEntry]) -> list[ACL]:
     return [ACL(entry.perms, Id(entry.scheme, entry.id)) for entry in acl]
 
 
+#: The open ACL as kazoo's (immutable) objects: what nearly every create in a ``multi`` carries.
+_OPEN_KAZOO_ACL = tuple(to_kazoo_acl(OPEN_ACL))
+
+
+def _kazoo_acl(acl: tuple[AclEntry, ...]) -> Sequence[ACL]:
+    """:func:`to_kazoo_acl`, the open ACL converted once (kazoo takes a tuple as well as a list)."""
+    return _OPEN_KAZOO_ACL if acl is OPEN_ACL or acl == OPEN_ACL else to_kazoo_acl(acl)
+
+
 class Writer:
     """Executes plan actions on ``session``; forgets what ``cache`` knows of every path written.
 
@@ -202,6 +211,8 @@ class Writer:
         Raises:
             ZooKeeperNoAuth: a node just created cannot be read with zkop's credentials.
         """
+        if not reads:
+            return
         locked: ZooKeeperNoAuth | None = None
         for pending in reads:
             try:
@@ -274,7 +285,7 @@ class Writer:
                 transaction.check(check.path, check.version)
             for action in actions:
                 if isinstance(action, CreateNode):
-                    transaction.create(action.path, action.data, acl=to_kazoo_acl(action.acl))
+                    transaction.create(action.path, action.data, acl=_kazoo_acl(action.acl))
                 elif isinstance(action, SetData):
                     transaction.set_data(action.path, action.data, version=action.expected_version)
                 elif isinstance(action, DeleteNode):
