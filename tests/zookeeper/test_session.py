@@ -104,3 +104,28 @@ def test_a_refused_request_is_mapped_and_counted(adapter: ZooKeeperAdapter, zk: 
     with pytest.raises(ZooKeeperNoAuth, match="refused get on /locked"):
         adapter.read("/locked")
     assert REGISTRY.get_sample_value("zkop_zookeeper_request_errors_total", labels) == before + 1
+
+
+def test_mapped_times_every_request_and_passes_conflicts_through(adapter: ZooKeeperAdapter) -> None:
+    from kazoo.exceptions import ConnectionLoss, NoNodeError
+    from prometheus_client import REGISTRY
+
+    def sample(name: str, **labels: str) -> float:
+        return REGISTRY.get_sample_value(name, {"operation": "mapped-test", **labels}) or 0.0
+
+    session = adapter._session
+    timed, lost = sample("zkop_zookeeper_request_duration_seconds_count"), sample(
+        "zkop_zookeeper_request_errors_total", error="ConnectionLoss")
+    conflict = NoNodeError()
+    with pytest.raises(NoNodeError) as passed, session.mapped("mapped-test", "/x"):
+        raise conflict  # the caller decides what a conflict means: unchanged, not counted
+    assert passed.value is conflict
+    with pytest.raises(ZooKeeperUnavailable, match="ZooKeeper mapped-test /x failed: ConnectionLoss") as mapped, \
+            session.mapped("mapped-test", "/x"):
+        raise ConnectionLoss()
+    assert isinstance(mapped.value.__cause__, ConnectionLoss)
+    with session.mapped("mapped-test", "/x"):
+        pass
+    assert sample("zkop_zookeeper_request_duration_seconds_count") == timed + 3
+    assert sample("zkop_zookeeper_request_errors_total", error="ConnectionLoss") == lost + 1
+    assert sample("zkop_zookeeper_request_errors_total", error="NoNodeError") == 0.0

@@ -21,9 +21,9 @@ import logging
 import ssl
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import replace
+from types import TracebackType
 from typing import Any
 
 from kazoo.client import KazooClient, KazooState
@@ -416,8 +416,7 @@ class Session:
         """
         return result.get(timeout=self.options.session_timeout)
 
-    @contextmanager
-    def mapped(self, operation: str, path: str, started: float | None = None) -> Iterator[None]:
+    def mapped(self, operation: str, path: str, started: float | None = None) -> _Mapped:
         """Map kazoo's errors (:func:`~zkop.zookeeper.errors.map_kazoo_error`) and time the request.
 
         ``started`` is when the request was sent (``time.monotonic()`` seconds; default now).
@@ -427,20 +426,38 @@ class Session:
         Raises:
             ZooKeeperUnavailable, ZooKeeperNoAuth: mapped from kazoo's errors.
         """
-        if started is None:
-            started = time.monotonic()
+        return _Mapped(self._duration(operation), operation, path, time.monotonic() if started is None else started)
+
+    def _duration(self, operation: str) -> Any:
+        """The ``zkop_zookeeper_request_duration_seconds`` child of ``operation`` (looked up once)."""
+        histogram = self._durations.get(operation)
+        if histogram is None:
+            histogram = self._durations[operation] = metrics.ZOOKEEPER_REQUEST_DURATION.labels(operation)
+        return histogram
+
+
+class _Mapped:
+    """The context manager of :meth:`Session.mapped`: a plain class, not a ``contextmanager`` generator,
+    since it wraps every ZooKeeper request (about 1 µs less per request)."""
+
+    __slots__ = ("histogram", "operation", "path", "started")
+
+    def __init__(self, histogram: Any, operation: str, path: str, started: float) -> None:
+        self.histogram, self.operation, self.path, self.started = histogram, operation, path, started
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None,
+                 ) -> None:
         try:
-            yield
-        except (KazooException, KazooTimeoutError) as err:
-            mapped: ZooKeeperError | None = map_kazoo_error(err, operation, path)
-            if isinstance(err, CONFLICTS):
-                raise
-            metrics.ZOOKEEPER_REQUEST_ERRORS.labels(operation, type(err).__name__).inc()
-            if mapped is None:
-                raise
-            raise mapped from err
+            if isinstance(err, KazooException | KazooTimeoutError):
+                mapped: ZooKeeperError | None = map_kazoo_error(err, self.operation, self.path)
+                if isinstance(err, CONFLICTS):
+                    return  # passes through unchanged
+                metrics.ZOOKEEPER_REQUEST_ERRORS.labels(self.operation, type(err).__name__).inc()
+                if mapped is None:
+                    return
+                raise mapped from err
         finally:
-            histogram = self._durations.get(operation)
-            if histogram is None:
-                histogram = self._durations[operation] = metrics.ZOOKEEPER_REQUEST_DURATION.labels(operation)
-            histogram.observe(time.monotonic() - started)
+            self.histogram.observe(time.monotonic() - self.started)
