@@ -121,7 +121,10 @@ class _TrackReferences:
         return by_kind
 
     def on_add(self, obj: JSON) -> None:
-        for kind, keys in self._split(index_by_ref(obj)).items():
+        refs = index_by_ref(obj)
+        if not refs:  # most objects, on each of their events
+            return
+        for kind, keys in self._split(refs).items():
             self._caches[kind].track(keys)
 
     def on_update(self, old: JSON, new: JSON) -> None:
@@ -132,7 +135,10 @@ class _TrackReferences:
         self._release(obj)
 
     def _release(self, obj: JSON) -> None:
-        unused = [ref for ref in index_by_ref(obj) if not self._index.index_keys(REF_INDEX, ref)]
+        refs = index_by_ref(obj)
+        if not refs:
+            return
+        unused = [ref for ref in refs if not self._index.index_keys(REF_INDEX, ref)]
         for kind, keys in self._split(unused).items():
             self._caches[kind].untrack(keys)
 
