@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +27,8 @@ TARGETS = ("cold_sync_vs_floor", "cpu_per_object_vs_floor", "warm_restart_zero_w
 
 @pytest.mark.timeout(120)
 def test_smoke_run_reports_every_scenario_with_its_parameters(tmp_path: Path) -> None:
-    started = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "hack.bench", "--smoke"], cwd=REPO,
                           capture_output=True, text=True, timeout=90, check=False)
-    elapsed = time.monotonic() - started
     assert proc.returncode == 0, proc.stderr[-5000:]
     report: dict[str, Any] = json.loads(proc.stdout)
 
@@ -70,7 +67,6 @@ def test_smoke_run_reports_every_scenario_with_its_parameters(tmp_path: Path) ->
             assert report["targets"][name]["met"] is None, name  # not a scale run
     assert report["params"]["cluster"] == {"realistic": False}
     assert {"start", "end"} <= set(report["params"]["machine_load"])
-    assert elapsed < 90
 
 
 def test_table_output_is_rendered_from_a_report() -> None:

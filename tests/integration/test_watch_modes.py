@@ -36,7 +36,8 @@ def proxy(zk_server: ZooKeeperServer) -> Iterator[TcpProxy]:
 def test_watch_mode_end_to_end(mode: str, kubeconfig: str, kube: KubeClient, zk: KazooClient,
                                zk_server: ZooKeeperServer, zk_base: str, proxy: TcpProxy) -> None:
     with OperatorProcess(kubeconfig, f"{proxy.address}{zk_base}",
-                         ["--workers", "2", "--zk-watch-mode", mode, "--zk-session-timeout", "30s"]) as operator:
+                         ["--workers", "2", "--zk-watch-mode", mode, "--zk-session-timeout", "30s",
+                          "--sync-period", "10m"]) as operator:
         for i, path in enumerate(PATHS):
             create(kube, zkc(f"f{i}", path, b"on"))
         for i in range(len(PATHS)):
@@ -58,11 +59,9 @@ def test_watch_mode_end_to_end(mode: str, kubeconfig: str, kube: KubeClient, zk:
         except TimeoutError as err:
             raise AssertionError(f"{err}; the server watches {seen[0]}") from None
 
-        # A hand edit is restored within a second.
+        # A hand edit is restored, by the watch: the only full resync is 10 minutes away.
         zk.set(zk_base + PATHS[0], b"hand edit")
-        started = time.monotonic()
-        wait_for(lambda: read(zk, zk_base + PATHS[0]) == b"on", timeout=5, message="drift restored")
-        assert time.monotonic() - started < 1.0
+        wait_for(lambda: read(zk, zk_base + PATHS[0]) == b"on", timeout=30, message="drift restored")
 
         # A foreign ownership record is never overwritten: another installation takes f1's path.
         record = zk_base + "/zkop/owners" + PATHS[1]

@@ -4,8 +4,10 @@
 server), real ZooKeeper wiped and restarted on the same addresses: a standalone server, and a
 3-member ensemble whose members are all wiped. The wiped servers refuse zkop's old session
 (it has seen zxids they do not have); zkop declares the session LOST once it has been
-SUSPENDED for the session timeout, makes a new one from scratch, and rewrites every managed
-znode, ownership record and Service record. The time each fault took to converge is logged.
+SUSPENDED for the session timeout (the time rule) or at once when the ensemble is asked and refuses
+it (the refusal), makes a new one from scratch, and rewrites every managed znode, ownership record and
+Service record. The time each fault took to converge is logged, not asserted: the refusal case shows
+its path in the log instead.
 """
 
 from __future__ import annotations
@@ -108,23 +110,32 @@ def _survive_data_loss(operator: OperatorProcess, kube: KubeClient, hosts: str, 
     with _observer(hosts) as before:
         wait_for(lambda: not _missing(before), timeout=15, message="everything written before the fault")
     assert _resets(operator) == 0
+    assert operator.proc is not None
+    pid = operator.proc.pid
     started = time.monotonic()
     wipe()  # type: ignore[operator]
     with _observer(hosts) as after:
         assert _missing(after)  # the data really is gone
-        wait_for(lambda: not _missing(after), timeout=min(session_timeout, 10) + 30,
+        wait_for(lambda: not _missing(after), timeout=session_timeout + 60,
                  message=f"{what}: every znode, ownership record and Service record rewritten\n"
                          f"{operator.log_tail(40)}")
     converged = time.monotonic() - started
     log.warning("%s: everything rewritten %.1f s after the wipe began (session timeout %g s)",
                 what, converged, session_timeout)
+    # The same zkop process, one session given up and replaced from scratch.
+    assert operator.proc.pid == pid and operator.proc.poll() is None, "zkop was not restarted"
     assert _resets(operator) == 1
-    given_up = [line for line in operator.log_tail(400).splitlines() if "given up:" in line]
+    lines = operator.log_tail(5000).splitlines()
+    given_up = [line for line in lines if "given up:" in line]
     assert len(given_up) == 1 and "Declaring it LOST and starting a new session from scratch" in given_up[0]
-    if session_timeout > 20:  # long before the time rule: the ensemble's refusal was asked for
-        assert "the ensemble refuses the session" in given_up[0], "\n".join(
-            line for line in operator.log_tail(3000).splitlines() if "session" in line or "refus" in line)
-        assert converged < session_timeout
+    if session_timeout > 20:
+        # Not the time rule (it would have waited out the 30 s session timeout): the ensemble was asked, refused
+        # the session twice in a row, and that refusal is the reason the session was given up.
+        session_lines = "\n".join(line for line in lines if "session" in line or "refus" in line)
+        assert "the ensemble refuses the session" in given_up[0], session_lines
+        assert not [line for line in lines if "longer than the session timeout" in line], session_lines
+        second_refusal = [i for i, line in enumerate(lines) if "refuses the suspended session (check 2 of 2)" in line]
+        assert second_refusal and second_refusal[-1] < lines.index(given_up[0]), session_lines
     wait_for(lambda: operator.probe() == 200, timeout=10, message="ready again")
     wait_for(lambda: _all_synced(kube), timeout=15, message="still Synced")
     return converged

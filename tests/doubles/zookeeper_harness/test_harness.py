@@ -36,11 +36,35 @@ def test_wait_for_returns_truthy_value() -> None:
     assert wait_for(lambda: next(calls), timeout=1, interval=0) == "done"
 
 
-def test_wait_for_times_out_with_message_and_last_value() -> None:
-    start = time.monotonic()
+class FakeClock:
+    """``monotonic`` and ``sleep`` for :mod:`zkop_testing.waiting`: time passes only when it sleeps."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.slept: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def test_wait_for_times_out_with_message_and_last_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = FakeClock()
+    monkeypatch.setattr("zkop_testing.waiting.time", clock)
+    calls: list[float] = []
+
+    def never() -> int:
+        calls.append(clock.now)
+        return 0
+
     with pytest.raises(TimeoutError, match=r"the thing not met within 0.1 s \(last value: 0\)"):
-        wait_for(lambda: 0, timeout=0.1, message="the thing")
-    assert time.monotonic() - start < 1
+        wait_for(never, timeout=0.1, interval=0.03, message="the thing")
+    # Polled every interval, once more at the deadline, and never slept past it.
+    assert calls == pytest.approx([1000.0, 1000.03, 1000.06, 1000.09, 1000.1])
+    assert sum(clock.slept) == pytest.approx(0.1)
 
 
 def test_wait_for_ignores_listed_exceptions_only() -> None:

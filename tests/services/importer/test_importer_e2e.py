@@ -40,7 +40,10 @@ from .conftest import (
 )
 
 OPTIONS = ImportOptions(namespace=NAMESPACE, gc_delay=GC_DELAY)
-SECOND = 1.0  # the latency bound for a registration change to reach the EndpointSlices
+#: How long a test waits for a registration change to reach the EndpointSlices: generous, only to stop waiting.
+#: The importer polls nothing (a full sync runs only GC_DELAY after a service vanished), so a change that arrives
+#: came through a watch; how fast it arrives is the benchmark's business, not a test's.
+CHANGE = 30.0
 
 
 def settled(importer: ServiceImporter) -> None:
@@ -86,7 +89,7 @@ def versions(kube: KubeClient, name: str) -> dict[str, str]:
     return found
 
 
-def test_curator_instances_come_and_go_as_endpoints_within_a_second(
+def test_curator_instances_come_and_go_as_endpoints(
         apiserver: ApiServer, kube: KubeClient, adapter: ZooKeeperAdapter, chrooted: KazooClient,
         zk_server: ZooKeeperServer, zk_base: str) -> None:
     app = KazooClient(hosts=f"{zk_server.hosts}{zk_base}")  # a legacy application with its own session
@@ -95,10 +98,10 @@ def test_curator_instances_come_and_go_as_endpoints_within_a_second(
         with running_importer(apiserver, adapter, OPTIONS) as importer:
             settled(importer)
             register(chrooted, "orders", "i1", "10.1.0.1", ephemeral=False)
-            wait_for(lambda: endpoints(kube, "orders") == {"10.1.0.1": True}, timeout=SECOND,
+            wait_for(lambda: endpoints(kube, "orders") == {"10.1.0.1": True}, timeout=CHANGE,
                      message="first instance imported")
             register(app, "orders", "i2", "10.1.0.2")  # DYNAMIC: ephemeral, as Curator writes it
-            wait_for(lambda: endpoints(kube, "orders") == {"10.1.0.1": True, "10.1.0.2": True}, timeout=SECOND,
+            wait_for(lambda: endpoints(kube, "orders") == {"10.1.0.1": True, "10.1.0.2": True}, timeout=CHANGE,
                      message="ephemeral instance imported")
 
             service = get_service(kube, "orders") or {}
@@ -118,24 +121,24 @@ def test_curator_instances_come_and_go_as_endpoints_within_a_second(
 
             # Instance data changes: disabled (CURATOR-275), then re-registered at another address.
             chrooted.set("/services/orders/i1", curator_instance("orders", "i1", "10.1.0.1", enabled=False))
-            wait_for(lambda: endpoints(kube, "orders") == {"10.1.0.1": False, "10.1.0.2": True}, timeout=SECOND,
+            wait_for(lambda: endpoints(kube, "orders") == {"10.1.0.1": False, "10.1.0.2": True}, timeout=CHANGE,
                      message="disabled instance listed as not ready")
             chrooted.set("/services/orders/i1", curator_instance("orders", "i1", "10.1.0.11"))
-            wait_for(lambda: endpoints(kube, "orders") == {"10.1.0.11": True, "10.1.0.2": True}, timeout=SECOND,
+            wait_for(lambda: endpoints(kube, "orders") == {"10.1.0.11": True, "10.1.0.2": True}, timeout=CHANGE,
                      message="changed address")
 
             # The application's session closes: ZooKeeper deletes its ephemeral instance.
             app.stop()
-            wait_for(lambda: endpoints(kube, "orders") == {"10.1.0.11": True}, timeout=SECOND,
+            wait_for(lambda: endpoints(kube, "orders") == {"10.1.0.11": True}, timeout=CHANGE,
                      message="ephemeral instance gone with its session")
             chrooted.delete("/services/orders/i1")
-            wait_for(lambda: endpoints(kube, "orders") == {}, timeout=SECOND, message="deregistered")
+            wait_for(lambda: endpoints(kube, "orders") == {}, timeout=CHANGE, message="deregistered")
             # The service node is still registered: the Service stays, without endpoints.
             assert get_service(kube, "orders") is not None and slices_of(kube, "orders") == []
 
             # A resync (full sync: every service re-read) writes nothing.
             register(chrooted, "orders", "i3", "10.1.0.3", ephemeral=False)
-            wait_for(lambda: endpoints(kube, "orders") == {"10.1.0.3": True}, timeout=SECOND, message="i3")
+            wait_for(lambda: endpoints(kube, "orders") == {"10.1.0.3": True}, timeout=CHANGE, message="i3")
             full_sync_and_wait(importer)
             before, count = versions(kube, "orders"), writes()
             full_sync_and_wait(importer)
@@ -304,10 +307,10 @@ def test_dubbo_providers(apiserver: ApiServer, kube: KubeClient, adapter: ZooKee
             {"name": "dubbo", "port": 20880, "protocol": "TCP", "targetPort": 20880}]
         second = url.replace("10.20.0.5", "10.20.0.6") + "&disabled=true"
         chrooted.create(f"{providers}/{quote(second, safe='')}", ephemeral=True)
-        wait_for(lambda: endpoints(kube, name) == {"10.20.0.5": True, "10.20.0.6": False}, timeout=SECOND,
+        wait_for(lambda: endpoints(kube, name) == {"10.20.0.5": True, "10.20.0.6": False}, timeout=CHANGE,
                  message="second provider, disabled")
         chrooted.delete(f"{providers}/{quote(url, safe='')}")
-        wait_for(lambda: endpoints(kube, name) == {"10.20.0.6": False}, timeout=SECOND, message="provider gone")
+        wait_for(lambda: endpoints(kube, name) == {"10.20.0.6": False}, timeout=CHANGE, message="provider gone")
 
 
 def test_bridge_json_records_of_the_original_script(apiserver: ApiServer, kube: KubeClient, adapter: ZooKeeperAdapter,
@@ -321,5 +324,5 @@ def test_bridge_json_records_of_the_original_script(apiserver: ApiServer, kube: 
         wait_for(lambda: endpoints(kube, "zk-shop-cart", "imported") == {"10.50.0.7": True}, timeout=10,
                  message="record imported")
         chrooted.set(f"{root}/shop-cart", json.dumps({**record, "clusterIP": "10.50.0.8"}).encode())
-        wait_for(lambda: endpoints(kube, "zk-shop-cart", "imported") == {"10.50.0.8": True}, timeout=SECOND,
+        wait_for(lambda: endpoints(kube, "zk-shop-cart", "imported") == {"10.50.0.8": True}, timeout=CHANGE,
                  message="record change")

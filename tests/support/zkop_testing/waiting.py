@@ -7,11 +7,12 @@ never does.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TypeVar, cast
 
-__all__ = ["wait_for"]
+__all__ = ["result_within", "wait_for"]
 
 T = TypeVar("T")
 
@@ -61,3 +62,33 @@ def wait_for(
     what = message or f"condition {getattr(predicate, '__qualname__', predicate)!r}"
     detail = f"last exception: {last_exc!r}" if last_exc is not None else f"last value: {last!r}"
     raise TimeoutError(f"{what} not met within {timeout:g} s ({detail})") from last_exc
+
+
+def result_within(call: Callable[[], T], timeout: float = 120.0, message: str = "") -> T:
+    """``call()`` on a daemon thread of its own; its return value, or its exception raised here, once it returns.
+
+    For a call that must return because of something it notices, not because a timer ran out: give the
+    timer it must not wait for a length no wait of the test can be (an hour), and ``timeout`` only says
+    when to stop waiting (minutes, generous under any load). The thread of a call still running then is
+    left behind (a daemon: it cannot keep the run from ending).
+
+    :raises TimeoutError: ``call`` still running after ``timeout`` seconds.
+    """
+    outcome: list[tuple[bool, object]] = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, call()))
+        except BaseException as exc:  # handed to the caller
+            outcome.append((False, exc))
+
+    thread = threading.Thread(target=run, name=f"result-within-{getattr(call, '__name__', 'call')}", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if not outcome:
+        what = message or f"{getattr(call, '__qualname__', call)!r}"
+        raise TimeoutError(f"{what}: still running after {timeout:g} s")
+    returned, value = outcome[0]
+    if not returned:
+        raise cast(BaseException, value)
+    return cast(T, value)
