@@ -19,8 +19,12 @@ Missing ``java``/ZooKeeper fails the tests (never skips): ``apt-get install -y z
 from __future__ import annotations
 
 import contextlib
+import getpass
+import os
+import tempfile
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
@@ -38,6 +42,23 @@ from zkop.kube.client import KubeClient
 from zkop.zookeeper.adapter import ConnectionOptions, ZooKeeperAdapter
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Without ``--basetemp`` pytest makes ``<tmp>/pytest-of-<user>`` for its numbered base directories and,
+    once ``tmp_path_retention_policy = "none"`` has removed them, leaves it behind empty. Remove it at the
+    end if this run made it and it is empty (a concurrent run still using it keeps it)."""
+    if config.option.basetemp is not None or os.environ.get("PYTEST_DEBUG_TEMPROOT"):
+        return
+    with contextlib.suppress(KeyError, OSError):  # pytest itself falls back to pytest-of-unknown then
+        root = Path(tempfile.gettempdir()).resolve() / f"pytest-of-{getpass.getuser()}"
+        if not root.exists():
+            config.add_cleanup(lambda: _remove_if_empty(root))
+
+
+def _remove_if_empty(directory: Path) -> None:
+    with contextlib.suppress(OSError):
+        directory.rmdir()
+
+
 def _require_zookeeper() -> None:
     try:
         find_zookeeper()
@@ -52,8 +73,15 @@ def zk_server() -> Iterator[ZooKeeperServer]:
         yield server
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def _zk_admin(zk_server: ZooKeeperServer) -> Iterator[KazooClient]:
+    """The client that makes and removes each test's ``zk_base``: one per module, not per session.
+
+    A connected kazoo client's thread draws from the global ``random`` at every ping (its jitter,
+    ``kazoo/protocol/connection.py``); kept for the whole session it would do so during the
+    Hypothesis tests of later modules, which then warn "Do not use the `random` module inside
+    strategies" in a full run only.
+    """
     with connected_client(zk_server.hosts) as client:
         yield client
 

@@ -231,6 +231,8 @@ def test_retries_count_every_add_after_but_none_after_shutdown() -> None:
     q.shutdown()
     q.add_after("c", 0)
     assert sample("workqueue_retries_total", wq(name)) == 4
+    if q._delay_thread is not None:  # shutdown does not join it
+        q._delay_thread.join(10)
 
 
 def test_rate_limited_adds_count_as_retries_and_adds() -> None:
@@ -243,6 +245,8 @@ def test_rate_limited_adds_count_as_retries_and_adds() -> None:
     assert sample("workqueue_retries_total", wq(name)) == 1
     assert sample("workqueue_adds_total", wq(name)) == 1
     q.shutdown()
+    if q._delay_thread is not None:  # shutdown does not join it
+        q._delay_thread.join(10)
 
 
 class RecordingProvider:

@@ -360,6 +360,15 @@ def test_fifo_across_threads_single_worker() -> None:
 # ------------------------------------------------------------------ delaying queue
 
 
+def shut_down(q: DelayingQueue[str]) -> None:
+    """Shut ``q`` down and wait for its delay thread, if it started one, to end (shutdown does not join it)."""
+    q.shutdown()
+    thread = q._delay_thread
+    if thread is not None:
+        thread.join(10)
+        assert not thread.is_alive(), "the delay thread outlived shutdown"
+
+
 def test_add_after_non_positive_delay_adds_immediately() -> None:
     q: DelayingQueue[str] = DelayingQueue()
     q.add_after("a", 0)
@@ -376,6 +385,7 @@ def test_add_after_releases_in_ready_order() -> None:
     assert len(q) == 0
     got = [q.get(timeout=5)[0] for _ in range(3)]
     assert got == ["early", "middle", "late"]
+    shut_down(q)
 
 
 def test_add_after_earliest_deadline_wins() -> None:
@@ -388,7 +398,7 @@ def test_add_after_earliest_deadline_wins() -> None:
     got = {q.get(timeout=5)[0], q.get(timeout=5)[0]}
     assert got == {"a", "b"}
     assert q._num_waiting() == 0  # nothing left waiting at 60 s
-    q.shutdown()
+    shut_down(q)
 
 
 def test_add_after_waiting_item_is_not_duplicated_in_queue() -> None:
@@ -399,6 +409,7 @@ def test_add_after_waiting_item_is_not_duplicated_in_queue() -> None:
     assert item == "a"
     q.done("a")
     assert q.get(timeout=0.1) == (None, False)
+    shut_down(q)
 
 
 def test_add_after_ignored_after_shutdown_and_loop_stops() -> None:
@@ -424,7 +435,7 @@ def test_delaying_loop_wakes_at_least_every_max_wait(monkeypatch: pytest.MonkeyP
     assert q.get(timeout=0.1) == (None, False)
     now[0] += 3600.0
     assert q.get(timeout=5) == ("a", False)
-    q.shutdown()
+    shut_down(q)
 
 
 # ------------------------------------------------------------------ rate limiting queue
@@ -459,7 +470,7 @@ def test_rate_limited_add_uses_the_limiter_delay() -> None:
     assert q.num_requeues("a") == 1
     q.forget("a")
     assert limiter.forgotten == ["a"]
-    q.shutdown()
+    shut_down(q)
 
 
 def test_rate_limited_requeue_grows_and_forget_resets() -> None:
@@ -473,7 +484,7 @@ def test_rate_limited_requeue_grows_and_forget_resets() -> None:
         assert q.num_requeues("a") == expected
     q.forget("a")
     assert q.num_requeues("a") == 0
-    q.shutdown()
+    shut_down(q)
 
 
 def test_default_rate_limiting_queue_retries_quickly_at_first() -> None:
@@ -483,4 +494,4 @@ def test_default_rate_limiting_queue_retries_quickly_at_first() -> None:
     assert q.num_requeues("a") == 1
     q.forget("a")
     assert q.num_requeues("a") == 0
-    q.shutdown()
+    shut_down(q)

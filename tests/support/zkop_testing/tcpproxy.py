@@ -2,8 +2,8 @@
 
 ``with TcpProxy(("127.0.0.1", port)) as proxy:`` forwards every connection to the target;
 ``proxy.cut()`` closes every forwarded connection and refuses new ones (accepted, then closed at
-once) until ``proxy.restore()``. Nothing is left behind: threads are daemons, sockets are closed
-on exit.
+once) until ``proxy.restore()``. Nothing is left behind: on exit the sockets are closed and the
+threads have ended.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ class TcpProxy:
         self._stopped = threading.Event()
         self._lock = threading.Lock()
         self._links: list[tuple[socket.socket, socket.socket]] = []
+        self._pumps: list[threading.Thread] = []
         self._thread = threading.Thread(target=self._accept, name="tcp-proxy", daemon=True)
 
     @property
@@ -42,8 +43,16 @@ class TcpProxy:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self._stopped.set()
+        # close() alone does not wake a thread blocked in accept(); shutdown() does (it then fails).
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)
+        self._thread.join(10)
         self._listener.close()
         self._close_links()
+        with self._lock:
+            pumps, self._pumps = self._pumps, []
+        for pump in pumps:
+            pump.join(10)
 
     def cut(self) -> None:
         """Close every forwarded connection and refuse new ones until :meth:`restore`."""
@@ -77,9 +86,12 @@ class TcpProxy:
             except OSError:
                 client.close()
                 continue
+            pump = threading.Thread(target=self._pump, args=(client, upstream), name="tcp-proxy-pump", daemon=True)
             with self._lock:
                 self._links.append((client, upstream))
-            threading.Thread(target=self._pump, args=(client, upstream), daemon=True).start()
+                self._pumps = [p for p in self._pumps if p.is_alive()]
+                self._pumps.append(pump)
+            pump.start()
 
     @staticmethod
     def _pump(a: socket.socket, b: socket.socket) -> None:

@@ -16,6 +16,9 @@ from zkop_testing.zookeeper import find_zookeeper
 
 __all__ = ["Txn", "read_txn_log"]
 
+#: The toolkit's JVM: no ``/tmp/hsperfdata_<user>`` (``-XX:-UsePerfData``, as for the servers), a quick start.
+_TOOLKIT_JVM_FLAGS = ("-XX:-UsePerfData", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+
 _LINE = re.compile(r"session (0x[0-9a-f]+) cxid \S+ zxid (0x[0-9a-f]+) (\w+)(?: ([^,\s]*))?")
 # A multi prints as ``multi <op>:<serialised record>;<op>:…``; every record but ``error`` starts with its path.
 _MULTI_OP = re.compile(r"(?:^|;)(create|create2|createContainer|createTTL|delete|deleteContainer|setData|check|error):")
@@ -63,7 +66,7 @@ def read_txn_log(data_dir: Path) -> list[Txn]:
     txns: list[Txn] = []
     for log in sorted(Path(data_dir).rglob("log.*")):
         out = subprocess.run(
-            [installation.java, "-cp", ":".join(installation.classpath),
+            [installation.java, *_TOOLKIT_JVM_FLAGS, "-cp", ":".join(installation.classpath),
              "org.apache.zookeeper.server.persistence.TxnLogToolkit", "-d", str(log)],
             capture_output=True, text=True, check=True, timeout=60,
         ).stdout
