@@ -34,6 +34,7 @@ from json.encoder import encode_basestring_ascii
 
 from zkop.zookeeper.actions import Action, CheckVersion, CreateNode, DeleteNode, Observed, SetData
 from zkop.zookeeper.adapter import PendingRead, ZooKeeperAdapter
+from zkop.zookeeper.frozen import fast_init
 from zkop.zookeeper.paths import is_within
 
 __all__ = [
@@ -53,6 +54,7 @@ DEFAULT_REGISTRY_ROOT = "/zkop/owners"
 _json_str = encode_basestring_ascii
 
 
+@fast_init
 @dataclass(frozen=True)
 class OwnerStamp:
     """Who owns a znode.
@@ -100,6 +102,7 @@ class OwnerStamp:
         return f"{self.namespace}/{self.name} in cluster {self.cluster_id!r}"
 
 
+@fast_init
 @dataclass(frozen=True)
 class Claim:
     """Outcome of :func:`plan_claim`.

@@ -67,6 +67,7 @@ from zkop.zkconfig.plan import Outcome, Plan, plan_delete, plan_sync
 from zkop.zkconfig.spec import FINALIZER, DesiredZnode, InvalidSpec, RefNotFound
 from zkop.zookeeper.actions import Action, CheckVersion, CreateNode, Observed, SetData
 from zkop.zookeeper.adapter import ZooKeeperError, ZooKeeperNoAuth, ZooKeeperUnavailable
+from zkop.zookeeper.frozen import fast_init
 
 __all__ = [
     "UNREAD",
@@ -114,6 +115,7 @@ class Fetch(enum.Enum):
     CHILDREN = "children"
 
 
+@fast_init
 @dataclass(frozen=True)
 class Event:
     """A Kubernetes Event about the object: ``type`` Normal or Warning, CamelCase ``reason``, a sentence."""
@@ -123,6 +125,7 @@ class Event:
     message: str
 
 
+@fast_init
 @dataclass(frozen=True)
 class SyncFacts:
     """What :func:`decide_sync` decides from.
@@ -149,6 +152,7 @@ class SyncFacts:
     observed: Observed | Unread | None = UNREAD
 
 
+@fast_init
 @dataclass(frozen=True)
 class DeleteFacts:
     """What :func:`decide_delete` decides from.
@@ -197,6 +201,7 @@ def learned(facts: _Facts, **changes: Any) -> _Facts:
     return new
 
 
+@fast_init
 @dataclass(frozen=True)
 class Decision:
     """One reconcile pass, as values; the reconciler applies the fields in this order.

@@ -15,12 +15,14 @@ from typing import Literal
 from zkop.zkconfig.spec import DesiredZnode
 from zkop.zookeeper.acls import is_redacted
 from zkop.zookeeper.actions import Action, CreateNode, DeleteNode, Observed, SetAcl, SetData, acl_matches
+from zkop.zookeeper.frozen import fast_init
 
 __all__ = ["Outcome", "Plan", "plan_delete", "plan_sync"]
 
 State = Literal["Pending", "Synced", "Error", "OutOfSync"]
 
 
+@fast_init
 @dataclass(frozen=True)
 class Outcome:
     """What a reconcile achieved, in the words of ``status``.
@@ -40,6 +42,7 @@ class Outcome:
     stalled: bool = False
 
 
+@fast_init
 @dataclass(frozen=True)
 class Plan:
     """Actions to execute, in order, and the outcome once they succeed.

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from zkop.zookeeper.acls import ADMIN, READ, WRITE, AclId, expand_auth, is_redacted, lockout, valid_digest_id
 from zkop.zookeeper.actions import OPEN_ACL, PERMISSIONS, AclEntry
+from zkop.zookeeper.frozen import fast_init
 from zkop.zookeeper.paths import InvalidPath, validate_path
 
 __all__ = [
@@ -69,6 +70,7 @@ class InvalidSpec(ValueError):
         self.rule = rule
 
 
+@fast_init
 @dataclass(frozen=True)
 class DataRef:
     """``spec.dataFrom``: a key of a ConfigMap or Secret in the object's namespace.
@@ -103,6 +105,7 @@ class RefNotFound(Exception):
 RefLookup = Callable[[DataRef], bytes | None]
 
 
+@fast_init
 @dataclass(frozen=True)
 class DesiredZnode:
     """What a ZooKeeperConfig asks for.

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from zkop.zookeeper.frozen import fast_init
+
 __all__ = [
     "OPEN_ACL",
     "PERMISSIONS",
@@ -31,6 +33,7 @@ __all__ = [
 PERMISSIONS = {"read": 1, "write": 2, "create": 4, "delete": 8, "admin": 16}
 
 
+@fast_init
 @dataclass(frozen=True, order=True)
 class AclEntry:
     """One ZooKeeper ACL entry (Programmer's Guide, "ZooKeeper access control using ACLs").
@@ -65,6 +68,7 @@ def acl_matches(observed: tuple[AclEntry, ...], desired: tuple[AclEntry, ...]) -
     return sorted(set(observed)) == sorted(set(desired))
 
 
+@fast_init
 @dataclass(frozen=True)
 class Observed:
     """A znode as read from ZooKeeper.
@@ -86,6 +90,7 @@ class Observed:
     acl: tuple[AclEntry, ...] | None = None
 
 
+@fast_init
 @dataclass(frozen=True)
 class CreateNode:
     """Create a persistent znode holding ``data``; parents that are missing are created empty."""
@@ -95,6 +100,7 @@ class CreateNode:
     acl: tuple[AclEntry, ...] = OPEN_ACL
 
 
+@fast_init
 @dataclass(frozen=True)
 class SetData:
     """Replace the data of ``path`` if its version is still ``expected_version``."""
@@ -104,6 +110,7 @@ class SetData:
     expected_version: int
 
 
+@fast_init
 @dataclass(frozen=True)
 class DeleteNode:
     """Delete the (childless) znode ``path`` if its version is still ``expected_version``."""
@@ -112,6 +119,7 @@ class DeleteNode:
     expected_version: int
 
 
+@fast_init
 @dataclass(frozen=True)
 class SetAcl:
     """Replace the ACL of ``path`` if its ACL version is still ``expected_acl_version``."""
@@ -124,6 +132,7 @@ class SetAcl:
 Action = CreateNode | SetData | SetAcl | DeleteNode
 
 
+@fast_init
 @dataclass(frozen=True)
 class CheckVersion:
     """A precondition, not a write: ``path`` must still be at data version ``version``.

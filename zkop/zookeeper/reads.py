@@ -28,6 +28,7 @@ from zkop.zookeeper.errors import (
     ZooKeeperError,
     ZooKeeperNoAuth,
 )
+from zkop.zookeeper.frozen import fast_init
 from zkop.zookeeper.session import Session
 from zkop.zookeeper.watches import PersistentWatches
 
@@ -52,6 +53,7 @@ def _observed(data: bytes | None, stat: Any, acl: tuple[AclEntry, ...] | None) -
                     ephemeral_owner=stat.ephemeralOwner, acl_version=stat.aversion, acl=acl)
 
 
+@fast_init
 @dataclass(frozen=True)
 class Listing:
     """A node's children (sorted) and ``Stat.czxid`` (the zxid that created the node)."""
@@ -60,6 +62,7 @@ class Listing:
     created_zxid: int
 
 
+@fast_init
 @dataclass(frozen=True)
 class AclRead:
     """A node's ACL as ``getACL`` returned it (digests redacted to ``user:x`` without ADMIN) and ``Stat.aversion``."""
@@ -68,6 +71,7 @@ class AclRead:
     acl_version: int
 
 
+@fast_init
 @dataclass(frozen=True)
 class NodeSnapshot:
     """A node read by :meth:`Reads.walk`: its :class:`Observed` (ACL always read) and child names, sorted."""
