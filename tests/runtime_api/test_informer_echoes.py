@@ -17,6 +17,7 @@ from zkop_testing.waiting import wait_for
 
 from zkop.kube.client import JSON, MERGE_PATCH, KubeClient, resource_path
 from zkop.runtime.cache import Informer, ResourceRef
+from zkop.runtime.cache import informer as informer_module
 from zkop.runtime.cache.echoes import EchoRegistry, modified_resource_version
 from zkop.runtime.cache.transform import default_transform
 
@@ -132,15 +133,23 @@ def test_a_foreign_write_before_ours_is_delivered_and_our_echo_decoded(
 
 
 def test_an_echo_that_arrived_before_the_response_is_not_awaited(
-    kube: KubeClient, informer: tuple[Informer, Updates],
+    kube: KubeClient, informer: tuple[Informer, Updates], monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     inf, updates = informer
     base = rv(inf.indexer.get(KEY))
     response = patch(kube, "1")
     wait_for(lambda: rv(inf.indexer.get(KEY)) == rv(response), message="the echo arrived")
+    copies: list[JSON] = []
+
+    def copy_of(obj: JSON) -> JSON:
+        copies.append(obj)
+        return obj
+
+    monkeypatch.setattr(informer_module, "default_transform_copy", copy_of)
     inf.expect_echo(KEY, base, response)
     assert inf.pending_echoes() == 0 and inf.echoes_applied == 0
     assert updates.seen == [(base, rv(response))]
+    assert copies == []  # the response is not even transformed
 
 
 def test_a_relist_forgets_awaited_echoes(

@@ -183,8 +183,12 @@ class Informer:
         written = resource_version(response)
         if not base or not written or written == base:
             return
-        obj = default_transform_copy(response)
         with self._lock:
+            cached = self.indexer.get(key)
+            if cached is None or resource_version(cached) != base:
+                return  # the echo (about half of them in a cold sync), or something newer, is in: no copy
+        obj = default_transform_copy(response)
+        with self._lock:  # again: the echo may have come while the copy was made
             cached = self.indexer.get(key)
             if cached is not None and resource_version(cached) == base:
                 self._echoes.expect(key, base, written, obj)
