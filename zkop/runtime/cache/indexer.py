@@ -59,9 +59,6 @@ class Indexer:
         self._items: dict[str, JSON] = {}
         self._indexers: dict[str, IndexFunc] = dict(indexers or {})
         self._indices: dict[str, dict[str, set[str]]] = {name: {} for name in self._indexers}
-        #: The index values each cached key is filed under, per index (what the index functions
-        #: returned for the cached object): an update that leaves them alone touches no index.
-        self._filed: dict[str, dict[str, tuple[str, ...]]] = {}
 
     def add_indexer(self, name: str, func: IndexFunc) -> None:
         """Add an index and build it over the current contents.
@@ -73,64 +70,42 @@ class Indexer:
             if name in self._indexers:
                 raise ValueError(f"indexer {name!r} already exists")
             self._indexers[name] = func
-            index: dict[str, set[str]] = {}
-            self._indices[name] = index
+            self._indices[name] = {}
             for key, obj in self._items.items():
-                values = tuple(func(obj))
-                self._filed.setdefault(key, {})[name] = values
-                for value in values:
-                    index.setdefault(value, set()).add(key)
+                self._index(name, key, obj)
 
-    def _file(self, key: str, obj: JSON) -> None:
-        """File ``key`` under ``obj``'s index values; only the indexes whose values changed are touched."""
-        before = self._filed.get(key)
-        after = {name: tuple(func(obj)) for name, func in self._indexers.items()}
-        if after == before:
-            return
-        for name, values in after.items():
-            old_values = before.get(name, ()) if before is not None else ()
-            if values == old_values:
-                continue
+    def _index(self, name: str, key: str, obj: JSON) -> None:
+        for value in self._indexers[name](obj):
+            self._indices[name].setdefault(value, set()).add(key)
+
+    def _unindex(self, key: str, obj: JSON) -> None:
+        for name, func in self._indexers.items():
             index = self._indices[name]
-            self._unfile(index, key, old_values)
-            for value in values:
-                index.setdefault(value, set()).add(key)
-        self._filed[key] = after
-
-    @staticmethod
-    def _unfile(index: dict[str, set[str]], key: str, values: tuple[str, ...]) -> None:
-        for value in values:
-            keys = index.get(value)
-            if keys is not None:
-                keys.discard(key)
-                if not keys:
-                    del index[value]
+            for value in func(obj):
+                keys = index.get(value)
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del index[value]
 
     def upsert(self, obj: JSON) -> JSON | None:
-        """Store ``obj`` under its key; return the previous object, if any.
-
-        Every index function is called with ``obj``; an index whose values for the key did not
-        change (an update of fields the index does not look at) is left as it is, without calling
-        its function on the previous object again.
-        """
+        """Store ``obj`` under its key; return the previous object, if any."""
         key = meta_namespace_key(obj)
         with self._lock:
             old = self._items.get(key)
+            if old is not None:
+                self._unindex(key, old)
             self._items[key] = obj
-            if self._indexers:
-                self._file(key, obj)
+            for name in self._indexers:
+                self._index(name, key, obj)
             return old
 
     def delete(self, key: str) -> JSON | None:
         """Remove the object under ``key``; return it, or ``None`` if absent."""
         with self._lock:
             old = self._items.pop(key, None)
-            self._filed.pop(key, None)
             if old is not None:
-                # The index functions see the removed object, as they see every stored one (an index
-                # function may count the cache's changes: the Service bridge's key_index does).
-                for name, func in self._indexers.items():
-                    self._unfile(self._indices[name], key, tuple(func(old)))
+                self._unindex(key, old)
             return old
 
     def get(self, key: str) -> JSON | None:
