@@ -34,6 +34,9 @@ import urllib3.exceptions
 from zkop.kube.client import JSON, ApiException, KubeClient, resource_path
 from zkop.runtime import metrics
 
+#: This module's own jitter source: zkop leaves the global ``random`` state alone (the process may share it).
+_random = random.Random()
+
 __all__ = ["JITTER_FACTOR", "LeaderElector", "micro_time"]
 
 log = logging.getLogger(__name__)
@@ -130,7 +133,7 @@ class LeaderElector:
             if self._try_acquire_or_renew():
                 self._leader.set()
                 return True
-            stop.wait(self.retry_period * random.uniform(1.0, JITTER_FACTOR))
+            stop.wait(self.retry_period * _random.uniform(1.0, JITTER_FACTOR))
         return False
 
     def _renew(self, stop: threading.Event) -> None:

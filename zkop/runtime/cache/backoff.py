@@ -6,6 +6,9 @@ import random
 import time
 from collections.abc import Callable
 
+#: This module's own jitter source: zkop leaves the global ``random`` state alone (the process may share it).
+_random = random.Random()
+
 __all__ = ["Backoff"]
 
 
@@ -32,4 +35,4 @@ class Backoff:
             self._current = 0.0
         self._current = self.initial if not self._current else min(self._current * 2, self.cap)
         self._last = now
-        return self._current * (1 + random.random())
+        return self._current * (1 + _random.random())

@@ -25,6 +25,9 @@ from zkop.runtime.cache.indexer import Indexer, IndexFunc, meta_namespace_key, r
 from zkop.runtime.cache.reflector import Reflector, ResourceRef
 from zkop.runtime.cache.transform import Transform, default_transform, default_transform_copy
 
+#: This module's own jitter source: zkop leaves the global ``random`` state alone (the process may share it).
+_random = random.Random()
+
 __all__ = ["EventHandler", "FuncHandler", "Informer"]
 
 log = logging.getLogger(__name__)
@@ -260,7 +263,7 @@ class Informer:
             self._threads.append(thread)
 
     def _resync_loop(self) -> None:
-        while not self._stop.wait(self.resync_period * random.uniform(0.9, 1.1)):
+        while not self._stop.wait(self.resync_period * _random.uniform(0.9, 1.1)):
             if self.has_synced():
                 self.resync()
 

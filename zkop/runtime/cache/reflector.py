@@ -28,6 +28,9 @@ from zkop.runtime.cache.backoff import Backoff
 from zkop.runtime.cache.indexer import resource_version
 from zkop.runtime.cache.transform import Transform
 
+#: This module's own jitter source: zkop leaves the global ``random`` state alone (the process may share it).
+_random = random.Random()
+
 __all__ = ["Reflector", "ResourceRef", "Store"]
 
 log = logging.getLogger(__name__)
@@ -183,7 +186,7 @@ class Reflector:
         self._stop.wait(delay)
 
     def _watch(self) -> None:
-        timeout_seconds = random.randint(*self.watch_timeout_range)
+        timeout_seconds = _random.randint(*self.watch_timeout_range)
         query = {
             **self._selectors(),
             "resourceVersion": self.last_sync_resource_version,
