@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from zkop_testing.apiserver import ApiServer
@@ -71,6 +71,20 @@ def informer(kube: KubeClient) -> Iterator[tuple[Informer, Updates]]:
     informer.stop()
 
 
+def write_behind_a_stalled_watch(apiserver: ApiServer, inf: Informer,
+                                 *writes: Callable[[], JSON]) -> tuple[str, list[JSON]]:
+    """Make ``writes`` while the watch is stalled, announce the last one's echo as zkop's writer does,
+    let the watch go on and wait until the cache reaches the last write; returns the base version
+    the last write was computed from (the cached one) and the responses."""
+    base = rv(inf.indexer.get(KEY))
+    apiserver.stall_watches(True)
+    responses = [write() for write in writes]
+    inf.expect_echo(KEY, base, responses[-1])
+    apiserver.stall_watches(False)
+    wait_for(lambda: rv(inf.indexer.get(KEY)) == rv(responses[-1]), message="the last write's echo arrived")
+    return base, responses
+
+
 def cached_as_decoded(informer: Informer, kube: KubeClient) -> None:
     """The cache holds what decoding the server's current object would have cached."""
     assert informer.indexer.get(KEY) == default_transform(kube.request("GET", path()))
@@ -104,13 +118,8 @@ def test_an_object_with_another_resource_version_key_is_decoded(
     apiserver: ApiServer, kube: KubeClient, informer: tuple[Informer, Updates],
 ) -> None:
     inf, updates = informer
-    base = rv(inf.indexer.get(KEY))
-    apiserver.stall_watches(True)
     # An annotation named resourceVersion: the raw event names two, so which is metadata's cannot be told.
-    response = patch(kube, "1", {"resourceVersion": "1"})
-    inf.expect_echo(KEY, base, response)
-    apiserver.stall_watches(False)
-    wait_for(lambda: rv(inf.indexer.get(KEY)) == rv(response), message="the echo arrived")
+    base, [response] = write_behind_a_stalled_watch(apiserver, inf, lambda: patch(kube, "1", {"resourceVersion": "1"}))
     assert inf.echoes_applied == 0 and inf.pending_echoes() == 0
     assert updates.seen == [(base, rv(response))]
     cached_as_decoded(inf, kube)
@@ -120,13 +129,10 @@ def test_a_foreign_write_before_ours_is_delivered_and_our_echo_decoded(
     apiserver: ApiServer, kube: KubeClient, informer: tuple[Informer, Updates],
 ) -> None:
     inf, updates = informer
-    base = rv(inf.indexer.get(KEY))
-    apiserver.stall_watches(True)
-    foreign = patch(kube, "theirs")
-    ours = kube.request("PATCH", path(), body={"metadata": {"labels": {"mine": "yes"}}}, content_type=MERGE_PATCH)
-    inf.expect_echo(KEY, base, ours)  # computed from base, but the server applied it after the foreign write
-    apiserver.stall_watches(False)
-    wait_for(lambda: rv(inf.indexer.get(KEY)) == rv(ours), message="both events arrived")
+    # Ours is computed from the cached version, but the server applies it after the foreign write.
+    base, [foreign, ours] = write_behind_a_stalled_watch(
+        apiserver, inf, lambda: patch(kube, "theirs"),
+        lambda: kube.request("PATCH", path(), body={"metadata": {"labels": {"mine": "yes"}}}, content_type=MERGE_PATCH))
     assert inf.echoes_applied == 0 and inf.pending_echoes() == 0
     assert updates.seen == [(base, rv(foreign)), (rv(foreign), rv(ours))]
     cached_as_decoded(inf, kube)
