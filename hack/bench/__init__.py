@@ -11,6 +11,7 @@ process (:mod:`zkop_testing.operator`), runs every scenario and prints one JSON 
     .venv/bin/python -m hack.bench --smoke            # N = 50, M = 20: CI's check that this still runs
     .venv/bin/python -m hack.bench --scale            # issue #17: N = 50,000, M = 20,000, realistic cluster
     .venv/bin/python -m hack.bench --realistic-cluster  # every scenario in a cluster seeded like a real one
+    .venv/bin/python -m hack.bench --scenario instructions  # instructions per object under callgrind
 
 Scenarios (each reports its parameters under ``params``; ``docs/performance.md`` explains them):
 
@@ -32,6 +33,9 @@ Scenarios (each reports its parameters under ``params``; ``docs/performance.md``
 * ``realistic`` (only with ``--scenario realistic``) — the same in a cluster seeded like a real one
   (``kube-root-ca.crt`` per namespace, 2,000 Helm release Secrets of 50 KB, ``managedFields``
   everywhere): zkop's RSS and its start-up LIST load (objects and bytes per resource).
+* ``instructions`` (only with ``--scenario instructions``, needs valgrind) — zkop's cold sync, the
+  floor and the controller floor under callgrind at two sizes (``--instructions-n``, default
+  100,600): instructions per run, marginal instructions per object, and their ratios.
 
 Counting: API requests come from the API server's request log; ZooKeeper operations from
 zkop's own ``zkop_zookeeper_request_duration_seconds_count{operation}`` and ZooKeeper's
@@ -43,7 +47,8 @@ their own API server, so they do not see each other's objects.
 Logs go to stderr. The exit code is 0 even when targets are missed (they are reported); it
 
 Layout: one module per scenario (``floor``, ``cold_sync``, ``update_latency``,
-``drift_latency``, ``warm_restart``, ``resync``, ``bridge``, ``memory``, ``realistic``), what they share
+``drift_latency``, ``warm_restart``, ``resync``, ``bridge``, ``memory``, ``realistic``,
+``instructions``), what they share
 (``harness``: servers, operators, snapshots, waits; ``measure``, ``observer``, ``txns``,
 ``params``), the runner and command line (``runner``) and ``report`` (targets, table).
 Run it from the repository root (``python -m hack.bench``); results of past runs are kept

@@ -25,7 +25,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from kazoo.client import KazooClient
@@ -86,7 +86,7 @@ def floor_client(spec: JSON) -> JSON:
     switches0 = proc_context_switches(os.getpid())
     started = time.perf_counter()
     if spec.get("informer"):
-        _controller_loop(kube, n, threads, write)
+        _controller_loop(kube, n, threads, write, float(spec.get("echo_timeout", 600)))
     else:
         with ThreadPoolExecutor(threads) as pool:
             for future in [pool.submit(one, i) for i in range(n)]:
@@ -101,13 +101,14 @@ def floor_client(spec: JSON) -> JSON:
     return {"seconds": seconds, "cpu_seconds": cpu, "context_switches": switches, "cpu_split_s": split}
 
 
-def _controller_loop(kube: KubeClient, n: int, threads: int, write: Callable[[str, str, bytes], None]) -> None:
+def _controller_loop(kube: KubeClient, n: int, threads: int, write: Callable[[str, str, bytes], None],
+                     echo_timeout: float) -> None:
     """The controller floor's loop: an informer feeds keys to ``threads`` threads that :func:`write` each
     object read from the cache; returns once the watch has delivered ``2 n`` updates (both echoes of
     every write) and the threads have stopped.
 
     Raises:
-        RuntimeError: the echoes did not all arrive within 10 minutes.
+        RuntimeError: the echoes did not all arrive within ``echo_timeout`` seconds.
     """
     keys: queue.Queue[str | None] = queue.Queue()
     echoes = [0]
@@ -136,8 +137,8 @@ def _controller_loop(kube: KubeClient, n: int, threads: int, write: Callable[[st
         thread.start()
     informer.start()
     try:
-        if not all_echoed.wait(600):
-            raise RuntimeError(f"controller floor: {echoes[0]} of {2 * n} echoes after 600 s")
+        if not all_echoed.wait(echo_timeout):
+            raise RuntimeError(f"controller floor: {echoes[0]} of {2 * n} echoes after {echo_timeout:.0f} s")
     finally:
         for _ in pool:
             keys.put(None)
@@ -153,7 +154,7 @@ def floor(h: Harness) -> JSON:
     reported (``cr_per_s``) and every run beside it. Counts are the last run's.
     """
     p = h.p
-    runs = [_floor_once(h, k) for k in range(p.floor_runs)]
+    runs = [floor_once(h, k) for k in range(p.floor_runs)]
     rates = [r["cr_per_s"] for r in runs]
     median = sorted(rates)[len(rates) // 2]
     result = next(r for r in runs if r["cr_per_s"] == median)
@@ -163,7 +164,7 @@ def floor(h: Harness) -> JSON:
     cpus = [r["client_cpu_ms_per_cr_exact"] for r in runs]
     result["client_cpu_ms_per_cr_runs"] = cpus
     result["client_cpu_ms_per_cr_median"] = sorted(cpus)[len(cpus) // 2]
-    controller = [_floor_once(h, k, informer=True) for k in range(p.floor_runs)]
+    controller = [floor_once(h, k, informer=True) for k in range(p.floor_runs)]
     controller_cpus = [r["client_cpu_ms_per_cr_exact"] for r in controller]
     median_cpu = sorted(controller_cpus)[len(controller_cpus) // 2]
     result["controller_floor"] = {
@@ -180,8 +181,19 @@ def floor(h: Harness) -> JSON:
     return result
 
 
-def _floor_once(h: Harness, k: int, *, informer: bool = False) -> JSON:
+def floor_once(h: Harness, k: int, *, informer: bool = False, command_prefix: Sequence[str] = (),
+               timeout: float | None = None) -> JSON:
+    """One run of the floor client (the controller floor with ``informer``) on a fresh API server and
+    chroot (``/floor-<k>``, ``/floor-c<k>``); its figures.
+
+    Args:
+        command_prefix: run the client's process under this wrapper (``valgrind …``:
+            :mod:`hack.bench.instructions`).
+        timeout: seconds the client may take (default 60 s + 0.2 s per object), also the controller
+            floor's wait for its echoes.
+    """
     p = h.p
+    timeout = h.timeout_for(0.2, p.n) if timeout is None else timeout
     label = f"controller-floor-{k}" if informer else f"floor-{k}"
     chroot = f"{FLOOR_CHROOT}-c{k}" if informer else f"{FLOOR_CHROOT}-{k}"
     api, kubeconfig = h.new_api(label)
@@ -190,12 +202,12 @@ def _floor_once(h: Harness, k: int, *, informer: bool = False) -> JSON:
             zk.ensure_path(f"{chroot}/bench/app")
         spec_path = h.workdir / f"{label}-spec.json"
         spec_path.write_text(json.dumps({"n": p.n, "threads": p.floor_threads, "kubeconfig": kubeconfig,
-                                         "zk_hosts": f"{h.server.hosts}{chroot}", "informer": informer}))
+                                         "zk_hosts": f"{h.server.hosts}{chroot}", "informer": informer,
+                                         "echo_timeout": timeout}))
         before = h.snapshot()
         log_before = len(api.request_log)
-        proc = subprocess.run([sys.executable, "-m", "hack.bench", "--floor-client", str(spec_path)],
-                              capture_output=True, text=True, timeout=h.timeout_for(0.2, p.n), check=False,
-                              cwd=REPO)
+        proc = subprocess.run([*command_prefix, sys.executable, "-m", "hack.bench", "--floor-client", str(spec_path)],
+                              capture_output=True, text=True, timeout=timeout, check=False, cwd=REPO)
         if proc.returncode != 0:
             raise RuntimeError(f"floor client failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
         client = json.loads(proc.stdout)

@@ -9,6 +9,7 @@ import logging
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -26,6 +27,7 @@ from .cold_sync import cold_sync, cold_sync_baseline
 from .drift_latency import drift_latency
 from .floor import floor, floor_client
 from .harness import Harness
+from .instructions import DEFAULT_SIZES, ValgrindMissing, instructions, parse_sizes, valgrind_version
 from .measure import zk_client
 from .memory import memory
 from .params import (
@@ -239,6 +241,30 @@ def run_realistic(h: Harness) -> JSON:
     }
 
 
+def run_instructions(h: Harness, sizes: tuple[int, int], valgrind: str) -> JSON:
+    """Only the ``instructions`` scenario (``--scenario instructions``); returns the report."""
+    run_started = time.monotonic()
+    h.git = git_revision()
+    load_before = machine_load()
+    h.zk = ZooKeeperServer()
+    h.zk.start()
+    try:
+        log.info("scenario instructions (callgrind, N = %d and %d)", *sizes)
+        result = instructions(h, sizes)
+        log.info("instructions: %s", result["ratios"])
+    finally:
+        _stop_everything(h)
+    return {
+        "params": {**asdict(h.p), "instructions_n": list(sizes), "python": platform.python_version(),
+                   "cpus": os.cpu_count(), "git": h.git, "valgrind": valgrind,
+                   "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                   "duration_s": round(time.monotonic() - run_started, 1),
+                   "machine_load": {"start": load_before, "end": machine_load()}},
+        "scenarios": {"instructions": result},
+        "targets": {},
+    }
+
+
 def _report(h: Harness, seconds: float) -> JSON:
     p = h.p
     scenarios: dict[str, JSON] = {name: h.results[name] for name in
@@ -289,9 +315,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--py-spy", type=Path, default=None, metavar="DIR",
                         help="profile zkop and the API server during cold_sync with py-spy (must be installed; "
                              "collapsed stacks go to DIR)")
-    parser.add_argument("--scenario", choices=("all", "realistic", "cpu"), default="all",
+    parser.add_argument("--scenario", choices=("all", "realistic", "cpu", "instructions"), default="all",
                         help="all: every scenario but realistic (default); realistic: only the realistic-cluster "
-                             "footprint (RSS, start-up LIST load); cpu: only floor and cold_sync (CPU per object)")
+                             "footprint (RSS, start-up LIST load); cpu: only floor and cold_sync (CPU per object); "
+                             "instructions: zkop's cold sync, the floor and the controller floor under callgrind "
+                             "(needs valgrind)")
+    parser.add_argument("--instructions-n", default=",".join(map(str, DEFAULT_SIZES)), metavar="N1,N2",
+                        help="--scenario instructions: the two sizes whose difference gives the marginal "
+                             "instructions per object (default %(default)s)")
     parser.add_argument("--realistic-secrets", type=int, default=None,
                         help="Helm release Secrets seeded by the realistic scenario (default 2000; smoke 20)")
     parser.add_argument("--realistic-secret-kb", type=int, default=None, help="KB per Secret (default 50; smoke 5)")
@@ -348,6 +379,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise SystemExit("--n must be at least 2")
     if params.cpu_reference_n < 0 or params.cpu_reference_n == 1:
         raise SystemExit("--cpu-reference-n must be 0 (none) or at least 2")
+    if args.scenario == "instructions":
+        return _main_instructions(args, params)
     workdir = Path(tempfile.mkdtemp(prefix="zkop-bench-"))
     log.info("workdir %s; params %s", workdir, params)
     ok = False
@@ -361,9 +394,46 @@ def main(argv: Sequence[str] | None = None) -> int:
             shutil.rmtree(workdir, ignore_errors=True)
         else:
             log.info("operator logs kept in %s", workdir)
+    _print_report(args, report)
+    return 0
+
+
+def _print_report(args: argparse.Namespace, report: JSON) -> None:
     text = json.dumps(report, indent=2)
     if args.output is not None:
         args.output.write_text(text + "\n")
     print(render_table(report) if args.table else text)
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _main_instructions(args: argparse.Namespace, params: Params) -> int:
+    """``--scenario instructions``: exit 2 with one line when valgrind is missing or the sizes are wrong.
+
+    Its workdir (callgrind files of tens of MB) is removed even when the run fails, unless
+    ``--keep-workdir``; the errors carry zkop's log tail.
+    """
+    try:
+        sizes = parse_sizes(args.instructions_n)
+        valgrind = valgrind_version()
+    except (ValueError, ValgrindMissing) as err:
+        print(f"python -m hack.bench: error: {err}", file=sys.stderr)
+        return 2
+    params = replace(params, n=sizes[1])
+    # SIGTERM (a test's or CI's timeout) unwinds like Ctrl-C: the finally blocks stop zkop and the
+    # floor client under valgrind, the API servers and ZooKeeper, and remove the workdir.
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    workdir = Path(tempfile.mkdtemp(prefix="zkop-bench-"))
+    log.info("workdir %s; %s; sizes %s; params %s", workdir, valgrind, sizes, params)
+    try:
+        report = run_instructions(Harness(params, workdir), sizes, valgrind)
+    finally:
+        if args.keep_workdir:
+            log.info("workdir kept: %s", workdir)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+    _print_report(args, report)
     return 0
 
