@@ -2,7 +2,7 @@
 
 The run itself is opt-in (``ZKOP_BENCH_INSTRUCTIONS=1``, and valgrind installed): six processes
 under callgrind take about 20 s each even at 5 and 10 objects (the interpreter and its imports are
-2.4 G instructions), over two minutes in all. It checks the report's shape and that its figures are
+2.4 G instructions), well over two minutes in all. It checks the report's shape and that its figures are
 consistent with each other, never their values. The rest runs everywhere and fast.
 """
 
@@ -27,7 +27,7 @@ RATIOS = {"zkop_vs_floor": ("zkop", "floor"), "controller_floor_vs_floor": ("con
 
 def _skip_reason() -> str | None:
     if os.environ.get("ZKOP_BENCH_INSTRUCTIONS") != "1":
-        return "the callgrind run is opt-in: ZKOP_BENCH_INSTRUCTIONS=1 (about two and a half minutes)"
+        return "the callgrind run is opt-in: ZKOP_BENCH_INSTRUCTIONS=1 (over two minutes)"
     if shutil.which("valgrind") is None:
         return "valgrind is not installed (apt-get install valgrind)"
     return None
