@@ -23,7 +23,6 @@ from zkop.zkconfig.decide import (
     decide_failure,
     decide_sync,
     deletion_target,
-    learned,
 )
 from zkop.zkconfig.objects import oldest, unsynced_path
 from zkop.zkconfig.spec import FINALIZER, DataRef, DesiredZnode, InvalidSpec, RefNotFound, parse_spec
@@ -36,6 +35,7 @@ from zkop.zookeeper.adapter import (
     ZooKeeperNoAuth,
     ZooKeeperUnavailable,
 )
+from zkop.zookeeper.frozen import fast_replace
 
 PATH = "/app/flag"
 RECORD = "/zkop/owners/app/flag"
@@ -376,15 +376,16 @@ def test_decide_acl_drift(rule: str, read: dict[str, AclRead | ZooKeeperError | 
     (delete(), {"record_owner": OURS}),
     (delete(record_owner=OURS), {"children": ("a",)}),
 ])
-def test_learned_is_replace(facts: SyncFacts | DeleteFacts, changes: dict[str, Any]) -> None:
+def test_facts_learned_with_fast_replace_are_replace(facts: SyncFacts | DeleteFacts,
+                                                     changes: dict[str, Any]) -> None:
     before = dataclasses.replace(facts)
-    got = learned(facts, **changes)
+    got = fast_replace(facts, **changes)
     assert got == dataclasses.replace(facts, **changes) and type(got) is type(facts)
     assert facts == before  # a new object; the facts it came from are unchanged
     with pytest.raises(dataclasses.FrozenInstanceError):
         got.obj = {}  # type: ignore[misc]
     with pytest.raises(TypeError, match="no field nonsense"):
-        learned(facts, nonsense=1)
+        fast_replace(facts, nonsense=1)
 
 
 @pytest.mark.parametrize("record", [None, Observed(b"", 1), ours(), Observed(OTHER_CLUSTER.to_bytes(), 0),
@@ -399,5 +400,5 @@ def test_a_znode_known_in_advance_decides_as_if_fetched(record: Observed | None,
     facts = sync(record=record, exists=exists)
     stepwise = decide_sync(facts)
     if stepwise.fetch is Fetch.ZNODE:
-        stepwise = decide_sync(learned(facts, observed=observed))
-    assert decide_sync(learned(facts, observed=observed)) == stepwise
+        stepwise = decide_sync(fast_replace(facts, observed=observed))
+    assert decide_sync(fast_replace(facts, observed=observed)) == stepwise

@@ -11,7 +11,7 @@ import pytest
 
 from zkop.zkconfig.decide import Decision, Event
 from zkop.zookeeper.actions import AclEntry, CreateNode
-from zkop.zookeeper.frozen import fast_init
+from zkop.zookeeper.frozen import fast_init, fast_replace
 
 
 @dataclass(frozen=True)
@@ -108,3 +108,13 @@ def test_what_it_cannot_copy_is_refused_at_decoration() -> None:
 
     with pytest.raises(TypeError, match="inherited"):
         fast_init(Child)
+
+
+def test_fast_replace_is_replace_and_refuses_a_class_without_fast_init() -> None:
+    value = Fast(1, "x", (2,), [3])
+    assert fast_replace(value, b="y") == dataclasses.replace(value, b="y") == Fast(1, "y", (2,), [3])
+    assert value == Fast(1, "x", (2,), [3])
+    with pytest.raises(TypeError, match="no field nope"):
+        fast_replace(value, nope=1)
+    with pytest.raises(TypeError, match="decorated with fast_init"):
+        fast_replace(Plain(1), b="y")

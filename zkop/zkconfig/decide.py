@@ -59,7 +59,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, TypeVar
+from typing import Any, Final, Literal
 
 from zkop.ownership.registry import Claim, OwnerStamp, claim_requires, plan_claim
 from zkop.zkconfig.objects import finalizers, object_key, synced_znode_version, was_synced_at_generation
@@ -81,7 +81,6 @@ __all__ = [
     "decide_failure",
     "decide_sync",
     "deletion_target",
-    "learned",
 ]
 
 JSON = dict[str, Any]
@@ -175,30 +174,6 @@ class DeleteFacts:
     record_owner: OwnerStamp | Unread | None = UNREAD
     observed: Observed | Unread | None = UNREAD
     children: tuple[str, ...] | Unread | None = UNREAD
-
-
-_Facts = TypeVar("_Facts", bound="SyncFacts | DeleteFacts")
-
-
-def learned(facts: _Facts, **changes: Any) -> _Facts:
-    """``dataclasses.replace(facts, **changes)``: the facts with what was just read, without their ``__init__``.
-
-    A reconcile adds facts up to three times; a frozen dataclass's ``__init__`` sets every field
-    through ``object.__setattr__``, four times the cost of copying the instance dict. Both facts
-    classes are plain frozen dataclasses (no ``__post_init__``, no ``init=False`` field, no
-    slots), so the copy is the same object ``replace`` builds.
-
-    Raises:
-        TypeError: a name in ``changes`` is not a field of ``facts`` (as ``replace`` does).
-    """
-    values = facts.__dict__
-    unknown = changes.keys() - values.keys()
-    if unknown:
-        raise TypeError(f"{type(facts).__name__} has no field {', '.join(sorted(unknown))}")
-    new = object.__new__(type(facts))
-    new.__dict__.update(values)
-    new.__dict__.update(changes)
-    return new
 
 
 @fast_init

@@ -52,7 +52,6 @@ from zkop.zkconfig.decide import (
     decide_failure,
     decide_sync,
     deletion_target,
-    learned,
 )
 from zkop.zkconfig.dryrun import dry_run_delete, dry_run_sync, log_planned
 from zkop.zkconfig.objects import finalizers, object_key, oldest, unsynced_path
@@ -74,6 +73,7 @@ from zkop.zookeeper.adapter import (
     ZooKeeperError,
     ZooKeeperUnavailable,
 )
+from zkop.zookeeper.frozen import fast_replace
 
 __all__ = [
     "PATH_INDEX",
@@ -205,7 +205,7 @@ class ZooKeeperConfigReconciler:
         try:
             if isinstance(reads, ZooKeeperError):
                 raise reads
-            decision = self._converge(spec, learned(facts, obj=obj), reads)
+            decision = self._converge(spec, fast_replace(facts, obj=obj), reads)
         except ZooKeeperError as err:
             return self._fail(key, obj, err)
         self._count_failure(key, None)
@@ -325,16 +325,16 @@ class ZooKeeperConfigReconciler:
             if pending[1].from_memory:
                 # Asking for the znode costs nothing, so decide once with both: a decision that would
                 # not have fetched it (a conflict) does not look at it, any other fetches it next.
-                known = learned(facts, record=pending[0].result(), observed=pending[1].result())
+                known = fast_replace(facts, record=pending[0].result(), observed=pending[1].result())
             else:
-                known = learned(facts, record=pending[0].result())
+                known = fast_replace(facts, record=pending[0].result())
             decision = decide_sync(known)
             while decision.fetch is not None:
                 if decision.fetch is Fetch.ZNODE:
-                    known = learned(known, observed=pending[1].result())
+                    known = fast_replace(known, observed=pending[1].result())
                 else:  # Fetch.ACL
                     self.zookeeper.forget(desired.path)
-                    known = learned(known, observed=self.zookeeper.read(desired.path, None, watch=True))
+                    known = fast_replace(known, observed=self.zookeeper.read(desired.path, None, watch=True))
                 decision = decide_sync(known)
             if self.options.dry_run:
                 return decision  # planned, not written: see _dry_sync
@@ -352,7 +352,7 @@ class ZooKeeperConfigReconciler:
             decision = decide_delete(facts)
             if decision.fetch is Fetch.RECORD:
                 assert target is not None
-                facts = learned(facts, record_owner=self.registry.owner(target.path))
+                facts = fast_replace(facts, record_owner=self.registry.owner(target.path))
                 decision = decide_delete(facts)
             if decision.fetch is not None:
                 assert target is not None
@@ -376,7 +376,7 @@ class ZooKeeperConfigReconciler:
         def read_fresh(known: DeleteFacts) -> DeleteFacts:
             # Deletion depends on numChildren, which data watches do not cover: read afresh.
             self.zookeeper.forget(target.path)
-            return learned(known, observed=self.zookeeper.read(target.path, target.acl, watch=True,
+            return fast_replace(known, observed=self.zookeeper.read(target.path, target.acl, watch=True,
                                                                             watch_absent=False))
 
         def attempt(n: int) -> Decision:
@@ -387,7 +387,7 @@ class ZooKeeperConfigReconciler:
                 return decision  # planned, not written (nor waited for): see _finalize
             while decision.fetch is Fetch.CHILDREN:
                 children = self.zookeeper.watch_children(target.path)
-                facts = learned(facts, children=tuple(children) if children is not None else None)
+                facts = fast_replace(facts, children=tuple(children) if children is not None else None)
                 if children == []:
                     facts = read_fresh(facts)  # the children went meanwhile: go on at once
                 decision = decide_delete(facts)
