@@ -58,7 +58,7 @@ def locked_out() -> InvalidSpec:
     """The classic: zkop's credential file holds the hashed id; the ACL names the real one."""
     try:
         parse_spec({"path": PATH, "stringData": "true", "acl": OPS_SPEC_ACL},
-                   identities=identities([("digest", OPS_ID)], address="10.0.0.5"))
+                   identities=lambda: identities([("digest", OPS_ID)], address="10.0.0.5"))
     except InvalidSpec as err:
         return err
     raise AssertionError("not refused")

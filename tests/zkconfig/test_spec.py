@@ -123,10 +123,10 @@ def test_an_acl_locking_zkop_out_is_refused(rule: str, acl: list[dict[str, objec
     ids = identities(auth, address="10.0.0.5")
     parse_spec(spec)  # offline (zkop validate): no identities, no lock-out check
     if refused is None:
-        parse_spec(spec, identities=ids)
+        parse_spec(spec, identities=lambda: ids)
         return
     with pytest.raises(InvalidSpec) as info:
-        parse_spec(spec, identities=ids)
+        parse_spec(spec, identities=lambda: ids)
     assert info.value.field == "spec.acl" and "would lock zkop out of /a" in str(info.value)
     assert refused in str(info.value), rule
 
@@ -135,10 +135,17 @@ def test_an_acl_locking_zkop_out_is_refused(rule: str, acl: list[dict[str, objec
 def test_the_open_acl_needs_no_identities(acl: list[dict[str, object]] | None) -> None:
     # The reconciler reads zkop's identities (files, socket) only for a spec.acl: the open ACL,
     # omitted or spelled out, parses the same with and without them.
-    from zkop.zookeeper.acls import identities
+    from zkop.zookeeper.acls import AclId, identities
 
     spec: dict[str, object] = {"path": "/a", "stringData": "x"}
     if acl is not None:
         spec["acl"] = acl
     ids = identities([("digest", "ops:ops-password")], address="10.0.0.5")
-    assert parse_spec(spec, identities=ids) == parse_spec(spec) and parse_spec(spec).acl == OPEN_ACL
+    asked: list[bool] = []
+
+    def read_identities() -> frozenset[AclId]:
+        asked.append(True)
+        return ids
+
+    assert parse_spec(spec, identities=read_identities) == parse_spec(spec) and parse_spec(spec).acl == OPEN_ACL
+    assert asked == ([] if acl is None else [True])  # read for a declared spec.acl only

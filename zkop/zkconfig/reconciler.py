@@ -66,6 +66,7 @@ from zkop.zkconfig.spec import (
     parse_data_ref,
     parse_spec,
 )
+from zkop.zookeeper.acls import AclId
 from zkop.zookeeper.adapter import (
     ConcurrentModification,
     PendingRead,
@@ -259,13 +260,12 @@ class ZooKeeperConfigReconciler:
         def lookup(ref: DataRef) -> bytes | None:
             return self._lookup(namespace, ref)
 
-        spec = obj.get("spec")
-        # The identities (certificate and credentials files read, the socket asked) matter only to a
-        # spec.acl: without one the znode gets the open ACL, which passes the check and has no auth entry.
-        with_acl = check_access and isinstance(spec, dict) and spec.get("acl") is not None
+        def identities() -> frozenset[AclId]:
+            return self.zookeeper.identities
+
         try:
-            return parse_spec(spec, max_data_bytes=self.options.max_data_bytes, lookup=lookup,
-                              identities=self.zookeeper.identities if with_acl else None)
+            return parse_spec(obj.get("spec"), max_data_bytes=self.options.max_data_bytes, lookup=lookup,
+                              identities=identities if check_access else None)
         except (InvalidSpec, RefNotFound) as err:
             return err
 

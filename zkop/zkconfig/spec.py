@@ -210,7 +210,7 @@ def parse_data_ref(value: Any) -> DataRef:
 
 def parse_spec(
     spec: Any, *, max_data_bytes: int = DEFAULT_MAX_DATA_BYTES, lookup: RefLookup | None = None,
-    identities: frozenset[AclId] | None = None,
+    identities: Callable[[], frozenset[AclId]] | None = None,
 ) -> DesiredZnode:
     """Validate a ZooKeeperConfig ``spec`` and return the znode it declares.
 
@@ -219,10 +219,11 @@ def parse_spec(
         max_data_bytes: largest decoded value allowed, bytes.
         lookup: resolves ``spec.dataFrom`` from the informer caches; without it a
             ``dataFrom`` spec raises :class:`RefNotFound`.
-        identities: zkop's identities on the ensemble; if given, a ``spec.acl`` that would lock
-            zkop out is refused (:func:`check_lockout`), and ``auth`` entries are expanded to
-            zkop's authenticated ids as the server stores them. ``None`` (offline validation)
-            skips both; so does the open ACL (no ``spec.acl``), which passes and has no ``auth`` entry.
+        identities: returns zkop's identities on the ensemble (reading them may read certificate
+            and credentials files); if given, a ``spec.acl`` that would lock zkop out is refused
+            (:func:`check_lockout`), and ``auth`` entries are expanded to zkop's authenticated ids
+            as the server stores them. ``None`` (offline validation) skips both. It is called only
+            for a declared ``spec.acl``: the open ACL passes the check and has no ``auth`` entry.
 
     Raises:
         InvalidSpec: naming the field and the rule (path rules, strict base64,
@@ -298,7 +299,8 @@ def parse_spec(
         source=source,
     )
     if identities is not None and acl is not OPEN_ACL:  # the open ACL passes and has no auth entry
-        check_lockout(desired, identities, address_known=any(i.scheme == "ip" for i in identities))
+        ids = identities()
+        check_lockout(desired, ids, address_known=any(i.scheme == "ip" for i in ids))
         # ``auth`` entries are stored as zkop's own ids (fixupACL): desire what getACL will show.
-        desired = dataclasses.replace(desired, acl=expand_auth(desired.acl, identities))
+        desired = dataclasses.replace(desired, acl=expand_auth(desired.acl, ids))
     return desired
