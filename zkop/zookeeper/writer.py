@@ -72,18 +72,18 @@ log = logging.getLogger(__name__)
 _EVENT_OF: dict[type, int] = {CreateNode: NODE_CREATED, SetData: NODE_DATA_CHANGED, DeleteNode: NODE_DELETED}
 
 
-def to_kazoo_acl(acl: Sequence[AclEntry]) -> list[ACL]:
-    """Convert entries to kazoo's ``ACL`` objects."""
-    return [ACL(entry.perms, Id(entry.scheme, entry.id)) for entry in acl]
+def to_kazoo_acl(acl: Sequence[AclEntry]) -> tuple[ACL, ...]:
+    """Convert entries to kazoo's ``ACL`` objects (a tuple: kazoo takes a tuple as well as a list).
+
+    The open ACL, which nearly every write carries, is converted once (:data:`_OPEN_KAZOO_ACL`).
+    """
+    if acl is OPEN_ACL or acl == OPEN_ACL:
+        return _OPEN_KAZOO_ACL
+    return tuple(ACL(entry.perms, Id(entry.scheme, entry.id)) for entry in acl)
 
 
-#: The open ACL as kazoo's (immutable) objects: what nearly every create in a ``multi`` carries.
-_OPEN_KAZOO_ACL = tuple(to_kazoo_acl(OPEN_ACL))
-
-
-def _kazoo_acl(acl: tuple[AclEntry, ...]) -> Sequence[ACL]:
-    """:func:`to_kazoo_acl`, the open ACL converted once (kazoo takes a tuple as well as a list)."""
-    return _OPEN_KAZOO_ACL if acl is OPEN_ACL or acl == OPEN_ACL else to_kazoo_acl(acl)
+#: The open ACL as kazoo's (immutable) objects.
+_OPEN_KAZOO_ACL: tuple[ACL, ...] = tuple(ACL(entry.perms, Id(entry.scheme, entry.id)) for entry in OPEN_ACL)
 
 
 class Writer:
@@ -285,7 +285,7 @@ class Writer:
                 transaction.check(check.path, check.version)
             for action in actions:
                 if isinstance(action, CreateNode):
-                    transaction.create(action.path, action.data, acl=_kazoo_acl(action.acl))
+                    transaction.create(action.path, action.data, acl=to_kazoo_acl(action.acl))
                 elif isinstance(action, SetData):
                     transaction.set_data(action.path, action.data, version=action.expected_version)
                 elif isinstance(action, DeleteNode):
