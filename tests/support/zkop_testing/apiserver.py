@@ -429,8 +429,11 @@ class ApiServer:
 
     @property
     def open_watch_count(self) -> int:
-        """Number of watches currently streaming."""
-        return len(self.store.open_watches())
+        """Number of watches currently streaming: registered, and their response headers sent.
+
+        A watch is registered before its headers go out; a test that waits for this count and
+        then cuts the watch must not cut it in between (see :attr:`Watcher.streaming`)."""
+        return sum(1 for watcher in self.store.open_watches() if watcher.streaming)
 
     # ------------------------------------------------------------------ HTTP plumbing
     def _dispatch(self, handler: _Handler, method: str) -> None:
@@ -825,6 +828,7 @@ class ApiServer:
             handler.send_header("Transfer-Encoding", "chunked")
             handler.end_headers()
             handler.wfile.flush()
+            watcher.streaming = True
             self._stream(handler, watcher, sock, timeout, transform)
             handler.wfile.write(b"0\r\n\r\n")
             handler.wfile.flush()

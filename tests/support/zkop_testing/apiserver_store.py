@@ -156,6 +156,10 @@ class Watcher:
         self.closed = False
         self.dropped = False
         self.on_drop: Callable[[], None] | None = None
+        #: set by the HTTP thread once the response headers are flushed: from then on a cut
+        #: reaches the client as a truncated stream, not as a connection closed before any
+        #: response (which urllib3 retries, so the watch would silently reopen)
+        self.streaming = False
         #: the resource version the watch started from (bookmarks are sent only past it)
         self.start_rv = 0
 
