@@ -233,16 +233,18 @@ def run(stack: contextlib.ExitStack, workdir: Path, keep_running: bool) -> bool:
         zk.close()
     if keep_running:
         kubectl_path = kubectl_binary()
-        print(f"\n>> running; Ctrl-C to stop and clean up. Try:\n"
-              f"     export KUBECONFIG={kubeconfig}\n"
-              f"     {kubectl_path} get zkc -A\n"
-              f"     {kubectl_path} get zkc payments-routing-rules -o yaml\n"
-              f"     {kubectl_path} get events\n"
-              f"   ZooKeeper: {zookeeper.hosts} (digest user {CREDENTIALS}); zkop's log: {operator.log_path}\n"
-              f"   zkop export/diff/sync need those credentials to read ACL'd znodes: "
-              f"--zk-hosts {zookeeper.hosts} --zk-auth-file {workdir / 'zookeeper-credentials'}",
-              flush=True)
+        # Ctrl-C may come as soon as the first of these lines is out (a test sends it then), and
+        # print writes its text and its end separately: the announcement is inside the guard too.
         with contextlib.suppress(KeyboardInterrupt):
+            print(f"\n>> running; Ctrl-C to stop and clean up. Try:\n"
+                  f"     export KUBECONFIG={kubeconfig}\n"
+                  f"     {kubectl_path} get zkc -A\n"
+                  f"     {kubectl_path} get zkc payments-routing-rules -o yaml\n"
+                  f"     {kubectl_path} get events\n"
+                  f"   ZooKeeper: {zookeeper.hosts} (digest user {CREDENTIALS}); zkop's log: {operator.log_path}\n"
+                  f"   zkop export/diff/sync need those credentials to read ACL'd znodes: "
+                  f"--zk-hosts {zookeeper.hosts} --zk-auth-file {workdir / 'zookeeper-credentials'}",
+                  flush=True)
             threading.Event().wait()
         print(flush=True)
     return ok
