@@ -24,6 +24,7 @@ import threading
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any, Protocol, TypeVar
 
 from tenacity import Retrying, retry_if_exception_type, stop_any, wait_exponential
 from tenacity.stop import stop_base
@@ -32,12 +33,11 @@ from zkop import __version__
 from zkop.cmd.flags import EXIT_ERROR
 from zkop.kube.client import KubeClient, load_api_client
 from zkop.kube.events import EventRecorder
-from zkop.runtime.cache import Informer
 from zkop.runtime.certs import CertificateError
-from zkop.runtime.controller import Controller
 from zkop.runtime.manager import LeaderElectionOptions, Manager, ManagerOptions
 from zkop.services.bridge.options import BridgeOptions
 from zkop.services.importer.options import ImportOptions
+from zkop.services.wiring import ServiceSync
 from zkop.zkconfig import controller as zkconfig_controller
 from zkop.zkconfig.reconciler import ReconcilerOptions
 from zkop.zkconfig.spec import DEFAULT_MAX_DATA_BYTES
@@ -47,6 +47,17 @@ __all__ = ["Operator", "OperatorOptions", "ZooKeeperStartup", "default_leader_el
            "resync_on_new_session"]
 
 log = logging.getLogger(__name__)
+
+_O = TypeVar("_O", BridgeOptions, ImportOptions)
+_O_contra = TypeVar("_O_contra", contravariant=True)
+
+
+class _ServiceSyncBuilder(Protocol[_O_contra]):
+    """:func:`~zkop.services.bridge.builder.build_service_bridge` and
+    :func:`~zkop.services.importer.builder.build_service_importer`: the same signature over their own options."""
+
+    def __call__(self, client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: EventRecorder, options: _O_contra, *,
+                 cluster_id: str, resync_period: float, inactivity_timeout: float) -> ServiceSync[Any]: ...
 
 
 @dataclass
@@ -271,38 +282,44 @@ class Operator:
             inactivity_timeout=options.watch_inactivity_timeout, acl_check_period=options.acl_check_period,
         )
         on_new_session: list[Callable[[], None]] = [self.zkconfig.on_session_reconnected]
+        # Each direction is imported only when enabled: a process without it starts faster.
         if options.bridge is not None:
-            # Imported only when enabled: a process without the bridge starts faster.
             from zkop.services.bridge.builder import build_service_bridge
 
-            bridge_options = replace(options.bridge, dry_run=True) if options.dry_run else options.bridge
-            bridge = build_service_bridge(
-                self.client, self.zookeeper, self.recorder, bridge_options, cluster_id=options.cluster_id,
-                resync_period=options.sync_period, inactivity_timeout=options.watch_inactivity_timeout,
-            )
-            self._add_feature(bridge.informers, bridge.controllers)
+            bridge = self._add_service_sync(build_service_bridge, options.bridge)
             on_new_session.append(bridge.on_session_reconnected)
         if options.importer is not None:
             from zkop.services.importer.builder import build_service_importer
 
-            import_options = replace(options.importer, dry_run=True) if options.dry_run else options.importer
-            importer = build_service_importer(
-                self.client, self.zookeeper, self.recorder, import_options, cluster_id=options.cluster_id,
-                resync_period=options.sync_period, inactivity_timeout=options.watch_inactivity_timeout,
-            )
-            self._add_feature(importer.informers, importer.controllers)
+            importer = self._add_service_sync(build_service_importer, options.importer)
             on_new_session.append(importer.on_session_reconnected)
         resync_on_new_session(self.zookeeper, on_new_session)
         self.manager.add_healthz_check("ping", lambda: None)
         self.manager.add_healthz_check("workers", self.manager.runnables_healthy)
         self.manager.add_readyz_check("informers-and-zookeeper", self._ready)
 
-    def _add_feature(self, informers: Sequence[Informer], controllers: Sequence[Controller]) -> None:
-        """Register a builder's informers (every replica) and controllers (leader only)."""
-        for informer in informers:
+    def _add_service_sync(self, build: _ServiceSyncBuilder[_O], feature_options: _O) -> ServiceSync[Any]:
+        """Build one service direction with the shared settings and register it with the manager.
+
+        ``--dry-run`` reaches the direction's own options; the cluster id, the resync period and
+        the watch inactivity timeout are the operator's.  Informers run on every replica,
+        controllers only on the leader.
+
+        Returns:
+            The built direction; its :meth:`~ServiceSync.on_session_reconnected` is for the caller
+            to hook to the ZooKeeper session.
+        """
+        if self.options.dry_run:
+            feature_options = replace(feature_options, dry_run=True)
+        feature = build(
+            self.client, self.zookeeper, self.recorder, feature_options, cluster_id=self.options.cluster_id,
+            resync_period=self.options.sync_period, inactivity_timeout=self.options.watch_inactivity_timeout,
+        )
+        for informer in feature.informers:
             self.manager.add(informer, needs_leader=False)
-        for controller in controllers:
+        for controller in feature.controllers:
             self.manager.add(controller, needs_leader=True)
+        return feature
 
     def _ready(self) -> str | None:
         unsynced = [name for name in self.manager.not_synced() if name != self.startup.name]

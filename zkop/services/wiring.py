@@ -8,6 +8,7 @@ leading, and calls ``on_session_reconnected`` after a new ZooKeeper session.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Generic, TypeVar
@@ -26,7 +27,7 @@ R = TypeVar("R")
 
 
 @dataclass
-class ServiceSync(Generic[R]):
+class ServiceSync(ABC, Generic[R]):
     """One direction's parts, for the manager.
 
     Attributes:
@@ -34,7 +35,7 @@ class ServiceSync(Generic[R]):
         controllers: the direction's one controller; started only while leading.
         reconciler: the reconciler (for tests and diagnostics).
 
-    Subclasses set :attr:`FULL_SYNC_KEY` and define ``on_session_reconnected()``.
+    Subclasses set :attr:`FULL_SYNC_KEY` and define :meth:`on_session_reconnected`.
     """
 
     #: The queue key of the direction's full sync.
@@ -52,6 +53,14 @@ class ServiceSync(Generic[R]):
     def request_full_sync(self, delay: float = 0.0) -> None:
         """Enqueue a full sync after ``delay`` seconds."""
         self.controller.queue.add_after(self.FULL_SYNC_KEY, delay)
+
+    @abstractmethod
+    def on_session_reconnected(self) -> None:
+        """A new ZooKeeper session (after LOST or SUSPENDED): enqueue what must be re-read.
+
+        Called on kazoo's event thread (:func:`zkop.cmd.operator.resync_on_new_session`), so it
+        must only enqueue.
+        """
 
 
 def all_synced(informers: Sequence[Informer]) -> Callable[[], bool]:
