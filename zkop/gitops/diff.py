@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from zkop.gitops.encoding import as_text
-from zkop.gitops.sync import describe_acl_entry, skipped_ref
+from zkop.gitops.sync import skipped_ref
 from zkop.gitops.tree import ZNode
 from zkop.gitops.validate import CheckedObject
 from zkop.zkconfig.plan import plan_sync
-from zkop.zookeeper.actions import AclEntry, CreateNode, Observed, SetAcl, SetData
+from zkop.zookeeper.actions import AclEntry, CreateNode, Observed, SetAcl, SetData, describe_acl_entry
 
 __all__ = ["NO_NEWLINE", "ZnodeDiff", "data_diff", "diff_object", "diff_prune"]
 

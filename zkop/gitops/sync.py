@@ -26,11 +26,10 @@ from zkop.gitops.validate import CheckedObject
 from zkop.zkconfig.plan import Plan, plan_delete, plan_sync
 from zkop.zkconfig.spec import DataRef, DesiredZnode, InvalidSpec, check_lockout
 from zkop.zookeeper.acls import expand_auth
-from zkop.zookeeper.actions import OPEN_ACL, AclEntry, Action, CreateNode, DeleteNode, Observed, SetAcl, SetData
+from zkop.zookeeper.actions import CreateNode, DeleteNode, Observed, describe
 from zkop.zookeeper.adapter import ConcurrentModification, ZooKeeperAdapter, ZooKeeperError, ZooKeeperNoAuth
 
-__all__ = ["MAX_REPLANS", "SyncResult", "describe_acl", "describe_acl_entry", "describe_action", "prune_znodes",
-           "skipped_ref", "sync_objects"]
+__all__ = ["MAX_REPLANS", "SyncResult", "prune_znodes", "skipped_ref", "sync_objects"]
 
 #: Plans re-made after a concurrent change before giving up on one znode (as the reconciler).
 MAX_REPLANS = 3
@@ -48,7 +47,8 @@ class SyncResult:
             ``pruned``, ``skipped`` (``dataFrom``) or ``error``.
         message: a sentence; never contains znode data.
         object: ``file:line ZooKeeperConfig ns/name``; empty for pruned znodes.
-        actions: the actions as text, e.g. ``set /a (4 → 5 bytes, version 2)``.
+        actions: the actions as text (:func:`zkop.zookeeper.actions.describe`, zkCli form), e.g.
+            ``set /a (5 bytes, if version 2)``.
     """
 
     path: str
@@ -61,28 +61,6 @@ class SyncResult:
         """The result as a JSON object with the attribute names as keys."""
         return {"path": self.path, "result": self.result, "message": self.message, "object": self.object,
                 "actions": list(self.actions)}
-
-
-def describe_acl_entry(entry: AclEntry) -> str:
-    """``digest:alice:HASH= read,write`` (scheme, id, permissions in the CRD's words)."""
-    return f"{entry.scheme}:{entry.id} {','.join(entry.permission_names()) or 'none'}"
-
-
-def describe_acl(acl: tuple[AclEntry, ...]) -> str:
-    """``world:anyone read,write,create,delete,admin; digest:u:h= read`` — one line, in order."""
-    return "; ".join(describe_acl_entry(e) for e in acl)
-
-
-def describe_action(action: Action) -> str:
-    """One line for an action, without data: ``create /a (5 bytes)``, ``delete /a (version 3)``."""
-    if isinstance(action, CreateNode):
-        acl = "" if action.acl == OPEN_ACL else f", ACL {describe_acl(action.acl)}"
-        return f"create {action.path} ({len(action.data)} bytes{acl})"
-    if isinstance(action, SetData):
-        return f"set {action.path} ({len(action.data)} bytes, if version {action.expected_version})"
-    if isinstance(action, SetAcl):
-        return f"setAcl {action.path} ({describe_acl(action.acl)}, if aversion {action.expected_acl_version})"
-    return f"delete {action.path} (if version {action.expected_version})"
 
 
 def skipped_ref(ref: DataRef) -> str:
@@ -122,7 +100,7 @@ def _converge(adapter: ZooKeeperAdapter, desired: DesiredZnode,
 
 
 def _result(plan: Plan, path: str, what: str) -> SyncResult:
-    actions = tuple(describe_action(a) for a in plan.actions)
+    actions = tuple(describe(a, zkcli=True) for a in plan.actions)
     outcome = plan.outcome
     if outcome.state == "Error":
         return SyncResult(path, "error", outcome.message, what, actions)
@@ -206,7 +184,7 @@ def prune_znodes(adapter: ZooKeeperAdapter, candidates: Sequence[ZNode], *, dry_
                 results.append(SyncResult(node.path, "error", plan.outcome.message))
             elif plan.actions:
                 results.append(SyncResult(node.path, "pruned", "no manifest declares it",
-                                          actions=tuple(describe_action(a) for a in plan.actions)))
+                                          actions=tuple(describe(a, zkcli=True) for a in plan.actions)))
             else:
                 results.append(SyncResult(node.path, "unchanged", plan.outcome.message))
         if on_done is not None:

@@ -26,6 +26,8 @@ __all__ = [
     "SetData",
     "acl_matches",
     "describe",
+    "describe_acl",
+    "describe_acl_entry",
     "operation",
 ]
 
@@ -156,12 +158,46 @@ def operation(action: Action) -> str:
     return "delete"
 
 
-def describe(action: Action) -> str:
-    """One line for logs and dry runs, e.g. ``create /app/flag (412 bytes)``: sizes and versions, never data."""
+def describe_acl_entry(entry: AclEntry) -> str:
+    """``digest:alice:HASH= read,write``: scheme, id and permissions in the CRD's words (``none`` for 0)."""
+    return f"{entry.scheme}:{entry.id} {','.join(entry.permission_names()) or 'none'}"
+
+
+def describe_acl(acl: tuple[AclEntry, ...]) -> str:
+    """``world:anyone read,write,create,delete,admin; digest:u:h= read``: one line, entries in order."""
+    return "; ".join(describe_acl_entry(e) for e in acl)
+
+
+def describe(action: Action, *, zkcli: bool = False) -> str:
+    """One line for an action: path, sizes and versions, never data.
+
+    Two forms, one per audience:
+
+    ========== =============================================== ==================================================
+    action     default (operator logs, Events, dry-run status) ``zkcli=True`` (``zkop sync`` and its JSON)
+    ========== =============================================== ==================================================
+    create     ``create /a (5 bytes)``                         ``create /a (5 bytes, ACL digest:u:h= read)``
+    data       ``update /a (version 2, 5 bytes)``              ``set /a (5 bytes, if version 2)``
+    ACL        ``set the ACL of /a (aversion 1, 2 entries)``   ``setAcl /a (world:anyone read, if aversion 1)``
+    delete     ``delete /a (version 3)``                       ``delete /a (if version 3)``
+    ========== =============================================== ==================================================
+
+    Args:
+        action: the action.
+        zkcli: the form of ``zkop sync``, whose user wrote the manifests and knows ``zkCli.sh``:
+            zkCli's verbs (``set``, ``setAcl``), the version as the write's condition, and the ACL
+            entries (:func:`describe_acl`) of an ACL change and of a create whose ACL is not
+            :data:`OPEN_ACL`.  The default counts ACL entries instead of naming them.
+    """
     if isinstance(action, CreateNode):
-        return f"create {action.path} ({len(action.data)} bytes)"
+        acl = f", ACL {describe_acl(action.acl)}" if zkcli and action.acl != OPEN_ACL else ""
+        return f"create {action.path} ({len(action.data)} bytes{acl})"
     if isinstance(action, SetData):
+        if zkcli:
+            return f"set {action.path} ({len(action.data)} bytes, if version {action.expected_version})"
         return f"update {action.path} (version {action.expected_version}, {len(action.data)} bytes)"
     if isinstance(action, SetAcl):
+        if zkcli:
+            return f"setAcl {action.path} ({describe_acl(action.acl)}, if aversion {action.expected_acl_version})"
         return f"set the ACL of {action.path} (aversion {action.expected_acl_version}, {len(action.acl)} entries)"
-    return f"delete {action.path} (version {action.expected_version})"
+    return f"delete {action.path} ({'if ' if zkcli else ''}version {action.expected_version})"
