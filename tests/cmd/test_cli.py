@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -123,3 +124,23 @@ def test_a_bad_acl_check_period_is_a_usage_error(capsys: pytest.CaptureFixture[s
         build_parser().parse_args(["run", "--acl-check-period", "soon"])
     assert info.value.code == 2
     assert "argument --acl-check-period: invalid duration 'soon'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("flag", "server"), [("--metrics-bind-address", "metrics"),
+                                              ("--health-probe-bind-address", "health probes")])
+def test_an_address_in_use_is_named_in_the_error(flag: str, server: str, tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"  # never contacted: the servers bind before anything else starts
+    kubeconfig.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:1"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}], "users": [{"name": "u", "user": {}}]}))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        others = {"--metrics-bind-address": "0", "--health-probe-bind-address": "0", flag: address}
+        run = subprocess.run([sys.executable, "-m", "zkop", "run", "--kubeconfig", str(kubeconfig),
+                              "--zk-hosts", "127.0.0.1:1", *[x for item in others.items() for x in item]],
+                             capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2, run.stderr
+    assert f"cannot serve {server} on {address}: Address already in use" in run.stderr

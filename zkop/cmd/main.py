@@ -346,8 +346,8 @@ def _run(args: argparse.Namespace) -> int:
     log.info("zkop %s starting (identity %s)", __version__, operator.identity)
     try:
         code = operator.run()
-    except OSError as err:  # Manager.run: a server address that cannot be bound
-        log.error("cannot serve metrics or probes: %s", err)
+    except OSError as err:  # Manager.run: a server address that cannot be bound; the message names it
+        log.error("%s", err.strerror or err)
         return EXIT_ERROR
     log.info("zkop stopped (exit code %d)", code)
     return code

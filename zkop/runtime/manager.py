@@ -222,7 +222,9 @@ class Manager:
         Returns the exit code: 0 after :meth:`stop`, 1 after a lost Lease, or what :meth:`fail` set.
 
         Raises:
-            ValueError, OSError: a server address is malformed or cannot be bound.
+            ValueError: a server address is malformed.
+            OSError: a server address cannot be bound; ``strerror`` names the server and the address,
+                e.g. ``cannot serve metrics on :8080: Address already in use`` (``errno`` is the bind's).
             zkop.runtime.certs.CertificateError: no usable metrics serving certificate.
         """
         self._start_servers()
@@ -261,7 +263,10 @@ class Manager:
             self.health = HealthServer(*bind)
             self.health.liveness = self._healthz
             self.health.readiness = self._readyz
-            self.health.start()
+            try:
+                self.health.start()
+            except OSError as err:
+                raise _bind_error("health probes", self.options.health_probe_bind_address, err) from err
             log.info("health probes on %s:%d", bind[0], self.health.port)
         secure = None
         if self.options.metrics_secure:
@@ -271,6 +276,9 @@ class Manager:
                                    key_name=self.options.metrics_key_name)
         try:
             self.metrics_server = start_metrics_server(self.options.metrics_bind_address, secure)
+        except OSError as err:
+            self._close_servers()
+            raise _bind_error("metrics", self.options.metrics_bind_address, err) from err
         except BaseException:
             self._close_servers()
             raise
@@ -356,3 +364,9 @@ class Manager:
             except Exception:
                 log.exception("stopping %s failed", entry.name)
 
+
+def _bind_error(what: str, address: str, err: OSError) -> OSError:
+    """``err`` (a failed bind) as an OSError whose message names the server and the address the
+    user gave, as controller-runtime's ``error listening on :8080: listen tcp :8080: bind: address already in use``
+    does [CR pkg/manager/manager.go defaultHealthProbeListener, pkg/metrics/server/server.go]."""
+    return OSError(err.errno, f"cannot serve {what} on {address}: {err.strerror or err}")
