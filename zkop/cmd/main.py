@@ -252,7 +252,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--leader-election-id", default="zkop-leader", metavar="NAME",
                      help="name of the Lease (default zkop-leader)")
     run.add_argument("--leader-election-namespace", default=None, type=dns_label, metavar="NAMESPACE",
-                     help="namespace of the Lease (default: the pod's namespace)")
+                     help="namespace of the Lease (default: the pod's namespace: $POD_NAMESPACE, else the "
+                          "service account's namespace file; outside a pod 'default')")
     run.add_argument("--leader-election-lease-duration", type=positive_duration, default=15.0, metavar="DURATION",
                      help=f"how long a Lease is valid without renewal (default {format_duration(15.0)})")
     run.add_argument("--leader-election-renew-deadline", type=positive_duration, default=10.0, metavar="DURATION",
