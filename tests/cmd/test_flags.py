@@ -104,6 +104,10 @@ def _malformed_auth_file(tmp_path: Path) -> str:
     (["--health-probe-bind-address", ":99999"], "port out of range"),
     (["--sync-period", "10 minutes"], "argument --sync-period: unknown unit"),
     (["--sync-period=-10m"], "must not be negative"),
+    # Without '=' too, as Go's flag package takes the next argument: argparse alone said "expected one argument".
+    (["--sync-period", "-5s"], "argument --sync-period: duration '-5s' must not be negative"),
+    (["--acl-check-period", "-.5h", "--workers", "2"], "argument --acl-check-period: duration '-.5h' must not be"),
+    (["--workers", "-2s"], "argument --workers: '-2s' is not a whole number"),
     (["--zk-session-timeout", "0"], "must be more than 0"),
     (["--leader-elect", "--leader-election-lease-duration", "5"],
      "--leader-election-lease-duration (5s) must be longer than --leader-election-renew-deadline (10s)"),

@@ -19,9 +19,10 @@ defaults, such as those taken from environment variables). Checks that need seve
 from __future__ import annotations
 
 import argparse
+import re
 import sys
-from collections.abc import Callable, Sequence
-from typing import NoReturn
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, NoReturn
 
 from zkop.cmd.duration import format_duration, parse_duration
 from zkop.kube.validation import is_dns1123_label
@@ -79,6 +80,37 @@ class ArgumentParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         """Report a usage error through :func:`exit_usage`."""
         exit_usage(self.prog, message)
+
+    def parse_known_args(self, args: Iterable[str] | None = None, namespace: Any = None) -> tuple[Any, list[str]]:
+        """argparse's, except that a flag taking a value takes the next argument when it starts with
+        ``-`` and a digit or ``.`` (``--sync-period -5s``), as Go's ``flag`` and ``pflag`` take the
+        next argument whatever it is; argparse takes only plain negative numbers (``-5``) and would
+        say "expected one argument".  So a negative value gets the flag's own error (``duration
+        '-5s' must not be negative``) with or without ``=``.
+        """
+        given = sys.argv[1:] if args is None else list(args)
+        return super().parse_known_args(self._attach_negative_values(given), namespace)
+
+    def _attach_negative_values(self, args: list[str]) -> list[str]:
+        """``["--flag", "-5s"]`` → ``["--flag=-5s"]`` for this parser's flags that take one value."""
+        takes_value = {option for action in self._actions if action.nargs is None for option in action.option_strings}
+        joined: list[str] = []
+        index = 0
+        while index < len(args):
+            arg = args[index]
+            if arg == "--":
+                return joined + args[index:]
+            if arg in takes_value and index + 1 < len(args) and _NEGATIVE_VALUE.match(args[index + 1]):
+                joined.append(f"{arg}={args[index + 1]}")
+                index += 2
+                continue
+            joined.append(arg)
+            index += 1
+        return joined
+
+
+#: A value that starts like a negative number or duration: ``-5``, ``-5s``, ``-.5h``.
+_NEGATIVE_VALUE = re.compile(r"-[0-9.]")
 
 
 def duration(text: str) -> float:
