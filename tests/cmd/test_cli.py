@@ -13,7 +13,7 @@ import pytest
 
 from zkop.cmd.flags import UsageError
 from zkop.cmd.logging_setup import JsonFormatter, configure_logging
-from zkop.cmd.main import build_parser, connection_options, parse_acl_entry
+from zkop.cmd.main import build_parser, connection_options, main, parse_acl_entry
 from zkop.zookeeper.actions import OPEN_ACL, AclEntry
 
 
@@ -84,7 +84,56 @@ def test_json_log_lines() -> None:
         configure_logging("loud")
     with pytest.raises(ValueError):
         configure_logging("info", "xml")
-    configure_logging("info", "text")
+
+
+def _record_origin(logger: logging.Logger) -> tuple[str, int]:
+    """Log one record through ``logger`` and return the file name and line it was attributed to."""
+    seen: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record)
+
+    handler = Keep()
+    logger.addHandler(handler)
+    try:
+        logger.warning("where am I")
+    finally:
+        logger.removeHandler(handler)
+    return seen[0].filename, seen[0].lineno
+
+
+def test_configure_logging_skips_caller_lookups_until_restored() -> None:
+    logger = logging.getLogger("zkop.test.origin")
+    logger.propagate = False  # the record goes to the handler above, not to stderr
+    root = logging.getLogger()
+    before = (list(root.handlers), root.level, logging.getLogger("kazoo").level)
+    try:
+        assert _record_origin(logger)[0] == "test_cli.py"
+        restore = configure_logging("debug", "json")
+        try:
+            assert _record_origin(logger) == ("(unknown file)", 0)  # the operator's saving: no lookup
+            assert root.level == logging.DEBUG and root.handlers != before[0]
+        finally:
+            restore()
+        assert _record_origin(logger)[0] == "test_cli.py"
+        assert (list(root.handlers), root.level, logging.getLogger("kazoo").level) == before
+    finally:
+        logger.propagate = True
+
+
+def test_main_in_process_leaves_logging_as_it_found_it(tmp_path: Path) -> None:
+    root = logging.getLogger()
+    before = (list(root.handlers), root.level)
+    (tmp_path / "a.yaml").write_text("")
+    assert main(["validate", "-f", str(tmp_path / "a.yaml"), "--log-level", "debug"]) == 0
+    assert (list(root.handlers), root.level) == before
+    logger = logging.getLogger("zkop.test.origin")
+    logger.propagate = False
+    try:
+        assert _record_origin(logger)[0] == "test_cli.py"
+    finally:
+        logger.propagate = True
 
 
 def test_a_parent_acl_that_excludes_zkop_is_a_usage_error(tmp_path: Path) -> None:

@@ -358,14 +358,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``zkop`` console script; returns the process exit code.
 
     Usage errors (argparse's and :class:`~zkop.cmd.flags.UsageError`) print one line on stderr and
-    raise ``SystemExit(2)``; codes are listed in :mod:`zkop.cmd.flags`.
+    raise ``SystemExit(2)``; codes are listed in :mod:`zkop.cmd.flags`.  Logging is zkop's
+    (:func:`~zkop.cmd.logging_setup.configure_logging`) while the command runs and as it was
+    when it returns or raises.
     """
     args = build_parser().parse_args(argv)
-    configure_logging(getattr(args, "log_level", "info"), getattr(args, "log_format", "text"))
+    restore_logging = configure_logging(getattr(args, "log_level", "info"), getattr(args, "log_format", "text"))
     try:
         code: int = args.func(args)
     except UsageError as err:
         exit_usage(f"zkop {args.command}", str(err))
+    finally:
+        restore_logging()  # called in-process (tests): the caller's logging as it was
     return code
 
 
