@@ -43,7 +43,7 @@ def test_a_planned_change_becomes_a_dry_run_status_and_nothing_else() -> None:
     dry = dry_run_sync(decision, planned_changes(decision, "/zkop/owners/app/x"))
     assert dry == Decision(outcome=Outcome(
         "Pending", DRY_RUN_REASON,
-        "dry run, nothing written: would create /zkop/owners/app/x (1 bytes); would create /app/x (3 bytes)", False))
+        "dry run, nothing written: would create /zkop/owners/app/x (1 byte); would create /app/x (3 bytes)", False))
 
 
 @pytest.mark.parametrize("decision", [

@@ -14,7 +14,7 @@ from typing import Literal
 
 from zkop.zkconfig.spec import DesiredZnode
 from zkop.zookeeper.acls import is_redacted
-from zkop.zookeeper.actions import Action, CreateNode, DeleteNode, Observed, SetAcl, SetData, acl_matches
+from zkop.zookeeper.actions import Action, CreateNode, DeleteNode, Observed, SetAcl, SetData, acl_matches, size
 from zkop.zookeeper.frozen import fast_init
 
 __all__ = ["Outcome", "Plan", "plan_delete", "plan_sync"]
@@ -91,7 +91,7 @@ def plan_sync(desired: DesiredZnode, observed: Observed | None) -> Plan:
     if observed is None:
         return Plan(
             (CreateNode(path, desired.data, desired.acl),), in_sync, ("created",),
-            f"znode {path} created ({len(desired.data)} bytes)",
+            f"znode {path} created ({size(desired.data)})",
         )
     if observed.ephemeral_owner:
         return Plan(
@@ -126,7 +126,7 @@ def plan_sync(desired: DesiredZnode, observed: Observed | None) -> Plan:
             Outcome(
                 "OutOfSync", "CreateOnly",
                 f"znode {path} exists with other {'data' if observed.data != desired.data else 'ACL'} "
-                f"({len(observed.data)} bytes, version {observed.version}); syncPolicy createOnly leaves it unchanged",
+                f"({size(observed.data)}, version {observed.version}); syncPolicy createOnly leaves it unchanged",
                 True,
             ),
         )
@@ -134,7 +134,7 @@ def plan_sync(desired: DesiredZnode, observed: Observed | None) -> Plan:
     changed: list[str] = []
     if observed.data != desired.data:
         actions.append(SetData(path, desired.data, observed.version))
-        changed.append(f"data {len(observed.data)} → {len(desired.data)} bytes, "
+        changed.append(f"data {len(observed.data)} → {size(desired.data)}, "
                        f"version {observed.version} → {observed.version + 1}")
     if acl_drift:
         actions.append(SetAcl(path, desired.acl, observed.acl_version))

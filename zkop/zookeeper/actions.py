@@ -29,6 +29,7 @@ __all__ = [
     "describe_acl",
     "describe_acl_entry",
     "operation",
+    "size",
 ]
 
 #: ZooKeeper's permissions (``org.apache.zookeeper.ZooDefs.Perms``) by lower-case name.
@@ -191,13 +192,24 @@ def describe(action: Action, *, zkcli: bool = False) -> str:
     """
     if isinstance(action, CreateNode):
         acl = f", ACL {describe_acl(action.acl)}" if zkcli and action.acl != OPEN_ACL else ""
-        return f"create {action.path} ({len(action.data)} bytes{acl})"
+        return f"create {action.path} ({size(action.data)}{acl})"
     if isinstance(action, SetData):
         if zkcli:
-            return f"set {action.path} ({len(action.data)} bytes, if version {action.expected_version})"
-        return f"update {action.path} (version {action.expected_version}, {len(action.data)} bytes)"
+            return f"set {action.path} ({size(action.data)}, if version {action.expected_version})"
+        return f"update {action.path} (version {action.expected_version}, {size(action.data)})"
     if isinstance(action, SetAcl):
         if zkcli:
             return f"setAcl {action.path} ({describe_acl(action.acl)}, if aversion {action.expected_acl_version})"
-        return f"set the ACL of {action.path} (aversion {action.expected_acl_version}, {len(action.acl)} entries)"
+        entries = "1 entry" if len(action.acl) == 1 else f"{len(action.acl)} entries"
+        return f"set the ACL of {action.path} (aversion {action.expected_acl_version}, {entries})"
     return f"delete {action.path} ({'if ' if zkcli else ''}version {action.expected_version})"
+
+
+def size(data: bytes | int) -> str:
+    """A znode value's size for a message: ``"1 byte"``, ``"0 bytes"``, ``"48 bytes"``.
+
+    Args:
+        data: the value, or its length in bytes.
+    """
+    n = data if isinstance(data, int) else len(data)
+    return "1 byte" if n == 1 else f"{n} bytes"

@@ -82,7 +82,7 @@ def test_create_only_creates_but_never_updates() -> None:
 
 def test_describe() -> None:
     assert describe(CreateNode("/a", b"xyz")) == "create /a (3 bytes)"
-    assert describe(SetData("/a", b"x", 4)) == "update /a (version 4, 1 bytes)"
+    assert describe(SetData("/a", b"x", 4)) == "update /a (version 4, 1 byte)"
     assert describe(DeleteNode("/a", 2)) == "delete /a (version 2)"
 
 
