@@ -117,6 +117,9 @@ def _malformed_auth_file(tmp_path: Path) -> str:
     (["--service-bridge", "--service-bridge-root", "relative"], "argument --service-bridge-root: path must be"),
     (["--import-services", "--import-max-deletes", "-1"], "argument --import-max-deletes: must be 0 or more"),
     (["--import-services", "--import-namespace", "Not_A_Namespace"], "argument --import-namespace:"),
+    # No prefix matching, as in Go's flag and pflag: argparse alone took '--sync-per' as --sync-period.
+    (["--sync-per", "5s"], "unrecognized arguments: --sync-per 5s"),
+    (["--worker=2"], "unrecognized arguments: --worker=2"),
 ])
 def test_zkops_own_checks_are_usage_errors_like_argparse(
     argv: list[object], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],

@@ -74,8 +74,14 @@ def exit_usage(prog: str, message: str) -> NoReturn:
 class ArgumentParser(argparse.ArgumentParser):
     """argparse with a one-line usage error (no usage dump) and exit status 2.
 
-    Subparsers are made of the same class (``add_subparsers`` uses the parent's class).
+    Subparsers are made of the same class (``add_subparsers`` uses the parent's class).  Flags are
+    never abbreviated (``allow_abbrev=False`` for every parser): Go's ``flag`` and ``pflag`` have no
+    prefix matching, and a prefix that works today would change meaning when a flag is added.
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         """Report a usage error through :func:`exit_usage`."""
@@ -90,6 +96,23 @@ class ArgumentParser(argparse.ArgumentParser):
         """
         given = sys.argv[1:] if args is None else list(args)
         return super().parse_known_args(self._attach_negative_values(given), namespace)
+
+    def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        """argparse's, except that an unknown flag after a subcommand is that subcommand's error
+        (``zkop run: error: unrecognized arguments: --sync-per 5s``), not the top parser's."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            self._parser_of(parsed).error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed
+
+    def _parser_of(self, parsed: argparse.Namespace) -> argparse.ArgumentParser:
+        """The (sub)parser of the subcommand ``parsed`` chose, or this parser."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                chosen = action.choices.get(getattr(parsed, action.dest or "", None) or "")
+                if isinstance(chosen, ArgumentParser):
+                    return chosen._parser_of(parsed)
+        return self
 
     def _attach_negative_values(self, args: list[str]) -> list[str]:
         """``["--flag", "-5s"]`` → ``["--flag=-5s"]`` for this parser's flags that take one value."""

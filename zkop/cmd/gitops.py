@@ -107,7 +107,7 @@ def add_commands(sub: Any) -> None:
     Each subparser sets ``func`` (``Callable[[argparse.Namespace], int]``) with ``set_defaults``.
     """
     export = sub.add_parser(
-        "export", allow_abbrev=False, help="write ZooKeeperConfig manifests for a live znode subtree",
+        "export", help="write ZooKeeperConfig manifests for a live znode subtree",
         description="Write one ZooKeeperConfig per leaf znode and per interior znode holding data or a "
                     "non-open ACL, in a directory mirroring the tree, plus a kustomization.yaml. Ephemeral "
                     "and sequential znodes are skipped. Exit 0 ok, 1 some znodes not exported, 2 error.")
@@ -126,7 +126,7 @@ def add_commands(sub: Any) -> None:
     export.set_defaults(func=_guarded(_run_export))
 
     diff = sub.add_parser(
-        "diff", allow_abbrev=False, help="compare manifests with live ZooKeeper",
+        "diff", help="compare manifests with live ZooKeeper",
         description="Print a unified diff per znode that sync would change. "
                     "Exit 0 no differences, 1 differences, 2 error (as diff and kubectl diff).")
     add_zookeeper_flags(diff, writes=False)
@@ -135,7 +135,7 @@ def add_commands(sub: Any) -> None:
     diff.set_defaults(func=_guarded(_run_diff))
 
     validate = sub.add_parser(
-        "validate", allow_abbrev=False, help="check manifests offline (CRD schema and zkop's rules)",
+        "validate", help="check manifests offline (CRD schema and zkop's rules)",
         description="Check manifests against the CRD schema and zkop's rules without touching ZooKeeper. "
                     "Exit 0 valid, 1 one line per problem (file:line, object, field, rule), 2 error.")
     _common(validate, manifests=True)
@@ -145,7 +145,7 @@ def add_commands(sub: Any) -> None:
     validate.set_defaults(func=_guarded(_run_validate))
 
     sync = sub.add_parser(
-        "sync", allow_abbrev=False, help="apply manifests straight to ZooKeeper, as the operator would",
+        "sync", help="apply manifests straight to ZooKeeper, as the operator would",
         description="Converge ZooKeeper to the manifests with the operator's rules, without Kubernetes. "
                     "Nothing is deleted without --prune. Exit 0 ok, 1 some znodes not converged, 2 error "
                     "(nothing written).")
