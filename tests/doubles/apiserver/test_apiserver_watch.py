@@ -10,8 +10,10 @@ import kubernetes.watch
 import pytest
 import urllib3
 from apiserver_helpers import WatchCollector, api_error, cm, zkc, zkc_path
+from zkop_testing import apiserver as apiserver_module
 from zkop_testing.apiserver import ApiServer
 from zkop_testing.apiserver_fixtures import wait_for
+from zkop_testing.waiting import EVENTUALLY
 
 from zkop.kube.client import MERGE_PATCH, KubeClient, resource_path
 
@@ -185,6 +187,34 @@ def test_drop_watches_cuts_streams(kube: KubeClient, server: ApiServer, ns: str)
     assert watch.finished.wait(5)
     assert isinstance(watch.error, urllib3.exceptions.ProtocolError)
     wait_for(lambda: server.open_watch_count == 0, message="watch unregistered")
+
+
+def test_a_watch_cut_before_its_headers_ends_as_a_truncated_stream(
+        kube: KubeClient, server: ApiServer, ns: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # drop_watches between a watch's registration and its response headers: the client must see the
+    # stream cut (a ProtocolError), not a connection closed before any response, which urllib3 retries
+    # (a GET), so the watch would silently reopen and never end (the cause of 4ccb63b, for every caller
+    # of drop_watches, not only those that wait for open_watch_count first).
+    registered = threading.Event()
+    dropped = threading.Event()
+    send_response = apiserver_module._Handler.send_response
+
+    def held_send_response(handler: Any, code: int, message: str | None = None) -> None:
+        if "watch=true" in handler.path and not dropped.is_set():
+            registered.set()
+            dropped.wait(EVENTUALLY)
+        send_response(handler, code, message)
+
+    monkeypatch.setattr(apiserver_module._Handler, "send_response", held_send_response)
+    watch = WatchCollector(kube, cms(ns), {})
+    assert registered.wait(EVENTUALLY)
+    assert server.open_watch_count == 0 and len(server.store.open_watches()) == 1  # registered, no headers yet
+    assert server.drop_watches() == 1
+    dropped.set()
+    assert watch.finished.wait(EVENTUALLY)
+    assert isinstance(watch.error, urllib3.exceptions.ProtocolError)
+    assert server.count_requests("watch", "configmaps") == 1  # not reopened behind the client's back
+    wait_for(lambda: not server.store.open_watches(), message="watch unregistered")
 
 
 def test_stalled_watches_send_nothing_until_resumed(kube: KubeClient, server: ApiServer, ns: str) -> None:

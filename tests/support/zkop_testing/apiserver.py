@@ -828,7 +828,7 @@ class ApiServer:
             handler.send_header("Transfer-Encoding", "chunked")
             handler.end_headers()
             handler.wfile.flush()
-            watcher.streaming = True
+            watcher.start_streaming()  # a drop() before this line is found by _stream's first check
             self._stream(handler, watcher, sock, timeout, transform)
             handler.wfile.write(b"0\r\n\r\n")
             handler.wfile.flush()

@@ -176,12 +176,22 @@ class Watcher:
             self.cond.notify_all()
 
     def drop(self) -> None:
-        """Cut the connection abruptly."""
+        """Cut the connection abruptly: now if the response headers are out, else right after them.
+
+        A connection closed before any response is one urllib3 retries (a watch is a GET), so the
+        watch would silently reopen; the HTTP thread sends the headers of a watch dropped before
+        them and then finds it dropped, so the client always sees a truncated stream."""
         with self.cond:
             self.dropped = True
             self.cond.notify_all()
-        if self.on_drop is not None:
+            streaming = self.streaming
+        if streaming and self.on_drop is not None:
             self.on_drop()
+
+    def start_streaming(self) -> None:
+        """Called by the HTTP thread once the response headers are flushed (see :meth:`drop`)."""
+        with self.cond:
+            self.streaming = True
 
     def take(self) -> list[WatchEvent | JSON]:
         """Remove and return everything queued."""

@@ -12,9 +12,15 @@ import time
 from collections.abc import Callable
 from typing import TypeVar, cast
 
-__all__ = ["result_within", "wait_for"]
+__all__ = ["EVENTUALLY", "result_within", "wait_for"]
 
 T = TypeVar("T")
+
+#: The bound, in seconds, on a wait for something that merely must happen eventually (a watch
+#: opens, a reconcile lands, a thread ends): generous under any load, since it only says when a
+#: test stops waiting and fails; it is never a claim about how fast anything is. A wait whose
+#: length is the point of the test (a window in which something must *not* happen) uses its own.
+EVENTUALLY = 60.0
 
 
 def wait_for(
