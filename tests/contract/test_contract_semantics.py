@@ -17,6 +17,7 @@ import pytest
 import urllib3
 from contract_support import GROUP, PLURAL, VERSION, Cluster
 from zkop_testing.apiserver_fixtures import wait_for
+from zkop_testing.waiting import EVENTUALLY
 
 from zkop.kube.client import JSON_PATCH, MERGE_PATCH, ApiException, KubeClient, resource_path
 
@@ -237,7 +238,7 @@ def test_bookmarks_arrive(cluster: Cluster) -> None:
     watcher.start()
     time.sleep(0.5)
     kube.request("POST", zkc_path(ns), body=zkc(unique("b")))
-    watcher.join(timeout=30)
+    watcher.join(timeout=EVENTUALLY)
     events = results[0]
     assert [e["type"] for e in events] == ["BOOKMARK"]
     bookmark = events[-1]["object"]
@@ -281,7 +282,7 @@ def test_dropped_watch_is_visible_to_the_client(cluster: Cluster) -> None:
     thread.start()
     wait_for(lambda: server.open_watch_count == 1, message="watch open")
     server.drop_watches()
-    thread.join(timeout=10)
+    thread.join(timeout=EVENTUALLY)
     # The stream ends at once: urllib3 reports the cut chunked body as ProtocolError, or, when the cut
     # falls between chunks before any byte of the next one, as a plain end of stream.
     assert not thread.is_alive(), "the client did not notice the dropped watch"

@@ -30,6 +30,7 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 from kind_support import E2E_DIR, IMAGE, REPO, ZK_AUTH, ZK_NAMESPACE, ZKOP_NAMESPACE, Kubectl
+from zkop_testing.waiting import EVENTUALLY
 
 
 def environment_problem() -> str | None:
@@ -110,7 +111,7 @@ def zk_port(kubectl: Kubectl) -> Iterator[int]:
 def zk(zk_port: int) -> Iterator[KazooClient]:
     """A kazoo client on the in-cluster ZooKeeper, authenticated as the examples' ops identity."""
     client = KazooClient(hosts=f"127.0.0.1:{zk_port}", auth_data=[ZK_AUTH])
-    client.start(timeout=30)
+    client.start(timeout=EVENTUALLY)
     yield client
     client.stop()
     client.close()

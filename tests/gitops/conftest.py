@@ -11,6 +11,7 @@ import pytest
 from gitops_support import ALICE, EPHEMERAL, LEGACY, SEQUENTIAL, Cli, Legacy, Run
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
+from zkop_testing.waiting import EVENTUALLY
 from zkop_testing.zookeeper import ZooKeeperServer
 
 from zkop.cmd.main import main
@@ -39,7 +40,7 @@ def alice(zk_server: ZooKeeperServer, zk_base: str) -> Iterator[KazooClient]:
     """A session authenticated as alice; deletes ``zk_base`` at teardown (the shared fixture's
     session could not list alice-only znodes)."""
     client = KazooClient(hosts=zk_server.hosts, auth_data=[("digest", ":".join(ALICE))])
-    client.start(timeout=15)
+    client.start(timeout=EVENTUALLY)
     yield client
     with contextlib.suppress(NoNodeError):
         client.delete(zk_base, recursive=True)

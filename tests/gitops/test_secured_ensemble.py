@@ -19,7 +19,7 @@ import yaml
 from gitops_support import Cli, Run, write_manifests, zkc
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
-from zkop_testing.waiting import result_within
+from zkop_testing.waiting import EVENTUALLY, result_within
 from zkop_testing.zookeeper_secure import Issued, SecureZooKeeperServer, TestCA, digest_jaas
 
 from zkop.cmd.main import connection_options
@@ -65,7 +65,7 @@ def tls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tls]:
 def tls_client(tls: Tls, who: Issued) -> KazooClient:
     client = KazooClient(hosts=tls.server.secure_hosts("localhost"), use_ssl=True, ca=str(tls.ca.cert),
                          certfile=str(who.cert), keyfile=str(who.key), verify_certs=True, check_hostname=True)
-    client.start(timeout=15)
+    client.start(timeout=EVENTUALLY)
     return client
 
 
@@ -172,7 +172,7 @@ def test_sasl_digest_md5_manages_a_znode_with_a_sasl_acl_and_wrong_credentials_f
 
     other = KazooClient(hosts=sasl_server.hosts, sasl_options={
         "mechanism": "DIGEST-MD5", "username": "other", "password": "other-secret"})
-    other.start(timeout=15)
+    other.start(timeout=EVENTUALLY)
     try:
         with pytest.raises(NoAuthError):
             other.get("/sasl/app")

@@ -75,7 +75,7 @@ def test_dry_run_writes_nothing_anywhere_and_says_what_it_would_do(
     kube.request("POST", resource_path(*ZKC, "default"), body=zkc("kept", "/app/kept", b"v1"))
     kube.request("POST", resource_path(*ZKC, "default"), body=zkc("gone", "/app/gone", b"bye"))
     with OperatorProcess(kubeconfig, hosts, ["--cluster-id", "prod"]) as real:
-        wait_for(lambda: synced(kube, "kept") and synced(kube, "gone"), timeout=20, message="Synced in the real run")
+        wait_for(lambda: synced(kube, "kept") and synced(kube, "gone"), message="Synced in the real run")
     assert real.proc is not None and real.proc.returncode == 0, real.log_tail()
     # A legacy application registered in ZooKeeper (the importer's input).
     zk.create(f"{zk_base}/services/payments/i1", curator("payments", "i1", "10.3.0.1"), makepath=True)
@@ -93,7 +93,7 @@ def test_dry_run_writes_nothing_anywhere_and_says_what_it_would_do(
             ready = conditions(get(kube, name)).get("Ready") or {}
             return ready if ready.get("reason") == "DryRun" else None
 
-        ready = wait_for(lambda: dry_run_ready("fresh"), timeout=20, message="fresh reports DryRun")
+        ready = wait_for(lambda: dry_run_ready("fresh"), message="fresh reports DryRun")
         assert ready["status"] == "False"
         assert "would create /app/fresh (3 bytes)" in ready["message"]
         assert "would create /zkop/owners/app/fresh" in ready["message"]  # the ownership record
@@ -104,7 +104,7 @@ def test_dry_run_writes_nothing_anywhere_and_says_what_it_would_do(
         # ZooKeeperConfig update: the znode keeps its bytes, status lists the update.
         kube.request("PATCH", resource_path(*ZKC, "default", "kept"),
                      body={"spec": {"data": base64.b64encode(b"v2-secret").decode()}}, content_type=MERGE_PATCH)
-        ready = wait_for(lambda: dry_run_ready("kept"), timeout=20, message="kept reports DryRun")
+        ready = wait_for(lambda: dry_run_ready("kept"), message="kept reports DryRun")
         assert "would update /app/kept (version 0, 9 bytes)" in ready["message"]
         assert "v2-secret" not in ready["message"]
 
@@ -112,7 +112,7 @@ def test_dry_run_writes_nothing_anywhere_and_says_what_it_would_do(
         # finalizer of the real run goes too (the finalizer is removed), its znode stays.
         kube.request("DELETE", resource_path(*ZKC, "default", "fresh"))
         kube.request("DELETE", resource_path(*ZKC, "default", "gone"))
-        wait_for(lambda: get(kube, "fresh") is None and get(kube, "gone") is None, timeout=20,
+        wait_for(lambda: get(kube, "fresh") is None and get(kube, "gone") is None,
                  message="deletions never block in a dry run")
 
         # Service bridge: a Service is planned, not published.
@@ -131,7 +131,7 @@ def test_dry_run_writes_nothing_anywhere_and_says_what_it_would_do(
             "dry-run zookeeperconfig default/gone: would release the ownership record",
             "dry-run service-bridge default/web: would create /kubernetes/services/default-web",
             "dry-run service-import default/payments: would create services/payments",
-        ), timeout=20, message="every planned change logged")
+        ), message="every planned change logged")
 
         text = proc.metrics()
         assert planned(text, "zookeeperconfig", "create") >= 2  # /app/fresh and its ownership record
@@ -169,7 +169,7 @@ def test_a_code_path_that_misses_the_dry_run_fails_closed(kube: KubeClient, adap
     with caplog.at_level(logging.ERROR), running_manager(setup, zookeeper=adapter):
         kube.request("POST", resource_path(*ZKC, "default"), body=zkc("missed", "/app/missed", b"x"))
         wait_for(lambda: "REFUSED a ZooKeeper write" in caplog.text
-                 and "reconcile default/missed failed" in caplog.text, timeout=15, message="refused, loudly")
+                 and "reconcile default/missed failed" in caplog.text, message="refused, loudly")
     assert zk.exists(f"{zk_base}/app/missed") is None
     assert zk.exists(f"{zk_base}/zkop") is None  # nor its ownership record
     assert ((get(kube, "missed") or {}).get("status") or {}).get("state") != "Synced"

@@ -44,7 +44,7 @@ def test_export_apply_run_writes_no_znode(kubeconfig: str, kube: KubeClient, zk_
     last_zxid = max(t.zxid for t in read_txn_log(zk_server.data_dir))
     with OperatorProcess(kubeconfig, hosts):
         names = [item.obj["metadata"]["name"] for item in objects]
-        wait_for(lambda: all(synced(kube, n) for n in names), timeout=30, message="exported objects synced")
+        wait_for(lambda: all(synced(kube, n) for n in names), message="exported objects synced")
     assert {p: zk.get(zk_base + p)[1].mzxid for p in [*tree, "/legacy/guarded"]} == before
     managed_writes = [t for t in read_txn_log(zk_server.data_dir)
                       if t.zxid > last_zxid and t.path.startswith(zk_base + "/legacy")

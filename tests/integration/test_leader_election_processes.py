@@ -10,7 +10,7 @@ import pytest
 from zkop_testing.operator import OperatorProcess
 from zkop_testing.resources import create, synced, zkc
 from zkop_testing.txnlog import read_txn_log
-from zkop_testing.waiting import wait_for
+from zkop_testing.waiting import EVENTUALLY, wait_for
 from zkop_testing.zookeeper import ZooKeeperServer
 
 from zkop.kube.client import KubeClient
@@ -44,7 +44,7 @@ def replicas(kubeconfig: str, kube: KubeClient, zk_server: ZooKeeperServer,
 
 def test_one_writer_and_failover(replicas: list[OperatorProcess], kube: KubeClient, zk_server: ZooKeeperServer,
                                  zk_base: str) -> None:
-    leader = wait_for(lambda: [p for p in replicas if is_leader(p)], timeout=15, message="a leader")
+    leader = wait_for(lambda: [p for p in replicas if is_leader(p)], message="a leader")
     assert len(leader) == 1
     stop = threading.Event()
     created: list[str] = []
@@ -60,7 +60,7 @@ def test_one_writer_and_failover(replicas: list[OperatorProcess], kube: KubeClie
     writer = threading.Thread(target=stream, daemon=True)
     writer.start()
     try:
-        wait_for(lambda: len(created) > 10 and synced(kube, created[5]), timeout=15)
+        wait_for(lambda: len(created) > 10 and synced(kube, created[5]))
         # SIGKILL: no release; a standby takes over once the lease expires.
         first = leader[0]
         first.signal(signal.SIGKILL)
@@ -75,8 +75,8 @@ def test_one_writer_and_failover(replicas: list[OperatorProcess], kube: KubeClie
         assert "released lease default/zkop-leader" in released and "could not release" not in released, released
     finally:
         stop.set()
-        writer.join(5)
-    wait_for(lambda: all(synced(kube, name) for name in created), timeout=30, message="all converged")
+        writer.join(EVENTUALLY)
+    wait_for(lambda: all(synced(kube, name) for name in created), message="all converged")
     assert third.proc is not None and third.proc.poll() is None
 
     # ZooKeeper's own transaction log: writers of managed znodes never interleave.

@@ -8,7 +8,7 @@ from kazoo.client import KazooClient
 from zkop_testing.kstatus import compute
 from zkop_testing.operator import OperatorProcess
 from zkop_testing.resources import conditions, create, get, read, synced, zkc
-from zkop_testing.waiting import wait_for
+from zkop_testing.waiting import EVENTUALLY, wait_for
 from zkop_testing.zookeeper import ZooKeeperServer
 
 from zkop.kube.client import KubeClient
@@ -21,7 +21,7 @@ def test_probes_and_metrics_use_controller_runtime_names(kubeconfig: str, kube: 
         with urllib.request.urlopen(f"http://127.0.0.1:{proc.health_port}/readyz?verbose", timeout=5) as r:
             assert "[+]informers-and-zookeeper ok" in r.read().decode()
         create(kube, zkc("m", "/app/m", b"1"))
-        wait_for(lambda: synced(kube, "m"), timeout=15)
+        wait_for(lambda: synced(kube, "m"))
         expected = (
             'controller_runtime_reconcile_total{controller="zookeeperconfig",result="success"}',
             'controller_runtime_reconcile_total{controller="zookeeperconfig",result="error"} 0.0',
@@ -39,7 +39,7 @@ def test_probes_and_metrics_use_controller_runtime_names(kubeconfig: str, kube: 
         )
         # The status gauge is computed from the informer cache at scrape time, which may lag the
         # status write the test saw: wait for every series rather than read once.
-        wait_for(lambda: all(series in proc.metrics() for series in expected), timeout=10,
+        wait_for(lambda: all(series in proc.metrics() for series in expected),
                  message="every series exported")
         text = proc.metrics()
         assert "_created" not in text
@@ -53,8 +53,8 @@ def test_fresh_object_is_in_progress_for_flux_until_synced(kubeconfig: str, kube
     bad = create(kube, zkc("bad", "/app/bad\u0002", b"1"))
     assert compute(get(kube, "bad") or bad) == "InProgress"
     with OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}"):
-        wait_for(lambda: compute(get(kube, "fresh") or {}) == "Current", timeout=15, message="Current once synced")
-        wait_for(lambda: compute(get(kube, "bad") or {}) == "Failed", timeout=15, message="stalled fails fast")
+        wait_for(lambda: compute(get(kube, "fresh") or {}) == "Current", message="Current once synced")
+        wait_for(lambda: compute(get(kube, "bad") or {}) == "Failed", message="stalled fails fast")
 
 
 def test_zookeeper_outage_is_reported_and_recovered(kubeconfig: str, kube: KubeClient) -> None:
@@ -63,19 +63,19 @@ def test_zookeeper_outage_is_reported_and_recovered(kubeconfig: str, kube: KubeC
     try:
         with OperatorProcess(kubeconfig, server.hosts, ["--zk-session-timeout", "4"]) as proc:
             create(kube, zkc("before", "/app/before", b"1"))
-            wait_for(lambda: synced(kube, "before"), timeout=15)
+            wait_for(lambda: synced(kube, "before"))
             server.kill()  # data kept; start() recovers it
-            wait_for(lambda: proc.probe("/readyz") == 500, timeout=15, message="not ready without a session")
+            wait_for(lambda: proc.probe("/readyz") == 500, message="not ready without a session")
             assert proc.probe("/healthz") == 200  # alive: no restart storm
             create(kube, zkc("during", "/app/during", b"2"))
             wait_for(lambda: conditions(get(kube, "during")).get("Ready", {}).get("reason") == "ZooKeeperUnavailable",
-                     timeout=30, message="ZooKeeperUnavailable after repeated failures")
+                     message="ZooKeeperUnavailable after repeated failures")
             assert conditions(get(kube, "during"))["Reconciling"]["status"] == "True"
             server.start()
-            wait_for(lambda: proc.probe("/readyz") == 200, timeout=30, message="ready again")
-            wait_for(lambda: synced(kube, "during"), timeout=30, message="converged after the outage")
+            wait_for(lambda: proc.probe("/readyz") == 200, message="ready again")
+            wait_for(lambda: synced(kube, "during"), message="converged after the outage")
             zk = KazooClient(hosts=server.hosts)
-            zk.start(timeout=10)
+            zk.start(timeout=EVENTUALLY)
             try:
                 assert read(zk, "/app/during") == b"2" and read(zk, "/app/before") == b"1"
             finally:
@@ -93,12 +93,12 @@ def test_start_while_zookeeper_is_down_waits_not_ready_then_converges(kubeconfig
     proc = OperatorProcess(kubeconfig, hosts, ["--zk-session-timeout", "4"])
     try:
         proc.start(wait_ready=False)
-        wait_for(lambda: proc.probe("/healthz") == 200, timeout=15, message="alive while ZooKeeper is down")
+        wait_for(lambda: proc.probe("/healthz") == 200, message="alive while ZooKeeper is down")
         assert proc.probe("/readyz") == 500  # not ready before the session and the start-up probe
         create(kube, zkc("early", "/app/early", b"1"))
         server.start()
-        wait_for(lambda: proc.probe("/readyz") == 200, timeout=30, message="ready once ZooKeeper is up")
-        wait_for(lambda: synced(kube, "early"), timeout=30, message="converged")
+        wait_for(lambda: proc.probe("/readyz") == 200, message="ready once ZooKeeper is up")
+        wait_for(lambda: synced(kube, "early"), message="converged")
         assert proc.proc is not None and proc.proc.poll() is None
     finally:
         proc.stop()

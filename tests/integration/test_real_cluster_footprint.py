@@ -39,19 +39,19 @@ def test_only_referenced_secrets_are_read_and_edits_still_propagate(
     apiserver.clear_request_log()
     with OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}", ["--sync-period", "600"]):
         create(kube, zkc("db", "/app/db", dataFrom={"secretKeyRef": {"name": "db-a", "key": "url"}}))
-        wait_for(lambda: synced(kube, "db"), timeout=20, message="synced from the Secret")
+        wait_for(lambda: synced(kube, "db"), message="synced from the Secret")
         assert read(zk, zk_base + "/app/db") == b"db-a:1"
         kube.request("PATCH", secret_path("db-a"), body={"data": {"url": base64.b64encode(b"db-a:2").decode()}},
                      content_type=MERGE_PATCH)
-        wait_for(lambda: read(zk, zk_base + "/app/db") == b"db-a:2", timeout=5, message="Secret edit propagated")
+        wait_for(lambda: read(zk, zk_base + "/app/db") == b"db-a:2", message="Secret edit propagated")
         # The reference moves to another Secret: that one is read, and its edits propagate.
         kube.request("PATCH", resource_path(*ZKC, "default", "db"),
                      body={"spec": {"dataFrom": {"secretKeyRef": {"name": "db-b", "key": "url"}}}},
                      content_type=MERGE_PATCH)
-        wait_for(lambda: read(zk, zk_base + "/app/db") == b"db-b:1", timeout=10, message="new reference")
+        wait_for(lambda: read(zk, zk_base + "/app/db") == b"db-b:1", message="new reference")
         kube.request("PATCH", secret_path("db-b"), body={"data": {"url": base64.b64encode(b"db-b:2").decode()}},
                      content_type=MERGE_PATCH)
-        wait_for(lambda: read(zk, zk_base + "/app/db") == b"db-b:2", timeout=5, message="new Secret's edit")
+        wait_for(lambda: read(zk, zk_base + "/app/db") == b"db-b:2", message="new Secret's edit")
     zkop = [r for r in apiserver.request_log if r.user_agent.startswith("zkop-operator/")
             and r.resource in ("secrets", "configmaps")]
     assert zkop, "zkop read no Secret"
@@ -71,7 +71,7 @@ def test_a_configmap_created_right_before_its_zookeeperconfig_is_found_at_once(
                 "data": {"k": f"v{i}"}})
             create(kube, zkc(f"z-{i}", f"/app/z{i}", dataFrom={"configMapKeyRef": {"name": f"cm-{i}", "key": "k"}}))
         for i in range(10):
-            wait_for(lambda i=i: synced(kube, f"z-{i}"), timeout=20, message=f"z-{i}")  # type: ignore[misc]
+            wait_for(lambda i=i: synced(kube, f"z-{i}"), message=f"z-{i}")  # type: ignore[misc]
     reasons = {e["reason"] for e in kube.request("GET", resource_path("", "v1", "events", "default"))["items"]}
     assert "RefNotFound" not in reasons
 

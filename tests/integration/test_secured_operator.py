@@ -12,7 +12,7 @@ from pathlib import Path
 from kazoo.client import KazooClient
 from zkop_testing.operator import OperatorProcess
 from zkop_testing.resources import create, synced, zkc
-from zkop_testing.waiting import wait_for
+from zkop_testing.waiting import EVENTUALLY, wait_for
 from zkop_testing.zookeeper_secure import SecureZooKeeperServer, TestCA
 
 from zkop.kube.client import KubeClient
@@ -42,7 +42,7 @@ def test_untrusted_server_is_named_in_log_and_readiness_until_the_ca_file_is_rot
         proc = OperatorProcess(kubeconfig, server.secure_hosts("localhost"), flags, log_path=str(tmp_path / "zkop.log"))
         proc.start(wait_ready=False)
         try:
-            wait_for(lambda: "server certificate is not trusted" in _readyz(proc), timeout=30,
+            wait_for(lambda: "server certificate is not trusted" in _readyz(proc),
                      message="readiness names the untrusted certificate")
             assert proc.probe("/readyz") == 500 and proc.probe("/healthz") == 200
             log = (tmp_path / "zkop.log").read_text()
@@ -53,19 +53,19 @@ def test_untrusted_server_is_named_in_log_and_readiness_until_the_ca_file_is_rot
             shutil.copy(ca.cert, replaced)
             replaced.replace(mounted / "ca.crt")
             started = time.monotonic()
-            wait_for(lambda: proc.probe("/readyz") == 200, timeout=30, message="ready with the rotated CA")
+            wait_for(lambda: proc.probe("/readyz") == 200, message="ready with the rotated CA")
             ready_after = time.monotonic() - started
             acl = [{"scheme": "x509", "id": client.subject, "permissions": ["read", "write", "create", "delete",
                                                                            "admin"]}]
             create(kube, zkc("mtls", "/app/mtls", b"on", acl=acl))
-            wait_for(lambda: synced(kube, "mtls"), timeout=15)
+            wait_for(lambda: synced(kube, "mtls"))
             print(f"ready {ready_after:.1f} s after the CA file was rotated")
         finally:
             proc.stop()
 
         own = KazooClient(hosts=server.secure_hosts("localhost"), use_ssl=True, ca=str(ca.cert),
                           certfile=str(client.cert), keyfile=str(client.key), verify_certs=True, check_hostname=True)
-        own.start(timeout=15)
+        own.start(timeout=EVENTUALLY)
         try:
             assert own.get("/app/mtls")[0] == b"on"
         finally:

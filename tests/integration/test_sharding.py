@@ -30,15 +30,15 @@ def test_namespace_shards_lead_in_parallel_and_stay_in_their_lane(kubeconfig: st
 
     with shard("zkop-shard-a", "team-a") as a, shard("zkop-shard-b", "team-b") as b:
         wait_for(lambda: MASTER % "zkop-shard-a" in a.metrics() and MASTER % "zkop-shard-b" in b.metrics(),
-                 timeout=15, message="both shards lead their own Lease")
+                 message="both shards lead their own Lease")
         create(kube, zkc("flag", "/a/flag", b"a", namespace="team-a"))
         create(kube, zkc("flag", "/b/flag", b"b", namespace="team-b"))
         create(kube, zkc("flag", "/c/flag", b"c", namespace="team-c"))  # no shard serves team-c
-        wait_for(lambda: synced(kube, "flag", "team-a") and synced(kube, "flag", "team-b"), timeout=15)
+        wait_for(lambda: synced(kube, "flag", "team-a") and synced(kube, "flag", "team-b"))
         assert read(zk, zk_base + "/a/flag") == b"a" and read(zk, zk_base + "/b/flag") == b"b"
         # Each shard reconciled its one object successfully (the series exists at 0 from start-up).
         wait_for(lambda: all(Metrics(s.metrics()).reconciles("zookeeperconfig") >= 1 for s in (a, b)),
-                 timeout=15, message="a successful reconcile counted by each shard")
+                 message="a successful reconcile counted by each shard")
     assert read(zk, zk_base + "/c/flag") is None
     leases = kube.request("GET", resource_path("coordination.k8s.io", "v1", "leases", "default"))["items"]
     assert {lease["metadata"]["name"] for lease in leases} >= {"zkop-shard-a", "zkop-shard-b"}

@@ -41,7 +41,7 @@ def test_watch_mode_end_to_end(mode: str, kubeconfig: str, kube: KubeClient, zk:
         for i, path in enumerate(PATHS):
             create(kube, zkc(f"f{i}", path, b"on"))
         for i in range(len(PATHS)):
-            wait_for(lambda i=i: synced(kube, f"f{i}"), timeout=20, message=f"f{i} Synced")  # type: ignore[misc]
+            wait_for(lambda i=i: synced(kube, f"f{i}"), message=f"f{i} Synced")  # type: ignore[misc]
 
         # Server-side watches: one per root, or two per object (znode + ownership record).
         if mode == "auto":
@@ -55,13 +55,13 @@ def test_watch_mode_end_to_end(mode: str, kubeconfig: str, kube: KubeClient, zk:
             return seen[0] == expected
 
         try:
-            wait_for(watched_as_expected, timeout=10, message=f"watched paths {expected}")
+            wait_for(watched_as_expected, message=f"watched paths {expected}")
         except TimeoutError as err:
             raise AssertionError(f"{err}; the server watches {seen[0]}") from None
 
         # A hand edit is restored, by the watch: the only full resync is 10 minutes away.
         zk.set(zk_base + PATHS[0], b"hand edit")
-        wait_for(lambda: read(zk, zk_base + PATHS[0]) == b"on", timeout=30, message="drift restored")
+        wait_for(lambda: read(zk, zk_base + PATHS[0]) == b"on", message="drift restored")
 
         # A foreign ownership record is never overwritten: another installation takes f1's path.
         record = zk_base + "/zkop/owners" + PATHS[1]
@@ -72,7 +72,7 @@ def test_watch_mode_end_to_end(mode: str, kubeconfig: str, kube: KubeClient, zk:
         transaction.create(record, foreign)
         transaction.commit()
         zk.set(zk_base + PATHS[1], b"theirs")
-        wait_for(lambda: (synced(kube, "f1") is None), timeout=10, message="f1 reports the conflict")
+        wait_for(lambda: (synced(kube, "f1") is None), message="f1 reports the conflict")
         time.sleep(0.5)  # give a wrong write the time to happen
         assert read(zk, zk_base + PATHS[1]) == b"theirs" and read(zk, record) == foreign
 
@@ -81,10 +81,10 @@ def test_watch_mode_end_to_end(mode: str, kubeconfig: str, kube: KubeClient, zk:
         zk.set(zk_base + PATHS[2], b"edited while away")
         time.sleep(1.0)
         proxy.restore()
-        wait_for(lambda: read(zk, zk_base + PATHS[2]) == b"on", timeout=30, message="edit made while away restored")
+        wait_for(lambda: read(zk, zk_base + PATHS[2]) == b"on", message="edit made while away restored")
         expected = [p for p in expected if not p.endswith(PATHS[1])] if mode == "per-node" else expected
-        wait_for(lambda: set(expected) <= set(watched_under(zk_server, zk_base)), timeout=10,
+        wait_for(lambda: set(expected) <= set(watched_under(zk_server, zk_base)),
                  message="watches back after the reconnect")
         zk.set(zk_base + PATHS[3], b"after the reconnect")
-        wait_for(lambda: read(zk, zk_base + PATHS[3]) == b"on", timeout=5, message="drift restored after reconnect")
+        wait_for(lambda: read(zk, zk_base + PATHS[3]) == b"on", message="drift restored after reconnect")
     assert operator.proc is not None and operator.proc.returncode == 0, operator.log_tail()

@@ -16,7 +16,7 @@ from kazoo.client import KazooClient
 from kazoo.security import make_acl, make_digest_acl, make_digest_acl_credential
 from zkop_testing.operator import OperatorProcess
 from zkop_testing.resources import conditions, create, events, get, reasons, synced, zkc
-from zkop_testing.waiting import wait_for
+from zkop_testing.waiting import EVENTUALLY, wait_for
 from zkop_testing.zookeeper import ZooKeeperServer
 
 from zkop.kube.client import KubeClient
@@ -29,7 +29,7 @@ GUARDED = [{"scheme": "digest", "id": OPS_ID, "permissions": ["read", "write", "
 @pytest.fixture
 def ops(zk_server: ZooKeeperServer) -> Iterator[KazooClient]:
     client = KazooClient(hosts=zk_server.hosts, auth_data=[("digest", "ops:ops-pw")])
-    client.start(timeout=15)
+    client.start(timeout=EVENTUALLY)
     yield client
     client.stop()
     client.close()
@@ -45,7 +45,7 @@ def test_hand_set_acl_is_corrected_by_the_acl_check(kubeconfig: str, kube: KubeC
     args = ["--zk-auth-file", str(credentials), "--sync-period", "600", "--acl-check-period", f"{period:g}s"]
     with OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}", args):
         create(kube, zkc("guarded", "/app/guarded", b"v1", acl=GUARDED))
-        wait_for(lambda: synced(kube, "guarded"), timeout=15, message="synced")
+        wait_for(lambda: synced(kube, "guarded"), message="synced")
         path = zk_base + "/app/guarded"
         # Someone with the password opens the node to the world. Only the ACL changes: no watch fires.
         ops.set_acls(path, [make_digest_acl("ops", "ops-pw", all=True), make_acl("world", "anyone", all=True)])
@@ -58,7 +58,7 @@ def test_hand_set_acl_is_corrected_by_the_acl_check(kubeconfig: str, kube: KubeC
         # Generous, and still far from the resync 10 minutes away: what corrects it is the ACL check.
         wait_for(restored, timeout=60, interval=0.05, message="hand setAcl corrected")
         took = time.monotonic() - started
-        wait_for(lambda: "DriftCorrected" in reasons(kube, "guarded"), timeout=15, message="DriftCorrected event")
+        wait_for(lambda: "DriftCorrected" in reasons(kube, "guarded"), message="DriftCorrected event")
         message = next(e["message"] for e in events(kube, "guarded") if e["reason"] == "DriftCorrected")
         assert "ACL restored" in message
         assert ops.get(path)[0] == b"v1"
@@ -73,14 +73,14 @@ def test_an_acl_that_would_lock_zkop_out_is_refused_before_anything_is_written(
     credentials.write_text(OPS_ID + "\n")
     with OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}", ["--zk-auth-file", str(credentials)]):
         create(kube, zkc("guarded", "/app/deep/guarded", b"v1", acl=GUARDED))
-        stalled = wait_for(lambda: conditions(get(kube, "guarded")).get("Stalled"), timeout=15, message="stalled")
+        stalled = wait_for(lambda: conditions(get(kube, "guarded")).get("Stalled"), message="stalled")
         assert stalled["reason"] == "InvalidSpec"
         message = conditions(get(kube, "guarded"))["Ready"]["message"]
         assert "would lock zkop out of /app/deep/guarded" in message
         assert f"the ACL grants digest:{OPS_ID} read, write, create, delete, admin; world:anyone read" in message
         assert "zkop authenticates as digest:ops:" in message and "is the hashed id itself" in message
         wait_for(lambda: any(e["type"] == "Warning" and e["reason"] == "InvalidSpec"
-                             for e in events(kube, "guarded")), timeout=5, message="Warning event")
+                             for e in events(kube, "guarded")), message="Warning event")
         # Nothing was written: neither the znode, its parents, nor an ownership record.
         assert zk.exists(zk_base + "/app") is None
         assert zk.exists(zk_base + "/zkop/owners/app") is None
@@ -98,12 +98,12 @@ def test_an_auth_acl_is_compared_as_the_server_stores_it(kubeconfig: str, kube: 
     with OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}",
                          ["--zk-auth-file", str(credentials), "--acl-check-period", "0.2s"]):
         create(kube, zkc("mine", "/app/mine", b"v1", acl=acl))
-        wait_for(lambda: synced(kube, "mine"), timeout=15, message="synced")
+        wait_for(lambda: synced(kube, "mine"), message="synced")
         path = zk_base + "/app/mine"
         assert sorted((a.id.scheme, a.id.id, a.perms) for a in ops.get_acls(path)[0]) == [
             ("digest", OPS_ID, 31), ("world", "anyone", 1)]
         ops.set(path, b"hand edit")  # a data change: the pass re-reads the ACL too
-        wait_for(lambda: "DriftCorrected" in reasons(kube, "mine"), timeout=5, message="data drift corrected")
+        wait_for(lambda: "DriftCorrected" in reasons(kube, "mine"), message="data drift corrected")
         message = next(e["message"] for e in events(kube, "mine") if e["reason"] == "DriftCorrected")
         assert "ACL restored" not in message, message
         assert ops.get(path)[1].aversion == 0  # never setACL'd: what the server stored is what was declared

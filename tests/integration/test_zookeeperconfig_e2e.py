@@ -31,12 +31,12 @@ def operator(kubeconfig: str, kube: KubeClient, zk_server: ZooKeeperServer, zk_b
 
 def test_feature_flag_lifecycle(operator: OperatorProcess, kube: KubeClient, zk: KazooClient, zk_base: str) -> None:
     kube.request("POST", resource_path(*ZKC, "default"), body=zkc("new-reco", FLAG, b"true"))
-    assert wait_for(lambda: read(zk, zk_base + FLAG) == b"true", timeout=15, message="znode created")
+    assert wait_for(lambda: read(zk, zk_base + FLAG) == b"true", message="znode created")
 
     def synced() -> dict[str, Any] | None:
         return synced_at_generation(kube, "new-reco")
 
-    obj = wait_for(synced, timeout=15, message="status Synced")
+    obj = wait_for(synced, message="status Synced")
     assert "zookeeperconfigs.platform.example.com/finalizer" in obj["metadata"]["finalizers"]
     ready = {c["type"]: c for c in obj["status"]["conditions"]}["Ready"]
     assert ready["status"] == "True"
@@ -44,14 +44,14 @@ def test_feature_flag_lifecycle(operator: OperatorProcess, kube: KubeClient, zk:
     # Changing spec.data updates the znode and observedGeneration follows the new generation.
     kube.request("PATCH", resource_path(*ZKC, "default", "new-reco"),
                  body={"spec": {"data": base64.b64encode(b"false").decode()}}, content_type=MERGE_PATCH)
-    assert wait_for(lambda: read(zk, zk_base + FLAG) == b"false", timeout=15, message="znode updated")
-    obj = wait_for(synced, timeout=15, message="status follows generation 2")
+    assert wait_for(lambda: read(zk, zk_base + FLAG) == b"false", message="znode updated")
+    obj = wait_for(synced, message="status follows generation 2")
     assert obj["metadata"]["generation"] == 2
 
     # Deleting the CR removes the znode and releases the finalizer.
     kube.request("DELETE", resource_path(*ZKC, "default", "new-reco"))
-    wait_for(lambda: read(zk, zk_base + FLAG) is None, timeout=15, message="znode deleted")
-    wait_for(lambda: get(kube, "new-reco") is None, timeout=15, message="CR gone")
+    wait_for(lambda: read(zk, zk_base + FLAG) is None, message="znode deleted")
+    wait_for(lambda: get(kube, "new-reco") is None, message="CR gone")
     # Parents zkop created are left in place.
     assert zk.exists(zk_base + "/app/features") is not None
 
@@ -66,7 +66,7 @@ def test_create_only_leaves_existing_znode_untouched(operator: OperatorProcess, 
     def state() -> str | None:
         return str(((get(kube, "legacy") or {}).get("status") or {}).get("state"))
 
-    wait_for(lambda: state() == "OutOfSync", timeout=15, message="createOnly reports OutOfSync")
+    wait_for(lambda: state() == "OutOfSync", message="createOnly reports OutOfSync")
     data, stat = zk.get(zk_base + "/legacy/switch")
     assert data == b"hand-made"
     assert stat.mzxid == before.mzxid and stat.version == before.version
@@ -74,7 +74,7 @@ def test_create_only_leaves_existing_znode_untouched(operator: OperatorProcess, 
     # createOnly still creates an absent znode.
     kube.request("POST", resource_path(*ZKC, "default"),
                  body=zkc("fresh", "/legacy/fresh", b"declared", syncPolicy="createOnly"))
-    assert wait_for(lambda: read(zk, zk_base + "/legacy/fresh") == b"declared", timeout=15)
+    assert wait_for(lambda: read(zk, zk_base + "/legacy/fresh") == b"declared")
 
 
 def test_invalid_spec_is_reported_and_writes_nothing(operator: OperatorProcess, kube: KubeClient,
@@ -89,15 +89,15 @@ def test_invalid_spec_is_reported_and_writes_nothing(operator: OperatorProcess, 
         conditions = {c["type"]: c for c in ((get(kube, "bad") or {}).get("status") or {}).get("conditions") or []}
         return conditions if conditions.get("Stalled", {}).get("status") == "True" else None
 
-    conditions = wait_for(stalled, timeout=15, message="bad CR stalled")
+    conditions = wait_for(stalled, message="bad CR stalled")
     assert conditions["Ready"]["reason"] == "InvalidSpec"
     assert "forbidden character" in conditions["Ready"]["message"]
-    assert wait_for(lambda: read(zk, zk_base + "/app/good") == b"x", timeout=15)
+    assert wait_for(lambda: read(zk, zk_base + "/app/good") == b"x")
     assert zk.get_children(zk_base + "/app") == ["good"]
 
     # Deleting an invalid CR just releases its finalizer.
     kube.request("DELETE", resource_path(*ZKC, "default", "bad"))
-    wait_for(lambda: get(kube, "bad") is None, timeout=15, message="invalid CR deleted")
+    wait_for(lambda: get(kube, "bad") is None, message="invalid CR deleted")
 
 
 def test_schema_rejects_bad_manifests(kube: KubeClient) -> None:
@@ -116,9 +116,9 @@ def test_a_converged_object_costs_two_api_writes(operator: OperatorProcess, kube
     echoes = 'zkop_own_write_echoes_dropped_total{controller="zookeeperconfig"}'
     apiserver.clear_request_log()
     create(kube, zkc("cheap", "/app/cheap", b"1"))
-    wait_for(lambda: synced_at_generation(kube, "cheap"), timeout=15)
+    wait_for(lambda: synced_at_generation(kube, "cheap"))
     # The watch events of zkop's own finalizer and status writes arrive and are recognised as echoes.
-    wait_for(lambda: _sample(operator.metrics(), echoes) >= 2, timeout=10, message="both echoes dropped")
+    wait_for(lambda: _sample(operator.metrics(), echoes) >= 2, message="both echoes dropped")
     assert _sample(operator.metrics(), success) == 1  # so one reconcile did it all
     writes = [r for r in apiserver.request_log
               if r.resource == "zookeeperconfigs" and r.verb in ("create", "update", "patch", "delete")]
@@ -128,8 +128,8 @@ def test_a_converged_object_costs_two_api_writes(operator: OperatorProcess, kube
     # Someone else's status write is not an echo: it is reconciled and zkop's status comes back.
     kube.request("PATCH", resource_path(*ZKC, "default", "cheap", "status"),
                  body={"status": {"state": "Error", "message": "hand edit"}}, content_type=MERGE_PATCH)
-    wait_for(lambda: _sample(operator.metrics(), success) >= 2, timeout=10, message="foreign status reconciled")
-    restored = wait_for(lambda: synced_at_generation(kube, "cheap"), timeout=15, message="status restored")
+    wait_for(lambda: _sample(operator.metrics(), success) >= 2, message="foreign status reconciled")
+    restored = wait_for(lambda: synced_at_generation(kube, "cheap"), message="status restored")
     assert restored["status"]["message"] != "hand edit"
 
 

@@ -20,7 +20,7 @@ from zkop_testing.apiserver import ApiServer
 from zkop_testing.crds import install_crds
 from zkop_testing.operator import OperatorProcess
 from zkop_testing.resources import ZKC, conditions, create, events, get, read, reasons, state, synced, zkc
-from zkop_testing.waiting import wait_for
+from zkop_testing.waiting import EVENTUALLY, wait_for
 from zkop_testing.zookeeper import ZooKeeperEnsemble, ZooKeeperServer, expire_session
 
 from zkop.cmd.operator import Operator, OperatorOptions
@@ -38,21 +38,21 @@ def test_hand_edit_and_hand_delete_are_restored_by_the_watch(operator: OperatorP
                                                              zk: KazooClient, zk_base: str) -> None:
     # The full resync is 10 minutes away (the default --sync-period): only the watch can notice these.
     create(kube, zkc("flag", "/app/flag", b"true"))
-    wait_for(lambda: synced(kube, "flag"), timeout=15, message="synced")
+    wait_for(lambda: synced(kube, "flag"), message="synced")
     zk.set(zk_base + "/app/flag", b"false")
-    wait_for(lambda: read(zk, zk_base + "/app/flag") == b"true", timeout=30, message="hand edit restored")
+    wait_for(lambda: read(zk, zk_base + "/app/flag") == b"true", message="hand edit restored")
     zk.delete(zk_base + "/app/flag")
-    wait_for(lambda: read(zk, zk_base + "/app/flag") == b"true", timeout=30, message="hand delete restored")
-    wait_for(lambda: reasons(kube, "flag").count("DriftCorrected") >= 2, timeout=15, message="DriftCorrected events")
+    wait_for(lambda: read(zk, zk_base + "/app/flag") == b"true", message="hand delete restored")
+    wait_for(lambda: reasons(kube, "flag").count("DriftCorrected") >= 2, message="DriftCorrected events")
     assert _sample(operator.metrics(), 'zkop_drift_corrections_total{controller="zookeeperconfig"}') >= 2
 
 
 def test_create_only_hand_edit_is_left_alone(operator: OperatorProcess, kube: KubeClient, zk: KazooClient,
                                             zk_base: str) -> None:
     create(kube, zkc("switch", "/app/switch", b"off", syncPolicy="createOnly"))
-    wait_for(lambda: synced(kube, "switch"), timeout=15)
+    wait_for(lambda: synced(kube, "switch"))
     zk.set(zk_base + "/app/switch", b"on")
-    wait_for(lambda: state(kube, "switch") == "OutOfSync", timeout=5, message="createOnly says so in status")
+    wait_for(lambda: state(kube, "switch") == "OutOfSync", message="createOnly says so in status")
     assert read(zk, zk_base + "/app/switch") == b"on"
     assert conditions(get(kube, "switch"))["Ready"]["reason"] == "CreateOnly"
 
@@ -74,29 +74,29 @@ def test_invalid_specs_get_their_reason_and_no_znode(kubeconfig: str, kube: Kube
         obj = zkc("bad", "/x")
         obj["spec"] = spec
         create(kube, obj)
-        cond = wait_for(lambda: conditions(get(kube, "bad")).get("Stalled"), timeout=15, message="stalled")
+        cond = wait_for(lambda: conditions(get(kube, "bad")).get("Stalled"), message="stalled")
         ready = conditions(get(kube, "bad"))["Ready"]
         assert cond["status"] == "True" and ready["reason"] == "InvalidSpec" and fragment in ready["message"]
         assert "Reconciling" not in conditions(get(kube, "bad"))
-        wait_for(lambda: "InvalidSpec" in reasons(kube, "bad"), timeout=5, message="Warning event")
+        wait_for(lambda: "InvalidSpec" in reasons(kube, "bad"), message="Warning event")
         stalled = 'zkop_zookeeperconfig_condition{status="True",type="Stalled"}'
-        wait_for(lambda: _sample(proc.metrics(), stalled) == 1.0, timeout=5, message="stalled gauge for alerts")
+        wait_for(lambda: _sample(proc.metrics(), stalled) == 1.0, message="stalled gauge for alerts")
         assert zk.get_children(zk_base) in ([], ["zkop"])
 
 
 def test_path_conflict_oldest_wins_and_successor_takes_over(operator: OperatorProcess, kube: KubeClient,
                                                             zk: KazooClient, zk_base: str) -> None:
     create(kube, zkc("first", "/app/shared", b"one"))
-    wait_for(lambda: synced(kube, "first"), timeout=15)
+    wait_for(lambda: synced(kube, "first"))
     create(kube, zkc("second", "/app/shared", b"two"))
-    wait_for(lambda: conditions(get(kube, "second")).get("Ready", {}).get("reason") == "PathConflict", timeout=10)
+    wait_for(lambda: conditions(get(kube, "second")).get("Ready", {}).get("reason") == "PathConflict")
     assert "default/first" in conditions(get(kube, "second"))["Ready"]["message"]
     assert conditions(get(kube, "second"))["Stalled"]["status"] == "True"
     assert read(zk, zk_base + "/app/shared") == b"one"
     # The owner goes away (its znode with it); the next one takes over.
     kube.request("DELETE", resource_path(*ZKC, "default", "first"))
-    wait_for(lambda: read(zk, zk_base + "/app/shared") == b"two", timeout=15, message="successor wrote")
-    wait_for(lambda: synced(kube, "second"), timeout=10)
+    wait_for(lambda: read(zk, zk_base + "/app/shared") == b"two", message="successor wrote")
+    wait_for(lambda: synced(kube, "second"))
 
 
 def test_two_installations_on_one_ensemble_do_not_fight(zk_server: ZooKeeperServer, zk_base: str, zk: KazooClient,
@@ -112,15 +112,15 @@ def test_two_installations_on_one_ensemble_do_not_fight(zk_server: ZooKeeperServ
         with OperatorProcess(str(tmp_path / "east"), hosts, ["--cluster-id", "east"]), \
                 OperatorProcess(str(tmp_path / "west"), hosts, ["--cluster-id", "west"]):
             create(clients[0], zkc("flag", "/app/flag", b"east"))
-            wait_for(lambda: synced(clients[0], "flag"), timeout=15)
+            wait_for(lambda: synced(clients[0], "flag"))
             create(clients[1], zkc("flag", "/app/flag", b"west"))
             wait_for(lambda: conditions(get(clients[1], "flag")).get("Ready", {}).get("reason") == "PathConflict",
-                     timeout=15, message="second installation reports PathConflict")
+                     message="second installation reports PathConflict")
             assert "east" in conditions(get(clients[1], "flag"))["Ready"]["message"]
             assert read(zk, zk_base + "/app/flag") == b"east"
             # Deleting the loser never touches the winner's znode.
             clients[1].request("DELETE", resource_path(*ZKC, "default", "flag"))
-            wait_for(lambda: get(clients[1], "flag") is None, timeout=15)
+            wait_for(lambda: get(clients[1], "flag") is None)
             assert read(zk, zk_base + "/app/flag") == b"east"
 
 
@@ -130,9 +130,9 @@ def test_adopting_a_legacy_znode_is_recorded(operator: OperatorProcess, kube: Ku
     zk.ensure_path(zk_base + "/legacy")
     zk.create(zk_base + "/legacy/flag", b"old", acl=[make_acl("world", "anyone", read=True, write=True, admin=True)])
     create(kube, zkc("legacy", "/legacy/flag", b"new"))
-    wait_for(lambda: read(zk, zk_base + "/legacy/flag") == b"new", timeout=15)
-    wait_for(lambda: "Adopted" in reasons(kube, "legacy"), timeout=5, message="Adopted event")
-    wait_for(lambda: [a.perms for a in zk.get_acls(zk_base + "/legacy/flag")[0]] == [31], timeout=5,
+    wait_for(lambda: read(zk, zk_base + "/legacy/flag") == b"new")
+    wait_for(lambda: "Adopted" in reasons(kube, "legacy"), message="Adopted event")
+    wait_for(lambda: [a.perms for a in zk.get_acls(zk_base + "/legacy/flag")[0]] == [31],
              message="declared (open) ACL applied on adoption")
 
 
@@ -147,11 +147,11 @@ def test_acl_is_enforced_and_acl_drift_corrected(kubeconfig: str, kube: KubeClie
         acl = [{"scheme": "digest", "id": ops_id, "permissions": ["read", "write", "create", "delete", "admin"]},
                {"scheme": "world", "id": "anyone", "permissions": ["read"]}]
         create(kube, zkc("guarded", "/app/guarded", b"v1", acl=acl))
-        wait_for(lambda: synced(kube, "guarded"), timeout=15)
+        wait_for(lambda: synced(kube, "guarded"))
         with pytest.raises(NoAuthError):
             zk.set(zk_base + "/app/guarded", b"hacked")  # a client without the digest is refused
         ops = KazooClient(hosts=zk_server.hosts, auth_data=[("digest", "ops:ops-pw")])
-        ops.start(timeout=10)
+        ops.start(timeout=EVENTUALLY)
         try:
             # Someone with the password opens the node up to the world.
             ops.set_acls(zk_base + "/app/guarded", [make_digest_acl("ops", "ops-pw", all=True),
@@ -163,7 +163,7 @@ def test_acl_is_enforced_and_acl_drift_corrected(kubeconfig: str, kube: KubeClie
                 world = [a for a in entries if a.id.scheme == "world"]
                 return len(entries) == 2 and world[0].perms == 1 and read(zk, zk_base + "/app/guarded") == b"v1"
 
-            wait_for(restored, timeout=10, message="ACL and data drift corrected")
+            wait_for(restored, message="ACL and data drift corrected")
             with pytest.raises(NoAuthError):
                 zk.set(zk_base + "/app/guarded", b"hacked again")
         finally:
@@ -174,15 +174,15 @@ def test_acl_is_enforced_and_acl_drift_corrected(kubeconfig: str, kube: KubeClie
 def test_configmap_edit_propagates_and_missing_ref_waits(operator: OperatorProcess, kube: KubeClient,
                                                          zk: KazooClient, zk_base: str) -> None:
     create(kube, zkc("from-cm", "/app/rules", dataFrom={"configMapKeyRef": {"name": "rules", "key": "json"}}))
-    wait_for(lambda: conditions(get(kube, "from-cm")).get("Ready", {}).get("reason") == "RefNotFound", timeout=15)
+    wait_for(lambda: conditions(get(kube, "from-cm")).get("Ready", {}).get("reason") == "RefNotFound")
     assert conditions(get(kube, "from-cm"))["Reconciling"]["status"] == "True"
     cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "rules", "namespace": "default"},
           "data": {"json": '{"v":1}'}}
     kube.request("POST", resource_path("", "v1", "configmaps", "default"), body=cm)
-    wait_for(lambda: read(zk, zk_base + "/app/rules") == b'{"v":1}', timeout=10, message="znode from ConfigMap")
+    wait_for(lambda: read(zk, zk_base + "/app/rules") == b'{"v":1}', message="znode from ConfigMap")
     kube.request("PATCH", resource_path("", "v1", "configmaps", "default", "rules"),
                  body={"data": {"json": '{"v":2}'}}, content_type=MERGE_PATCH)
-    wait_for(lambda: read(zk, zk_base + "/app/rules") == b'{"v":2}', timeout=10, message="ConfigMap edit propagated")
+    wait_for(lambda: read(zk, zk_base + "/app/rules") == b'{"v":2}', message="ConfigMap edit propagated")
 
 
 def test_a_configmap_edit_is_an_update_and_only_a_hand_edit_is_drift(operator: OperatorProcess, kube: KubeClient,
@@ -192,24 +192,23 @@ def test_a_configmap_edit_is_an_update_and_only_a_hand_edit_is_drift(operator: O
         "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "limits", "namespace": "default"},
         "data": {"rate": "10"}})
     create(kube, zkc("limits", "/app/limits", dataFrom={"configMapKeyRef": {"name": "limits", "key": "rate"}}))
-    wait_for(lambda: synced(kube, "limits") and (get(kube, "limits") or {})["status"].get("znodeVersion") == 0,
-             timeout=15)
+    wait_for(lambda: synced(kube, "limits") and (get(kube, "limits") or {})["status"].get("znodeVersion") == 0)
 
     kube.request("PATCH", resource_path("", "v1", "configmaps", "default", "limits"),
                  body={"data": {"rate": "20"}}, content_type=MERGE_PATCH)
-    wait_for(lambda: (get(kube, "limits") or {})["status"].get("znodeVersion") == 1, timeout=10,
+    wait_for(lambda: (get(kube, "limits") or {})["status"].get("znodeVersion") == 1,
              message="ConfigMap edit written and recorded")
     assert read(zk, zk_base + "/app/limits") == b"20"
-    wait_for(lambda: "Updated" in reasons(kube, "limits"), timeout=10, message="Updated Event")
+    wait_for(lambda: "Updated" in reasons(kube, "limits"), message="Updated Event")
     updated = [e for e in events(kube, "limits") if e["reason"] == "Updated"]
     assert "ConfigMap limits key rate changed" in updated[-1]["message"]
     assert "DriftCorrected" not in reasons(kube, "limits")
     assert _sample(operator.metrics(), drift) == 0
 
     zk.set(zk_base + "/app/limits", b"99")  # a hand edit
-    wait_for(lambda: read(zk, zk_base + "/app/limits") == b"20", timeout=5, message="hand edit restored")
-    wait_for(lambda: "DriftCorrected" in reasons(kube, "limits"), timeout=10, message="DriftCorrected Event")
-    wait_for(lambda: _sample(operator.metrics(), drift) == 1, timeout=10, message="drift counted once")
+    wait_for(lambda: read(zk, zk_base + "/app/limits") == b"20", message="hand edit restored")
+    wait_for(lambda: "DriftCorrected" in reasons(kube, "limits"), message="DriftCorrected Event")
+    wait_for(lambda: _sample(operator.metrics(), drift) == 1, message="drift counted once")
 
 
 def test_secret_bytes_never_leak(operator: OperatorProcess, kube: KubeClient, zk: KazooClient, zk_base: str) -> None:
@@ -219,9 +218,9 @@ def test_secret_bytes_never_leak(operator: OperatorProcess, kube: KubeClient, zk
         "data": {"password": base64.b64encode(secret_value).decode()}})
     create(kube, zkc("db-pass", "/app/db/password", dataFrom={"secretKeyRef": {"name": "db", "key": "password"}},
                      encoding="binary"))
-    wait_for(lambda: read(zk, zk_base + "/app/db/password") == secret_value, timeout=15)
+    wait_for(lambda: read(zk, zk_base + "/app/db/password") == secret_value)
     zk.set(zk_base + "/app/db/password", b"tampered")
-    wait_for(lambda: read(zk, zk_base + "/app/db/password") == secret_value, timeout=15)
+    wait_for(lambda: read(zk, zk_base + "/app/db/password") == secret_value)
     text = str(get(kube, "db-pass")) + str(kube.request("GET", resource_path("", "v1", "events", "default")))
     for leak in (secret_value.decode(), base64.b64encode(secret_value).decode(), "tampered"):
         assert leak not in text and leak not in operator.log_tail(10_000) and leak not in operator.metrics()
@@ -236,20 +235,20 @@ def test_idle_operator_and_warm_restart_write_nothing(kubeconfig: str, kube: Kub
         for i in range(10):
             create(kube, zkc(f"f{i}", f"/app/f{i}", b"on"))
         for i in range(10):
-            wait_for(lambda i=i: synced(kube, f"f{i}"), timeout=15)  # type: ignore[misc]
+            wait_for(lambda i=i: synced(kube, f"f{i}"))  # type: ignore[misc]
         mzxids = {i: zk.get(f"{zk_base}/app/f{i}")[1].mzxid for i in range(10)}
         rv = _item_versions(kube)
         # Several resync periods pass (every object reconciled again): nothing is written anywhere.
         gets = 'zkop_zookeeper_request_duration_seconds_count{operation="get"}'
         text = proc.metrics()
         count, reads = _sample(text, success), _sample(text, gets)
-        wait_for(lambda: _sample(proc.metrics(), success) >= count + 30, timeout=15, message="resyncs happened")
+        wait_for(lambda: _sample(proc.metrics(), success) >= count + 30, message="resyncs happened")
         text = proc.metrics()
         # At most one ZooKeeper read per reconcile: ownership records are trusted from their watches.
         assert _sample(text, gets) - reads <= _sample(text, success) - count
         assert _item_versions(kube) == rv
     with OperatorProcess(kubeconfig, hosts) as proc:
-        wait_for(lambda: _sample(proc.metrics(), success) >= 10, timeout=15, message="warm start reconciled all")
+        wait_for(lambda: _sample(proc.metrics(), success) >= 10, message="warm start reconciled all")
     assert {i: zk.get(f"{zk_base}/app/f{i}")[1].mzxid for i in range(10)} == mzxids
     assert _item_versions(kube) == rv
 
@@ -277,26 +276,26 @@ def test_session_expiry_rearms_watches(kubeconfig: str, kube: KubeClient, zk_ser
     thread.start()
     try:
         create(kube, zkc("flag", "/app/flag", b"true"))
-        wait_for(lambda: synced(kube, "flag"), timeout=15)
+        wait_for(lambda: synced(kube, "flag"))
         old_session = manager.zookeeper.session_id
         expire_session(manager.zookeeper.client, zk_server.hosts)
-        wait_for(lambda: manager.zookeeper.connected and manager.zookeeper.session_id != old_session, timeout=15,
+        wait_for(lambda: manager.zookeeper.connected and manager.zookeeper.session_id != old_session,
                  message="new session")
         # The watch was re-armed by the full resync after the new session: a hand edit is still noticed.
-        wait_for(lambda: "/app/flag" in manager.zookeeper.cache, timeout=10,
+        wait_for(lambda: "/app/flag" in manager.zookeeper.cache,
                  message="watch re-armed")
         zk.set(zk_base + "/app/flag", b"false")
         # The full resync is 10 minutes away (the default sync period): the re-armed watch notices it.
-        wait_for(lambda: read(zk, zk_base + "/app/flag") == b"true", timeout=30, message="drift noticed after expiry")
+        wait_for(lambda: read(zk, zk_base + "/app/flag") == b"true", message="drift noticed after expiry")
     finally:
         manager.stop()
-        thread.join(30)
+        thread.join(EVENTUALLY)
 
 
 def test_ensemble_leader_killed_mid_stream_converges(kubeconfig: str, kube: KubeClient,
                                                      zk_ensemble: ZooKeeperEnsemble) -> None:
     admin = KazooClient(hosts=zk_ensemble.hosts)
-    admin.start(timeout=15)
+    admin.start(timeout=EVENTUALLY)
     admin.ensure_path("/failover")
     try:
         with OperatorProcess(kubeconfig, f"{zk_ensemble.hosts}/failover", ["--workers", "4"]):
@@ -320,17 +319,17 @@ def test_deleting_a_whole_tree_converges_leaves_first(operator: OperatorProcess,
     for name, path in names.items():
         create(kube, zkc(name, path, name.encode()))
     for name in names:
-        wait_for(lambda name=name: synced(kube, name), timeout=15)  # type: ignore[misc]
+        wait_for(lambda name=name: synced(kube, name))  # type: ignore[misc]
     zk.create(zk_base + "/tree/unmanaged", b"keep me")  # a child zkop does not own
     for name in names:  # parents first: the worst order
         kube.request("DELETE", resource_path(*ZKC, "default", name))
-    wait_for(lambda: get(kube, "leaf") is None and get(kube, "mid") is None, timeout=15, message="leaves gone")
+    wait_for(lambda: get(kube, "leaf") is None and get(kube, "mid") is None, message="leaves gone")
     assert read(zk, zk_base + "/tree/mid") is None
     # The root still has a child zkop does not own: never deleted recursively, reported, retried.
-    wait_for(lambda: conditions(get(kube, "root")).get("Ready", {}).get("reason") == "HasChildren", timeout=15)
+    wait_for(lambda: conditions(get(kube, "root")).get("Ready", {}).get("reason") == "HasChildren")
     assert read(zk, zk_base + "/tree/unmanaged") == b"keep me"
     zk.delete(zk_base + "/tree/unmanaged")
-    wait_for(lambda: get(kube, "root") is None, timeout=30, message="root deleted once empty")
+    wait_for(lambda: get(kube, "root") is None, message="root deleted once empty")
     assert read(zk, zk_base + "/tree") is None
 
 
@@ -346,10 +345,10 @@ def test_cold_start_over_existing_objects_is_batched_and_correct(kubeconfig: str
               b'"namespace":"y","uid":"z"}', makepath=True)  # owned by another installation
     with OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}", ["--workers", "4"]) as operator:
         for i in (0, 2, 3, 4, 5):
-            wait_for(functools.partial(synced, kube, f"flag-{i}"), timeout=15, message=f"flag-{i} synced")
+            wait_for(functools.partial(synced, kube, f"flag-{i}"), message=f"flag-{i} synced")
             assert read(zk, f"{zk_base}/cold/flag-{i}") == f"v{i}".encode()
         wait_for(lambda: conditions(get(kube, "flag-1")).get("Ready", {}).get("reason") == "PathConflict",
-                 timeout=15, message="the foreign record is respected")
+                 message="the foreign record is respected")
         assert zk.exists(zk_base + "/cold/flag-1") is None
         assert "Adopted" in reasons(kube, "flag-0")
         # 12 paths (6 znodes, 6 records) minus the legacy znode and the foreign record.
@@ -366,7 +365,7 @@ def test_ownership_record_changed_behind_zkops_back_is_never_overwritten(operato
     foreign = b'{"clusterId":"other","managedBy":"zkop","name":"x","namespace":"y","uid":"z"}'
     record = zk_base + "/zkop/owners/app/fenced"
     create(kube, zkc("fenced", "/app/fenced", b"one"))
-    wait_for(lambda: synced(kube, "fenced"), timeout=15, message="synced")
+    wait_for(lambda: synced(kube, "fenced"), message="synced")
     # Another installation's stamp replaces zkop's record in one step: deleted and re-created, so it
     # is at version 0 again, like the record zkop created (a version check alone cannot tell them apart).
     takeover = zk.transaction()
@@ -374,12 +373,12 @@ def test_ownership_record_changed_behind_zkops_back_is_never_overwritten(operato
     takeover.create(record, foreign)
     takeover.commit()
     wait_for(lambda: conditions(get(kube, "fenced")).get("Ready", {}).get("reason") == "PathConflict",
-             timeout=15, message="the replaced record is seen as a conflict")
+             message="the replaced record is seen as a conflict")
     # From now on zkop writes nothing there: neither a hand edit nor a spec change is "corrected".
     zk.set(zk_base + "/app/fenced", b"theirs")
     kube.request("PATCH", resource_path(*ZKC, "default", "fenced"),
                  body={"spec": {"data": base64.b64encode(b"two").decode()}}, content_type=MERGE_PATCH)
-    wait_for(lambda: (get(kube, "fenced") or {}).get("status", {}).get("observedGeneration") == 2, timeout=15,
+    wait_for(lambda: (get(kube, "fenced") or {}).get("status", {}).get("observedGeneration") == 2,
              message="the spec change was reconciled")
     assert read(zk, zk_base + "/app/fenced") == b"theirs"
     assert zk.get(record)[0] == foreign

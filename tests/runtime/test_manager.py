@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 from zkop_testing.apiserver import ApiServer
-from zkop_testing.waiting import wait_for
+from zkop_testing.waiting import EVENTUALLY, wait_for
 
 from zkop.kube.client import KubeClient, resource_path
 from zkop.runtime.manager import LeaderElectionOptions, Manager, ManagerOptions
@@ -66,14 +66,14 @@ def test_start_order_waits_for_caches_and_stops_in_reverse() -> None:
     manager.add(cache, needs_leader=False)
     manager.add(Fake("recorder", log), needs_leader=False)
     thread, codes = run_in_thread(manager)
-    wait_for(lambda: log == ["start cache", "start recorder"], timeout=5)
+    wait_for(lambda: log == ["start cache", "start recorder"])
     assert manager.not_synced() == ["cache"]
     assert not manager.elected.wait(0.1), "leader runnables must wait for the caches"
     synced.set()
-    assert manager.elected.wait(5)
+    assert manager.elected.wait(EVENTUALLY)
     assert log[-1] == "start controller"
     manager.stop()
-    thread.join(10)
+    thread.join(EVENTUALLY)
     assert codes == [0]
     assert log[3:] == ["stop controller", "stop recorder", "stop cache"]
     assert cache.stop_timeouts[0] >= 1.0
@@ -84,13 +84,13 @@ def test_added_while_running_starts_with_its_group() -> None:
     manager = Manager(quiet())
     thread, _ = run_in_thread(manager)
     try:
-        assert manager.elected.wait(5)
+        assert manager.elected.wait(EVENTUALLY)
         manager.add(Fake("late-informer", log), needs_leader=False)
         manager.add(Fake("late-controller", log), needs_leader=True)
         assert log == ["start late-informer", "start late-controller"]
     finally:
         manager.stop()
-        thread.join(10)
+        thread.join(EVENTUALLY)
 
 
 def test_fail_before_sync_ends_the_run_without_leader_runnables() -> None:
@@ -99,9 +99,9 @@ def test_fail_before_sync_ends_the_run_without_leader_runnables() -> None:
     manager.add(Cached("zookeeper", log, synced=threading.Event()), needs_leader=False)
     manager.add(Fake("controller", log), needs_leader=True)
     thread, codes = run_in_thread(manager)
-    wait_for(lambda: "start zookeeper" in log, timeout=5)
+    wait_for(lambda: "start zookeeper" in log)
     manager.fail(2, "probe refused")
-    thread.join(10)
+    thread.join(EVENTUALLY)
     assert codes == [2]
     assert "start controller" not in log
     assert log[-2:] == ["stop controller", "stop zookeeper"]  # a never-started controller's queue is shut too
@@ -128,7 +128,7 @@ def test_probes_serve_named_checks_and_runnable_health() -> None:
         manager.add_readyz_check("things", lambda: None)
     thread, _ = run_in_thread(manager)
     try:
-        assert manager.elected.wait(5)
+        assert manager.elected.wait(EVENTUALLY)
         assert manager.health is not None and manager.metrics_server is not None
         base = f"http://127.0.0.1:{manager.health.port}"
         assert get(f"{base}/readyz") == (500, "[-]things failed: not yet\n")
@@ -141,7 +141,7 @@ def test_probes_serve_named_checks_and_runnable_health() -> None:
         assert get(manager.metrics_server.url)[0] == 200
     finally:
         manager.stop()
-        thread.join(10)
+        thread.join(EVENTUALLY)
 
 
 @pytest.fixture
@@ -159,11 +159,11 @@ def test_leader_runnables_start_only_when_leading_and_a_clean_stop_releases_the_
     manager = Manager(quiet(leader_election=election), kube)
     manager.add(Fake("controller", log), needs_leader=True)
     thread, codes = run_in_thread(manager)
-    assert manager.elected.wait(10)
+    assert manager.elected.wait(EVENTUALLY)
     lease = kube.request("GET", resource_path("coordination.k8s.io", "v1", "leases", "default", "mgr-test"))
     assert lease["spec"]["holderIdentity"] == "me"
     manager.stop()
-    thread.join(10)
+    thread.join(EVENTUALLY)
     assert codes == [0]
     assert log == ["start controller", "stop controller"]
     lease = kube.request("GET", resource_path("coordination.k8s.io", "v1", "leases", "default", "mgr-test"))

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import pytest
 from prometheus_client import REGISTRY
+from zkop_testing.waiting import EVENTUALLY
 
 from zkop.runtime import metrics
 from zkop.runtime.metrics import InFlightSource, init_controller_metrics
@@ -232,7 +233,7 @@ def test_retries_count_every_add_after_but_none_after_shutdown() -> None:
     q.add_after("c", 0)
     assert sample("workqueue_retries_total", wq(name)) == 4
     if q._delay_thread is not None:  # shutdown does not join it
-        q._delay_thread.join(10)
+        q._delay_thread.join(EVENTUALLY)
 
 
 def test_rate_limited_adds_count_as_retries_and_adds() -> None:
@@ -246,7 +247,7 @@ def test_rate_limited_adds_count_as_retries_and_adds() -> None:
     assert sample("workqueue_adds_total", wq(name)) == 1
     q.shutdown()
     if q._delay_thread is not None:  # shutdown does not join it
-        q._delay_thread.join(10)
+        q._delay_thread.join(EVENTUALLY)
 
 
 class RecordingProvider:

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from zkop_testing.apiserver import ApiServer
 from zkop_testing.metrics_access import bind_shipped_reader_role
+from zkop_testing.waiting import EVENTUALLY
 
 from zkop.kube.client import KubeClient
 from zkop.runtime.certs import CertificateError, WatchedCertificate, self_signed
@@ -87,7 +88,7 @@ def manager(kube: KubeClient) -> Iterator[Manager]:
     assert mgr.metrics_server is not None, "metrics server did not start"
     yield mgr
     mgr.stop()
-    thread.join(10)
+    thread.join(EVENTUALLY)
 
 
 def test_secure_metrics_through_the_manager(manager: Manager, apiserver: ApiServer, kube: KubeClient) -> None:
@@ -238,7 +239,7 @@ def test_self_signed_certificate_names_localhost(tmp_path: Path) -> None:
         thread = threading.Thread(target=serve, daemon=True)
         thread.start()
         der = peer_certificate(port)
-        thread.join(5)
+        thread.join(EVENTUALLY)
     pem = tmp_path / "peer.pem"
     pem.write_text(ssl.DER_cert_to_PEM_cert(der))
     decoded = ssl._ssl._test_decode_cert(str(pem))  # type: ignore[attr-defined]

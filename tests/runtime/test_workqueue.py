@@ -12,6 +12,7 @@ import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from zkop_testing.waiting import EVENTUALLY
 
 from zkop.runtime.workqueue import DelayingQueue, RateLimitingQueue, WorkQueue
 from zkop.runtime.workqueue import delaying as delaying_module
@@ -70,7 +71,7 @@ def test_blocked_get_wakes_on_add() -> None:
     got: list[tuple[str | None, bool]] = []
     t = start(lambda: got.append(q.get()))
     q.add("x")
-    t.join(5)
+    t.join(EVENTUALLY)
     assert got == [("x", False)]
 
 
@@ -136,7 +137,7 @@ def test_shutdown_wakes_every_blocked_getter() -> None:
     threads = [start(worker) for _ in range(5)]
     q.shutdown()
     for t in threads:
-        t.join(5)
+        t.join(EVENTUALLY)
         assert not t.is_alive()
     assert results == [(None, True)] * 5
 
@@ -167,7 +168,7 @@ def test_shutdown_with_drain_waits_for_in_flight_items() -> None:
     drainer.join(0.1)
     assert drainer.is_alive(), "returned while 'b' was still being processed"
     q.done("b")
-    drainer.join(5)
+    drainer.join(EVENTUALLY)
     assert result == [True]
     assert q.get(timeout=0) == (None, True)
 
@@ -194,7 +195,7 @@ def test_shutdown_cancels_a_drain() -> None:
     drainer = start(lambda: result.append(q.shutdown_with_drain()))
     wait_until(q.shutting_down)
     q.shutdown()
-    drainer.join(5)
+    drainer.join(EVENTUALLY)
     assert result == [False]
 
 
@@ -215,7 +216,7 @@ def test_drain_with_several_waiters_and_a_requeued_item() -> None:
     wait_until(q.shutting_down)
     q.done("a")  # processing empties; "a" goes back in the queue
     for d in drainers:
-        d.join(5)
+        d.join(EVENTUALLY)
         assert not d.is_alive()
     assert results == [True, True, True]
     assert q.get(timeout=0) == ("a", False)
@@ -325,10 +326,10 @@ def test_many_workers_never_share_an_item_and_see_every_last_add() -> None:
     workers = [start(worker) for _ in range(n_workers)]
     producers = [start(functools.partial(producer, s)) for s in range(n_producers)]
     for p in producers:
-        p.join(30)
+        p.join(EVENTUALLY)
     assert q.shutdown_with_drain(timeout=30)
     for w in workers:
-        w.join(30)
+        w.join(EVENTUALLY)
         assert not w.is_alive()
     assert overlaps == []
     assert seen == version
@@ -353,7 +354,7 @@ def test_fifo_across_threads_single_worker() -> None:
     for i in range(2000):
         q.add(i)
     q.shutdown()
-    w.join(10)
+    w.join(EVENTUALLY)
     assert out == list(range(2000))
 
 
@@ -365,7 +366,7 @@ def shut_down(q: DelayingQueue[str]) -> None:
     q.shutdown()
     thread = q._delay_thread
     if thread is not None:
-        thread.join(10)
+        thread.join(EVENTUALLY)
         assert not thread.is_alive(), "the delay thread outlived shutdown"
 
 
@@ -383,7 +384,7 @@ def test_add_after_releases_in_ready_order() -> None:
     q.add_after("early", 0.05)
     q.add_after("middle", 0.10)
     assert len(q) == 0
-    got = [q.get(timeout=5)[0] for _ in range(3)]
+    got = [q.get(timeout=EVENTUALLY)[0] for _ in range(3)]
     assert got == ["early", "middle", "late"]
     shut_down(q)
 
@@ -395,7 +396,7 @@ def test_add_after_earliest_deadline_wins() -> None:
     q.add_after("b", 0.05)
     q.add_after("b", 60.0)  # later: ignored, does not postpone
     assert q._num_waiting() == 2
-    got = {q.get(timeout=5)[0], q.get(timeout=5)[0]}
+    got = {q.get(timeout=EVENTUALLY)[0], q.get(timeout=EVENTUALLY)[0]}
     assert got == {"a", "b"}
     assert q._num_waiting() == 0  # nothing left waiting at 60 s
     shut_down(q)
@@ -405,7 +406,7 @@ def test_add_after_waiting_item_is_not_duplicated_in_queue() -> None:
     q: DelayingQueue[str] = DelayingQueue()
     q.add_after("a", 0.02)
     q.add_after("a", 0.03)
-    item, _ = q.get(timeout=5)
+    item, _ = q.get(timeout=EVENTUALLY)
     assert item == "a"
     q.done("a")
     assert q.get(timeout=0.1) == (None, False)
@@ -418,7 +419,7 @@ def test_add_after_ignored_after_shutdown_and_loop_stops() -> None:
     thread = q._delay_thread
     assert thread is not None
     q.shutdown()
-    thread.join(5)
+    thread.join(EVENTUALLY)
     assert not thread.is_alive()
     q.add_after("b", 0.0)
     q.add_after("c", 0.01)
@@ -434,7 +435,7 @@ def test_delaying_loop_wakes_at_least_every_max_wait(monkeypatch: pytest.MonkeyP
     q.add_after("a", 3600.0)
     assert q.get(timeout=0.1) == (None, False)
     now[0] += 3600.0
-    assert q.get(timeout=5) == ("a", False)
+    assert q.get(timeout=EVENTUALLY) == ("a", False)
     shut_down(q)
 
 
@@ -465,7 +466,7 @@ def test_rate_limited_add_uses_the_limiter_delay() -> None:
     q.add_rate_limited("a")
     assert limiter.whens == ["a"]
     assert q.get(timeout=0) == (None, False)
-    assert q.get(timeout=5)[0] == "a"
+    assert q.get(timeout=EVENTUALLY)[0] == "a"
     assert time.monotonic() - t0 >= 0.04
     assert q.num_requeues("a") == 1
     q.forget("a")
@@ -479,7 +480,7 @@ def test_rate_limited_requeue_grows_and_forget_resets() -> None:
     )
     for expected in range(1, 5):
         q.add_rate_limited("a")
-        assert q.get(timeout=5)[0] == "a"
+        assert q.get(timeout=EVENTUALLY)[0] == "a"
         q.done("a")
         assert q.num_requeues("a") == expected
     q.forget("a")
@@ -490,7 +491,7 @@ def test_rate_limited_requeue_grows_and_forget_resets() -> None:
 def test_default_rate_limiting_queue_retries_quickly_at_first() -> None:
     q: RateLimitingQueue[str] = RateLimitingQueue()
     q.add_rate_limited("a")  # 5 ms
-    assert q.get(timeout=5)[0] == "a"
+    assert q.get(timeout=EVENTUALLY)[0] == "a"
     assert q.num_requeues("a") == 1
     q.forget("a")
     assert q.num_requeues("a") == 0

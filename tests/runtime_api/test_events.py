@@ -38,7 +38,7 @@ def test_repeats_are_aggregated_and_normal_events_have_a_budget(kube: KubeClient
             recorder.event(subject(f"o{i}"), "Normal", "Created", f"znode /o{i} created")
         for _ in range(3):
             recorder.event(subject("bad"), "Warning", "InvalidSpec", "spec.path: must be absolute")
-        wait_for(lambda: len(events(kube)) == 4 and any(e.get("count") == 3 for e in events(kube)), timeout=5,
+        wait_for(lambda: len(events(kube)) == 4 and any(e.get("count") == 3 for e in events(kube)),
                  message="3 Normal events and one aggregated Warning")
     finally:
         recorder.stop()

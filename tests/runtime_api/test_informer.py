@@ -12,7 +12,7 @@ import threading
 from typing import Any
 
 from zkop_testing.apiserver import ApiServer
-from zkop_testing.waiting import wait_for
+from zkop_testing.waiting import EVENTUALLY, wait_for
 
 from zkop.kube.client import JSON, ApiException, KubeClient, resource_path
 from zkop.runtime.cache import Backoff, Informer, ResourceRef, meta_namespace_key
@@ -64,7 +64,7 @@ def start_informer(kube: KubeClient, **kw: Any) -> tuple[Informer, Recorder]:
     recorder = Recorder()
     informer.add_event_handler(recorder)
     informer.start()
-    assert informer.wait_for_sync(10)
+    assert informer.wait_for_sync(EVENTUALLY)
     return informer, recorder
 
 
@@ -107,16 +107,16 @@ def test_relist_after_410_delivers_deletions_from_the_gap(apiserver: ApiServer, 
 def test_stalled_watch_is_abandoned_after_inactivity_timeout(apiserver: ApiServer, kube: KubeClient) -> None:
     informer, recorder = start_informer(kube, inactivity=1.0)
     try:
-        wait_for(lambda: apiserver.count_requests("watch", "configmaps") == 1, timeout=10, message="the watch opened")
+        wait_for(lambda: apiserver.count_requests("watch", "configmaps") == 1, message="the watch opened")
         apiserver.stall_watches(True)
         kube.request("POST", resource_path("", "v1", "configmaps", "default"), body=configmap("during-stall", "a"))
         # While every stream is still silent, the informer must give up on the stalled one and open a
         # new watch by itself: unstalling alone would also deliver the buffered event on the old stream.
-        wait_for(lambda: apiserver.count_requests("watch", "configmaps") > 1, timeout=10,
+        wait_for(lambda: apiserver.count_requests("watch", "configmaps") > 1,
                  message="a new watch opened after the inactivity timeout")
         assert "default/during-stall" not in recorder.added
         apiserver.stall_watches(False)
-        wait_for(lambda: "default/during-stall" in recorder.added, timeout=10,
+        wait_for(lambda: "default/during-stall" in recorder.added,
                  message="event seen after the stalled stream was replaced")
     finally:
         informer.stop()
@@ -157,7 +157,7 @@ def test_storm_under_faults_converges(apiserver: ApiServer, kube: KubeClient) ->
                 assert err.status in (500, 429), err
         apiserver.fail_requests(0)
         apiserver.drop_watches()
-        wait_for(lambda: cache_state(informer) == server_state(kube), timeout=20, message="cache converged")
+        wait_for(lambda: cache_state(informer) == server_state(kube), message="cache converged")
         # Every object the informer ever knew and that is gone now got a delete (an object created and
         # deleted entirely inside a watch gap is never seen, as with client-go).
         seen = set(recorder.added) | set(recorder.updated)

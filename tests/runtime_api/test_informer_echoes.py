@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from zkop_testing.apiserver import ApiServer
-from zkop_testing.waiting import wait_for
+from zkop_testing.waiting import EVENTUALLY, wait_for
 
 from zkop.kube.client import JSON, MERGE_PATCH, KubeClient, resource_path
 from zkop.runtime.cache import Informer, ResourceRef
@@ -66,7 +66,7 @@ def informer(kube: KubeClient) -> Iterator[tuple[Informer, Updates]]:
     updates = Updates()
     informer.add_event_handler(updates)
     informer.start()
-    assert informer.wait_for_sync(10)
+    assert informer.wait_for_sync(EVENTUALLY)
     yield informer, updates
     informer.stop()
 
@@ -182,7 +182,7 @@ def test_an_informer_with_its_own_transform_decodes_every_echo(kube: KubeClient)
     inf = Informer(kube, CONFIGMAPS, resync_period=0, transform=None)
     inf.start()
     try:
-        assert inf.wait_for_sync(10)
+        assert inf.wait_for_sync(EVENTUALLY)
         base = rv(inf.indexer.get(KEY))
         response = patch(kube, "1")
         inf.expect_echo(KEY, base, response)  # it cannot apply a transform it does not know to a copy

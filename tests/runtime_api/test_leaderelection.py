@@ -60,7 +60,7 @@ def test_one_leader_then_release_hands_over(kube: KubeClient) -> None:
     assert a.release()
     released = lease(kube)
     assert released.get("holderIdentity") in (None, "") and released["leaseDurationSeconds"] == 1
-    wait_for(b_started.is_set, timeout=30, message="b takes over after release")
+    wait_for(b_started.is_set, message="b takes over after release")
     assert lease(kube)["holderIdentity"] == "b"
     assert lease(kube)["leaseTransitions"] == 1
     stop_b.set()
@@ -77,7 +77,7 @@ def test_takeover_after_expiry_and_loser_steps_down(kube: KubeClient) -> None:
     b, b_started, _ = elector(kube, "b")
     stop_b = threading.Event()
     threading.Thread(target=b.run, args=(stop_b,), daemon=True).start()
-    wait_for(b_started.is_set, timeout=5, message="b takes over once the lease expires")
+    wait_for(b_started.is_set, message="b takes over once the lease expires")
     record = lease(kube)
     assert record["holderIdentity"] == "b" and record["leaseTransitions"] == 1 and record["acquireTime"] != acquired
     assert not a_stopped.is_set()  # a was stopped, it did not lose
@@ -86,7 +86,7 @@ def test_takeover_after_expiry_and_loser_steps_down(kube: KubeClient) -> None:
     c._leader.set()  # pretend c believed it led
     stop_c = threading.Event()
     threading.Thread(target=c._renew, args=(stop_c,), daemon=True).start()
-    wait_for(c_stopped.is_set, timeout=5, message="c steps down when it cannot renew")
+    wait_for(c_stopped.is_set, message="c steps down when it cannot renew")
     assert not c.is_leader()
     stop_b.set()
     stop_c.set()

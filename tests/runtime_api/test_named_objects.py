@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from zkop_testing.apiserver import ApiServer
 from zkop_testing.apiserver_realistic import seed
-from zkop_testing.waiting import wait_for
+from zkop_testing.waiting import EVENTUALLY, wait_for
 
 from zkop.kube.client import JSON, MERGE_PATCH, KubeClient, resource_path
 from zkop.runtime.cache import Informer, NamedObjectInformer, ResourceRef, meta_namespace_key
@@ -68,12 +68,12 @@ def test_the_transform_strips_what_zkop_never_reads(apiserver: ApiServer, kube: 
     informer = Informer(kube, CONFIGMAPS, namespaces=["team-a"], resync_period=0)
     informer.start()
     try:
-        assert informer.wait_for_sync(10)
+        assert informer.wait_for_sync(EVENTUALLY)
         listed = informer.indexer.get("team-a/app")
         assert listed is not None and "managedFields" not in listed["metadata"]
         assert listed["metadata"]["annotations"] == {"keep": "me"}
         kube.request("PATCH", cm_path("app"), body={"data": {"v": "2"}}, content_type=MERGE_PATCH)
-        wait_for(lambda: (informer.indexer.get("team-a/app") or {}).get("data") == {"v": "2"}, timeout=10)
+        wait_for(lambda: (informer.indexer.get("team-a/app") or {}).get("data") == {"v": "2"})
         watched = informer.indexer.get("team-a/app")
         assert watched is not None and "managedFields" not in watched["metadata"]
         # The server's object still has them: only the cache is trimmed.
@@ -83,7 +83,7 @@ def test_the_transform_strips_what_zkop_never_reads(apiserver: ApiServer, kube: 
     whole = Informer(kube, CONFIGMAPS, namespaces=["team-a"], resync_period=0, transform=None)
     whole.start()
     try:
-        assert whole.wait_for_sync(10)
+        assert whole.wait_for_sync(EVENTUALLY)
         assert (whole.indexer.get("team-a/app") or {})["metadata"]["managedFields"]
     finally:
         whole.stop()
@@ -118,16 +118,16 @@ def test_named_objects_are_fetched_and_watched_one_by_one_never_listed(apiserver
     cache.start()
     try:
         assert cache.has_synced()
-        wait_for(lambda: recorder.events() == [("add", "team-a/app", "1")], timeout=10, message="GET → add")
-        wait_for(lambda: apiserver.count_requests("watch", "configmaps") == 2, timeout=10, message="two watches")
+        wait_for(lambda: recorder.events() == [("add", "team-a/app", "1")], message="GET → add")
+        wait_for(lambda: apiserver.count_requests("watch", "configmaps") == 2, message="two watches")
         kube.request("PATCH", cm_path("app"), body={"data": {"v": "2"}}, content_type=MERGE_PATCH)
         kube.request("PATCH", cm_path("other"), body={"data": {"v": "2"}}, content_type=MERGE_PATCH)
         kube.request("POST", cm_path(), body=configmap("later", "1"))  # absent at the GET
         wait_for(lambda: recorder.events()[1:] in ([("update", "team-a/app", "2"), ("add", "team-a/later", "1")],
                                                    [("add", "team-a/later", "1"), ("update", "team-a/app", "2")]),
-                 timeout=10, message="update and late create delivered, nothing about 'other'")
+                 message="update and late create delivered, nothing about 'other'")
         kube.request("DELETE", cm_path("app"))
-        wait_for(lambda: recorder.events()[-1] == ("delete", "team-a/app", "2"), timeout=10)
+        wait_for(lambda: recorder.events()[-1] == ("delete", "team-a/app", "2"))
         assert cache.get("team-a/app") is None and cache.indexer.get("team-a/other") is None
         cached = cache.get("team-a/later")
         assert cached is not None and "managedFields" not in cached["metadata"]
@@ -160,7 +160,7 @@ def test_get_on_demand_before_the_first_fetch_once_per_ttl(apiserver: ApiServer,
     assert cache.tracked() == ["team-a/absent", "team-a/s"]  # read once, watched from then on
     cache.start()
     try:
-        wait_for(lambda: all(r.synced.is_set() for r in cache.reflectors), timeout=10, message="reflectors synced")
+        wait_for(lambda: all(r.synced.is_set() for r in cache.reflectors), message="reflectors synced")
         before = apiserver.count_requests("get", "secrets")
         assert cache.get("team-a/s") is not None and cache.get("team-a/absent") is None
         assert apiserver.count_requests("get", "secrets") == before  # from the cache now
@@ -183,10 +183,10 @@ def test_an_object_unchanged_for_long_is_watched_without_a_410_loop(apiserver: A
     apiserver.clear_request_log()
     cache.start()
     try:
-        wait_for(lambda: apiserver.count_requests("watch", "configmaps") >= 1, timeout=10, message="watch open")
+        wait_for(lambda: apiserver.count_requests("watch", "configmaps") >= 1, message="watch open")
         kube.request("PATCH", cm_path("old"), body={"data": {"v": "2"}}, content_type=MERGE_PATCH)
         wait_for(lambda: recorder.events() == [("add", "team-a/old", "1"), ("update", "team-a/old", "2")],
-                 timeout=10, message="the edit arrives through the watch")
+                 message="the edit arrives through the watch")
         assert apiserver.count_requests("get", "configmaps") == 1
         assert apiserver.count_requests("watch", "configmaps") == 1
     finally:

@@ -16,6 +16,7 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 from kazoo.security import ACL, Id, make_digest_acl_credential
+from zkop_testing.waiting import EVENTUALLY
 from zkop_testing.zookeeper import ZooKeeperServer
 
 from zkop.zookeeper.acls import (
@@ -123,7 +124,7 @@ def test_redaction_markers_and_digest_ids(entry: AclEntry, redacted: bool, valid
 def test_acls_match_the_server(zk_server: ZooKeeperServer, zk: KazooClient, zk_base: str) -> None:
     """The evaluation agrees with a real 3.8 server for the digest, world, ip and auth rows."""
     session = KazooClient(hosts=zk_server.hosts, auth_data=[("digest", "ops:ops-pw")])
-    session.start(timeout=15)
+    session.start(timeout=EVENTUALLY)
     made: list[str] = []
     try:
         address = session._connection._socket.getsockname()[0]

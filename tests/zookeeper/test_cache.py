@@ -24,17 +24,17 @@ def test_watched_reads_are_cached_until_the_watch_fires(adapter: ZooKeeperAdapte
     assert adapter.read("/w", watch=True) == first
     assert adapter.reads == reads  # answered from memory: the watch has not fired
     zk.set(zk_base + "/w", b"hand edit")
-    wait_for(lambda: "/w" in fired, timeout=5, message="data watch fired")
+    wait_for(lambda: "/w" in fired, message="data watch fired")
     observed = adapter.read("/w", watch=True)
     assert observed is not None and observed.data == b"hand edit" and adapter.reads == reads + 1
     # Deletion and re-creation are seen too (exists watch on an absent node).
     fired.clear()
     zk.delete(zk_base + "/w")
-    wait_for(lambda: "/w" in fired, timeout=5, message="delete watch fired")
+    wait_for(lambda: "/w" in fired, message="delete watch fired")
     assert adapter.read("/w", watch=True) is None
     fired.clear()
     zk.create(zk_base + "/w", b"back")
-    wait_for(lambda: "/w" in fired, timeout=5, message="create watch fired")
+    wait_for(lambda: "/w" in fired, message="create watch fired")
     observed = adapter.read("/w", watch=True)
     assert observed is not None and observed.data == b"back"
 
@@ -53,11 +53,11 @@ def test_arm_watches_after_create_remembers_and_sees_hand_edits(adapter: ZooKeep
     assert adapter.reads == reads  # remembered by the read sent behind the multi
     assert not fired  # zkop's own create fired no watch of its own
     zk.set(zk_base + "/armed/n", b"hand edit")
-    wait_for(lambda: "/armed/n" in fired, timeout=5, message="data watch armed after the create fired")
+    wait_for(lambda: "/armed/n" in fired, message="data watch armed after the create fired")
     observed = adapter.read("/armed/n", watch=True)
     assert observed is not None and observed.data == b"hand edit" and adapter.reads == reads + 1
     zk.delete(zk_base + "/armed/r")
-    wait_for(lambda: "/armed/r" in fired, timeout=5, message="the record's watch fired on delete")
+    wait_for(lambda: "/armed/r" in fired, message="the record's watch fired on delete")
 
 
 def test_learn_absent_answers_first_reads_from_one_listing(adapter: ZooKeeperAdapter, zk: KazooClient,

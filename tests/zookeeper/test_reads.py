@@ -121,13 +121,13 @@ def test_list_watched_arms_a_child_watch_or_an_exists_watch(adapter: ZooKeeperAd
     fired: list[str] = []
     assert adapter.list_watched("/svc", fired.append) is None  # absent: an exists watch instead
     zk.create(zk_base + "/svc/b", b"", makepath=True)
-    wait_for(lambda: "/svc" in fired, timeout=5, message="exists watch fired on create")
+    wait_for(lambda: "/svc" in fired, message="exists watch fired on create")
     fired.clear()
     listing = adapter.list_watched("/svc", fired.append)
     assert listing is not None and listing.children == ("b",)
     assert listing.created_zxid == zk.exists(zk_base + "/svc").czxid
     zk.create(zk_base + "/svc/a", b"")
-    wait_for(lambda: "/svc" in fired, timeout=5, message="child watch fired")
+    wait_for(lambda: "/svc" in fired, message="child watch fired")
     listing = adapter.list_watched("/svc", fired.append)
     assert listing is not None and listing.children == ("a", "b")  # sorted
 
@@ -146,7 +146,7 @@ def test_requests_to_a_stopped_server_end_within_the_session_timeout() -> None:
         try:
             adapter.execute([CreateNode("/tree/a", b"1")])
             server.kill()
-            wait_for(lambda: not adapter.connected, timeout=10, message="session suspended")
+            wait_for(lambda: not adapter.connected, message="session suspended")
             for request in (lambda: adapter.walk("/tree", lambda _: True), lambda: adapter.read_many(["/tree/a"])):
                 # Ended by the request's own wait (the session timeout): a timeout error, not a refusal; a
                 # request waiting forever would still be running when result_within stops waiting.

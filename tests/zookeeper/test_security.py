@@ -17,7 +17,7 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 from kazoo.security import make_acl, make_digest_acl
-from zkop_testing.waiting import result_within, wait_for
+from zkop_testing.waiting import EVENTUALLY, result_within, wait_for
 from zkop_testing.zookeeper import ZooKeeperServer
 from zkop_testing.zookeeper_secure import SecureZooKeeperServer, TestCA, digest_jaas
 
@@ -110,7 +110,7 @@ def test_a_rotated_client_certificate_opens_a_new_session_with_the_new_identity(
         new = ca.issue("zkop-new", stem="admin")
         admin = KazooClient(hosts=server.secure_hosts("localhost"), use_ssl=True, ca=str(ca.cert),
                             certfile=str(new.cert), keyfile=str(new.key), verify_certs=True, check_hostname=True)
-        admin.start(timeout=15)
+        admin.start(timeout=EVENTUALLY)
         admin.create("/rotated", b"for the new certificate", acl=[make_acl("x509", "CN=zkop-new", all=True)])
         admin.stop()
         admin.close()
@@ -127,10 +127,10 @@ def test_a_rotated_client_certificate_opens_a_new_session_with_the_new_identity(
             first = adapter.session_id
             started = time.monotonic()
             ca.issue("zkop-new", stem="mounted")
-            wait_for(lambda: adapter.connected and adapter.session_id not in (None, first), 15)
+            wait_for(lambda: adapter.connected and adapter.session_id not in (None, first))
             log.info("rotated TLS certificate in use after %.2f s", time.monotonic() - started)
             assert adapter.client.get("/rotated")[0] == b"for the new certificate"
-            wait_for(lambda: states[-2:] == ["LOST", "CONNECTED"], 5)
+            wait_for(lambda: states[-2:] == ["LOST", "CONNECTED"])
         finally:
             adapter.stop()
 
@@ -140,7 +140,7 @@ def test_rotated_sasl_credentials_open_a_new_session_as_the_new_user(tmp_path: P
     with SecureZooKeeperServer(tmp_path, jaas=jaas, enforce_sasl=True) as server:
         admin = KazooClient(hosts=server.hosts, sasl_options={
             "mechanism": "DIGEST-MD5", "username": "zkop-new", "password": "new-secret"})
-        admin.start(timeout=15)
+        admin.start(timeout=EVENTUALLY)
         admin.create("/rotated", b"for zkop-new", acl=[make_acl("sasl", "zkop-new", all=True)])
         admin.stop()
         admin.close()
@@ -158,7 +158,7 @@ def test_rotated_sasl_credentials_open_a_new_session_as_the_new_user(tmp_path: P
             started = time.monotonic()
             (tmp_path / "credentials.new").write_text("zkop-new:new-secret\n")
             (tmp_path / "credentials.new").replace(cred)
-            wait_for(lambda: adapter.connected and adapter.session_id not in (None, first), 15)
+            wait_for(lambda: adapter.connected and adapter.session_id not in (None, first))
             log.info("rotated SASL credentials in use after %.2f s", time.monotonic() - started)
             assert adapter.client.get("/rotated")[0] == b"for zkop-new"
         finally:
@@ -192,7 +192,7 @@ def test_a_rotated_digest_credentials_file_opens_a_new_session(zk_server: ZooKee
         first = adapter.session_id
         (tmp_path / "credentials.new").write_text("new:new-secret\n")
         (tmp_path / "credentials.new").replace(auth)
-        wait_for(lambda: adapter.connected and adapter.session_id not in (None, first), 15)
+        wait_for(lambda: adapter.connected and adapter.session_id not in (None, first))
         assert adapter.client.get("/rotated")[0] == b"for new"
         adapter.client.delete("/rotated")  # zk_base's clean-up cannot read it
     finally:

@@ -18,7 +18,7 @@ import pytest
 from kazoo.client import KazooClient, KazooState
 from kazoo.retry import KazooRetry
 from prometheus_client import REGISTRY
-from zkop_testing.waiting import result_within, wait_for
+from zkop_testing.waiting import EVENTUALLY, result_within, wait_for
 from zkop_testing.zookeeper import ZooKeeperServer
 
 from zkop.zookeeper.adapter import ConnectionOptions, ZooKeeperAdapter, ZooKeeperUnavailable
@@ -54,12 +54,12 @@ def _states(adapter: ZooKeeperAdapter) -> list[str]:
 def test_kazoo_alone_stays_suspended_after_data_loss(server: ZooKeeperServer) -> None:
     # The premise, and main's behaviour: nothing in kazoo ever gives up on the old session.
     client = build_client(ConnectionOptions(hosts=server.hosts, session_timeout=2))
-    client.start(timeout=10)
+    client.start(timeout=EVENTUALLY)
     try:
         for i in range(5):
             client.create(f"/n{i}", b"x")  # the client has now seen zxids the wiped server does not have
         server.wipe_and_restart()
-        wait_for(lambda: _refusals(server) >= 3, timeout=30, message="the wiped server refuses the old session")
+        wait_for(lambda: _refusals(server) >= 3, message="the wiped server refuses the old session")
         # Refused three times, far past the 2 s session timeout: still SUSPENDED, still the old zxid.
         assert client.state == KazooState.SUSPENDED
         assert client.last_zxid >= 5
@@ -78,7 +78,7 @@ def test_session_suspended_past_its_timeout_is_reset_from_scratch(server: ZooKee
     adapter.start()
     try:
         for result in [adapter.client.create_async(f"/n{i}", b"x") for i in range(30)]:
-            result.get(timeout=10)
+            result.get(timeout=EVENTUALLY)
         seen = adapter.client.last_zxid
         assert adapter.read("/n0", watch=True) is not None
         assert "/n0" in adapter.cache
@@ -86,7 +86,7 @@ def test_session_suspended_past_its_timeout_is_reset_from_scratch(server: ZooKee
         started = time.monotonic()
         with caplog.at_level(logging.WARNING, logger="zkop.zookeeper.session"):
             server.wipe_and_restart()
-            wait_for(lambda: adapter.connected and adapter.session_id != old_session, timeout=30,
+            wait_for(lambda: adapter.connected and adapter.session_id != old_session,
                      message=f"a new session after the wipe (states seen: {states})")
         converged = time.monotonic() - started
         logging.getLogger(__name__).warning("standalone wipe: new session %.1f s after the wipe began", converged)
@@ -108,15 +108,15 @@ def test_while_the_reset_lasts_every_request_names_it(server: ZooKeeperServer) -
     try:
         adapter.client.create("/n", b"x")
         server.kill()  # the ensemble is gone (and comes back empty, below): no session to be had meanwhile
-        reason = wait_for(lambda: adapter.unavailable_reason, timeout=5, message="SUSPENDED is reported")
+        reason = wait_for(lambda: adapter.unavailable_reason, message="SUSPENDED is reported")
         assert "SUSPENDED" in reason and "reset after 2 s" in reason
-        wait_for(lambda: "LOST" in states, timeout=10, message="declared LOST after the session timeout")
+        wait_for(lambda: "LOST" in states, message="declared LOST after the session timeout")
         reason_now = adapter.unavailable_reason
         assert reason_now is not None and "session reset in progress" in reason_now
         with pytest.raises(ZooKeeperUnavailable, match="session reset in progress"):
             adapter.read("/n")
         server.wipe_and_restart()
-        wait_for(lambda: adapter.connected, timeout=30, message="the new session")
+        wait_for(lambda: adapter.connected, message="the new session")
         assert adapter.read("/n") is None
         assert states.count("LOST") == 1
     finally:
@@ -131,7 +131,7 @@ def test_a_zero_expiration_percent_keeps_the_old_session(server: ZooKeeperServer
     try:
         adapter.client.create("/n", b"x")
         server.wipe_and_restart()
-        wait_for(lambda: _refusals(server) >= 3, timeout=30, message="refused")
+        wait_for(lambda: _refusals(server) >= 3, message="refused")
         assert "LOST" not in states and not adapter.connected
         assert adapter.unavailable_reason == "ZooKeeper session is SUSPENDED"
     finally:
@@ -144,7 +144,7 @@ def test_restart_from_scratch_relies_on_kazoo_2_11(server: ZooKeeperServer) -> N
         f"kazoo {kazoo.__version__}: re-check zkop.zookeeper.session.restart_from_scratch against its "
         "KazooClient.stop/_reset/start_async and ConnectionHandler._connect, then update this pin")
     client = KazooClient(hosts=server.hosts, timeout=2)
-    client.start(timeout=10)
+    client.start(timeout=EVENTUALLY)
     lost = threading.Event()
     client.add_listener(lambda state: lost.set() if state == KazooState.LOST else None)
     try:
@@ -153,7 +153,7 @@ def test_restart_from_scratch_relies_on_kazoo_2_11(server: ZooKeeperServer) -> N
         assert old_id is not None and old_zxid > 0
         restart_from_scratch(client)
         assert lost.is_set()  # listeners heard LOST on the way
-        wait_for(lambda: client.connected, timeout=10, message="new session")
+        wait_for(lambda: client.connected, message="new session")
         assert client.client_id is not None and client.client_id[0] != old_id[0]
         assert client.exists("/n") is not None  # same server, same data: only the session is new
     finally:
@@ -194,7 +194,7 @@ def test_zxid_refused_asks_the_ensemble(server: ZooKeeperServer) -> None:
         return build_client(options, retry, handler, logger)
 
     client = build_client(options)
-    client.start(timeout=10)
+    client.start(timeout=EVENTUALLY)
     try:
         for i in range(5):
             client.create(f"/n{i}", b"x")

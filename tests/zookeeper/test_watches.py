@@ -13,7 +13,7 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.protocol.states import Callback
 from zkop_testing.tcpproxy import TcpProxy
-from zkop_testing.waiting import wait_for
+from zkop_testing.waiting import EVENTUALLY, wait_for
 from zkop_testing.zookeeper import ZooKeeperServer
 
 from zkop.zookeeper.actions import CheckVersion, CreateNode, DeleteNode, Observed, SetData
@@ -55,7 +55,7 @@ def callbacks_blocked(adapter: ZooKeeperAdapter) -> Iterator[None]:
         release.wait(10)
 
     adapter.client.handler.dispatch_callback(Callback("watch", hold, ()))
-    assert entered.wait(5)
+    assert entered.wait(EVENTUALLY)
     try:
         yield
     finally:
@@ -90,7 +90,7 @@ def test_one_watch_per_root_and_own_writes_fill_the_cache(adapter: ZooKeeperAdap
     assert watched_paths(zk_server, adapter.session_id) == {zk_base + "/app/f", zk_base + "/zkop/owners/app/f"}
 
     zk.set(zk_base + paths[3], b"hand edit")
-    wait_for(lambda: paths[3] in fired, timeout=5, message="hand edit notified")
+    wait_for(lambda: paths[3] in fired, message="hand edit notified")
     observed = adapter.read(paths[3], watch=True)
     assert observed is not None and observed.data == b"hand edit" and adapter.reads == reads + 1
 
@@ -106,7 +106,7 @@ def test_one_watch_per_root_and_own_writes_fill_the_cache(adapter: ZooKeeperAdap
     # A node created by hand under a root is seen; absence was remembered without an exists watch.
     assert adapter.read("/app/f/later", watch=True) is None
     zk.create(zk_base + "/app/f/later", b"x")
-    wait_for(lambda: "/app/f/later" not in adapter.cache, timeout=5, message="creation notified")
+    wait_for(lambda: "/app/f/later" not in adapter.cache, message="creation notified")
     observed = adapter.read("/app/f/later", watch=True)
     assert observed is not None and observed.data == b"x"
 
@@ -145,7 +145,7 @@ def test_a_foreign_change_between_read_and_write_cancels_the_fill(adapter: ZooKe
     zk.create(zk_base + "/y/a", b"theirs", makepath=True)  # created by someone else after zkop read "absent"
     zk.delete(zk_base + "/y/a")
     adapter.execute([CreateNode("/y/a", b"ours")], atomic=True, arm_watches=True)
-    wait_for(lambda: "/y/a" in fired, timeout=5, message="the foreign create and delete woke the listeners")
+    wait_for(lambda: "/y/a" in fired, message="the foreign create and delete woke the listeners")
     observed = adapter.read("/y/a", watch=True)
     assert observed is not None and observed.data == b"ours"
 
@@ -162,10 +162,10 @@ def test_a_change_while_disconnected_is_not_served_and_watches_come_back(
         adapter.execute([CreateNode("/r/n", b"v"), CreateNode("/r/m", b"m")], atomic=True, arm_watches=True)
         assert adapter.read("/r/n", watch=True) == Observed(b"v", 0)
         proxy.cut()
-        wait_for(lambda: not adapter.connected, timeout=10, message="zkop disconnected")
+        wait_for(lambda: not adapter.connected, message="zkop disconnected")
         zk.set(zk_base + "/r/n", b"edited while away")
         proxy.restore()
-        wait_for(lambda: adapter.connected, timeout=15, message="zkop reconnected (same session)")
+        wait_for(lambda: adapter.connected, message="zkop reconnected (same session)")
         assert "/r/n" not in adapter.cache  # every watch went with the connection
         observed = adapter.read("/r/n", watch=True)
         assert observed is not None and observed.data == b"edited while away"
@@ -173,7 +173,7 @@ def test_a_change_while_disconnected_is_not_served_and_watches_come_back(
             assert adapter.wait_watches(5) and adapter.watches.active == {"/r"}
         fired.clear()
         zk.set(zk_base + "/r/n", b"after")
-        wait_for(lambda: "/r/n" in fired, timeout=5, message="hand edit after the reconnect notified")
+        wait_for(lambda: "/r/n" in fired, message="hand edit after the reconnect notified")
 
 
 def test_per_node_mode_arms_one_watch_per_znode(zk_server: ZooKeeperServer, zk_base: str) -> None:
@@ -193,14 +193,14 @@ def test_a_server_without_addwatch_falls_back_to_one_watch_per_znode(
         fired: list[str] = []
         adapter.add_watch_listener(fired.append)
         adapter.watch_subtrees("test", ["/fb/a", "/fb/b"])
-        wait_for(lambda: adapter.watches.supported is False, timeout=5, message="addWatch refused")
-        wait_for(lambda: adapter.connected, timeout=15, message="reconnected after the server closed the connection")
+        wait_for(lambda: adapter.watches.supported is False, message="addWatch refused")
+        wait_for(lambda: adapter.connected, message="reconnected after the server closed the connection")
         assert adapter.watch_mode == "per-node" and not adapter.watches.active
         adapter.watch_subtrees("test", ["/fb/a", "/fb/b", "/fb/c"])  # nothing is sent again
         adapter.execute([CreateNode("/fb/a", b"a"), CreateNode("/fb/b", b"b")], atomic=True, arm_watches=True)
         assert watched_paths(zk_server, adapter.session_id) == {zk_base + "/fb/a", zk_base + "/fb/b"}
         zk.set(zk_base + "/fb/a", b"hand edit")
-        wait_for(lambda: "/fb/a" in fired, timeout=5, message="hand edit seen through the per-node watch")
+        wait_for(lambda: "/fb/a" in fired, message="hand edit seen through the per-node watch")
         observed = adapter.read("/fb/a", watch=True)
         assert observed is not None and observed.data == b"hand edit"
     assert sum("does not support persistent watches" in r.getMessage() for r in caplog.records) == 1
@@ -235,9 +235,9 @@ def test_roots_are_added_again_after_a_session_reset(adapter: ZooKeeperAdapter, 
     adapter.execute([CreateNode("/s/a", b"a"), CreateNode("/s/b", b"b")], atomic=True, arm_watches=True)
     old_session = adapter.session_id
     adapter._session._reset("test: Curator's rule")  # what the watchdog runs: LOST, then a brand-new session
-    wait_for(lambda: adapter.connected and adapter.session_id != old_session, timeout=15, message="new session")
+    wait_for(lambda: adapter.connected and adapter.session_id != old_session, message="new session")
     assert "/s/a" not in adapter.cache
     assert adapter.wait_watches(5) and adapter.watch_mode == "persistent"
     assert watched_paths(zk_server, adapter.session_id) == {zk_base + "/s"}
     zk.set(zk_base + "/s/a", b"hand edit")
-    wait_for(lambda: "/s/a" in fired, timeout=5, message="hand edit notified in the new session")
+    wait_for(lambda: "/s/a" in fired, message="hand edit notified in the new session")

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from zkop_testing.apiserver import ApiServer
 from zkop_testing.apiserver_fixtures import ZKC_GROUP, ZKC_PLURAL, ZKC_VERSION
+from zkop_testing.waiting import EVENTUALLY
 
 from zkop.kube.client import ApiException, KubeClient, resource_path
 
@@ -77,4 +78,4 @@ class WatchCollector:
     def stop(self, server: ApiServer) -> None:
         if not self.finished.is_set():
             server.drop_watches()
-        self._thread.join(timeout=10)
+        self._thread.join(timeout=EVENTUALLY)

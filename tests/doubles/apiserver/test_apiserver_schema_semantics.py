@@ -15,6 +15,7 @@ from typing import Any
 from apiserver_helpers import WatchCollector, api_error, zkc, zkc_path
 from zkop_testing.apiserver import ApiServer
 from zkop_testing.apiserver_fixtures import wait_for, zookeeperconfig_crd
+from zkop_testing.waiting import EVENTUALLY
 
 from zkop.kube.client import MERGE_PATCH, KubeClient, resource_path
 from zkop.kube.schema import StructuralSchema, crd_version_schema
@@ -59,7 +60,7 @@ def test_a_crd_spec_change_ends_custom_resource_watches(kube: KubeClient, server
     crd = kube.request("GET", f"{CRDS}/{crd['metadata']['name']}")
     _spec_props(crd)["owner"] = {"type": "string"}
     kube.request("PUT", f"{CRDS}/{crd['metadata']['name']}", body=crd)
-    assert watch.finished.wait(5) and watch.error is None and watch.events == []
+    assert watch.finished.wait(EVENTUALLY) and watch.error is None and watch.events == []
 
 
 def test_non_nullable_nulls_are_pruned_before_validation(kube: KubeClient, ns: str) -> None:

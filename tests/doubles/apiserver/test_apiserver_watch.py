@@ -170,12 +170,12 @@ def test_bookmark_cadence_is_kube_apiservers(kube: KubeClient, server: ApiServer
     rv = str(server.resource_version)
     quiet = WatchCollector(kube, cms(ns), {"allowWatchBookmarks": "true", "resourceVersion": rv,
                                            "timeoutSeconds": "3"})
-    assert quiet.finished.wait(10) and quiet.error is None
+    assert quiet.finished.wait(EVENTUALLY) and quiet.error is None
     assert quiet.events == []  # no bookmark: the version did not move
     moved = WatchCollector(kube, cms(ns), {"allowWatchBookmarks": "true", "resourceVersion": rv,
                                            "timeoutSeconds": "3"})
     kube.request("POST", "/api/v1/namespaces/default/configmaps", body=cm("elsewhere"))
-    assert moved.finished.wait(10) and moved.error is None
+    assert moved.finished.wait(EVENTUALLY) and moved.error is None
     assert moved.types() == ["BOOKMARK"]  # the pre-timeout one, 1 s after the start
     assert moved.events[0]["object"]["metadata"]["resourceVersion"] == str(server.resource_version)
 
@@ -184,7 +184,7 @@ def test_drop_watches_cuts_streams(kube: KubeClient, server: ApiServer, ns: str)
     watch = WatchCollector(kube, cms(ns), {})
     wait_for(lambda: server.open_watch_count == 1, message="watch open")
     assert server.drop_watches() == 1
-    assert watch.finished.wait(5)
+    assert watch.finished.wait(EVENTUALLY)
     assert isinstance(watch.error, urllib3.exceptions.ProtocolError)
     wait_for(lambda: server.open_watch_count == 0, message="watch unregistered")
 
@@ -225,7 +225,7 @@ def test_stalled_watches_send_nothing_until_resumed(kube: KubeClient, server: Ap
                              read_timeout=0.5)
     patient = WatchCollector(kube, cms(ns), {"resourceVersion": rv}, read_timeout=30)
     kube.request("POST", cms(ns), body=cm("a"))
-    assert stalled.finished.wait(5)
+    assert stalled.finished.wait(EVENTUALLY)
     assert isinstance(stalled.error, urllib3.exceptions.ReadTimeoutError)
     assert stalled.events == [] and patient.events == []
     server.stall_watches(False)
@@ -238,7 +238,7 @@ def test_watch_of_a_deleted_crd_ends(kube: KubeClient, server: ApiServer, crd: J
     watch = WatchCollector(kube, zkc_path(ns), {"resourceVersion": "0"})
     wait_for(lambda: watch.names() == [("ADDED", "a")], message="initial event")
     kube.request("DELETE", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd['metadata']['name']}")
-    assert watch.finished.wait(5)
+    assert watch.finished.wait(EVENTUALLY)
     assert watch.error is None
     assert watch.names() == [("ADDED", "a"), ("DELETED", "a")]
 

@@ -94,8 +94,8 @@ def test_flux_server_side_apply_lifecycle(operator: OperatorProcess, kube: KubeC
     assert list(owners(created)) == [(FLUX, "Apply", "")]
     # what Flux's health check sees right after the apply: the status default (observedGeneration -1)
     assert record(kstatus.compute(created)) == "InProgress"
-    assert wait_for(lambda: read(zk, zk_base + FLAG) == b"on", timeout=15, message="znode created")
-    wait_for(lambda: health() == "Current", timeout=15, message="kstatus Current")
+    assert wait_for(lambda: read(zk, zk_base + FLAG) == b"on", message="znode created")
+    wait_for(lambda: health() == "Current", message="kstatus Current")
     obj = get(kube, "flux-flag")
     assert obj is not None and FINALIZER in obj["metadata"]["finalizers"]
     managers = owners(obj)
@@ -111,8 +111,8 @@ def test_flux_server_side_apply_lifecycle(operator: OperatorProcess, kube: KubeC
     assert FINALIZER in applied["metadata"]["finalizers"]
     assert applied["status"]["state"] == "Synced" and applied["status"]["observedGeneration"] == 1
     assert record(kstatus.compute(applied)) == "InProgress"
-    assert wait_for(lambda: read(zk, zk_base + FLAG) == b"off", timeout=15, message="znode updated")
-    wait_for(lambda: health() == "Current", timeout=15, message="kstatus Current again")
+    assert wait_for(lambda: read(zk, zk_base + FLAG) == b"off", message="znode updated")
+    wait_for(lambda: health() == "Current", message="kstatus Current again")
     assert seen == ["InProgress", "Current"]
 
     # 3. Re-applying the same manifest writes nothing (no new generation, finalizer kept).
@@ -124,5 +124,5 @@ def test_flux_server_side_apply_lifecycle(operator: OperatorProcess, kube: KubeC
     # 4. Flux prunes the object: the znode goes, then the object.
     kube.request("DELETE", resource_path(*ZKC, "default", "flux-flag"),
                  body={"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"})
-    wait_for(lambda: read(zk, zk_base + FLAG) is None, timeout=15, message="znode deleted")
-    wait_for(lambda: get(kube, "flux-flag") is None, timeout=15, message="object gone")
+    wait_for(lambda: read(zk, zk_base + FLAG) is None, message="znode deleted")
+    wait_for(lambda: get(kube, "flux-flag") is None, message="object gone")

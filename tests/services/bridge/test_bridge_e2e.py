@@ -137,9 +137,9 @@ def test_every_kind_of_service_is_published_and_the_original_client_still_works(
             rec = record(zk, zk_base, "default-lb")
             return rec if rec and rec["loadBalancerIngress"] else None
 
-        lb = wait_for(lb_ready, timeout=10, message="LoadBalancer record with ingress") or {}
+        lb = wait_for(lb_ready, message="LoadBalancer record with ingress") or {}
         keys = {"default-my-web-app", "default-single", "default-db", "default-ext", "default-np", "default-ds"}
-        wait_for(lambda: keys <= children(zk, f"{zk_base}{ROOT}"), timeout=10, message=f"records {keys}")
+        wait_for(lambda: keys <= children(zk, f"{zk_base}{ROOT}"), message=f"records {keys}")
 
         rec = record(zk, zk_base, "default-my-web-app") or {}
         assert rec["clusterIP"] == web["spec"]["clusterIP"] and rec["clusterIPs"] == [rec["clusterIP"]]
@@ -189,21 +189,21 @@ def test_updates_opt_out_and_namespace_filters(apiserver: ApiServer, kube: KubeC
         create(kube, svc("dns", "kube-system"))
         create(kube, svc("secret", "hidden"))
         create(kube, svc("api", "team-a"))
-        wait_for(lambda: record(zk, zk_base, "team-a-api"), timeout=10, message="team-a/api published")
-        wait_for(lambda: record(zk, zk_base, "default-web"), timeout=10, message="default/web published")
+        wait_for(lambda: record(zk, zk_base, "team-a-api"), message="team-a/api published")
+        wait_for(lambda: record(zk, zk_base, "default-web"), message="default/web published")
 
         patch(kube, "web", {"spec": {"ports": [{"name": "http", "port": 8081, "targetPort": 8080}]}})
         wait_for(lambda: (record(zk, zk_base, "default-web") or {}).get("ports", [{}])[0].get("port") == 8081,
-                 timeout=10, message="port change propagated")
+                 message="port change propagated")
 
         # Flipping the annotation to "false" removes the record (consul-k8s #76); back to "true" restores it.
         patch(kube, "web", {"metadata": {"annotations": {SYNC_ANNOTATION: "false"}}})
-        wait_for(lambda: record(zk, zk_base, "default-web") is None, timeout=10, message="opted out")
+        wait_for(lambda: record(zk, zk_base, "default-web") is None, message="opted out")
         patch(kube, "web", {"metadata": {"annotations": {SYNC_ANNOTATION: "true"}}})
-        wait_for(lambda: record(zk, zk_base, "default-web"), timeout=10, message="opted in again")
+        wait_for(lambda: record(zk, zk_base, "default-web"), message="opted in again")
 
         delete(kube, "api", "team-a")
-        wait_for(lambda: record(zk, zk_base, "team-a-api") is None, timeout=10, message="deleted Service collected")
+        wait_for(lambda: record(zk, zk_base, "team-a-api") is None, message="deleted Service collected")
         published = children(zk, f"{zk_base}{ROOT}")
         assert {"default-quiet", "kube-system-dns", "hidden-secret"}.isdisjoint(published)
         assert published == {"default-web", "default-kubernetes"}
@@ -215,16 +215,16 @@ def test_only_listed_namespaces(apiserver: ApiServer, kube: KubeClient, adapter:
     create(kube, svc("api", "team-a"))
     create(kube, svc("api", "team-b"))
     with running_bridge(apiserver, adapter, options) as bridge:
-        wait_for(lambda: record(zk, zk_base, "team-a/api"), timeout=10, message="team-a/api published")
+        wait_for(lambda: record(zk, zk_base, "team-a/api"), message="team-a/api published")
         create(kube, svc("web", "team-a"))
-        wait_for(lambda: record(zk, zk_base, "team-a/web"), timeout=10, message="team-a/web published")
+        wait_for(lambda: record(zk, zk_base, "team-a/web"), message="team-a/web published")
         assert zk.get_children(f"{zk_base}{ROOT}") == ["team-a"]
         container = json.loads(zk.get(f"{zk_base}{ROOT}/team-a")[0])
         assert container == {"managedBy": "zkop", "owner": {"managedBy": "zkop", "clusterId": "test"}}
         # A record lost behind zkop's back (say, a restored ZooKeeper snapshot) comes back on a new session.
         zk.delete(f"{zk_base}{ROOT}/team-a/web")
         bridge.on_session_reconnected()
-        wait_for(lambda: record(zk, zk_base, "team-a/web"), timeout=10, message="re-published after reconnect")
+        wait_for(lambda: record(zk, zk_base, "team-a/web"), message="re-published after reconnect")
 
 
 def test_service_deleted_while_zkop_was_down_is_collected_after_restart_but_foreign_nodes_survive(
@@ -233,7 +233,7 @@ def test_service_deleted_while_zkop_was_down_is_collected_after_restart_but_fore
     with running_bridge(apiserver, adapter, options):
         create(kube, svc("keep"))
         create(kube, svc("gone"))
-        wait_for(lambda: record(zk, zk_base, "default-gone") and record(zk, zk_base, "default-keep"), timeout=10,
+        wait_for(lambda: record(zk, zk_base, "default-gone") and record(zk, zk_base, "default-keep"),
                  message="both published")
     # zkop is down: the Service goes, someone else writes under the root, another cluster shares the root.
     delete(kube, "gone")
@@ -243,8 +243,8 @@ def test_service_deleted_while_zkop_was_down_is_collected_after_restart_but_fore
     keep_version = zk.exists(f"{zk_base}{ROOT}/default-keep").version
     before = time.time()
     with running_bridge(apiserver, adapter, options) as bridge:
-        wait_for(lambda: record(zk, zk_base, "default-gone") is None, timeout=10, message="orphan collected")
-        wait_for(lambda: bridge.reconciler.last_sweep is not None, timeout=10, message="full sync ran")
+        wait_for(lambda: record(zk, zk_base, "default-gone") is None, message="orphan collected")
+        wait_for(lambda: bridge.reconciler.last_sweep is not None, message="full sync ran")
         assert set(zk.get_children(f"{zk_base}{ROOT}")) == {
             "default-keep", "default-kubernetes", "legacy-orders", "default-elsewhere"}
         assert zk.exists(f"{zk_base}{ROOT}/default-keep").version == keep_version  # unchanged: not rewritten
@@ -260,24 +260,24 @@ def test_circuit_breaker_holds_when_the_api_suddenly_lists_nothing(
         for name in ("a", "b", "c"):
             create(kube, svc(name))
         published = {"default-a", "default-b", "default-c", "default-kubernetes"}
-        wait_for(lambda: children(zk, f"{zk_base}{ROOT}") == published, timeout=10, message="published")
+        wait_for(lambda: children(zk, f"{zk_base}{ROOT}") == published, message="published")
 
         client.blackout = True
         client.force_relist()
         apiserver.drop_watches()
         informer = bridge.informers[0]
-        wait_for(lambda: len(informer.indexer) == 0, timeout=15, message="the informer relisted nothing")
-        wait_for(lambda: sample("zkop_service_bridge_delete_circuit_breaker_open") == 1, timeout=10,
+        wait_for(lambda: len(informer.indexer) == 0, message="the informer relisted nothing")
+        wait_for(lambda: sample("zkop_service_bridge_delete_circuit_breaker_open") == 1,
                  message="breaker open")
         assert set(zk.get_children(f"{zk_base}{ROOT}")) == published
-        wait_for(lambda: events(kube, "DeleteCircuitBreakerOpen"), timeout=10, message="breaker Event")
+        wait_for(lambda: events(kube, "DeleteCircuitBreakerOpen"), message="breaker Event")
 
         client.blackout = False
         client.force_relist()
         apiserver.drop_watches()
-        wait_for(lambda: len(informer.indexer) == 4, timeout=15, message="the informer relisted everything")
+        wait_for(lambda: len(informer.indexer) == 4, message="the informer relisted everything")
         bridge.request_full_sync()
-        wait_for(lambda: sample("zkop_service_bridge_delete_circuit_breaker_open") == 0, timeout=10,
+        wait_for(lambda: sample("zkop_service_bridge_delete_circuit_breaker_open") == 0,
                  message="breaker closed")
         assert set(zk.get_children(f"{zk_base}{ROOT}")) == published
 
@@ -286,13 +286,13 @@ def test_collision_older_service_keeps_the_key(apiserver: ApiServer, kube: KubeC
                                                zk: KazooClient, zk_base: str) -> None:
     with running_bridge(apiserver, adapter, BridgeOptions(gc_delay=GC_DELAY)):
         older = create(kube, svc("a-web", "team"))
-        wait_for(lambda: record(zk, zk_base, "team-a-web"), timeout=10, message="team/a-web published")
+        wait_for(lambda: record(zk, zk_base, "team-a-web"), message="team/a-web published")
         # creationTimestamp has second resolution: make the second Service strictly younger.
         second = int(time.time())
-        wait_for(lambda: int(time.time()) > second, timeout=2, interval=0.05)
+        wait_for(lambda: int(time.time()) > second, interval=0.05)
         younger = create(kube, svc("web", "team-a"))
         assert younger["metadata"]["creationTimestamp"] > older["metadata"]["creationTimestamp"]
-        wait_for(lambda: events(kube, "RecordCollision"), timeout=10, message="collision Event")
+        wait_for(lambda: events(kube, "RecordCollision"), message="collision Event")
         event = events(kube, "RecordCollision")[0]
         assert event["type"] == "Warning" and event["involvedObject"]["name"] == "web"
         assert "team/a-web" in event["message"]
@@ -304,10 +304,10 @@ def test_collision_older_service_keeps_the_key(apiserver: ApiServer, kube: KubeC
         patch(kube, "web", {"metadata": {"labels": {"touched": "yes"}}}, namespace="team-a")
         patch(kube, "a-web", {"metadata": {"labels": {"touched": "yes"}}}, namespace="team")
         # Each event maps to both keys: wait until both Services were reconciled again, then: no flapping.
-        wait_for(lambda: reconciles() >= before + 2, timeout=10, message="both Services reconciled again")
+        wait_for(lambda: reconciles() >= before + 2, message="both Services reconciled again")
         assert zk.exists(f"{zk_base}{ROOT}/team-a-web").version == version
         delete(kube, "a-web", "team")
-        wait_for(lambda: (record(zk, zk_base, "team-a-web") or {}).get("namespace") == "team-a", timeout=10,
+        wait_for(lambda: (record(zk, zk_base, "team-a-web") or {}).get("namespace") == "team-a",
                  message="the remaining Service takes the key over")
 
 
@@ -335,7 +335,7 @@ def test_curator_format_reads_back_like_curator(apiserver: ApiServer, kube: Kube
                 return found if [i["address"] for i in found] == ["203.0.113.9"] else None
             return None
 
-        (instance,) = wait_for(published, timeout=10, message="Curator instance at the LB address") or []
+        (instance,) = wait_for(published, message="Curator instance at the LB address") or []
         assert list(instance) == ["name", "id", "address", "port", "sslPort", "payload", "registrationTimeUTC",
                                   "serviceType", "uriSpec", "enabled"]
         assert (instance["name"], instance["id"], instance["port"], instance["sslPort"]) == (
@@ -371,7 +371,7 @@ def test_ready_endpoints_are_published_with_a_debounce(
     with running_bridge(apiserver, adapter, options):
         create(kube, slice_({"10.244.0.5": True, "10.244.0.6": True}))
         create(kube, svc("web"))
-        wait_for(lambda: addresses() == ["10.244.0.5", "10.244.0.6"], timeout=10, message="ready endpoints")
+        wait_for(lambda: addresses() == ["10.244.0.5", "10.244.0.6"], message="ready endpoints")
         version = zk.exists(path).version
         slices = resource_path("discovery.k8s.io", "v1", "endpointslices", "default", "web-x1")
         # A pod blips not-ready and back within the debounce: the record is not rewritten.
@@ -380,12 +380,12 @@ def test_ready_endpoints_are_published_with_a_debounce(
                                           "metadata": kube.request("GET", slices)["metadata"]})
         kube.request("PUT", slices, body={**slice_({"10.244.0.5": True, "10.244.0.6": True}),
                                           "metadata": kube.request("GET", slices)["metadata"]})
-        wait_for(lambda: reconciles() > before, timeout=10, message="the debounced reconcile ran")
+        wait_for(lambda: reconciles() > before, message="the debounced reconcile ran")
         assert zk.exists(path).version == version
         # A lasting change is published once it has been stable for the debounce.
         kube.request("PUT", slices, body={**slice_({"10.244.0.5": True, "10.244.0.6": False}),
                                           "metadata": kube.request("GET", slices)["metadata"]})
-        wait_for(lambda: addresses() == ["10.244.0.5"], timeout=10, message="not-ready endpoint dropped")
+        wait_for(lambda: addresses() == ["10.244.0.5"], message="not-ready endpoint dropped")
         assert zk.exists(path).version == version + 1
 
 
@@ -400,10 +400,10 @@ def test_zkop_run_with_service_bridge(apiserver: ApiServer, kube: KubeClient, zk
     with OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}", args) as proc:
         create(kube, svc("my-web-app"))
         instance_dir = f"{zk_base}{ROOT}/default-my-web-app"
-        wait_for(lambda: children(zk, instance_dir), timeout=20, message="Curator instance published")
+        wait_for(lambda: children(zk, instance_dir), message="Curator instance published")
         (instance_id,) = children(zk, instance_dir)
         metadata = json.loads(zk.get(f"{instance_dir}/{instance_id}")[0])["payload"]["metadata"]
         assert (metadata["managedBy"], metadata["clusterId"]) == ("zkop", "prod")
         delete(kube, "my-web-app")
-        wait_for(lambda: zk.exists(instance_dir) is None, timeout=20, message="record and service node collected")
+        wait_for(lambda: zk.exists(instance_dir) is None, message="record and service node collected")
     assert proc.proc is not None and proc.proc.returncode == 0, proc.log_tail()

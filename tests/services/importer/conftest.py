@@ -14,6 +14,7 @@ from kazoo.client import KazooClient
 from service_testing import sample as sample
 from zkop_testing.apiserver import ApiServer
 from zkop_testing.controllers import running
+from zkop_testing.waiting import EVENTUALLY
 from zkop_testing.zookeeper import ZooKeeperServer
 
 from zkop.kube.client import ApiException, KubeClient, resource_path
@@ -31,7 +32,7 @@ GC_DELAY = 0.2  # seconds from a service vanishing to the full sync that collect
 def chrooted(zk_server: ZooKeeperServer, zk_base: str) -> Iterator[KazooClient]:
     """A kazoo client for the registering side (legacy services), chrooted at ``zk_base``."""
     client = KazooClient(hosts=f"{zk_server.hosts}{zk_base}")
-    client.start(timeout=15)
+    client.start(timeout=EVENTUALLY)
     yield client
     client.stop()
     client.close()

@@ -35,10 +35,10 @@ def test_a_mixed_instance_set_publishes_what_a_slice_can_hold_and_warns_about_th
     with running_importer(apiserver, adapter, OPTIONS):
         wait_for(lambda: endpoints(kube, "payments") == {
             "10.1.0.1": True, "10.1.0.9": True, "2001:db8::5": True, "payments-1.legacy.example.com": True,
-        }, timeout=10, message="every instance a slice can hold is published")
+        }, message="every instance a slice can hold is published")
         assert {(s["metadata"]["name"], s["addressType"]) for s in slices_of(kube, "payments")} == {
             ("payments-zkop-ipv4", "IPv4"), ("payments-zkop-ipv6", "IPv6"), ("payments-zkop-fqdn", "FQDN")}
-        wait_for(lambda: events(kube, "InstanceSkipped"), timeout=10, message="a Warning for the skipped one")
+        wait_for(lambda: events(kube, "InstanceSkipped"), message="a Warning for the skipped one")
         (event,) = events(kube, "InstanceSkipped")
         assert event["type"] == "Warning" and event["involvedObject"]["name"] == "payments"
         assert "/services/payments/pig (address: 'pig' is a single-label host name" in event["message"]

@@ -15,7 +15,7 @@ from urllib.parse import quote
 from kazoo.client import KazooClient
 from service_testing import running_bridge
 from zkop_testing.apiserver import ApiServer
-from zkop_testing.waiting import wait_for
+from zkop_testing.waiting import EVENTUALLY, wait_for
 from zkop_testing.zookeeper import ZooKeeperServer, expire_session
 
 from zkop.kube.client import KubeClient, resource_path
@@ -48,7 +48,7 @@ CHANGE = 30.0
 
 def settled(importer: ServiceImporter) -> None:
     """Wait for the first full sync (the initial listing and garbage collection) to have run."""
-    wait_for(lambda: importer.reconciler.last_gc is not None, timeout=10, message="first full sync")
+    wait_for(lambda: importer.reconciler.last_gc is not None, message="first full sync")
 
 
 def idle(importer: ServiceImporter) -> None:
@@ -64,14 +64,14 @@ def idle(importer: ServiceImporter) -> None:
         time.sleep(0.02)  # a key just taken from the queue has not counted as active yet
         return quiet()
 
-    wait_for(quiet_twice, timeout=10, message="importer idle")
+    wait_for(quiet_twice, message="importer idle")
 
 
 def full_sync_and_wait(importer: ServiceImporter) -> None:
     """Run a full sync now and wait until it and the reconciles it enqueued are done."""
     before = sample("zkop_service_import_last_full_sync_timestamp_seconds")
     importer.request_full_sync()
-    wait_for(lambda: sample("zkop_service_import_last_full_sync_timestamp_seconds") > before, timeout=10,
+    wait_for(lambda: sample("zkop_service_import_last_full_sync_timestamp_seconds") > before,
              message="full sync completed")
     idle(importer)
 
@@ -93,7 +93,7 @@ def test_curator_instances_come_and_go_as_endpoints(
         apiserver: ApiServer, kube: KubeClient, adapter: ZooKeeperAdapter, chrooted: KazooClient,
         zk_server: ZooKeeperServer, zk_base: str) -> None:
     app = KazooClient(hosts=f"{zk_server.hosts}{zk_base}")  # a legacy application with its own session
-    app.start(timeout=15)
+    app.start(timeout=EVENTUALLY)
     try:
         with running_importer(apiserver, adapter, OPTIONS) as importer:
             settled(importer)
@@ -156,8 +156,8 @@ def test_a_foreign_service_of_the_same_name_is_left_alone(
     register(chrooted, "orders", "i1", "10.1.0.1", ephemeral=False)
     register(chrooted, "billing", "i1", "10.1.0.9", ephemeral=False)
     with running_importer(apiserver, adapter, OPTIONS) as importer:
-        wait_for(lambda: endpoints(kube, "billing") == {"10.1.0.9": True}, timeout=10, message="billing imported")
-        wait_for(lambda: events(kube, "ImportConflict"), timeout=10, message="conflict reported")
+        wait_for(lambda: endpoints(kube, "billing") == {"10.1.0.9": True}, message="billing imported")
+        wait_for(lambda: events(kube, "ImportConflict"), message="conflict reported")
         (event,) = events(kube, "ImportConflict")
         assert event["type"] == "Warning" and event["involvedObject"]["uid"] == foreign["metadata"]["uid"]
         assert "/services/orders" in event["message"]
@@ -172,7 +172,7 @@ def test_a_foreign_service_of_the_same_name_is_left_alone(
 
         # The owner deletes it: the name is free, the ZooKeeper service is imported.
         kube.request("DELETE", resource_path("", "v1", "services", NAMESPACE, "orders"))
-        wait_for(lambda: endpoints(kube, "orders") == {"10.1.0.1": True}, timeout=10, message="taken over")
+        wait_for(lambda: endpoints(kube, "orders") == {"10.1.0.1": True}, message="taken over")
         assert (get_service(kube, "orders") or {})["metadata"]["labels"][
             "platform.example.com/imported-from-zookeeper"] == "true"
 
@@ -193,12 +193,12 @@ def test_forward_and_reverse_bridges_together_do_not_loop(
         kube.request("POST", resource_path("", "v1", "services", "default"), body={
             "apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
             "spec": {"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80}]}})
-        wait_for(lambda: children(chrooted, "/services/default-web"), timeout=10, message="web exported")
-        wait_for(lambda: endpoints(kube, "orders") == {"10.1.0.1": True}, timeout=10, message="orders imported")
+        wait_for(lambda: children(chrooted, "/services/default-web"), message="web exported")
+        wait_for(lambda: endpoints(kube, "orders") == {"10.1.0.1": True}, message="orders imported")
         for _ in range(2):  # a full round in each direction, twice
             bridge.request_full_sync()
             full_sync_and_wait(importer)
-        wait_for(lambda: len(bridge.controller.queue) == 0, timeout=10, message="bridge queue drained")
+        wait_for(lambda: len(bridge.controller.queue) == 0, message="bridge queue drained")
         bridge_writes = sample("zkop_service_bridge_writes_total", {"operation": "create"}) + sample(
             "zkop_service_bridge_writes_total", {"operation": "update"})
         imports = writes()
@@ -210,7 +210,7 @@ def test_forward_and_reverse_bridges_together_do_not_loop(
         # And it stays that way: another round changes nothing on either side.
         bridge.request_full_sync()
         full_sync_and_wait(importer)
-        wait_for(lambda: len(bridge.controller.queue) == 0, timeout=10, message="bridge queue drained")
+        wait_for(lambda: len(bridge.controller.queue) == 0, message="bridge queue drained")
         assert sample("zkop_service_bridge_writes_total", {"operation": "create"}) + sample(
             "zkop_service_bridge_writes_total", {"operation": "update"}) == bridge_writes
         assert writes() == imports
@@ -223,7 +223,7 @@ def test_restart_after_zookeeper_side_deletions_cleans_up(
     for name, address in (("a", "10.1.0.1"), ("b", "10.1.0.2"), ("c", "10.1.0.3")):
         register(chrooted, name, "i1", address, ephemeral=False)
     with running_importer(apiserver, adapter, OPTIONS):
-        wait_for(lambda: all(endpoints(kube, n) for n in "abc"), timeout=10, message="a, b, c imported")
+        wait_for(lambda: all(endpoints(kube, n) for n in "abc"), message="a, b, c imported")
     kept = {n: versions(kube, n) for n in "ac"}
     kube.request("POST", resource_path("", "v1", "services", NAMESPACE), body={
         "apiVersion": "v1", "kind": "Service", "metadata": {"name": "hand-made"},
@@ -231,7 +231,7 @@ def test_restart_after_zookeeper_side_deletions_cleans_up(
     # zkop is down; b is removed from ZooKeeper.
     chrooted.delete("/services/b", recursive=True)
     with running_importer(apiserver, adapter, OPTIONS) as importer:
-        wait_for(lambda: get_service(kube, "b") is None and not slices_of(kube, "b"), timeout=10,
+        wait_for(lambda: get_service(kube, "b") is None and not slices_of(kube, "b"),
                  message="b collected")
         full_sync_and_wait(importer)
         assert services_in(kube) == {"a", "c", "hand-made"}
@@ -245,13 +245,13 @@ def test_restart_after_zookeeper_side_deletions_cleans_up(
         assert importer.reconciler.breaker_open
         assert sample("zkop_service_import_delete_circuit_breaker_open") == 1
         assert sample("zkop_service_import_services", {"state": "orphaned"}) == 2
-        wait_for(lambda: events(kube, "DeleteCircuitBreakerOpen"), timeout=10, message="breaker Event")
+        wait_for(lambda: events(kube, "DeleteCircuitBreakerOpen"), message="breaker Event")
         assert services_in(kube) == {"a", "c", "hand-made"}
         # a comes back: one orphan left, within the limit: collected, the breaker closes.
         register(chrooted, "a", "i1", "10.1.0.1", ephemeral=False)
-        wait_for(lambda: endpoints(kube, "a") == {"10.1.0.1": True}, timeout=10, message="a back")
+        wait_for(lambda: endpoints(kube, "a") == {"10.1.0.1": True}, message="a back")
         importer.request_full_sync()
-        wait_for(lambda: get_service(kube, "c") is None, timeout=10, message="c collected")
+        wait_for(lambda: get_service(kube, "c") is None, message="c collected")
         assert not importer.reconciler.breaker_open
         assert services_in(kube) == {"a", "hand-made"}
 
@@ -261,12 +261,12 @@ def test_name_collision_the_older_znode_wins(
     register(chrooted, "orders", "i1", "10.2.0.1", ephemeral=False)
     register(chrooted, "Orders", "i1", "10.2.0.2", ephemeral=False)
     with running_importer(apiserver, adapter, OPTIONS):
-        wait_for(lambda: endpoints(kube, "orders") == {"10.2.0.1": True}, timeout=10, message="older imported")
-        wait_for(lambda: events(kube, "ImportCollision"), timeout=10, message="collision reported")
+        wait_for(lambda: endpoints(kube, "orders") == {"10.2.0.1": True}, message="older imported")
+        wait_for(lambda: events(kube, "ImportCollision"), message="collision reported")
         (event,) = events(kube, "ImportCollision")
         assert "/services/Orders" in event["message"] and event["involvedObject"]["name"] == "orders"
         chrooted.delete("/services/orders", recursive=True)
-        wait_for(lambda: endpoints(kube, "orders") == {"10.2.0.2": True}, timeout=10, message="the other takes over")
+        wait_for(lambda: endpoints(kube, "orders") == {"10.2.0.2": True}, message="the other takes over")
         service = get_service(kube, "orders") or {}
         assert service["metadata"]["annotations"]["platform.example.com/zookeeper-path"] == "/services/Orders"
 
@@ -278,17 +278,17 @@ def test_watches_are_rearmed_after_the_importers_session_is_lost(
     full sync, 30 s away here, is not what brings these changes in)."""
     register(chrooted, "orders", "i1", "10.1.0.1", ephemeral=False)
     with running_importer(apiserver, adapter, OPTIONS) as importer:
-        wait_for(lambda: endpoints(kube, "orders") == {"10.1.0.1": True}, timeout=10, message="imported")
+        wait_for(lambda: endpoints(kube, "orders") == {"10.1.0.1": True}, message="imported")
         settled(importer)
         expire_session(adapter.client, f"{zk_server.hosts}{zk_base}")
-        wait_for(lambda: adapter.connected, timeout=10, message="new session")
+        wait_for(lambda: adapter.connected, message="new session")
         idle(importer)
         register(chrooted, "orders", "i2", "10.1.0.2", ephemeral=False)  # child watch
         chrooted.set("/services/orders/i1", curator_instance("orders", "i1", "10.1.0.1", enabled=False))  # data watch
         register(chrooted, "billing", "i1", "10.1.0.9", ephemeral=False)  # root child watch
-        wait_for(lambda: endpoints(kube, "orders") == {"10.1.0.1": False, "10.1.0.2": True}, timeout=5,
+        wait_for(lambda: endpoints(kube, "orders") == {"10.1.0.1": False, "10.1.0.2": True},
                  message="changes after the new session")
-        wait_for(lambda: endpoints(kube, "billing") == {"10.1.0.9": True}, timeout=5, message="new service")
+        wait_for(lambda: endpoints(kube, "billing") == {"10.1.0.9": True}, message="new service")
 
 
 def test_dubbo_providers(apiserver: ApiServer, kube: KubeClient, adapter: ZooKeeperAdapter,
@@ -302,7 +302,7 @@ def test_dubbo_providers(apiserver: ApiServer, kube: KubeClient, adapter: ZooKee
     options = ImportOptions(namespace=NAMESPACE, format="dubbo", root="/dubbo", gc_delay=GC_DELAY)
     name = "org-apache-dubbo-demo-demoservice"
     with running_importer(apiserver, adapter, options):
-        wait_for(lambda: endpoints(kube, name) == {"10.20.0.5": True}, timeout=10, message="provider imported")
+        wait_for(lambda: endpoints(kube, name) == {"10.20.0.5": True}, message="provider imported")
         assert (get_service(kube, name) or {})["spec"]["ports"] == [
             {"name": "dubbo", "port": 20880, "protocol": "TCP", "targetPort": 20880}]
         second = url.replace("10.20.0.5", "10.20.0.6") + "&disabled=true"
@@ -321,7 +321,7 @@ def test_bridge_json_records_of_the_original_script(apiserver: ApiServer, kube: 
     options = ImportOptions(namespace="imported", format="json", root=root, gc_delay=GC_DELAY, prefix="zk-")
     create_namespace(kube, "imported")
     with running_importer(apiserver, adapter, options):
-        wait_for(lambda: endpoints(kube, "zk-shop-cart", "imported") == {"10.50.0.7": True}, timeout=10,
+        wait_for(lambda: endpoints(kube, "zk-shop-cart", "imported") == {"10.50.0.7": True},
                  message="record imported")
         chrooted.set(f"{root}/shop-cart", json.dumps({**record, "clusterIP": "10.50.0.8"}).encode())
         wait_for(lambda: endpoints(kube, "zk-shop-cart", "imported") == {"10.50.0.8": True}, timeout=CHANGE,

@@ -30,17 +30,17 @@ def test_zkop_run_with_import_services(apiserver: ApiServer, kube: KubeClient, z
     register(chrooted, "payments", "i1", "10.3.0.1", ephemeral=False)
     args = ["--import-services", "--import-namespace", NAMESPACE, "--cluster-id", "prod", "--sync-period", "5"]
     with OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}", args) as proc:
-        wait_for(lambda: endpoints(kube, "payments") == {"10.3.0.1": True}, timeout=20, message="imported")
+        wait_for(lambda: endpoints(kube, "payments") == {"10.3.0.1": True}, message="imported")
         service = get_service(kube, "payments") or {}
         assert service["metadata"]["annotations"]["platform.example.com/imported-by"] == "zkop/prod"
         register(chrooted, "payments", "i2", "10.3.0.2")
-        wait_for(lambda: endpoints(kube, "payments") == {"10.3.0.1": True, "10.3.0.2": True}, timeout=5,
+        wait_for(lambda: endpoints(kube, "payments") == {"10.3.0.1": True, "10.3.0.2": True},
                  message="second instance")
         chrooted.delete("/services/payments", recursive=True)
-        wait_for(lambda: get_service(kube, "payments") is None and not slices_of(kube, "payments"), timeout=20,
+        wait_for(lambda: get_service(kube, "payments") is None and not slices_of(kube, "payments"),
                  message="collected")
         # Imported, updated, collected: three successful reconciles (the series exists at 0 from start-up).
-        wait_for(lambda: Metrics(proc.metrics()).reconciles("service-import") >= 3, timeout=20,
+        wait_for(lambda: Metrics(proc.metrics()).reconciles("service-import") >= 3,
                  message="three successful service-import reconciles counted")
     assert proc.proc is not None and proc.proc.returncode == 0, proc.log_tail()
 

@@ -105,6 +105,7 @@ from zkop_testing.apiserver_auth import AuthRegistry
 from zkop_testing.apiserver_errors import ApiError
 from zkop_testing.apiserver_kinds import ResourceType
 from zkop_testing.apiserver_store import Store, Watcher
+from zkop_testing.waiting import EVENTUALLY
 
 __all__ = ["ApiServer", "RequestRecord", "main"]
 
@@ -287,7 +288,7 @@ class ApiServer:
             with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
         if self._thread is not None:
-            self._thread.join(timeout=5)
+            self._thread.join(timeout=EVENTUALLY)
         self._httpd = None
         self._thread = None
 

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
-from zkop_testing.waiting import wait_for
+from zkop_testing.waiting import EVENTUALLY, wait_for
 from zkop_testing.zookeeper import free_port
 
 __all__ = ["OperatorProcess"]
@@ -59,7 +59,7 @@ class OperatorProcess:
         self._log_text: str | None = None
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self, *, wait_ready: bool = True, timeout: float = 30.0) -> OperatorProcess:
+    def start(self, *, wait_ready: bool = True, timeout: float = EVENTUALLY) -> OperatorProcess:
         """Start the process; with ``wait_ready`` block until ``/readyz`` answers 200.
 
         The metrics and probe ports are picked free beforehand, but another process may take one
@@ -142,7 +142,7 @@ class OperatorProcess:
             raise urllib.error.HTTPError(self.metrics_url, status, body, {}, None)  # type: ignore[arg-type]
         return body
 
-    def wait_ready(self, timeout: float = 30.0) -> None:
+    def wait_ready(self, timeout: float = EVENTUALLY) -> None:
         """Block until ``/readyz`` is 200."""
 
         def ready() -> bool:

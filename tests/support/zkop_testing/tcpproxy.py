@@ -14,6 +14,8 @@ import socket
 import threading
 from types import TracebackType
 
+from zkop_testing.waiting import EVENTUALLY
+
 __all__ = ["TcpProxy"]
 
 
@@ -46,13 +48,13 @@ class TcpProxy:
         # close() alone does not wake a thread blocked in accept(); shutdown() does (it then fails).
         with contextlib.suppress(OSError):
             self._listener.shutdown(socket.SHUT_RDWR)
-        self._thread.join(10)
+        self._thread.join(EVENTUALLY)
         self._listener.close()
         self._close_links()
         with self._lock:
             pumps, self._pumps = self._pumps, []
         for pump in pumps:
-            pump.join(10)
+            pump.join(EVENTUALLY)
 
     def cut(self) -> None:
         """Close every forwarded connection and refuse new ones until :meth:`restore`."""

@@ -25,7 +25,7 @@ EVENTUALLY = 60.0
 
 def wait_for(
     predicate: Callable[[], T | None],
-    timeout: float = 10.0,
+    timeout: float = EVENTUALLY,
     interval: float = 0.02,
     message: str = "",
     *,
@@ -35,8 +35,9 @@ def wait_for(
 
     :param predicate: zero-argument callable; any truthy return value ends the wait
         and is returned unchanged (so it can hand back the thing it found).
-    :param timeout: longest time to keep polling, in seconds (monotonic clock). The
-        predicate is always called at least once, and once more at the deadline.
+    :param timeout: longest time to keep polling, in seconds (monotonic clock); by default
+        :data:`EVENTUALLY`. The predicate is always called at least once, and once more at the
+        deadline.
     :param interval: pause between calls, in seconds.
     :param message: text put first in the ``TimeoutError`` message.
     :param ignore: exception types that count as "not yet" (e.g. kazoo's

@@ -54,7 +54,7 @@ from typing import Any, Protocol, Self
 
 from kazoo.client import KazooClient, KazooState
 
-from zkop_testing.waiting import wait_for
+from zkop_testing.waiting import EVENTUALLY, wait_for
 
 __all__ = [
     "DEFAULT_JVM_FLAGS",
@@ -989,15 +989,15 @@ class ZooKeeperEnsemble(_StopOnExit):
 
 @contextlib.contextmanager
 def connected_client(hosts: str, *, timeout: float = 10.0, handler: Any = None) -> Iterator[KazooClient]:
-    """A kazoo client connected to ``hosts`` (within 15 s), stopped and closed on leaving.
+    """A kazoo client connected to ``hosts``, stopped and closed on leaving.
 
     :param hosts: connect string, optionally with a chroot (``127.0.0.1:2181/base``).
     :param timeout: session timeout in seconds.
     :param handler: a kazoo handler; default kazoo's threading handler.
-    :raises kazoo.handlers.threading.KazooTimeoutError: not connected within 15 s.
+    :raises kazoo.handlers.threading.KazooTimeoutError: not connected within ``EVENTUALLY`` s.
     """
     client = KazooClient(hosts=hosts, timeout=timeout, handler=handler)
-    client.start(timeout=15)
+    client.start(timeout=EVENTUALLY)
     try:
         yield client
     finally:
