@@ -12,21 +12,13 @@ import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
-from zkop_testing.waiting import EVENTUALLY
+from zkop_testing.waiting import EVENTUALLY, wait_for
 
 from zkop.runtime.workqueue import DelayingQueue, RateLimitingQueue, WorkQueue
 from zkop.runtime.workqueue import delaying as delaying_module
 from zkop.runtime.workqueue.ratelimit import ItemExponentialFailureRateLimiter
 
 pytestmark = pytest.mark.timeout(60)
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = 5.0, interval: float = 0.002) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(interval)
 
 
 def start(target: Callable[[], object]) -> threading.Thread:
@@ -162,7 +154,7 @@ def test_shutdown_with_drain_waits_for_in_flight_items() -> None:
     assert q.get(timeout=0) == ("b", False)
     result: list[bool] = []
     drainer = start(lambda: result.append(q.shutdown_with_drain()))
-    wait_until(q.shutting_down)
+    wait_for(q.shutting_down, interval=0.002)
     q.add("c")  # dropped: shutting down
     q.done("a")
     drainer.join(0.1)
@@ -193,7 +185,7 @@ def test_shutdown_cancels_a_drain() -> None:
     q.get()
     result: list[bool] = []
     drainer = start(lambda: result.append(q.shutdown_with_drain()))
-    wait_until(q.shutting_down)
+    wait_for(q.shutting_down, interval=0.002)
     q.shutdown()
     drainer.join(EVENTUALLY)
     assert result == [False]
@@ -213,7 +205,7 @@ def test_drain_with_several_waiters_and_a_requeued_item() -> None:
             results.append(r)
 
     drainers = [start(drain) for _ in range(3)]
-    wait_until(q.shutting_down)
+    wait_for(q.shutting_down, interval=0.002)
     q.done("a")  # processing empties; "a" goes back in the queue
     for d in drainers:
         d.join(EVENTUALLY)
@@ -378,12 +370,17 @@ def test_add_after_non_positive_delay_adds_immediately() -> None:
     assert q._delay_thread is None  # no waiting needed, no thread started
 
 
-def test_add_after_releases_in_ready_order() -> None:
-    q: DelayingQueue[str] = DelayingQueue()
+def test_add_after_releases_in_ready_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The queue's own clock, frozen while the items are added: on the real one, a test thread paused
+    # for 100 ms between two add_after calls (a busy machine) made "late" ready before "early".
+    monkeypatch.setattr(delaying_module, "MAX_WAIT", 0.02)  # the heartbeat that notices the clock moved
+    now = [0.0]
+    q: DelayingQueue[str] = DelayingQueue(clock=lambda: now[0])
     q.add_after("late", 0.15)
     q.add_after("early", 0.05)
     q.add_after("middle", 0.10)
-    assert len(q) == 0
+    assert q.get(timeout=0.1) == (None, False)
+    now[0] = 0.15  # all three ready at once: released by deadline, not by insertion
     got = [q.get(timeout=EVENTUALLY)[0] for _ in range(3)]
     assert got == ["early", "middle", "late"]
     shut_down(q)
@@ -459,15 +456,18 @@ class RecordingLimiter:
         return self.whens.count(item)
 
 
-def test_rate_limited_add_uses_the_limiter_delay() -> None:
-    limiter = RecordingLimiter(0.05)
-    q: RateLimitingQueue[str] = RateLimitingQueue(rate_limiter=limiter)
-    t0 = time.monotonic()
+def test_rate_limited_add_uses_the_limiter_delay(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The queue's own clock: on the real one "not ready yet" was a 50 ms window a busy machine can miss.
+    monkeypatch.setattr(delaying_module, "MAX_WAIT", 0.02)
+    now = [0.0]
+    limiter = RecordingLimiter(30.0)
+    q: RateLimitingQueue[str] = RateLimitingQueue(rate_limiter=limiter, clock=lambda: now[0])
     q.add_rate_limited("a")
     assert limiter.whens == ["a"]
-    assert q.get(timeout=0) == (None, False)
+    now[0] = 29.9
+    assert q.get(timeout=0.1) == (None, False)  # not before the limiter's 30 s
+    now[0] = 30.0
     assert q.get(timeout=EVENTUALLY)[0] == "a"
-    assert time.monotonic() - t0 >= 0.04
     assert q.num_requeues("a") == 1
     q.forget("a")
     assert limiter.forgotten == ["a"]
