@@ -16,13 +16,15 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from zkop_testing.apiserver import ApiServer
 from zkop_testing.metrics_access import bind_shipped_reader_role
-from zkop_testing.waiting import EVENTUALLY
+from zkop_testing.waiting import EVENTUALLY, wait_for
 
 from zkop.kube.client import KubeClient
+from zkop.runtime import metrics_auth
 from zkop.runtime.certs import CertificateError, WatchedCertificate, self_signed
 from zkop.runtime.manager import Manager, ManagerOptions
 from zkop.runtime.metrics_auth import AuthError, DelegatingAuth, bearer_token
@@ -82,10 +84,7 @@ def manager(kube: KubeClient) -> Iterator[Manager]:
                                  metrics_secure=True), kube)
     thread = threading.Thread(target=mgr.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 20
-    while (mgr.metrics_server is None or mgr.health is None) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert mgr.metrics_server is not None, "metrics server did not start"
+    wait_for(lambda: mgr.metrics_server is not None and mgr.health is not None, message="metrics server started")
     yield mgr
     mgr.stop()
     thread.join(EVENTUALLY)
@@ -140,20 +139,28 @@ def test_results_are_cached_like_controller_runtime(manager: Manager, apiserver:
     assert get(url, token)[0] == 200
 
 
-def test_delegating_auth_ttls_and_errors(apiserver: ApiServer, kube: KubeClient) -> None:
-    auth = DelegatingAuth(kube, token_ttl=0.2, allow_ttl=0.2, deny_ttl=0.1, attempts=2, backoff=0.01)
+def test_delegating_auth_ttls_and_errors(apiserver: ApiServer, kube: KubeClient,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The caches' clock is the test's: on the real one, "the denial is still cached" was a 100 ms window
+    # (deny_ttl) around the API requests that bind the role, which a busy machine missed.
+    now = [1000.0]
+    monkeypatch.setattr(metrics_auth, "time", SimpleNamespace(monotonic=lambda: now[0], sleep=time.sleep))
+    auth = DelegatingAuth(kube, token_ttl=20, allow_ttl=20, deny_ttl=10, attempts=2, backoff=0.01)
     token = apiserver.auth.service_account_token("monitoring", "prometheus")
     user = auth.authenticate(token)
     assert user is not None and user.username == "system:serviceaccount:monitoring:prometheus"
     assert auth.authorize(user, "get", "/metrics") == (False, "")
     bind_shipped_reader_role(kube, "monitoring", "prometheus")
+    now[0] += 9.9
     assert auth.authorize(user, "get", "/metrics") == (False, ""), "a denial is cached for deny_ttl"
-    time.sleep(0.15)
+    now[0] += 0.1
     allowed, reason = auth.authorize(user, "get", "/metrics")
     assert allowed and 'ClusterRole "zkop-metrics-reader"' in reason
     assert auth.authorize(user, "post", "/metrics")[0] is False  # the verb is the lower-case method
     apiserver.auth.revoke(token)
-    time.sleep(0.25)
+    now[0] += 9.9
+    assert auth.authenticate(token) == user, "a TokenReview is cached for token_ttl"
+    now[0] += 0.1
     assert auth.authenticate(token) is None
     apiserver.fail_requests(1.0, codes=(500,))
     try:
