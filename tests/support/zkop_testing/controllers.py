@@ -11,14 +11,14 @@ from zkop.runtime.cache import Informer
 from zkop.runtime.controller import Controller
 from zkop.runtime.manager import Manager, ManagerOptions
 from zkop.zookeeper.adapter import ZooKeeperAdapter
-from zkop_testing.waiting import wait_for
+from zkop_testing.waiting import EVENTUALLY, wait_for
 
 __all__ = ["running", "running_manager"]
 
 
 @contextlib.contextmanager
 def running_manager(setup: Callable[[Manager], None], *, zookeeper: ZooKeeperAdapter | None = None,
-                    on_new_session: Sequence[Callable[[], None]] = (), sync_timeout: float = 10.0,
+                    on_new_session: Sequence[Callable[[], None]] = (), sync_timeout: float = EVENTUALLY,
                     drain_timeout: float = 2.0) -> Iterator[Manager]:
     """Run a :class:`~zkop.runtime.manager.Manager` (no servers, no leader election) on a thread.
 
@@ -50,13 +50,13 @@ def running_manager(setup: Callable[[Manager], None], *, zookeeper: ZooKeeperAda
         yield manager
     finally:
         manager.stop()
-        thread.join(drain_timeout + 10.0)
+        thread.join(drain_timeout + EVENTUALLY)
 
 
 @contextlib.contextmanager
 def running(informers: Sequence[Informer], controllers: Sequence[Controller], *,
             zookeeper: ZooKeeperAdapter | None = None, on_new_session: Sequence[Callable[[], None]] = (),
-            sync_timeout: float = 10.0) -> Iterator[Manager]:
+            sync_timeout: float = EVENTUALLY) -> Iterator[Manager]:
     """Run ``informers`` (every replica) and ``controllers`` (leader) as a builder's parts in ``zkop run``.
 
     See :func:`running_manager`; stops with a 2 s drain.
