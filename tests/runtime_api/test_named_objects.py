@@ -18,6 +18,9 @@ from zkop.runtime.cache.transform import LAST_APPLIED, compact, default_transfor
 
 CONFIGMAPS = ResourceRef("", "v1", "configmaps")
 SECRETS = ResourceRef("", "v1", "secrets")
+#: No silent watch is reopened during these tests (an hour): with 5 s, a test paused that long on a busy
+#: machine saw a third watch where it counts two, or a second where it asserts the one watch of no 410 loop.
+NO_INACTIVITY = 3600.0
 
 
 class Recorder:
@@ -110,7 +113,7 @@ def test_strip_unused_fields_leaves_other_annotations() -> None:
 def test_named_objects_are_fetched_and_watched_one_by_one_never_listed(apiserver: ApiServer, kube: KubeClient) -> None:
     kube.request("POST", cm_path(), body=configmap("app", "1"))
     kube.request("POST", cm_path(), body=configmap("other", "1"))
-    cache = NamedObjectInformer(kube, CONFIGMAPS, name="configmaps", inactivity_timeout=5)
+    cache = NamedObjectInformer(kube, CONFIGMAPS, name="configmaps", inactivity_timeout=NO_INACTIVITY)
     recorder = Recorder()
     cache.add_event_handler(recorder)
     cache.track(["team-a/app", "team-a/later"])
@@ -176,7 +179,7 @@ def test_an_object_unchanged_for_long_is_watched_without_a_410_loop(apiserver: A
     for i in range(5):
         kube.request("PATCH", cm_path("busy"), body={"data": {"v": str(i)}}, content_type=MERGE_PATCH)
     apiserver.expire_history()  # the history no longer reaches back to "old"'s resourceVersion
-    cache = NamedObjectInformer(kube, CONFIGMAPS, name="configmaps", inactivity_timeout=5)
+    cache = NamedObjectInformer(kube, CONFIGMAPS, name="configmaps", inactivity_timeout=NO_INACTIVITY)
     recorder = Recorder()
     cache.add_event_handler(recorder)
     cache.track(["team-a/old"])
