@@ -77,6 +77,13 @@ def _missing(client: KazooClient) -> list[str]:
     return missing
 
 
+def _created_ms(client: KazooClient) -> dict[str, int]:
+    """The creation time (``Stat.ctime``, ms since the epoch, the server's clock) of every managed znode,
+    ownership record and the Service record."""
+    paths = [p for path, _ in CONFIGS.values() for p in (path, "/zkop/owners" + path)] + [SERVICE_RECORD]
+    return {path: client.get(path)[1].ctime for path in paths}
+
+
 @contextlib.contextmanager
 def _observer(hosts: str) -> Iterator[KazooClient]:
     """A reading client. Only its session creation is a transaction: opened once, after the wipe, it leaves
@@ -109,16 +116,23 @@ def _survive_data_loss(operator: OperatorProcess, kube: KubeClient, hosts: str, 
     wait_for(lambda: _all_synced(kube), timeout=30, message="synced before the fault")
     with _observer(hosts) as before:
         wait_for(lambda: not _missing(before), timeout=15, message="everything written before the fault")
+        created_before = _created_ms(before)
     assert _resets(operator) == 0
     assert operator.proc is not None
     pid = operator.proc.pid
     started = time.monotonic()
+    wiped_at_ms = time.time() * 1000  # the servers run on this machine: the same clock as Stat.ctime
+    assert max(created_before.values()) < wiped_at_ms
     wipe()  # type: ignore[operator]
     with _observer(hosts) as after:
-        assert _missing(after)  # the data really is gone
         wait_for(lambda: not _missing(after), timeout=session_timeout + 60,
                  message=f"{what}: every znode, ownership record and Service record rewritten\n"
                          f"{operator.log_tail(40)}")
+        # The data really was gone and everything is zkop's rewrite, not a survivor: each was created
+        # after the wipe began. (Not "missing right after the wipe": zkop may rewrite it all before an
+        # observer that connects after a slow wipe reads anything.)
+        created_after = _created_ms(after)
+    assert all(ms >= wiped_at_ms for ms in created_after.values()), (wiped_at_ms, created_after)
     converged = time.monotonic() - started
     log.warning("%s: everything rewritten %.1f s after the wipe began (session timeout %g s)",
                 what, converged, session_timeout)
