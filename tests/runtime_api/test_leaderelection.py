@@ -46,7 +46,9 @@ def test_validation_follows_client_go() -> None:
 
 
 def test_one_leader_then_release_hands_over(kube: KubeClient) -> None:
-    a, a_started, _ = elector(kube, "a")
+    # a's lease is long: a renewer starved for 2 s on a loaded machine must not let b in during the
+    # standby check below; the release then shortens it to 1 s, which is what hands over.
+    a, a_started, _ = elector(kube, "a", lease=30.0, renew=20.0)
     b, b_started, _ = elector(kube, "b")
     stop_a, stop_b = threading.Event(), threading.Event()
     threading.Thread(target=a.run, args=(stop_a,), daemon=True).start()
