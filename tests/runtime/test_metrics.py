@@ -12,7 +12,6 @@ from collections.abc import Callable
 
 import pytest
 from prometheus_client import REGISTRY
-from zkop_testing.waiting import EVENTUALLY
 
 from zkop.runtime import metrics
 from zkop.runtime.metrics import InFlightSource, init_controller_metrics
@@ -232,8 +231,7 @@ def test_retries_count_every_add_after_but_none_after_shutdown() -> None:
     q.shutdown()
     q.add_after("c", 0)
     assert sample("workqueue_retries_total", wq(name)) == 4
-    if q._delay_thread is not None:  # shutdown does not join it
-        q._delay_thread.join(EVENTUALLY)
+    assert q._delay_thread is None or not q._delay_thread.is_alive()  # joined by shutdown
 
 
 def test_rate_limited_adds_count_as_retries_and_adds() -> None:
@@ -246,8 +244,7 @@ def test_rate_limited_adds_count_as_retries_and_adds() -> None:
     assert sample("workqueue_retries_total", wq(name)) == 1
     assert sample("workqueue_adds_total", wq(name)) == 1
     q.shutdown()
-    if q._delay_thread is not None:  # shutdown does not join it
-        q._delay_thread.join(EVENTUALLY)
+    assert q._delay_thread is None or not q._delay_thread.is_alive()  # joined by shutdown
 
 
 class RecordingProvider:

@@ -12,12 +12,16 @@ from typing import Generic, TypeVar
 from zkop.runtime.workqueue.metrics import MetricsProvider
 from zkop.runtime.workqueue.queue import Clock, WorkQueue
 
-__all__ = ["MAX_WAIT", "DelayingQueue"]
+__all__ = ["MAX_WAIT", "SHUTDOWN_JOIN", "DelayingQueue"]
 
 T = TypeVar("T", bound=Hashable)
 
 #: The delaying loop wakes at least this often (seconds) [CG util/workqueue/delaying_queue.go:273].
 MAX_WAIT = 10.0
+
+#: Seconds a shutdown waits for the delaying thread to end (it only ever waits on its condition or
+#: adds a few ready items, so it ends at once; the bound guards against a wedged ``add``).
+SHUTDOWN_JOIN = 5.0
 
 
 class _WaitFor(Generic[T]):
@@ -38,10 +42,15 @@ class DelayingQueue(WorkQueue[T]):
     """A :class:`WorkQueue` that can add an item later: :meth:`add_after`.
 
     Waiting items sit in a min-heap ordered by ready time, with at most one entry per item.  A
-    daemon thread (started on the first delayed add, stopped by shutdown) moves ready items into
-    the queue, waking when the earliest one is due, on every new delayed add, and at least every
-    :data:`MAX_WAIT` (10 s) seconds [CG util/workqueue/delaying_queue.go:273].  Items still
-    waiting at shutdown are dropped.
+    daemon thread (started on the first delayed add) moves ready items into the queue, waking when
+    the earliest one is due, on every new delayed add, and at least every :data:`MAX_WAIT` (10 s)
+    seconds [CG util/workqueue/delaying_queue.go:273].  Items still waiting at shutdown are
+    dropped, and every shutdown call returns only once that thread has ended (at most
+    :data:`SHUTDOWN_JOIN` seconds; never when called on that thread itself).  client-go only
+    closes the loop's stop channel [CG delaying_queue.go ``ShutDown``]; zkop joins the thread so
+    a stopped controller leaves nothing running, the order of controller-runtime's shutdown
+    (stop the sources, drain the queue, wait for the workers) [CR pkg/manager/internal.go
+    ``engageStopProcedure``; pkg/internal/controller/controller.go ``Start``].
     """
 
     def __init__(
@@ -123,6 +132,9 @@ class DelayingQueue(WorkQueue[T]):
             self._heap.clear()
             self._waiting.clear()
             self._delay_cond.notify_all()
+            thread = self._delay_thread  # no thread starts once _delay_stopped is set
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(SHUTDOWN_JOIN)
 
     def _num_waiting(self) -> int:
         """Items waiting for their ready time (for tests and debugging)."""
