@@ -35,6 +35,9 @@ __all__ = ["Controller", "Reconciler", "Result", "RetryableError", "TerminalErro
 
 log = logging.getLogger(__name__)
 
+#: Seconds :meth:`Controller.stop` waits for the worker threads after the drain.
+WORKER_JOIN = 1.0
+
 
 @dataclass(frozen=True)
 class Result:
@@ -204,12 +207,19 @@ class Controller:
 
         Keys still queued are dropped, not reconciled: a replica shutting down hands
         over quickly, and the next leader's initial list enqueues everything anyway.
+        Then the worker threads are joined, all within :data:`WORKER_JOIN` seconds more (they only
+        skip what is still queued; a reconcile that outlived the drain keeps its worker running),
+        as controller-runtime's ``Start`` waits for its workers once the context ends
+        [CR pkg/internal/controller/controller.go:296-330]; the queue's own shutdown has joined
+        its delaying thread. Idempotent; never joins the calling thread (a stop from a reconcile).
 
         Returns:
             True if every in-flight reconcile finished in time.
         """
         self._stopping.set()
         drained = self.queue.shutdown_with_drain(drain_timeout)
+        deadline = time.monotonic() + WORKER_JOIN
         for thread in self._threads:
-            thread.join(max(0.0, 1.0))
+            if thread is not threading.current_thread():
+                thread.join(max(0.0, deadline - time.monotonic()))
         return drained

@@ -14,10 +14,14 @@ Start order [CR pkg/manager/internal.go ``Start``]:
 4. leader election, when configured (:mod:`zkop.runtime.leaderelection`);
 5. once leading (or at once without election), the ``needs_leader=True`` runnables, in order.
 
-Shutdown [CR pkg/manager/runnable_group.go, internal.go ``engageStopProcedure``]: stop the
-leader runnables (controllers: stop taking work, drain in-flight reconciles) all at once within
-``graceful_shutdown_timeout`` seconds; release the Lease (only after a clean stop); stop the
-other runnables in reverse order; close the servers.  A leader that cannot renew its Lease stops
+Shutdown [CR pkg/manager/runnable_group.go, internal.go ``engageStopProcedure``]: wait for the
+leader-election thread (it stops renewing once stopped; controller-runtime waits for it too,
+``<-cm.leaderElectionStopped``) and for the thread starting the leader runnables, so none starts
+after this; stop the leader runnables (controllers: stop taking work, drain in-flight reconciles,
+join their workers) all at once within ``graceful_shutdown_timeout`` seconds; release the Lease
+(only after a clean stop); stop the other runnables in reverse order; close the servers (their
+serving threads joined). When :meth:`Manager.run` returns, no thread the Manager started runs
+(each wait is bounded; one still running is logged).  A leader that cannot renew its Lease stops
 its leader runnables at once and the run ends with exit code 1, so it never acts after another
 replica may have taken over ("leader election lost" in controller-runtime).
 """
@@ -163,6 +167,8 @@ class Manager:
         self._started = False
         self._leading = False
         self._elector: LeaderElector | None = None
+        self._election_thread: threading.Thread | None = None
+        self._leader_start_thread: threading.Thread | None = None
 
     # --- registration ------------------------------------------------------------------------
 
@@ -308,12 +314,18 @@ class Manager:
             self.client, namespace=election.namespace, name=election.name, identity=election.identity,
             lease_duration=election.lease_duration, renew_deadline=election.renew_deadline,
             retry_period=election.retry_period,
-            on_started_leading=lambda: threading.Thread(
-                target=self._start_leader_runnables, name="start-leader-runnables", daemon=True).start(),
+            on_started_leading=self._on_started_leading,
             on_stopped_leading=self._on_stopped_leading,
         )
-        threading.Thread(target=self._elector.run, args=(self.stop_event,), name="leader-election",
-                         daemon=True).start()
+        self._election_thread = threading.Thread(target=self._elector.run, args=(self.stop_event,),
+                                                 name="leader-election", daemon=True)
+        self._election_thread.start()
+
+    def _on_started_leading(self) -> None:
+        # On the election thread, which must go on renewing: start the runnables on a thread of their own.
+        self._leader_start_thread = threading.Thread(target=self._start_leader_runnables,
+                                                     name="start-leader-runnables", daemon=True)
+        self._leader_start_thread.start()
 
     def _start_leader_runnables(self) -> None:
         with self._lock:
@@ -345,6 +357,11 @@ class Manager:
         """Stop leader runnables (concurrently, bounded), release the Lease, stop the others."""
         timeout = self.options.graceful_shutdown_timeout if drain else 0.0
         deadline = time.monotonic() + timeout
+        election = self.options.leader_election
+        # The elector ends at its next wake-up or when its request returns (at most the renew
+        # deadline); on a lost Lease it stops the leader runnables first (each joins its workers).
+        _join(self._election_thread, (election.renew_deadline if election else 0.0) + timeout + 2.0)
+        _join(self._leader_start_thread, 2.0)  # it checks stop_event before each start
         threads = [
             threading.Thread(target=entry.runnable.stop, args=(timeout,), name=f"stop-{entry.name}", daemon=True)
             for entry in self._leader_entries()
@@ -353,7 +370,7 @@ class Manager:
             thread.start()
         for thread in threads:
             # Controller.stop drains up to ``timeout`` and then joins its workers briefly.
-            thread.join(max(0.0, deadline - time.monotonic()) + 2.0)
+            _join(thread, max(0.0, deadline - time.monotonic()) + 2.0)
         if self._elector is not None and self.exit_code == 0:
             self._elector.release()
         with self._lock:
@@ -370,3 +387,15 @@ def _bind_error(what: str, address: str, err: OSError) -> OSError:
     user gave, as controller-runtime's ``error listening on :8080: listen tcp :8080: bind: address already in use``
     does [CR pkg/manager/manager.go defaultHealthProbeListener, pkg/metrics/server/server.go]."""
     return OSError(err.errno, f"cannot serve {what} on {address}: {err.strerror or err}")
+
+
+def _join(thread: threading.Thread | None, timeout: float) -> None:
+    """Wait at most ``timeout`` seconds for ``thread`` (``None`` or never started: nothing); log it if still running.
+
+    Never the calling thread: a stop that runs on a thread it would join must not deadlock.
+    """
+    if thread is None or thread.ident is None or thread is threading.current_thread():
+        return
+    thread.join(timeout)
+    if thread.is_alive():
+        log.warning("thread %s still running %g s after shutdown began", thread.name, timeout)
