@@ -111,9 +111,13 @@ class ZooKeeperAdapter:
         """
         self._session.start()
 
-    def stop(self) -> None:
-        """Close the session (ephemeral nodes of this session, if any, go away) and stop the dispatcher."""
-        self._session.stop()
+    def stop(self, timeout: float | None = None) -> None:
+        """Close the session (ephemeral nodes of this session, if any, go away) and end its threads.
+
+        Each thread is waited for at most ``timeout`` seconds (default: the session timeout); see
+        :meth:`Session.stop <zkop.zookeeper.session.Session.stop>`. Idempotent.
+        """
+        self._session.stop(timeout)
 
     @property
     def connected(self) -> bool:

@@ -30,6 +30,7 @@ from kazoo.client import KazooClient, KazooState
 from kazoo.retry import KazooRetry
 
 from zkop.zookeeper.handler import SelectHandler
+from zkop.zookeeper.threads import join_bounded
 
 __all__ = ["SuspensionWatchdog", "restart_from_scratch", "zxid_refused"]
 
@@ -153,11 +154,17 @@ class SuspensionWatchdog:
         if not self._thread.is_alive() and not self._stopped:
             self._thread.start()
 
-    def stop(self) -> None:
-        """End the thread at its next wake-up (no reset starts after this returns)."""
+    def stop(self, timeout: float = 10.0) -> None:
+        """End the thread and wait at most ``timeout`` seconds for it (no reset starts after this returns).
+
+        A refusal check in flight (each probe waits at most the probe timeout) or a reset in progress
+        (kazoo's ``stop`` joins its connection thread) finishes first. Idempotent; called on the
+        watchdog's own thread (from ``reset``), it does not wait.
+        """
         with self._cond:
             self._stopped = True
             self._cond.notify_all()
+        join_bounded(self._thread, timeout)
 
     def on_state(self, state: str) -> None:
         """Feed a kazoo state (``"CONNECTED"``, ``"SUSPENDED"``, ``"LOST"``); never blocks."""

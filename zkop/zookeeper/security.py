@@ -28,6 +28,8 @@ from typing import Any
 from kazoo.exceptions import AuthFailedError, KazooException
 from kazoo.protocol.connection import ConnectionHandler
 
+from zkop.zookeeper.threads import join_bounded
+
 __all__ = [
     "SASL_MECHANISMS",
     "CredentialsError",
@@ -226,15 +228,19 @@ class RotationWatcher:
             return self.files.changed()
 
     def start(self) -> None:
-        """Start the periodic thread (no-op without files or if already running)."""
-        if not self.files.paths or self._thread is not None:
+        """Start the periodic thread (no-op without files, if already running or once stopped)."""
+        if not self.files.paths or self._thread is not None or self._stop.is_set():
             return
         self._thread = threading.Thread(target=self._run, name="zk-credentials-watch", daemon=True)
         self._thread.start()
 
-    def stop(self) -> None:
-        """Stop the periodic thread (does not wait for an ``on_change`` in progress)."""
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the periodic thread and wait at most ``timeout`` seconds for it (and an ``on_change`` in progress).
+
+        Idempotent; called on the watcher's own thread (from ``on_change``), it does not wait.
+        """
         self._stop.set()
+        join_bounded(self._thread, timeout)
 
     def _run(self) -> None:
         while not self._stop.wait(self.period):

@@ -18,7 +18,6 @@ its data, is declared LOST and made anew from scratch: :mod:`zkop.zookeeper.rese
 from __future__ import annotations
 
 import logging
-import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -29,9 +28,9 @@ from typing import Any
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import AuthFailedError, KazooException, SASLException
 from kazoo.handlers.threading import KazooTimeoutError
-from kazoo.protocol.states import KeeperState
 
 from zkop.zookeeper import metrics
+from zkop.zookeeper.connect_guard import ConnectGuard
 from zkop.zookeeper.connection import ConnectionOptions, build_client, split_chroot
 from zkop.zookeeper.errors import (
     CONFLICTS,
@@ -40,16 +39,8 @@ from zkop.zookeeper.errors import (
     ZooKeeperUnavailable,
     map_kazoo_error,
 )
-from zkop.zookeeper.handler import SelectHandler
 from zkop.zookeeper.reset import SuspensionWatchdog, restart_from_scratch, zxid_refused
-from zkop.zookeeper.security import (
-    CredentialsError,
-    RotationWatcher,
-    WatchedFiles,
-    describe_connect_error,
-    read_digest_file,
-    sasl_options,
-)
+from zkop.zookeeper.threads import join_bounded
 
 __all__ = ["ConnectionOptions", "Session", "SessionListener", "build_client", "split_chroot"]
 
@@ -84,6 +75,7 @@ class Session:
         self._events: list[str] = []
         self._event_cond = threading.Condition(threading.Lock())
         self._stopped = False
+        self._renewed = threading.Event()  # set by CONNECTED and by stop(): ends the wait of a renewal
         self._dispatcher = threading.Thread(target=self._dispatch, name="zk-session-events", daemon=True)
         self._durations: dict[str, Any] = {}  # operation -> labelled histogram child
         self._last_session_id: int | None = None  # of the last CONNECTED session (kazoo hides it while SUSPENDED)
@@ -94,19 +86,7 @@ class Session:
             refused=self._refused, check_interval=options.refusal_check_interval,
         )
         self.client.add_listener(self._on_state)
-        self._last_connect_error: str | None = None
-        self._rotation = RotationWatcher(
-            WatchedFiles((options.tls_ca_file, options.tls_cert_file, options.tls_key_file,
-                          options.sasl_credentials_file, options.auth_file) if client is None else ()),
-            options.credentials_check_period, self._renew)
-        self._tls_refusals = 0
-        self._start_wake = threading.Event()  # set by CONNECTED, or by TLS refused at every host
-        self.client.add_listener(lambda state: self._start_wake.set() if state == KazooState.CONNECTED else None)
-        handler = self.client.handler
-        if isinstance(handler, SelectHandler):
-            handler.before_connect = self._before_connect
-            handler.on_connect_error = self._on_connect_error
-            handler.on_connected = self._on_connected
+        self._guard = ConnectGuard(options, self.client, watch_files=client is None, on_rotated=self._renew)
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -117,15 +97,15 @@ class Session:
             ZooKeeperUnavailable: no session within ``connect_timeout`` seconds, or the chroot is missing.
             ZooKeeperNoAuth: the server rejected the auth data.
         """
-        if not self._dispatcher.is_alive():
+        if self._dispatcher.ident is None and not self._stopped:
             self._dispatcher.start()
         self._watchdog.start()
         try:
             self._connect()
         except KazooTimeoutError as err:
-            if self._last_connect_error:
+            if self._guard.last_error:
                 raise ZooKeeperUnavailable(
-                    f"could not connect to ZooKeeper at {self.options.hosts}: {self._last_connect_error}") from err
+                    f"could not connect to ZooKeeper at {self.options.hosts}: {self._guard.last_error}") from err
             raise ZooKeeperUnavailable(
                 f"could not connect to ZooKeeper at {self.options.hosts} within {self.options.connect_timeout:g} s"
             ) from err
@@ -133,7 +113,7 @@ class Session:
             mapped = map_kazoo_error(err, "connect", self.options.hosts)
             assert mapped is not None
             raise mapped from err
-        self._rotation.start()
+        self._guard.rotation.start()
         if self.options.sasl_mechanism:
             self._check_sasl()
         _, chroot = split_chroot(self.options.hosts)
@@ -158,26 +138,37 @@ class Session:
             KazooTimeoutError: no session (the client is stopped again, as kazoo's ``start`` does).
             ZooKeeperNoAuth: the server rejected the SASL login or the auth data (``AUTH_FAILED``).
         """
-        self._tls_refusals = 0
-        self._start_wake.clear()
+        self._guard.attempt()
         live = self.client.start_async()
         if not live.is_set():
-            self._start_wake.wait(self.options.connect_timeout)
+            self._guard.wake.wait(self.options.connect_timeout)
         if not self.client.connected:
             # kazoo announces CONNECTED before the SASL exchange: a rejected login may already have
             # ended the session (AUTH_FAILED) by the time we look.
-            rejected = self._sasl_rejected() if self._auth_failed() else None
+            rejected = self._guard.sasl_rejected() if self._guard.auth_failed() else None
             self.client.stop()
             self.client.close()
             if rejected is not None:
                 raise ZooKeeperNoAuth(rejected)
             raise KazooTimeoutError("Connection time-out")
 
-    def stop(self) -> None:
-        """Close the session (ephemeral nodes of this session, if any, go away) and stop the dispatcher."""
+    def stop(self, timeout: float | None = None) -> None:
+        """Close the session (ephemeral nodes of this session, if any, go away) and end every thread it started.
+
+        The order of controller-runtime's shutdown [CR pkg/manager/internal.go ``engageStopProcedure``]:
+        stop the sources (the credentials watcher and the suspension watchdog, joined: no session
+        renewal or reset starts after that), close the client (kazoo's ``stop`` joins its
+        connection thread and its handler's two worker threads, so no state change comes after
+        it), then let the dispatcher deliver what is queued (the final LOST) and join it. Each
+        join waits at most ``timeout`` seconds (default: the session timeout); a thread still
+        running then is logged. Idempotent; called on one of the session's own threads (a
+        listener), that thread is not joined.
+        """
+        bound = self.options.session_timeout if timeout is None else timeout
         self._stopped = True
-        self._rotation.stop()
-        self._watchdog.stop()
+        self._renewed.set()
+        self._guard.rotation.stop(bound)
+        self._watchdog.stop(bound)
         try:
             with self._lifecycle:
                 self.client.stop()
@@ -185,6 +176,7 @@ class Session:
         finally:
             with self._event_cond:
                 self._event_cond.notify_all()
+            join_bounded(self._dispatcher, bound)
 
     @property
     def connected(self) -> bool:
@@ -222,6 +214,7 @@ class Session:
             self._on_lost()
         if state == KazooState.CONNECTED:
             self._last_session_id = self.session_id
+            self._renewed.set()
         self._watchdog.on_state(str(state))
         with self._event_cond:
             self._state = str(state)
@@ -278,77 +271,16 @@ class Session:
                 except Exception:
                     log.exception("session listener failed")
 
-    # --- TLS/SASL: errors and rotated files ---------------------------------------------------
+    # --- TLS/SASL: errors and rotated files (zkop.zookeeper.connect_guard) ---------------------
 
     @property
     def last_connect_error(self) -> str | None:
         """Why the last connection attempt failed (one line), or ``None`` once a connection is up.
 
-        Covers the socket and the TLS handshake (``SelectHandler.on_connect_error``) and a rejected
-        SASL authentication (kazoo's ``AUTH_FAILED`` state, after which kazoo stops reconnecting
-        until the credentials files change).
+        Covers the socket and the TLS handshake and a rejected SASL authentication
+        (:meth:`ConnectGuard.describe <zkop.zookeeper.connect_guard.ConnectGuard.describe>`).
         """
-        if not self.connected and self._auth_failed():
-            return self._sasl_rejected()
-        return self._last_connect_error
-
-    def _auth_failed(self) -> bool:
-        # kazoo moves on from AUTH_FAILED to CLOSED when its connection loop ends, so the state alone
-        # is not enough: SaslConnectionHandler remembers a failed SASL exchange until one succeeds.
-        return (self.client._state == KeeperState.AUTH_FAILED
-                or getattr(self.client._connection, "sasl_failure", None) is not None)
-
-    def _sasl_rejected(self) -> str:
-        if not self.options.sasl_mechanism:
-            return f"ZooKeeper at {self.options.hosts} rejected the credentials (auth data: AUTH_FAILED)"
-        who = ""
-        if self.options.sasl_mechanism == "DIGEST-MD5" and self.options.sasl_credentials_file:
-            who = f" (user from {self.options.sasl_credentials_file})"
-        why = getattr(self.client._connection, "sasl_failure", None)
-        return (f"ZooKeeper at {self.options.hosts} rejected the SASL {self.options.sasl_mechanism or ''} "
-                f"authentication{who}" + (f" ({why})" if why else "")
-                + ": check the credentials and the server's JAAS configuration")
-
-    def _on_connect_error(self, err: BaseException, where: str) -> None:
-        message = describe_connect_error(err, where)
-        if isinstance(err, ssl.SSLError):
-            self._tls_refusals += 1
-            if self._tls_refusals >= len(self.client.hosts):
-                self._start_wake.set()
-        if message != self._last_connect_error:
-            log.warning("ZooKeeper connection failed: %s", message)  # once per distinct reason, not per retry
-        self._last_connect_error = message
-
-    def _on_connected(self, where: str) -> None:
-        if self._last_connect_error is not None:
-            log.info("ZooKeeper connection to %s is up again", where)
-        self._last_connect_error = None
-
-    def _reload_credentials(self) -> None:
-        # kazoo sends client.auth_data (a set of (scheme, credential)) on every new connection
-        # (ConnectionHandler._connect), and keeps sasl_options on its ConnectionHandler, read by
-        # _authenticate_with_sasl on every connection: replacing them takes effect on the next one.
-        if self.options.auth_file:
-            try:
-                self.client.auth_data = set(read_digest_file(self.options.auth_file))
-            except CredentialsError as err:
-                log.error("keeping the previous digest credentials: %s", err)
-        if not self.options.sasl_mechanism:
-            return
-        try:
-            self.client._connection.sasl_options = sasl_options(
-                self.options.sasl_mechanism, self.options.sasl_credentials_file,
-                self.options.sasl_principal, self.options.sasl_service)
-        except CredentialsError as err:
-            log.error("keeping the previous SASL credentials: %s", err)
-
-    def _before_connect(self) -> None:
-        # On kazoo's connection thread, before each attempt: absorb rotated files (kazoo re-reads the
-        # TLS files itself on every attempt).
-        changed = self._rotation.check()
-        if changed:
-            log.info("rotated credentials files %s used for this connection", ", ".join(changed))
-            self._reload_credentials()
+        return self._guard.describe(self.connected)
 
     def _renew(self, changed: list[str]) -> None:
         """Open a new session with the rotated files ``changed`` (called by the rotation watcher).
@@ -360,14 +292,17 @@ class Session:
         if self._stopped:
             return
         log.info("credentials files changed (%s): opening a new ZooKeeper session with them", ", ".join(changed))
-        self._reload_credentials()
+        self._guard.reload_credentials()
         with self._lifecycle:  # not at the same time as stop() or a session reset (zookeeper/reset.py)
             if self._stopped:
                 return
+            self._renewed.clear()
             self.client.stop()
             # kazoo's start() stops the client again on a time-out; start_async keeps it reconnecting instead.
             live = self.client.start_async()
-        if not live.wait(self.options.connect_timeout):
+        if not live.is_set():
+            self._renewed.wait(self.options.connect_timeout)  # CONNECTED, or stop() (which joins this thread)
+        if not live.is_set() and not self._stopped:
             log.error("no ZooKeeper session with the rotated files yet (still trying): %s",
                       self.last_connect_error or "no answer")
 
@@ -379,15 +314,15 @@ class Session:
         now is answered only after the exchange, or fails with ``AuthFailedError``.
 
         Raises:
-            ZooKeeperNoAuth: the server rejected the SASL authentication (message from :meth:`_sasl_rejected`).
+            ZooKeeperNoAuth: the server rejected the SASL authentication (the connect guard's message).
             ZooKeeperUnavailable: no answer within the session timeout.
         """
         try:
             with self.mapped("exists", "/"):
                 self.wait(self.client.exists_async("/"))
         except (ZooKeeperNoAuth, ZooKeeperUnavailable) as err:
-            if isinstance(err, ZooKeeperNoAuth) or self._auth_failed():
-                raise ZooKeeperNoAuth(self._sasl_rejected()) from err
+            if isinstance(err, ZooKeeperNoAuth) or self._guard.auth_failed():
+                raise ZooKeeperNoAuth(self._guard.sasl_rejected()) from err
             raise
         except SASLException as err:  # pure-sasl missing, or its own failure
             raise ZooKeeperNoAuth(f"SASL {self.options.sasl_mechanism} failed on the client: {err}") from err
