@@ -6,9 +6,11 @@ A thin facade over the layer's parts, one concept a module:
 :mod:`.session`        the kazoo session: lifecycle, states and listeners, bounded waits, metrics
 :mod:`.errors`         zkop's error types and the one mapping from kazoo's exceptions
 :mod:`.cache`          the watch-validated cache (served only while its watch has not fired)
-:mod:`.reads`          pipelined reads, children, listings as hints, watched listings, tree walk
+:mod:`.reads`          pipelined reads through the cache, children, listings as hints, watched listings
+:mod:`.bulk`           uncached pipelined reads of many znodes: the ACL check, the tree walk, ``read_many``
 :mod:`.writer`         plan actions: the atomic ``multi`` path and the sequential path
 :mod:`.watches`        persistent recursive watches (``addWatch``) on the roots of what is managed
+:mod:`.probe`          zkop's identities on the ensemble, the parent ACL check, the start-up probe
 =====================  ==========================================================================
 
 It plans nothing: :mod:`zkop.zookeeper.actions` are planned by the features and executed here
@@ -20,16 +22,13 @@ timeout per request).
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import Callable, Iterable, Sequence
-from contextlib import suppress
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError
 
-from zkop.zookeeper.acls import CREATE, DELETE, READ, AclId, identities, lockout
-from zkop.zookeeper.actions import OPEN_ACL, AclEntry, Action, CheckVersion, CreateNode, DeleteNode, Observed
+from zkop.zookeeper.acls import AclId
+from zkop.zookeeper.actions import OPEN_ACL, AclEntry, Action, CheckVersion, Observed
+from zkop.zookeeper.bulk import AclRead, BulkReads, NodeSnapshot
 from zkop.zookeeper.cache import WatchCache
 from zkop.zookeeper.errors import (
     ConcurrentModification,
@@ -39,9 +38,8 @@ from zkop.zookeeper.errors import (
     ZooKeeperNoAuth,
     ZooKeeperUnavailable,
 )
-from zkop.zookeeper.paths import parent_paths
-from zkop.zookeeper.reads import AclRead, Listing, NodeSnapshot, PendingRead, Reads, from_kazoo_acl
-from zkop.zookeeper.security import sasl_principals, x509_subject
+from zkop.zookeeper.probe import PARENT_NEEDS, client_address, parent_acl_problem, run_probe, session_identities
+from zkop.zookeeper.reads import Listing, PendingRead, Reads, from_kazoo_acl
 from zkop.zookeeper.session import ConnectionOptions, Session, SessionListener, split_chroot
 from zkop.zookeeper.watches import PersistentWatches
 from zkop.zookeeper.writer import Writer, to_kazoo_acl
@@ -67,11 +65,6 @@ __all__ = [
     "to_kazoo_acl",
 ]
 
-#: What zkop needs on the parents it creates (``--zk-parent-acl``): create and delete the znodes
-#: below (ZooKeeper checks CREATE/DELETE on the parent, ``PrepRequestProcessor``), list them.
-PARENT_NEEDS = READ | CREATE | DELETE
-
-
 class ZooKeeperAdapter:
     """A kazoo session plus watched, cached and pipelined reads and conditional, idempotent writes.
 
@@ -93,6 +86,7 @@ class ZooKeeperAdapter:
         self._session = Session(options, client, on_lost=self.cache.forget_all)
         self.watches = PersistentWatches(self._session.client, self.cache, options.watch_mode)
         self._reads = Reads(self._session, self.cache, self.watches)
+        self._bulk = BulkReads(self._session)
         self._writer = Writer(self._session, self.cache, self._reads)
 
     # --- session -------------------------------------------------------------------------------
@@ -151,68 +145,35 @@ class ZooKeeperAdapter:
     def client_address(self) -> str | None:
         """The local address of the connection (what the server's ``ip`` scheme sees, unless NAT
         is in between), or ``None`` while not connected."""
-        try:
-            sock = self._session.client._connection._socket
-            return str(sock.getsockname()[0]) if sock is not None else None
-        except (AttributeError, OSError, IndexError):
-            return None
+        return client_address(self._session.client)
 
     @property
     def identities(self) -> frozenset[AclId]:
-        """The identities this session holds on the server (:func:`zkop.zookeeper.acls.identities`):
-        the digest ids of its credentials, the ``x509`` subject of its client certificate, its ``sasl``
-        principal(s) (:func:`zkop.zookeeper.security.sasl_principals`) and, while connected,
-        ``ip:<its address>``. Read from the files each time: they may have been rotated."""
-        options = self.options
-        ids = identities(options.auth, address=self.client_address, x509_subject=x509_subject(options.tls_cert_file))
-        for principal in sasl_principals(options.sasl_mechanism, options.sasl_credentials_file, options.sasl_principal):
-            ids |= identities(sasl_principal=principal)
-        return ids
+        """The identities this session holds on the server (:func:`zkop.zookeeper.probe.session_identities`),
+        ``ip:<its address>`` included while connected; read from the credentials files each time."""
+        return session_identities(self.options, self.client_address)
 
     def parent_acl_problem(self) -> str | None:
         """Why ``options.parent_acl`` would lock zkop out of the parents it creates, or ``None``.
 
         Needs :data:`PARENT_NEEDS`; ``ip`` entries count only once the session's address is known.
         """
-        ids = self.identities
-        problem = lockout(self.options.parent_acl, ids, PARENT_NEEDS,
-                          address_known=any(i.scheme == "ip" for i in ids))
-        return f"--zk-parent-acl {problem}" if problem else None
+        return parent_acl_problem(self.options, self.identities)
 
     def probe(self, scratch_root: str = "/zkop/probe") -> None:
         """Write, read back and delete a scratch znode under ``scratch_root`` (parents created).
 
-        Catches credentials or ACLs that let zkop connect but not read what it
-        writes, before any managed znode is touched. A ``--zk-parent-acl`` that would lock
-        zkop out is refused before anything is written; if a step is refused all the same,
-        the parents the probe created are deleted again, so nothing is left that zkop
-        cannot read.
+        Catches credentials or ACLs that let zkop connect but not read what it writes, before any
+        managed znode is touched (:func:`zkop.zookeeper.probe.run_probe`). A ``--zk-parent-acl``
+        that would lock zkop out is refused before anything is written; if a step is refused all
+        the same, the parents the probe created are deleted again.
 
         Raises:
             ZooKeeperNoAuth: the parent ACL excludes zkop, a step was refused, or the bytes read back differ.
             ZooKeeperUnavailable: the session failed meanwhile.
         """
-        problem = self.parent_acl_problem()
-        if problem is not None:
-            raise ZooKeeperNoAuth(f"start-up probe: {problem}")
-        path = f"{scratch_root.rstrip('/')}/{uuid.uuid4().hex}"
-        payload = os.urandom(16)
-        made: list[str] = []  # the parents this probe creates (not the ones that were there)
-        try:
-            self._writer.create_parents(parent_paths(path), made)
-            self.execute([CreateNode(path, payload)])
-            try:
-                observed = self.read(path, OPEN_ACL)
-                if observed is None or observed.data != payload:
-                    raise ZooKeeperNoAuth(f"start-up probe: {path} did not read back what was written")
-            finally:
-                with suppress(NoNodeError):
-                    self.execute([DeleteNode(path, 0)])
-        except ZooKeeperNoAuth:
-            for parent in reversed(made):  # deepest first; ones that were there before stay
-                with suppress(ZooKeeperError, NoNodeError):
-                    self.execute([DeleteNode(parent, 0)])
-            raise
+        run_probe(scratch_root, self.parent_acl_problem(), create_parents=self._writer.create_parents,
+                  execute=self.execute, read=lambda path: self.read(path, OPEN_ACL))
 
     # --- the watch-validated cache ---------------------------------------------------------------
 
@@ -393,7 +354,7 @@ class ZooKeeperAdapter:
 
     def walk(self, root: str, visit: Callable[[NodeSnapshot], bool], *,
              skip: Callable[[str], bool] = lambda _: False) -> list[str]:
-        """Read the subtree at ``root`` (data, stat, ACL, children), pipelined; see :meth:`Reads.walk`.
+        """Read the subtree at ``root`` (data, stat, ACL, children), pipelined; see :meth:`.bulk.BulkReads.walk`.
 
         Returns:
             The paths that could not be read (``NoAuth``).
@@ -401,24 +362,24 @@ class ZooKeeperAdapter:
         Raises:
             NodeNotFound, ZooKeeperNoAuth (``root`` itself), ZooKeeperUnavailable.
         """
-        return self._reads.walk(root, visit, skip=skip)
+        return self._bulk.walk(root, visit, skip=skip)
 
     def read_many(self, paths: Sequence[str], *,
                   on_node: Callable[[], None] | None = None) -> dict[str, Observed | ZooKeeperError | None]:
-        """Data, stat and ACL of many znodes, pipelined; per-node errors as values (see :meth:`Reads.read_many`).
+        """Data, stat and ACL of many znodes, pipelined, per-node errors as values: :meth:`.bulk.BulkReads.read_many`.
 
         Raises:
             ZooKeeperUnavailable: connection or session lost.
         """
-        return self._reads.read_many(paths, on_node=on_node)
+        return self._bulk.read_many(paths, on_node=on_node)
 
     def read_acls(self, paths: Sequence[str]) -> dict[str, AclRead | ZooKeeperNoAuth | None]:
-        """``getACL`` of many znodes, pipelined; see :meth:`Reads.read_acls`.
+        """``getACL`` of many znodes, pipelined; see :meth:`.bulk.BulkReads.read_acls`.
 
         Raises:
             ZooKeeperUnavailable: not connected, or a request unanswered for the session timeout.
         """
-        return self._reads.read_acls(paths)
+        return self._bulk.read_acls(paths)
 
     # --- writes --------------------------------------------------------------------------------
 
