@@ -80,8 +80,10 @@ def test_controller_stop_joins_workers_and_the_delay_thread() -> None:
     controller.start()
     controller.queue.add("ns/a")
     assert reconciled.wait(10)
-    wait_for(lambda: len(new_threads(before)) == 4, timeout=10, message="the delaying thread")
+    wait_for(lambda: "workqueue-delay-shutdown-test" in {t.name for t in new_threads(before)}, timeout=10,
+             message="the delaying thread")
     started = new_threads(before)
+    assert len(started) == 4  # three workers and the delaying thread
     assert controller.stop(5.0)
     assert alive(started) == []
     assert controller.stop(5.0)  # idempotent
