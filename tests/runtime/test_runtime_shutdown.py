@@ -8,7 +8,7 @@ of the delaying thread, a leader runnable's start) takes a fixed 0.3 s, standing
 from __future__ import annotations
 
 import threading
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable
 from typing import TypeVar
 
 import pytest
@@ -111,14 +111,6 @@ def test_controller_stopped_by_its_own_reconcile_does_not_join_its_worker() -> N
     assert errors == []
 
 
-@pytest.fixture
-def kube() -> Iterator[KubeClient]:
-    with ApiServer() as server:
-        client = KubeClient(server.api_client())
-        yield client
-        client.close()
-
-
 class SlowStart:
     """A leader runnable whose start takes :data:`BUSY` seconds; records its calls."""
 
@@ -137,7 +129,8 @@ class SlowStart:
         self.log.append("stop")
 
 
-def test_manager_run_returns_with_its_election_and_start_threads_ended(kube: KubeClient) -> None:
+def test_manager_run_returns_with_its_election_and_start_threads_ended(apiserver: ApiServer) -> None:
+    kube = KubeClient(apiserver.api_client())
     election = LeaderElectionOptions(namespace="default", name="shutdown-test", identity="me", lease_duration=3.0,
                                      renew_deadline=2.0, retry_period=0.5)
     manager = Manager(ManagerOptions(metrics_bind_address="0", health_probe_bind_address="0", cache_sync_poll=0.01,
@@ -153,6 +146,7 @@ def test_manager_run_returns_with_its_election_and_start_threads_ended(kube: Kub
     assert {"leader-election", "start-leader-runnables"} <= {t.name for t in started}
     manager.stop()
     runner.join(30)
+    kube.close()
     assert codes == [0]
     assert alive([t for t in started if t.name in ("leader-election", "start-leader-runnables")]) == []
     assert zkop_threads(before) == []  # and nothing else of the Manager's (the API server's threads aside)
