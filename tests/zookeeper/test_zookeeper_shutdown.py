@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from zkop_testing.waiting import wait_for
 from zkop_testing.zookeeper import ZooKeeperServer
 
@@ -55,6 +56,37 @@ def test_session_stop_joins_its_threads_and_delivers_the_last_state_first(zk_ser
     assert alive(started) == []
     assert delivered[-1] == "LOST"  # the dispatcher drained its queue before it ended
     adapter.stop()  # idempotent
+
+
+def test_session_stop_delivers_the_final_lost_even_when_a_listener_ends_while_the_client_closes(
+        zk_server: ZooKeeperServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The dispatcher finishes delivering CONNECTED while kazoo is still closing the session (its
+    # close waits for the server's reply): it must wait for the LOST that the close brings, not
+    # end because a stop began.
+    adapter = ZooKeeperAdapter(ConnectionOptions(hosts=zk_server.hosts))
+    delivering = threading.Event()
+    delivered: list[str] = []
+
+    def listener(state: str) -> None:
+        if state == "CONNECTED":
+            delivering.set()
+            threading.Event().wait(BUSY / 3)
+        delivered.append(state)
+
+    adapter.add_session_listener(listener)
+    started = threads_started_by(adapter.start)
+    client = adapter.client
+    close = client.stop
+
+    def slow_close() -> None:
+        threading.Event().wait(BUSY)
+        close()
+
+    monkeypatch.setattr(client, "stop", slow_close)
+    assert delivering.wait(10)
+    adapter.stop()
+    assert alive(started) == []
+    assert delivered == ["CONNECTED", "LOST"]
 
 
 def test_session_stop_called_by_a_listener_does_not_join_its_own_thread(zk_server: ZooKeeperServer) -> None:

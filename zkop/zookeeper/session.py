@@ -75,6 +75,7 @@ class Session:
         self._events: list[str] = []
         self._event_cond = threading.Condition(threading.Lock())
         self._stopped = False
+        self._closed = False  # the client is stopped: no state event comes after the queued ones (_event_cond)
         self._renewed = threading.Event()  # set by CONNECTED and by stop(): ends the wait of a renewal
         self._dispatcher = threading.Thread(target=self._dispatch, name="zk-session-events", daemon=True)
         self._durations: dict[str, Any] = {}  # operation -> labelled histogram child
@@ -175,6 +176,7 @@ class Session:
                 self.client.close()
         finally:
             with self._event_cond:
+                self._closed = True
                 self._event_cond.notify_all()
             join_bounded(self._dispatcher, bound)
 
@@ -258,9 +260,9 @@ class Session:
     def _dispatch(self) -> None:
         while True:
             with self._event_cond:
-                while not self._events and not self._stopped:
+                while not self._events and not self._closed:
                     self._event_cond.wait()
-                if self._stopped and not self._events:
+                if self._closed and not self._events:
                     return
                 state = self._events.pop(0)
             metrics.ZOOKEEPER_CONNECTED.set(1 if state == "CONNECTED" else 0)
