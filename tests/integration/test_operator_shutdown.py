@@ -21,7 +21,7 @@ from kazoo.client import KazooClient
 from zkop_testing.operator import OperatorProcess
 from zkop_testing.resources import create, read, synced, zkc
 from zkop_testing.threads import zkop_threads
-from zkop_testing.waiting import wait_for
+from zkop_testing.waiting import EVENTUALLY, wait_for
 from zkop_testing.zookeeper import ZooKeeperServer
 
 from zkop.cmd.operator import Operator, OperatorOptions
@@ -64,7 +64,7 @@ def test_operator_run_returns_with_no_thread_of_its_own_left(kubeconfig: str, ku
     options = OperatorOptions(
         kubeconfig=kubeconfig, zookeeper=ConnectionOptions(hosts=f"{zk_server.hosts}{zk_base}", session_timeout=4),
         metrics_bind_address="127.0.0.1:0", health_probe_bind_address="127.0.0.1:0", workers=2,
-        leader_elect=True, leader_election_namespace="default", lease_duration=4, renew_deadline=3,
+        leader_elect=True, leader_election_namespace="default", lease_duration=30, renew_deadline=20,
         retry_period=0.5,
     )
     before = set(threading.enumerate())
@@ -75,14 +75,14 @@ def test_operator_run_returns_with_no_thread_of_its_own_left(kubeconfig: str, ku
     runner.start()
     try:
         create(kube, zkc("flag", "/app/flag", b"true"))
-        wait_for(lambda: synced(kube, "flag"), timeout=30, message="synced")
+        wait_for(lambda: synced(kube, "flag"), message="synced")
         assert read(zk, zk_base + "/app/flag") == b"true"
         running = {t.name for t in threading.enumerate() if t not in before}
         # Spot checks that the comparison sees the threads of each owner.
         assert {"zk-session-events", "zk-session-watchdog", "leader-election", "event-recorder"} <= running, running
     finally:
         operator.stop()
-        runner.join(60)
+        runner.join(EVENTUALLY)
     assert not runner.is_alive()
     assert codes == [0]
     assert zkop_threads(before) == []
@@ -97,14 +97,14 @@ def test_sigterm_exits_0_with_the_work_drained_and_no_thread_left(kubeconfig: st
                            command_prefix=[sys.executable, "-c", WRAPPER])
     with proc:
         create(kube, zkc("first", "/app/first", b"1"))
-        wait_for(lambda: synced(kube, "first"), timeout=30, message="first synced")
+        wait_for(lambda: synced(kube, "first"), message="first synced")
         for name in names:
             create(kube, zkc(name, f"/app/{name}", b"v"))
         # SIGTERM while the new objects are being reconciled.
-        wait_for(lambda: any(read(zk, f"{zk_base}/app/{n}") is not None for n in names), timeout=30,
+        wait_for(lambda: any(read(zk, f"{zk_base}/app/{n}") is not None for n in names),
                  message="reconciles under way")
         proc.signal(signal.SIGTERM)
-        code = proc.wait(60)
+        code = proc.wait(EVENTUALLY)
     log = proc.log_tail(400)
     assert code == 0, log
     assert "received SIGTERM; shutting down" in log

@@ -14,7 +14,7 @@ from typing import TypeVar
 import pytest
 from zkop_testing.apiserver import ApiServer
 from zkop_testing.threads import zkop_threads
-from zkop_testing.waiting import wait_for
+from zkop_testing.waiting import EVENTUALLY, wait_for
 
 from zkop.kube.client import KubeClient
 from zkop.runtime.controller import Controller, Result
@@ -56,7 +56,7 @@ def test_delaying_queue_shutdown_joins_its_delay_thread(drain: bool) -> None:
     q.add_after("ready", 0.01)
     started = new_threads(before)
     assert [t.name for t in started] == ["workqueue-delay-slow"]
-    assert q.moving.wait(10)  # the delaying thread is adding "ready" when the shutdown comes
+    assert q.moving.wait(EVENTUALLY)  # the delaying thread is adding "ready" when the shutdown comes
     if drain:
         assert q.shutdown_with_drain(1.0)
     else:
@@ -79,8 +79,8 @@ def test_controller_stop_joins_workers_and_the_delay_thread() -> None:
     before = set(threading.enumerate())
     controller.start()
     controller.queue.add("ns/a")
-    assert reconciled.wait(10)
-    wait_for(lambda: "workqueue-delay-shutdown-test" in {t.name for t in new_threads(before)}, timeout=10,
+    assert reconciled.wait(EVENTUALLY)
+    wait_for(lambda: "workqueue-delay-shutdown-test" in {t.name for t in new_threads(before)},
              message="the delaying thread")
     started = new_threads(before)
     assert len(started) == 4  # three workers and the delaying thread
@@ -107,7 +107,7 @@ def test_controller_stopped_by_its_own_reconcile_does_not_join_its_worker() -> N
     controller.start()
     started = new_threads(before)
     controller.queue.add("ns/a")
-    wait_for(lambda: alive(started) == [], timeout=10, message="workers end after the reconcile returns")
+    wait_for(lambda: alive(started) == [], message="workers end after the reconcile returns")
     assert errors == []
 
 
@@ -131,8 +131,8 @@ class SlowStart:
 
 def test_manager_run_returns_with_its_election_and_start_threads_ended(apiserver: ApiServer) -> None:
     kube = KubeClient(apiserver.api_client())
-    election = LeaderElectionOptions(namespace="default", name="shutdown-test", identity="me", lease_duration=3.0,
-                                     renew_deadline=2.0, retry_period=0.5)
+    election = LeaderElectionOptions(namespace="default", name="shutdown-test", identity="me", lease_duration=30.0,
+                                     renew_deadline=20.0, retry_period=0.5)
     manager = Manager(ManagerOptions(metrics_bind_address="0", health_probe_bind_address="0", cache_sync_poll=0.01,
                                      leader_election=election), kube)
     runnable = SlowStart()
@@ -141,11 +141,11 @@ def test_manager_run_returns_with_its_election_and_start_threads_ended(apiserver
     before = set(threading.enumerate())
     runner = threading.Thread(target=lambda: codes.append(manager.run()), name="test-manager-run")
     runner.start()
-    assert runnable.starting.wait(10)  # leading, and the leader runnable is starting when the stop comes
+    assert runnable.starting.wait(EVENTUALLY)  # leading, and the leader runnable is starting when the stop comes
     started = [t for t in new_threads(before) if t is not runner]
     assert {"leader-election", "start-leader-runnables"} <= {t.name for t in started}
     manager.stop()
-    runner.join(30)
+    runner.join(EVENTUALLY)
     kube.close()
     assert codes == [0]
     assert alive([t for t in started if t.name in ("leader-election", "start-leader-runnables")]) == []

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from zkop_testing.waiting import wait_for
+from zkop_testing.waiting import EVENTUALLY, wait_for
 from zkop_testing.zookeeper import ZooKeeperServer
 
 from zkop.zookeeper.adapter import ConnectionOptions, ZooKeeperAdapter
@@ -83,7 +83,7 @@ def test_session_stop_delivers_the_final_lost_even_when_a_listener_ends_while_th
         close()
 
     monkeypatch.setattr(client, "stop", slow_close)
-    assert delivering.wait(10)
+    assert delivering.wait(EVENTUALLY)
     adapter.stop()
     assert alive(started) == []
     assert delivered == ["CONNECTED", "LOST"]
@@ -105,10 +105,10 @@ def test_session_stop_called_by_a_listener_does_not_join_its_own_thread(zk_serve
 
     adapter.add_session_listener(stop_on_connect)
     started = threads_started_by(adapter.start)
-    assert returned.wait(30)
+    assert returned.wait(EVENTUALLY)
     assert errors == []
     assert not adapter.connected
-    wait_for(lambda: alive(started) == [], timeout=30, message="the dispatcher ends after its listener returns")
+    wait_for(lambda: alive(started) == [], message="the dispatcher ends after its listener returns")
 
 
 def test_watchdog_stop_waits_for_a_refusal_check_in_flight() -> None:
@@ -123,7 +123,7 @@ def test_watchdog_stop_waits_for_a_refusal_check_in_flight() -> None:
     started = threads_started_by(watchdog.start)
     assert [t.name for t in started] == ["zk-session-watchdog"]
     watchdog.on_state("SUSPENDED")
-    assert checking.wait(10)
+    assert checking.wait(EVENTUALLY)
     watchdog.stop()
     assert alive(started) == []
     watchdog.stop()  # idempotent
@@ -144,7 +144,7 @@ def test_watchdog_stopped_by_its_own_reset_does_not_join_itself() -> None:
     watchdog = SuspensionWatchdog(0.01, reset, check_interval=None)
     started = threads_started_by(watchdog.start)
     watchdog.on_state("SUSPENDED")
-    wait_for(lambda: alive(started) == [], timeout=10, message="the watchdog ends after its reset")
+    wait_for(lambda: alive(started) == [], message="the watchdog ends after its reset")
     assert errors == []
 
 
@@ -161,7 +161,7 @@ def test_rotation_watcher_stop_waits_for_a_change_in_progress(tmp_path: Path) ->
     started = threads_started_by(watcher.start)
     assert [t.name for t in started] == ["zk-credentials-watch"]
     path.write_text("two, rotated")
-    assert handling.wait(10)
+    assert handling.wait(EVENTUALLY)
     watcher.stop()
     assert alive(started) == []
     watcher.stop()  # idempotent
@@ -182,5 +182,5 @@ def test_rotation_watcher_stopped_by_its_own_handler_does_not_join_itself(tmp_pa
     watcher = RotationWatcher(WatchedFiles([str(path)]), 0.01, stop_on_change)
     started = threads_started_by(watcher.start)
     path.write_text("two, rotated")
-    wait_for(lambda: alive(started) == [], timeout=10, message="the watcher ends after its handler")
+    wait_for(lambda: alive(started) == [], message="the watcher ends after its handler")
     assert errors == []
