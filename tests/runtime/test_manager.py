@@ -174,3 +174,94 @@ def test_leader_runnables_start_only_when_leading_and_a_clean_stop_releases_the_
 def test_leader_election_needs_a_client() -> None:
     with pytest.raises(ValueError, match="client"):
         Manager(quiet(leader_election=LeaderElectionOptions(namespace="d", name="n", identity="i")))
+
+
+class Draining(Fake):
+    """A leader runnable whose stop drains until the test lets it finish (bounded by its timeout)."""
+
+    def __init__(self, name: str, log: list[str]) -> None:
+        super().__init__(name, log)
+        self.draining = threading.Event()
+        self.finish = threading.Event()
+
+    def stop(self, timeout: float, /) -> None:
+        super().stop(timeout)
+        self.draining.set()
+        self.finish.wait(timeout)
+
+
+def test_the_lease_is_renewed_while_leader_runnables_drain(kube: KubeClient) -> None:
+    """controller-runtime cancels leader election only after the runnables stopped (internal.go
+    ``engageStopProcedure``: "Cancel leader election only after we waited"): a drain longer than
+    the Lease must not let a standby take over while the last reconciles still write."""
+    path = resource_path("coordination.k8s.io", "v1", "leases", "default", "drain-test")
+    election = LeaderElectionOptions(namespace="default", name="drain-test", identity="me", lease_duration=2.0,
+                                     renew_deadline=1.5, retry_period=0.2)
+    manager = Manager(quiet(leader_election=election, graceful_shutdown_timeout=EVENTUALLY), kube)
+    controller = Draining("controller", [])
+    manager.add(controller, needs_leader=True)
+    thread, codes = run_in_thread(manager)
+    assert manager.elected.wait(EVENTUALLY)
+    standby = Manager(quiet(leader_election=LeaderElectionOptions(
+        namespace="default", name="drain-test", identity="standby", lease_duration=2.0, renew_deadline=1.5,
+        retry_period=0.2)), kube)
+    standby_controller = Fake("standby-controller", [])
+    standby.add(standby_controller, needs_leader=True)
+    standby_thread, standby_codes = run_in_thread(standby)
+    try:
+        manager.stop()
+        assert controller.draining.wait(EVENTUALLY)
+        first = kube.request("GET", path)["spec"]
+        # Renewed again and again while draining: at least two Lease durations' worth of renewals
+        # (10 renewals at the 0.2 s retry period), the holder never changing.
+        renewals: set[str] = set()
+
+        def renewed_while_draining() -> bool:
+            spec = kube.request("GET", path)["spec"]
+            assert spec["holderIdentity"] == "me", spec
+            renewals.add(spec["renewTime"])
+            return len(renewals) > 10
+
+        wait_for(renewed_while_draining, message="the Lease renewed while the leader drains")
+        assert not standby.elected.is_set()
+        assert kube.request("GET", path)["spec"]["acquireTime"] == first["acquireTime"]
+        controller.finish.set()
+        thread.join(EVENTUALLY)
+        assert codes == [0]
+        # Released once drained: the standby takes over.
+        assert standby.elected.wait(EVENTUALLY)
+        assert kube.request("GET", path)["spec"]["holderIdentity"] == "standby"
+    finally:
+        controller.finish.set()
+        manager.stop()
+        standby.stop()
+        thread.join(EVENTUALLY)
+        standby_thread.join(EVENTUALLY)
+    assert standby_codes == [0]
+
+
+def test_a_lease_lost_while_draining_stops_leader_runnables_at_once_and_exits_1(kube: KubeClient) -> None:
+    path = resource_path("coordination.k8s.io", "v1", "leases", "default", "lost-drain-test")
+    election = LeaderElectionOptions(namespace="default", name="lost-drain-test", identity="me",
+                                     lease_duration=2.0, renew_deadline=1.5, retry_period=0.2)
+    manager = Manager(quiet(leader_election=election, graceful_shutdown_timeout=EVENTUALLY), kube)
+    controller = Draining("controller", [])
+    manager.add(controller, needs_leader=True)
+    thread, codes = run_in_thread(manager)
+    try:
+        assert manager.elected.wait(EVENTUALLY)
+        manager.stop()
+        assert controller.draining.wait(EVENTUALLY)
+        # Someone else holds the Lease now (another replica that judged it expired).
+        lease = kube.request("GET", path)
+        lease["spec"].update(holderIdentity="thief", leaseDurationSeconds=60)
+        kube.request("PUT", path, body=lease)
+        wait_for(lambda: 0.0 in controller.stop_timeouts, message="leader runnables stopped at once")
+        controller.finish.set()  # the in-flight reconcile ends
+        thread.join(EVENTUALLY)
+        assert codes == [1]
+        assert kube.request("GET", path)["spec"]["holderIdentity"] == "thief"  # not released: not ours
+    finally:
+        controller.finish.set()
+        manager.stop()
+        thread.join(EVENTUALLY)

@@ -14,16 +14,19 @@ Start order [CR pkg/manager/internal.go ``Start``]:
 4. leader election, when configured (:mod:`zkop.runtime.leaderelection`);
 5. once leading (or at once without election), the ``needs_leader=True`` runnables, in order.
 
-Shutdown [CR pkg/manager/runnable_group.go, internal.go ``engageStopProcedure``]: wait for the
-leader-election thread (it stops renewing once stopped; controller-runtime waits for it too,
-``<-cm.leaderElectionStopped``) and for the thread starting the leader runnables, so none starts
-after this; stop the leader runnables (controllers: stop taking work, drain in-flight reconciles,
-join their workers) all at once within ``graceful_shutdown_timeout`` seconds; release the Lease
-(only after a clean stop); stop the other runnables in reverse order; close the servers (their
-serving threads joined). When :meth:`Manager.run` returns, no thread the Manager started runs
-(each wait is bounded; one still running is logged).  A leader that cannot renew its Lease stops
-its leader runnables at once and the run ends with exit code 1, so it never acts after another
-replica may have taken over ("leader election lost" in controller-runtime).
+Shutdown [CR pkg/manager/runnable_group.go, internal.go ``engageStopProcedure``]: a standby stops
+its election first, so it cannot acquire the Lease now; wait for the thread starting the leader
+runnables, so none starts after this; stop the leader runnables (controllers: stop taking work,
+drain in-flight reconciles, join their workers) all at once within ``graceful_shutdown_timeout``
+seconds **while the Lease is still renewed** -- controller-runtime cancels leader election "only
+after we waited" for the runnables, so no standby takes over while the last reconciles still write
+(the drain may last longer than the Lease); then stop renewing and wait for the election thread
+(``<-cm.leaderElectionStopped``); release the Lease (only after a clean stop); stop the other
+runnables in reverse order; close the servers (their serving threads joined). When
+:meth:`Manager.run` returns, no thread the Manager started runs (each wait is bounded; one still
+running is logged).  A leader that cannot renew its Lease -- also while it drains -- stops its
+leader runnables at once and the run ends with exit code 1, so it never acts after another replica
+may have taken over ("leader election lost" in controller-runtime).
 """
 
 from __future__ import annotations
@@ -155,6 +158,8 @@ class Manager:
         self.options = options
         self.client = client
         self.stop_event = threading.Event()
+        #: Ends the leader election; set during shutdown only once the leader runnables have stopped.
+        self._election_stop = threading.Event()
         #: Set once the leader runnables have been started (controller-runtime ``Elected()``).
         self.elected = threading.Event()
         self.exit_code = 0
@@ -317,7 +322,7 @@ class Manager:
             on_started_leading=self._on_started_leading,
             on_stopped_leading=self._on_stopped_leading,
         )
-        self._election_thread = threading.Thread(target=self._elector.run, args=(self.stop_event,),
+        self._election_thread = threading.Thread(target=self._elector.run, args=(self._election_stop,),
                                                  name="leader-election", daemon=True)
         self._election_thread.start()
 
@@ -339,12 +344,13 @@ class Manager:
         log.info("leader runnables started")
 
     def _on_stopped_leading(self) -> None:
-        if self.stop_event.is_set() and self.exit_code == 0:
-            return  # a clean shutdown released the Lease
+        # Renewal failed (the elector does not call this once _election_stop is set): during a
+        # drain too, the leader runnables stop at once and the run ends with 1.
         if not self._leading:
             return
         log.error("leader election lost; stopping leader runnables and exiting")
-        self.exit_code = 1
+        if self.exit_code == 0:
+            self.exit_code = 1
         self.stop_event.set()
         for entry in self._leader_entries():
             entry.runnable.stop(0.0)
@@ -359,8 +365,13 @@ class Manager:
         deadline = time.monotonic() + timeout
         election = self.options.leader_election
         # The elector ends at its next wake-up or when its request returns (at most the renew
-        # deadline); on a lost Lease it stops the leader runnables first (each joins its workers).
-        _join(self._election_thread, (election.renew_deadline if election else 0.0) + timeout + 2.0)
+        # deadline); on a lost Lease it has stopped the leader runnables first.
+        election_join = (election.renew_deadline if election else 0.0) + 2.0
+        with self._lock:
+            leading = self._leading
+        if not leading:  # a standby: no acquiring from now on [CR "prevent leader election when
+            self._election_stop.set()  # shutting down a non-elected manager"]
+            _join(self._election_thread, election_join)
         _join(self._leader_start_thread, 2.0)  # it checks stop_event before each start
         threads = [
             threading.Thread(target=entry.runnable.stop, args=(timeout,), name=f"stop-{entry.name}", daemon=True)
@@ -371,6 +382,9 @@ class Manager:
         for thread in threads:
             # Controller.stop drains up to ``timeout`` and then joins its workers briefly.
             _join(thread, max(0.0, deadline - time.monotonic()) + 2.0)
+        # Only now stop renewing [CR internal.go: "Cancel leader election only after we waited"].
+        self._election_stop.set()
+        _join(self._election_thread, election_join)
         if self._elector is not None and self.exit_code == 0:
             self._elector.release()
         with self._lock:
