@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 
 import pytest
 from zkop_testing.apiserver import ApiServer
-from zkop_testing.waiting import wait_for
+from zkop_testing.waiting import EVENTUALLY, wait_for
 
 from zkop.kube.client import JSON, KubeClient, resource_path
-from zkop.kube.events import EventRecorder
+from zkop.kube.events import EventRecorder, EventType
 
 
 @pytest.fixture
@@ -45,3 +46,30 @@ def test_repeats_are_aggregated_and_normal_events_have_a_budget(kube: KubeClient
     by_reason = {e["reason"]: e for e in events(kube)}
     assert by_reason["InvalidSpec"]["count"] == 3 and by_reason["InvalidSpec"]["type"] == "Warning"
     assert sorted(e["involvedObject"]["name"] for e in events(kube) if e["reason"] == "Created") == ["o0", "o1", "o2"]
+
+
+class _BlockedWriter(EventRecorder):
+    """A recorder whose writes wait for the test: an API server that is slow to answer."""
+
+    def __init__(self, kube: KubeClient) -> None:
+        super().__init__(kube, max_pending=2)
+        self.release = threading.Event()
+        self.writes: list[str] = []
+
+    def _write(self, obj: JSON, type_: EventType, reason: str, message: str) -> None:
+        self.release.wait(EVENTUALLY)
+        self.writes.append(reason)
+
+
+def test_stop_with_a_full_queue_ends_the_writer_after_the_write_in_hand(kube: KubeClient) -> None:
+    recorder = _BlockedWriter(kube)
+    recorder.start()
+    for reason in ("InHand", "Queued1", "Queued2"):
+        recorder.event(subject("a"), "Warning", reason, "m")
+    wait_for(lambda: recorder._queue.qsize() == 2, message="one write in hand, the queue full")
+    recorder.stop(0.05)  # the queue is full: no room for the flush marker
+    assert recorder._thread is not None and recorder._thread.is_alive()  # still in its write
+    recorder.release.set()
+    recorder._thread.join(EVENTUALLY)
+    assert not recorder._thread.is_alive()
+    assert recorder.writes == ["InHand"]  # what was still queued at stop is not written afterwards

@@ -66,6 +66,7 @@ class EventRecorder:
         self._queue: queue.Queue[tuple[JSON, EventType, str, str] | None] = queue.Queue(max_pending)
         self._seen: dict[tuple[str, str, str, str], tuple[str, str, int, float]] = {}
         self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
         self.recorded: list[tuple[str, EventType, str, str]] = []
 
     def start(self) -> None:
@@ -75,13 +76,27 @@ class EventRecorder:
             self._thread.start()
 
     def stop(self, timeout: float = 2.0) -> None:
-        """Flush what is queued (up to ``timeout`` seconds) and stop."""
-        if self._thread is not None:
-            try:
-                self._queue.put(None, timeout=timeout)
-            except queue.Full:
-                return
-            self._thread.join(timeout)
+        """Flush what is queued for up to ``timeout`` seconds, then stop: the writer ends after the
+        write in hand, and this waits for it up to ``timeout`` seconds more (a write is bounded by the
+        client's request timeout). Events still queued then are dropped, with a warning. Idempotent;
+        a no-op from the writer thread itself."""
+        thread = self._thread
+        if thread is None or thread is threading.current_thread():
+            return
+        deadline = time.monotonic() + timeout
+        try:
+            self._queue.put(None, timeout=timeout)
+        except queue.Full:  # the writer is behind
+            self._stopping.set()
+        thread.join(max(0.0, deadline - time.monotonic()))
+        if thread.is_alive():  # the flush ran out of time
+            self._stopping.set()
+            thread.join(timeout)
+        dropped = sum(1 for item in list(self._queue.queue) if item is not None)
+        if dropped:
+            log.warning("event recorder stopped with %d events not written", dropped)
+        if thread.is_alive():
+            log.warning("event recorder still writing %g s after stop began", 2 * timeout)
 
     def event(self, obj: JSON, type_: EventType, reason: str, message: str) -> None:
         """Queue an Event about ``obj`` (a dict with ``kind``, ``apiVersion`` and ``metadata``)."""
@@ -103,7 +118,7 @@ class EventRecorder:
             log.warning("event queue full; dropped %s event for %s", reason, meta.get("name"))
 
     def _run(self) -> None:
-        while True:
+        while not self._stopping.is_set():
             item = self._queue.get()
             if item is None:
                 return
