@@ -22,7 +22,11 @@ from kazoo.security import make_digest_acl_credential
 from kind_support import REPO, ZKOP_NAMESPACE, Kubectl
 from zkop_testing.waiting import wait_for
 
-pytestmark = pytest.mark.e2e
+# pyproject's 300 s pytest-timeout covers a test's fixture set-up too (pytest-timeout's
+# timeout_func_only is false), and the first test here pays for the session's: kind create,
+# the image build (up to 1200 s), two rollouts (up to 320 s each); later tests wait up to
+# 560 s in turn (test_rolling_update). Each wait has its own bound; this is the backstop.
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(2400)]
 
 EXAMPLES = REPO / "examples"
 NAMESPACE = "default"
