@@ -4,7 +4,8 @@ running as the manager wires it (the importer's loop-prevention tests run it nex
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 
 from prometheus_client import REGISTRY
 from zkop_testing.apiserver import ApiServer
@@ -26,13 +27,17 @@ def sample(name: str, labels: dict[str, str] | None = None) -> float:
 
 @contextlib.contextmanager
 def running_bridge(apiserver: ApiServer, adapter: ZooKeeperAdapter, options: BridgeOptions, *,
-                   cluster_id: str = "test", client: KubeClient | None = None) -> Iterator[ServiceBridge]:
-    """Build the bridge as the manager would, start informers, wait for sync, start the controller."""
+                   cluster_id: str = "test", client: KubeClient | None = None,
+                   clock: Callable[[], float] = time.monotonic) -> Iterator[ServiceBridge]:
+    """Build the bridge as the manager would, start informers, wait for sync, start the controller.
+
+    ``clock`` (monotonic seconds) drives the endpoint debounce; a test passes one it moves itself.
+    """
     client = client or KubeClient(apiserver.api_client())
     recorder = EventRecorder(client, component="zkop")
     recorder.start()
     bridge = build_service_bridge(client, adapter, recorder, options, cluster_id=cluster_id, resync_period=30.0,
-                                  inactivity_timeout=10.0)
+                                  inactivity_timeout=10.0, clock=clock)
     try:
         with running(bridge.informers, bridge.controllers):
             yield bridge

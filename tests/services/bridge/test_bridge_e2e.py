@@ -12,10 +12,11 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
@@ -26,7 +27,9 @@ from zkop_testing.waiting import wait_for
 from zkop_testing.zookeeper import ZooKeeperServer
 
 from zkop.kube.client import MERGE_PATCH, ApiException, KubeClient, WatchStream, resource_path
+from zkop.services.bridge import reconciler as bridge_reconciler
 from zkop.services.bridge.options import SYNC_ANNOTATION, BridgeOptions
+from zkop.services.endpoints import EndpointsView, endpoints_view
 from zkop.zookeeper.adapter import ZooKeeperAdapter
 
 from .conftest import sample
@@ -351,10 +354,26 @@ def test_curator_format_reads_back_like_curator(apiserver: ApiServer, kube: Kube
 
 
 def test_ready_endpoints_are_published_with_a_debounce(
-        apiserver: ApiServer, kube: KubeClient, adapter: ZooKeeperAdapter, zk: KazooClient, zk_base: str) -> None:
+        apiserver: ApiServer, kube: KubeClient, adapter: ZooKeeperAdapter, zk: KazooClient, zk_base: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A blip inside the debounce is not published; a lasting change is, once stable for the debounce.
+
+    The debounce runs on a clock only the test moves, and every step waits until a reconcile has read
+    the slice version it is about, so a stalled machine can neither stretch the blip past the debounce
+    nor let an assertion run before the reconcile it is about.
+    """
     options = BridgeOptions(endpoints=True, endpoints_debounce=0.5, endpoints_max_delay=3.0,
                             gc_delay=GC_DELAY)
     path = f"{zk_base}{ROOT}/default-web"
+    now = [100.0]  # the debouncer's monotonic seconds
+    read: list[str] = []  # resourceVersion of every slice a reconcile read, in order
+
+    def reading(objs: Iterable[dict[str, Any]]) -> EndpointsView:
+        objs = list(objs)
+        read.extend(o["metadata"]["resourceVersion"] for o in objs)
+        return endpoints_view(objs)
+
+    monkeypatch.setattr(bridge_reconciler, "endpoints_view", reading)
 
     def slice_(ready: Mapping[str, bool]) -> dict[str, Any]:
         return {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
@@ -368,23 +387,32 @@ def test_ready_endpoints_are_published_with_a_debounce(
         rec = record(zk, zk_base, "default-web")
         return rec["endpoints"]["addresses"] if rec else None
 
-    with running_bridge(apiserver, adapter, options):
+    with running_bridge(apiserver, adapter, options, clock=lambda: now[0]):
         create(kube, slice_({"10.244.0.5": True, "10.244.0.6": True}))
         create(kube, svc("web"))
         wait_for(lambda: addresses() == ["10.244.0.5", "10.244.0.6"], message="ready endpoints")
         version = zk.exists(path).version
         slices = resource_path("discovery.k8s.io", "v1", "endpointslices", "default", "web-x1")
-        # A pod blips not-ready and back within the debounce: the record is not rewritten.
-        before = reconciles()
-        kube.request("PUT", slices, body={**slice_({"10.244.0.5": True, "10.244.0.6": False}),
-                                          "metadata": kube.request("GET", slices)["metadata"]})
-        kube.request("PUT", slices, body={**slice_({"10.244.0.5": True, "10.244.0.6": True}),
-                                          "metadata": kube.request("GET", slices)["metadata"]})
-        wait_for(lambda: reconciles() > before, message="the debounced reconcile ran")
+
+        def put(ready: Mapping[str, bool]) -> str:
+            body = {**slice_(ready), "metadata": kube.request("GET", slices)["metadata"]}
+            return str(kube.request("PUT", slices, body=body)["metadata"]["resourceVersion"])
+
+        def held(rv: str, what: str) -> None:
+            # A held change is rechecked: the second read of ``rv`` starts after the first reconcile
+            # (the queue never runs one key twice at once) has finished, writing nothing.
+            wait_for(lambda: read.count(rv) >= 2, message=f"{what} read and held back by the debounce")
+            assert zk.exists(path).version == version
+
+        # A pod blips not-ready and back within the debounce (no debounce time passes): the record is
+        # not rewritten, though a reconcile saw the not-ready slice.
+        held(put({"10.244.0.5": True, "10.244.0.6": False}), "the not-ready blip")
+        back = put({"10.244.0.5": True, "10.244.0.6": True})
+        wait_for(lambda: back in read, message="the debounced reconcile read the pod ready again")
         assert zk.exists(path).version == version
-        # A lasting change is published once it has been stable for the debounce.
-        kube.request("PUT", slices, body={**slice_({"10.244.0.5": True, "10.244.0.6": False}),
-                                          "metadata": kube.request("GET", slices)["metadata"]})
+        # A lasting change is held until it has been stable for the debounce, then published once.
+        held(put({"10.244.0.5": True, "10.244.0.6": False}), "the lasting change")
+        now[0] += options.endpoints_debounce
         wait_for(lambda: addresses() == ["10.244.0.5"], message="not-ready endpoint dropped")
         assert zk.exists(path).version == version + 1
 
