@@ -12,6 +12,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterator
+from types import SimpleNamespace
 
 import kazoo
 import pytest
@@ -21,6 +22,7 @@ from prometheus_client import REGISTRY
 from zkop_testing.waiting import EVENTUALLY, result_within, wait_for
 from zkop_testing.zookeeper import ZooKeeperServer
 
+from zkop.zookeeper import reset
 from zkop.zookeeper.adapter import ConnectionOptions, ZooKeeperAdapter, ZooKeeperUnavailable
 from zkop.zookeeper.handler import SelectHandler
 from zkop.zookeeper.reset import restart_from_scratch, zxid_refused
@@ -108,15 +110,25 @@ def test_session_suspended_past_its_timeout_is_reset_from_scratch(server: ZooKee
         adapter.stop()
 
 
-def test_while_the_reset_lasts_every_request_names_it(server: ZooKeeperServer) -> None:
+def test_while_the_reset_lasts_every_request_names_it(server: ZooKeeperServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The watchdog's clock is the test's: SUSPENDED lasts until the test moves it past the session timeout,
+    # however long the machine stalls, so the SUSPENDED reason is there to be read.
+    now = [1000.0]
+    monkeypatch.setattr(reset, "time", SimpleNamespace(monotonic=lambda: now[0], sleep=time.sleep))
     adapter = ZooKeeperAdapter(ConnectionOptions(hosts=server.hosts, session_timeout=2, connect_timeout=10))
     states = _states(adapter)
     adapter.start()
     try:
         adapter.client.create("/n", b"x")
         server.kill()  # the ensemble is gone (and comes back empty, below): no session to be had meanwhile
-        reason = wait_for(lambda: adapter.unavailable_reason, message="SUSPENDED is reported")
-        assert "SUSPENDED" in reason and "reset after 2 s" in reason
+        # Listeners hear SUSPENDED after the watchdog was told (Session._on_state): its reason is set.
+        wait_for(lambda: "SUSPENDED" in states, message="SUSPENDED is reported")
+        reason = adapter.unavailable_reason
+        assert reason is not None and "SUSPENDED" in reason and "reset after 2 s" in reason
+        now[0] += 1.5
+        reason = adapter.unavailable_reason
+        assert reason is not None and "SUSPENDED for 1.5 s" in reason
+        now[0] += 0.5  # the session timeout has passed
         wait_for(lambda: "LOST" in states, message="declared LOST after the session timeout")
         reason_now = adapter.unavailable_reason
         assert reason_now is not None and "session reset in progress" in reason_now
