@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import kubernetes.client as k8s
@@ -231,6 +232,56 @@ def test_stalled_watches_send_nothing_until_resumed(kube: KubeClient, server: Ap
     server.stall_watches(False)
     wait_for(lambda: patient.names() == [("ADDED", "a")], message="event after resume")
     patient.stop(server)
+
+
+class _WaitRecordingCondition(threading.Condition):
+    """A Condition that tells when someone waits on it for a predicate (``stall_watches`` for the writers)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.predicate_waited = threading.Event()
+
+    def wait_for(self, predicate: Callable[[], Any], timeout: float | None = None) -> Any:
+        self.predicate_waited.set()
+        return super().wait_for(predicate, timeout)
+
+
+def test_stall_returns_once_no_stream_can_write(kube: KubeClient, server: ApiServer, ns: str,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    # A stream that has passed its stall check is held at its write until the stall has begun (and
+    # either waits for that write or has already returned): stall_watches(True) must not return before
+    # the write, or the caller would see an event arrive after it believed the watches silent.
+    cond = _WaitRecordingCondition()
+    monkeypatch.setattr(server, "_stall", cond)  # a fresh server: no stream uses the old one
+    returned, holding = threading.Event(), threading.Event()
+    written: list[str] = []
+    write_event = server._write_event
+
+    def held_write_event(handler: Any, event: Any) -> None:
+        name = event["object"]["metadata"]["name"]
+        if name == "a":
+            holding.set()
+            wait_for(lambda: server._stalled and (returned.is_set() or cond.predicate_waited.is_set()),
+                     message="the stall began")
+        write_event(handler, event)
+        written.append(name)
+
+    monkeypatch.setattr(server, "_write_event", held_write_event)
+    rv = str(server.resource_version)
+    watch = WatchCollector(kube, cms(ns), {"resourceVersion": rv})
+    kube.request("POST", cms(ns), body=cm("a"))
+    assert holding.wait(EVENTUALLY)  # the stream passed its stall check and is at its write
+    try:
+        server.stall_watches(True)
+        written_by_then = list(written)
+    finally:
+        returned.set()
+    assert written_by_then == ["a"]
+    wait_for(lambda: watch.names() == [("ADDED", "a")], message="the event written before the stall")
+    kube.request("POST", cms(ns), body=cm("b"))
+    server.stall_watches(False)
+    wait_for(lambda: watch.names() == [("ADDED", "a"), ("ADDED", "b")], message="the event after resume")
+    watch.stop(server)
 
 
 def test_watch_of_a_deleted_crd_ends(kube: KubeClient, server: ApiServer, crd: JSON, ns: str) -> None:

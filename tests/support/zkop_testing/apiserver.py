@@ -252,8 +252,9 @@ class ApiServer:
         self._fail_codes: tuple[int, ...] = (500, 429)
         self._fail_methods: frozenset[str] | None = None
         self._fail_rng = random.Random()
-        self._stall = threading.Condition()
+        self._stall = threading.Condition()  # guards _stalled and _writing
         self._stalled = False
+        self._writing = 0  # stream threads between their stall check and the end of their writes
         self._stopping = False
 
     # ------------------------------------------------------------------ lifecycle
@@ -391,10 +392,33 @@ class ApiServer:
     def stall_watches(self, stalled: bool = True) -> None:
         """Make open (and new) watches send nothing at all, keeping connections open; ``False`` resumes.
 
-        Events that happen meanwhile are delivered after resuming.
+        Events that happen meanwhile are delivered after resuming. ``stall_watches(True)`` returns
+        once no stream can write any more: a stream that passed its stall check before the call
+        finishes the writes in hand first (each stream checks and writes inside one section that
+        the stall waits out).
+
+        Raises:
+            TimeoutError: a stream was still writing after ``EVENTUALLY`` seconds (a client that
+                stopped reading with the socket buffers full); the stall stays on.
         """
         with self._stall:
             self._stalled = stalled
+            self._stall.notify_all()
+            if stalled and not self._stall.wait_for(lambda: self._writing == 0, timeout=EVENTUALLY):
+                raise TimeoutError(f"{self._writing} watch stream(s) still writing {EVENTUALLY:g} s after the stall")
+
+    def _begin_writing(self) -> bool:
+        """Enter a stream's write section unless watches are stalled (then wait up to 0.1 s; False)."""
+        with self._stall:
+            if self._stalled:
+                self._stall.wait(0.1)
+                return False
+            self._writing += 1
+            return True
+
+    def _end_writing(self) -> None:
+        with self._stall:
+            self._writing -= 1
             self._stall.notify_all()
 
     @property
@@ -830,9 +854,7 @@ class ApiServer:
             handler.end_headers()
             handler.wfile.flush()
             watcher.start_streaming()  # a drop() before this line is found by _stream's first check
-            self._stream(handler, watcher, sock, timeout, transform)
-            handler.wfile.write(b"0\r\n\r\n")
-            handler.wfile.flush()
+            self._stream(handler, watcher, sock, timeout, transform)  # ends with the last chunk
         finally:
             self.store.close_watch(watcher)
 
@@ -847,48 +869,53 @@ class ApiServer:
 
     def _stream(self, handler: _Handler, watcher: Watcher, sock: socket.socket, timeout: float | None,
                 transform: Callable[[JSON], JSON] | None = None) -> None:
+        """Write ``watcher``'s events (and bookmarks) as chunks until it closes, its timeout passes
+        (then the last chunk) or it is dropped or the client goes (:class:`_WatchAborted`).
+
+        Every check of the stall and the writes after it are one write section
+        (:meth:`_begin_writing`), which :meth:`stall_watches` waits out.
+        """
         start = time.monotonic()
         deadline = start + timeout if timeout else None
         next_bookmark = self._next_bookmark(start, deadline) if watcher.bookmarks else None
         while True:
             if watcher.dropped:
                 raise _WatchAborted()
-            with self._stall:
-                if self._stalled:
-                    self._stall.wait(0.1)
-                    stalled = True
-                else:
-                    stalled = False
-            if stalled:
+            if not self._begin_writing():  # stalled
                 if self._client_gone(sock):
                     raise _WatchAborted()
                 continue
-            for item in watcher.take():
-                rendered = watcher.render(item)
-                if rendered is not None and transform is not None:
-                    rendered = transform(rendered)
-                if rendered is not None:
-                    self._write_event(handler, rendered)
-            if watcher.dropped:
-                raise _WatchAborted()
-            if watcher.closed:
-                with watcher.cond:
-                    if not watcher.queue:
-                        return
-                continue
-            now = time.monotonic()
-            if deadline is not None and now >= deadline:
-                return
-            if next_bookmark is not None and now >= next_bookmark:
-                rv = self.store.bookmark_rv(watcher)
-                if rv is None:  # events still queued: they go first
+            try:
+                for item in watcher.take():
+                    rendered = watcher.render(item)
+                    if rendered is not None and transform is not None:
+                        rendered = transform(rendered)
+                    if rendered is not None:
+                        self._write_event(handler, rendered)
+                if watcher.dropped:
+                    raise _WatchAborted()
+                if watcher.closed:
+                    with watcher.cond:
+                        if not watcher.queue:
+                            self._write_chunk(handler, b"")  # the last chunk: the stream ends cleanly
+                            return
                     continue
-                # cache_watcher.go processInterval: only a bookmark newer than the watch's start is sent
-                if rv > watcher.start_rv:
-                    self._write_event(handler, {"type": "BOOKMARK",
-                                                "object": self.store.bookmark_object(watcher.rt, rv)})
-                next_bookmark = self._next_bookmark(now, deadline)
-                continue
+                now = time.monotonic()
+                if deadline is not None and now >= deadline:
+                    self._write_chunk(handler, b"")
+                    return
+                if next_bookmark is not None and now >= next_bookmark:
+                    rv = self.store.bookmark_rv(watcher)
+                    if rv is None:  # events still queued: they go first
+                        continue
+                    # cache_watcher.go processInterval: only a bookmark newer than the watch's start is sent
+                    if rv > watcher.start_rv:
+                        self._write_event(handler, {"type": "BOOKMARK",
+                                                    "object": self.store.bookmark_object(watcher.rt, rv)})
+                    next_bookmark = self._next_bookmark(now, deadline)
+                    continue
+            finally:
+                self._end_writing()
             wait = 0.25
             if next_bookmark is not None:
                 wait = min(wait, max(0.0, next_bookmark - now))
