@@ -79,7 +79,8 @@ def test_watch_mode_end_to_end(mode: str, kubeconfig: str, kube: KubeClient, zk:
         # A hand edit while zkop is disconnected is restored once it is back (same session).
         proxy.cut()
         zk.set(zk_base + PATHS[2], b"edited while away")
-        time.sleep(1.0)
+        wait_for(lambda: "zkop_zookeeper_connected 0.0" in operator.metrics().splitlines(),
+                 message="zkop saw the connection go")
         proxy.restore()
         wait_for(lambda: read(zk, zk_base + PATHS[2]) == b"on", message="edit made while away restored")
         expected = [p for p in expected if not p.endswith(PATHS[1])] if mode == "per-node" else expected
