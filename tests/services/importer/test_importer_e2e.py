@@ -8,7 +8,6 @@ through their own kazoo sessions (``chrooted``), so ephemeral instances vanish w
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 from urllib.parse import quote
 
@@ -52,19 +51,20 @@ def settled(importer: ServiceImporter) -> None:
 
 
 def idle(importer: ServiceImporter) -> None:
-    """Wait until the importer's queue is empty and no reconcile is running (two polls in a row)."""
+    """Wait until no key of the importer's queue waits for pickup and none is being reconciled.
+
+    Reads the queue's own ``queue`` and ``processing`` sets under its lock (client-go's
+    ``Type.queue``/``processing``): a key is in one of them from ``add`` to ``done``, so no moment
+    between them looks idle (``controller_runtime_active_workers`` counts a key only after the
+    worker took it, and not while its requeue is added). Keys waiting in ``add_after`` do not count.
+    """
     queue = importer.controller.queue
 
     def quiet() -> bool:
-        return len(queue) == 0 and sample("controller_runtime_active_workers", {"controller": "service-import"}) == 0
+        with queue._cond:
+            return not queue._queue and not queue._processing
 
-    def quiet_twice() -> bool:
-        if not quiet():
-            return False
-        time.sleep(0.02)  # a key just taken from the queue has not counted as active yet
-        return quiet()
-
-    wait_for(quiet_twice, message="importer idle")
+    wait_for(quiet, message="importer idle")
 
 
 def full_sync_and_wait(importer: ServiceImporter) -> None:
@@ -280,8 +280,12 @@ def test_watches_are_rearmed_after_the_importers_session_is_lost(
     with running_importer(apiserver, adapter, OPTIONS) as importer:
         wait_for(lambda: endpoints(kube, "orders") == {"10.1.0.1": True}, message="imported")
         settled(importer)
+        states: list[str] = []
+        adapter.add_session_listener(states.append)  # after running_importer's: hears CONNECTED after it
         expire_session(adapter.client, f"{zk_server.hosts}{zk_base}")
-        wait_for(lambda: adapter.connected, message="new session")
+        # The new session heard: on_session_reconnected has queued the re-reads; idle waits them out.
+        wait_for(lambda: any(s in ("LOST", "SUSPENDED") and "CONNECTED" in states[i + 1:]
+                             for i, s in enumerate(states)), message="the new session heard")
         idle(importer)
         register(chrooted, "orders", "i2", "10.1.0.2", ephemeral=False)  # child watch
         chrooted.set("/services/orders/i1", curator_instance("orders", "i1", "10.1.0.1", enabled=False))  # data watch
