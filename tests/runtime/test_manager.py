@@ -35,9 +35,16 @@ class Fake:
 
 
 class Cached(Fake):
+    """``has_synced`` follows the ``synced`` event; ``unsynced_polls`` counts the Manager's polls that got False."""
+
+    unsynced_polls = 0
+
     def has_synced(self) -> bool:
         assert self.synced is not None
-        return self.synced.is_set()
+        synced = self.synced.is_set()
+        if not synced and threading.current_thread() is not threading.main_thread():  # not the test's own calls
+            self.unsynced_polls += 1
+        return synced
 
 
 class Checked(Fake):
@@ -68,7 +75,9 @@ def test_start_order_waits_for_caches_and_stops_in_reverse() -> None:
     thread, codes = run_in_thread(manager)
     wait_for(lambda: log == ["start cache", "start recorder"])
     assert manager.not_synced() == ["cache"]
-    assert not manager.elected.wait(0.1), "leader runnables must wait for the caches"
+    # The Manager polled an unsynced cache again after a False: it is waiting, so nothing was elected.
+    wait_for(lambda: cache.unsynced_polls >= 2, message="the Manager polls the unsynced cache")
+    assert not manager.elected.is_set(), "leader runnables must wait for the caches"
     synced.set()
     assert manager.elected.wait(EVENTUALLY)
     assert log[-1] == "start controller"
