@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from zkop_testing.apiserver import ApiServer
 from zkop_testing.waiting import wait_for
 
-from zkop.kube.client import KubeClient, resource_path
+from zkop.kube.client import JSON, KubeClient, resource_path
 from zkop.runtime.leaderelection import LeaderElector
 
 
@@ -25,6 +26,17 @@ def lease(kube: KubeClient) -> dict[str, object]:
     spec: dict[str, object] = kube.request("GET", resource_path("coordination.k8s.io", "v1", "leases", "default",
                                                                 "zkop-leader"))["spec"]
     return spec
+
+
+class LeaseReads(KubeClient):
+    """A client that counts its GETs of the Lease (a standby's attempts: it renews nothing)."""
+
+    gets = 0
+
+    def request(self, method: str, path: str, **kwargs: Any) -> JSON:
+        if method == "GET" and path.endswith("/leases/zkop-leader"):
+            self.gets += 1
+        return super().request(method, path, **kwargs)
 
 
 def elector(kube: KubeClient, identity: str, **kw: float) -> tuple[LeaderElector, threading.Event, threading.Event]:
@@ -49,7 +61,8 @@ def test_one_leader_then_release_hands_over(kube: KubeClient) -> None:
     # a's lease is long: a renewer starved for 2 s on a loaded machine must not let b in during the
     # standby check below; the release then shortens it to 1 s, which is what hands over.
     a, a_started, _ = elector(kube, "a", lease=30.0, renew=20.0)
-    b, b_started, _ = elector(kube, "b")
+    b_client = LeaseReads(kube.api_client, default_timeout=5)  # the same connection pool, closed with kube's
+    b, b_started, _ = elector(b_client, "b")
     stop_a, stop_b = threading.Event(), threading.Event()
     threading.Thread(target=a.run, args=(stop_a,), daemon=True).start()
     wait_for(a_started.is_set, message="a leads")
@@ -57,7 +70,10 @@ def test_one_leader_then_release_hands_over(kube: KubeClient) -> None:
     record = lease(kube)
     assert record["holderIdentity"] == "a" and record["leaseTransitions"] == 0
     assert str(record["renewTime"]).endswith("Z") and "." in str(record["renewTime"])  # RFC 3339 micro time
-    assert not b_started.wait(1.0)  # b stays a standby while a renews
+    # b stays a standby while a renews: its second read of the Lease starts after its first attempt
+    # ended without taking it (had it, b would lead and renew from its own copy, not read again).
+    wait_for(lambda: b_client.gets >= 2, message="b tried twice")
+    assert not b_started.is_set() and lease(kube)["holderIdentity"] == "a"
     stop_a.set()
     assert a.release()
     released = lease(kube)
