@@ -8,10 +8,10 @@ import itertools
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
 
 import pytest
 from prometheus_client import REGISTRY
+from zkop_testing.waiting import wait_for
 
 from zkop.runtime import metrics
 from zkop.runtime.metrics import InFlightSource, init_controller_metrics
@@ -39,14 +39,6 @@ def sample(name: str, labels: dict[str, str]) -> float | None:
 
 def wq(name: str) -> dict[str, str]:
     return {"name": name, "controller": name}
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.002)
 
 
 class FakeClock:
@@ -240,7 +232,7 @@ def test_rate_limited_adds_count_as_retries_and_adds() -> None:
         name, rate_limiter=ItemExponentialFailureRateLimiter[str](0.001, 0.001)
     )
     q.add_rate_limited("a")
-    wait_until(lambda: len(q) == 1)
+    wait_for(lambda: len(q) == 1, message="the rate-limited add reached the queue")
     assert sample("workqueue_retries_total", wq(name)) == 1
     assert sample("workqueue_adds_total", wq(name)) == 1
     q.shutdown()
