@@ -116,7 +116,7 @@ def test_bookmarks_carry_the_current_version(kube: KubeClient, server: ApiServer
     bookmark = watch.events[-1]["object"]
     assert bookmark == {"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"resourceVersion": str(current)}}
     plain = WatchCollector(kube, cms(ns), {"timeoutSeconds": 1, "resourceVersion": str(current)})
-    plain.finished.wait(5)
+    assert plain.finished.wait(EVENTUALLY)  # the checks below are about the ended watch
     assert plain.error is None and plain.events == []
 
 
