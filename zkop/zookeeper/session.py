@@ -76,7 +76,6 @@ class Session:
         self._event_cond = threading.Condition(threading.Lock())
         self._stopped = False
         self._closed = False  # the client is stopped: no state event comes after the queued ones (_event_cond)
-        self._renewed = threading.Event()  # set by CONNECTED and by stop(): ends the wait of a renewal
         self._dispatcher = threading.Thread(target=self._dispatch, name="zk-session-events", daemon=True)
         self._durations: dict[str, Any] = {}  # operation -> labelled histogram child
         self._last_session_id: int | None = None  # of the last CONNECTED session (kazoo hides it while SUSPENDED)
@@ -167,7 +166,7 @@ class Session:
         """
         bound = self.options.session_timeout if timeout is None else timeout
         self._stopped = True
-        self._renewed.set()
+        self._guard.wake.set()  # ends the wait of a start or a renewal in progress
         self._guard.rotation.stop(bound)
         self._watchdog.stop(bound)
         try:
@@ -216,7 +215,6 @@ class Session:
             self._on_lost()
         if state == KazooState.CONNECTED:
             self._last_session_id = self.session_id
-            self._renewed.set()
         self._watchdog.on_state(str(state))
         with self._event_cond:
             self._state = str(state)
@@ -298,12 +296,12 @@ class Session:
         with self._lifecycle:  # not at the same time as stop() or a session reset (zookeeper/reset.py)
             if self._stopped:
                 return
-            self._renewed.clear()
+            self._guard.attempt()
             self.client.stop()
             # kazoo's start() stops the client again on a time-out; start_async keeps it reconnecting instead.
             live = self.client.start_async()
         if not live.is_set():
-            self._renewed.wait(self.options.connect_timeout)  # CONNECTED, or stop() (which joins this thread)
+            self._guard.wake.wait(self.options.connect_timeout)  # settled, or stop() (which joins this thread)
         if not live.is_set() and not self._stopped:
             log.error("no ZooKeeper session with the rotated files yet (still trying): %s",
                       self.last_connect_error or "no answer")
