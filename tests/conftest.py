@@ -9,6 +9,11 @@
 - ``adapter``: a started :class:`~zkop.zookeeper.adapter.ZooKeeperAdapter` whose ``/`` is ``zk_base``.
 - ``zk_ensemble``: a 3-member quorum shared by a module, started only if requested.
   Tests that stop members must call ``zk_ensemble.heal()`` (in a ``finally``).
+- ``control_plane``: a real Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager built
+  from source, :mod:`zkop_testing.controlplane`) shared by the session, of the first minor ``ZKOP_K8S_MINORS``
+  names (default: the newest tested); ``control_plane_each``: the same, parametrized over every tested minor.
+  Binaries missing from the cache are built before the first test runs (about 15 minutes per minor, once
+  per machine). ``namespace``: a fresh namespace ``t-<hex>`` on ``control_plane`` per test, deleted afterwards.
 - ``apiserver``: a fresh in-memory Kubernetes API server (:mod:`zkop_testing.apiserver`) per
   test, no CRDs installed; ``kube``: a :class:`~zkop.kube.client.KubeClient` on it (10 s timeout)
   for the test's own requests. Directories override ``kube`` where they need more (CRDs, a namespace).
@@ -21,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import getpass
 import os
+import re
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -30,6 +36,8 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from zkop_testing.apiserver import ApiServer
+from zkop_testing.controlplane import ControlPlane, ControlPlaneError, binaries, fresh_namespace, minors_under_test
+from zkop_testing.crds import install_crds
 from zkop_testing.zookeeper import (
     ZooKeeperEnsemble,
     ZooKeeperNotInstalledError,
@@ -57,6 +65,83 @@ def pytest_configure(config: pytest.Config) -> None:
 def _remove_if_empty(directory: Path) -> None:
     with contextlib.suppress(OSError):
         directory.rmdir()
+
+
+_build_errors: dict[str, str] = {}
+
+
+def _minors_needed(items: list[pytest.Item]) -> list[str]:
+    """The minors whose control plane the collected tests use: ``control_plane`` (the first minor under
+    test) and every ``k8s-<minor>`` parameter (``control_plane_each``, the contract suite's ``cluster``)."""
+    needed: set[str] = set()
+    for item in items:
+        if "control_plane" in getattr(item, "fixturenames", ()):
+            needed.add(minors_under_test()[0])
+        needed.update(re.findall(r"k8s-(\d+\.\d+)", item.nodeid))
+    return [minor for minor in minors_under_test() if minor in needed]
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Build the control-plane binaries the collected tests need before the first runs (per-test timeouts
+    then never count a cold build, about 15 minutes a minor); a failed build fails those tests, not the run."""
+    if session.config.option.collectonly:
+        return
+    for minor in _minors_needed(session.items):
+        try:
+            binaries(minor)
+        except ControlPlaneError as err:
+            _build_errors[minor] = str(err)
+
+
+class _ControlPlanes:
+    """The session's control planes, one per minor, started on first use and stopped at the end."""
+
+    def __init__(self) -> None:
+        self.planes: dict[str, ControlPlane] = {}
+
+    def get(self, minor: str) -> ControlPlane:
+        if minor in _build_errors:
+            pytest.fail(_build_errors[minor], pytrace=False)
+        if minor not in self.planes:
+            plane = ControlPlane(minor)
+            try:
+                plane.start()
+            except ControlPlaneError as err:
+                plane.stop()
+                pytest.fail(str(err), pytrace=False)
+            with plane.admin() as kube:
+                install_crds(kube)
+            self.planes[minor] = plane
+        return self.planes[minor]
+
+    def stop(self) -> None:
+        for plane in self.planes.values():
+            plane.stop()
+
+
+@pytest.fixture(scope="session")
+def _control_planes() -> Iterator[_ControlPlanes]:
+    planes = _ControlPlanes()
+    yield planes
+    planes.stop()
+
+
+@pytest.fixture(scope="session")
+def control_plane(_control_planes: _ControlPlanes) -> ControlPlane:
+    """A real control plane of the first minor under test, with zkop's CRD installed; shared by the session."""
+    return _control_planes.get(minors_under_test()[0])
+
+
+@pytest.fixture(scope="session", params=minors_under_test(), ids=lambda minor: f"k8s-{minor}")
+def control_plane_each(request: pytest.FixtureRequest, _control_planes: _ControlPlanes) -> ControlPlane:
+    """A real control plane of each minor under test (the test runs once per minor)."""
+    return _control_planes.get(str(request.param))
+
+
+@pytest.fixture
+def namespace(control_plane: ControlPlane) -> Iterator[str]:
+    """A fresh namespace on ``control_plane``; deleted afterwards, finalizers zkop can no longer remove cleared."""
+    yield from fresh_namespace(control_plane)
 
 
 def _require_zookeeper() -> None:

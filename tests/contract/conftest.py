@@ -1,4 +1,9 @@
-"""Contract suite fixtures: the in-memory API server by default, a real cluster with ``ZKOP_CONTRACT_KUBECONFIG``.
+"""Contract suite fixtures: every test runs against the in-memory API server and against a real control plane.
+
+``cluster`` is parametrized: ``double`` (``zkop_testing.apiserver``) and ``k8s-<minor>`` for each
+Kubernetes minor under test (``zkop_testing.controlplane``, built from source), so a divergence
+between the double and kube-apiserver is a failing test. ``ZKOP_CONTRACT_KUBECONFIG`` adds one more
+target, any cluster (the kind job of ``.github/workflows/e2e.yaml``).
 
 On a real cluster the suite installs its copy of the ZooKeeperConfig CRD (group
 ``contract.zkop.example.com``, which zkop does not reconcile, so the suite passes
@@ -16,19 +21,28 @@ from collections.abc import Iterator
 import pytest
 from contract_support import CRDS, Cluster, contract_crd, install_crd
 from zkop_testing.apiserver import ApiServer
+from zkop_testing.controlplane import minors_under_test
 
 from zkop.kube.client import ApiException, KubeClient, load_api_client
 
 KUBECONFIG_ENV = "ZKOP_CONTRACT_KUBECONFIG"
 
 
-@pytest.fixture(scope="session")
-def _real_cluster() -> Iterator[tuple[KubeClient, str] | None]:
-    path = os.environ.get(KUBECONFIG_ENV)
-    if not path:
+TARGETS = ["double", *(f"k8s-{minor}" for minor in minors_under_test()),
+           *(["kubeconfig"] if os.environ.get(KUBECONFIG_ENV) else [])]
+
+
+@pytest.fixture(scope="session", params=TARGETS)
+def _real_cluster(request: pytest.FixtureRequest) -> Iterator[tuple[KubeClient, str] | None]:
+    target = str(request.param)
+    if target == "double":
         yield None
         return
-    kube = KubeClient(load_api_client(path), default_timeout=30)
+    if target == "kubeconfig":
+        kube = KubeClient(load_api_client(os.environ[KUBECONFIG_ENV]), default_timeout=30)
+    else:
+        plane = request.getfixturevalue("_control_planes").get(target.removeprefix("k8s-"))
+        kube = KubeClient(plane.api_client(), default_timeout=30)
     created = install_crd(kube)
     namespace = f"zkop-contract-{uuid.uuid4().hex[:6]}"
     kube.request("POST", "/api/v1/namespaces", body={"metadata": {"name": namespace}})

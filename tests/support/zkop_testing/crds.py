@@ -9,7 +9,7 @@ import yaml
 
 from zkop.kube.client import KubeClient, resource_path
 
-__all__ = ["CRD_FILE", "install_crds", "load_crd"]
+__all__ = ["CRD_FILE", "install_crds", "load_crd", "release_finalizers"]
 
 #: The ZooKeeperConfig CRD as shipped in ``manifests/crd/`` (the package carries an identical copy,
 #: ``zkop/crds/``, checked by ``tests/manifests/test_crd_copy.py``).
@@ -29,3 +29,25 @@ def load_crd() -> dict[str, Any]:
 def install_crds(kube: KubeClient) -> None:
     """Create zkop's CRDs in an API server (``kubectl apply -f manifests/crd/`` for tests)."""
     kube.request("POST", resource_path("apiextensions.k8s.io", "v1", "customresourcedefinitions"), body=load_crd())
+
+
+def release_finalizers(kube: KubeClient, namespace: str) -> int:
+    """Clear the finalizers of every ZooKeeperConfig in ``namespace`` (a test's clean-up once zkop has stopped).
+
+    Returns how many objects had finalizers. Objects deleted meanwhile are skipped.
+    """
+    from zkop.kube.client import MERGE_PATCH, ApiException
+
+    path = resource_path("platform.example.com", "v1alpha1", "zookeeperconfigs", namespace)
+    released = 0
+    for item in kube.request("GET", path).get("items", []):
+        if not item["metadata"].get("finalizers"):
+            continue
+        try:
+            kube.request("PATCH", f"{path}/{item['metadata']['name']}", body={"metadata": {"finalizers": None}},
+                         content_type=MERGE_PATCH)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+        released += 1
+    return released

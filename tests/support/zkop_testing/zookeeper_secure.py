@@ -77,12 +77,15 @@ class TestCA:
                  "-subj", f"/CN={name}", "-addext", "basicConstraints=critical,CA:TRUE",
                  "-addext", "keyUsage=critical,keyCertSign,cRLSign", cwd=directory)
 
-    def issue(self, cn: str, *, dns: Sequence[str] = (), ips: Sequence[str] = (), stem: str | None = None) -> Issued:
-        """Issue a certificate for ``CN=cn`` with the given subject alternative names.
+    def issue(self, cn: str, *, dns: Sequence[str] = (), ips: Sequence[str] = (), stem: str | None = None,
+              organizations: Sequence[str] = ()) -> Issued:
+        """Issue a certificate for ``CN=cn`` (and an ``O=`` per organization) with the given subject alternative names.
 
         Server certificates need ``dns``/``ips`` (the name a client connects to); a client
-        certificate needs none. Returns PEM paths under the CA's directory (``stem``: file name
-        stem, default ``cn``; re-issuing with the same stem overwrites the files, as a rotation).
+        certificate needs none. Kubernetes reads a client certificate's ``CN`` as the user name and
+        each ``O`` as a group (kube-apiserver's x509 authenticator, ``CommonNameUserConversion``).
+        Returns PEM paths under the CA's directory (``stem``: file name stem, default ``cn``; re-issuing
+        with the same stem overwrites the files, as a rotation).
         """
         stem = stem or cn
         key, csr = self.directory / f"{stem}.key", self.directory / f"{stem}.csr"
@@ -95,7 +98,8 @@ class TestCA:
         new_key = self.directory / f"{stem}.key.new"
         _openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", str(new_key),
                  cwd=self.directory)
-        _openssl("req", "-new", "-key", str(new_key), "-out", str(csr), "-subj", f"/CN={cn}", cwd=self.directory)
+        subject = f"/CN={cn}" + "".join(f"/O={o}" for o in organizations)
+        _openssl("req", "-new", "-key", str(new_key), "-out", str(csr), "-subj", subject, cwd=self.directory)
         new_cert = self.directory / f"{stem}.pem.new"
         _openssl("x509", "-req", "-in", str(csr), "-CA", str(self.cert), "-CAkey", str(self.key),
                  "-CAcreateserial", "-out", str(new_cert), "-days", "1", "-extfile", str(ext), cwd=self.directory)

@@ -1,0 +1,62 @@
+"""zkop on a real Kubernetes control plane (``zkop_testing.controlplane``), under the RBAC its manifests grant.
+
+Every test here runs once per Kubernetes minor under test (``plane``: ``control_plane_each``).
+
+- ``installed``: ``manifests/default`` with the ``service-bridge`` and ``service-import`` components,
+  rendered by the real ``kubectl kustomize`` and applied server-side by the real ``kubectl`` (everything
+  but the Deployment, which needs a kubelet): the Namespace, the CRD, the ServiceAccount, the roles and
+  their bindings, once per session.
+- ``zkop_kubeconfig``: a kubeconfig that authenticates as that ServiceAccount with a token from the
+  TokenRequest API, as the kubelet mounts one into zkop's Pod; zkop runs as it, never as an admin.
+- ``kube``: an admin client for the test's own requests; ``namespace``: a fresh namespace on ``plane``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from cluster_support import ZKOP_NAMESPACE, ZKOP_SERVICE_ACCOUNT, kubectl, rendered_install
+from zkop_testing.controlplane import ControlPlane, fresh_namespace
+from zkop_testing.kustomize import Obj
+
+from zkop.kube.client import KubeClient
+
+
+@pytest.fixture(scope="session")
+def plane(control_plane_each: ControlPlane) -> ControlPlane:
+    """The control plane of the minor this test runs on."""
+    return control_plane_each
+
+
+@pytest.fixture(scope="session")
+def installed(plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> list[Obj]:
+    """The install applied to the control plane (all but the Deployment); the rendered objects."""
+    objects = rendered_install(tmp_path_factory.mktemp("install"))
+    applied = [o for o in objects if o["kind"] not in ("Deployment", "PodDisruptionBudget")]
+    kubectl(plane, "apply", "--server-side", "--force-conflicts", "--field-manager=zkop-tests", "-f", "-",
+            input=yaml.safe_dump_all(applied))
+    kubectl(plane, "wait", "--for=condition=Established", "crd/zookeeperconfigs.platform.example.com",
+            "--timeout=60s")
+    return objects
+
+
+@pytest.fixture
+def zkop_kubeconfig(plane: ControlPlane, installed: list[Obj], tmp_path: Path) -> str:
+    """A kubeconfig for zkop's own ServiceAccount (a bound token from the TokenRequest API)."""
+    return str(plane.service_account_kubeconfig(tmp_path / "zkop.kubeconfig", ZKOP_NAMESPACE, ZKOP_SERVICE_ACCOUNT))
+
+
+@pytest.fixture
+def kube(plane: ControlPlane) -> Iterator[KubeClient]:
+    """An admin client on the control plane."""
+    with plane.admin() as client:
+        yield client
+
+
+@pytest.fixture
+def namespace(plane: ControlPlane) -> Iterator[str]:
+    """A fresh namespace on ``plane`` (see the root conftest's ``namespace``)."""
+    yield from fresh_namespace(plane)
