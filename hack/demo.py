@@ -1,4 +1,9 @@
-"""Local demo: real ZooKeeper + in-memory API server + ``zkop run``, with ``examples/`` applied.
+"""Local demo: real ZooKeeper + a Kubernetes API server + ``zkop run``, with ``examples/`` applied.
+
+The API server is zkop's in-memory one (``--control-plane memory``, the default: up in a second) or a
+real control plane (``--control-plane real``: etcd, kube-apiserver and kube-controller-manager built
+from source by ``hack/control-plane/build.sh``, about 15 minutes the first time on a machine, then a
+few seconds; ``zkop run`` then authenticates as the admin of that plane).
 
 Run through ``hack/demo.sh`` (which installs what is needed). It says what it is doing while
 it sets up, then shows what converged: ``kubectl get zkc -A``, each znode's value as text
@@ -34,7 +39,8 @@ import yaml
 from kazoo.client import KazooClient
 from kazoo.security import ACL, Permissions
 from zkop_testing.apiserver import ApiServer
-from zkop_testing.crds import install_crds
+from zkop_testing.controlplane import NEWEST, ControlPlane, binaries
+from zkop_testing.crds import crd_established, install_crds
 from zkop_testing.operator import OperatorProcess
 from zkop_testing.waiting import wait_for
 from zkop_testing.zookeeper import ZooKeeperServer
@@ -184,7 +190,31 @@ def _quiet_signals() -> None:
         signal.signal(signum, signal.SIG_IGN)
 
 
-def run(stack: contextlib.ExitStack, workdir: Path, keep_running: bool) -> bool:
+def start_api_server(stack: contextlib.ExitStack, workdir: Path, control_plane: str) -> tuple[KubeClient, str]:
+    """Start the in-memory API server or a real control plane (stopped by ``stack``); a client and a kubeconfig."""
+    kubeconfig = workdir / "kubeconfig"
+    if control_plane == "real":
+        step(f"finding or building the Kubernetes {NEWEST} control plane (hack/control-plane/build.sh; "
+             "about 15 minutes the first time on this machine)")
+        binaries(NEWEST)
+        step("starting etcd, kube-apiserver and kube-controller-manager")
+        plane = stack.enter_context(ControlPlane(NEWEST, directory=workdir / "control-plane"))
+        plane.write_kubeconfig(kubeconfig)
+        kube = KubeClient(plane.api_client())
+        url = f"Kubernetes {NEWEST} on {plane.url} (up in {plane.startup_seconds:.0f} s)"
+    else:
+        apiserver = stack.enter_context(ApiServer())
+        apiserver.write_kubeconfig(str(kubeconfig))
+        kube = KubeClient(apiserver.api_client())
+        url = f"API server on {apiserver.url}"
+    stack.callback(kube.close)
+    install_crds(kube)
+    wait_for(lambda: crd_established(kube), message="zkop's CRD established")
+    step(f"{url} with zkop's CRD; starting `zkop run` (waiting for /readyz)")
+    return kube, str(kubeconfig)
+
+
+def run(stack: contextlib.ExitStack, workdir: Path, keep_running: bool, control_plane: str = "memory") -> bool:
     """Start everything (registered on ``stack`` to be stopped), apply examples/, report; True if it converged."""
     credentials = workdir / "zookeeper-credentials"
     fd = os.open(credentials, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -192,14 +222,9 @@ def run(stack: contextlib.ExitStack, workdir: Path, keep_running: bool) -> bool:
         fh.write(CREDENTIALS + "\n")
     step("starting ZooKeeper (a JVM; a few seconds)")
     zookeeper = stack.enter_context(ZooKeeperServer())
-    step(f"ZooKeeper serves on {zookeeper.hosts}; starting the in-memory Kubernetes API server")
-    apiserver = stack.enter_context(ApiServer())
-    kubeconfig = str(workdir / "kubeconfig")
-    apiserver.write_kubeconfig(kubeconfig)
-    kube = KubeClient(apiserver.api_client())
-    stack.callback(kube.close)
-    install_crds(kube)
-    step(f"API server on {apiserver.url} with zkop's CRD; starting `zkop run` (waiting for /readyz)")
+    which = "a real control plane" if control_plane == "real" else "the in-memory Kubernetes API server"
+    step(f"ZooKeeper serves on {zookeeper.hosts}; starting {which}")
+    kube, kubeconfig = start_api_server(stack, workdir, control_plane)
     operator = OperatorProcess(kubeconfig, zookeeper.hosts, ["--zk-auth-file", str(credentials)],
                                log_path=str(workdir / "zkop.log"))
     stack.callback(lambda: _LOG_TAIL.append(operator.log_tail(40)))  # after stopping: the log, should we fail
@@ -257,6 +282,9 @@ def main() -> int:
     """Run the demo; returns the exit code."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--keep-running", action="store_true", help="wait for Ctrl-C before stopping")
+    parser.add_argument("--control-plane", choices=("memory", "real"), default="memory",
+                        help="zkop's in-memory API server (default) or a real kube-apiserver, etcd and "
+                             "kube-controller-manager built from source")
     args = parser.parse_args()
     # SIGTERM and SIGHUP clean up like Ctrl-C: the exit stack stops everything, then the temp dir goes.
     signal.signal(signal.SIGINT, signal.default_int_handler)  # even if started with SIGINT ignored (`&`)
@@ -267,7 +295,7 @@ def main() -> int:
     try:
         with contextlib.ExitStack() as stack:
             try:
-                ok = run(stack, workdir, args.keep_running)
+                ok = run(stack, workdir, args.keep_running, args.control_plane)
             finally:
                 _quiet_signals()
                 step("stopping what it started")

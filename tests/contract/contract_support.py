@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from zkop_testing.apiserver import ApiServer
 from zkop_testing.apiserver_fixtures import wait_for, zookeeperconfig_crd
+from zkop_testing.crds import crd_established
 
 from zkop.kube.client import ApiException, KubeClient, resource_path
 
@@ -72,10 +73,5 @@ def install_crd(kube: KubeClient) -> bool:
         kube.request("POST", CRDS, body=contract_crd())
         created = True
 
-    def established() -> bool:
-        crd = kube.request("GET", f"{CRDS}/{name}")
-        return any(c.get("type") == "Established" and c.get("status") == "True"
-                   for c in crd.get("status", {}).get("conditions", []))
-
-    wait_for(established, timeout=60, message="CRD established")
+    wait_for(lambda: crd_established(kube, name), timeout=60, message="CRD established")
     return created

@@ -25,6 +25,7 @@ from types import ModuleType
 
 import pytest
 from kazoo.security import ACL, Id, Permissions
+from zkop_testing.controlplane import NEWEST
 from zkop_testing.zookeeper import port_is_free
 
 REPO = Path(__file__).resolve().parents[2]
@@ -60,17 +61,24 @@ def _no_process_mentions(text: str) -> bool:
     return True
 
 
-def test_demo_shows_what_converged_and_leaves_nothing_behind(tmpdir_for_demo: Path) -> None:
+# The id names the minor so that the suite's conftest builds its control plane before the tests start.
+@pytest.mark.parametrize("control_plane", ["memory", "real"], ids=["in-memory", f"k8s-{NEWEST}"])
+def test_demo_shows_what_converged_and_leaves_nothing_behind(tmpdir_for_demo: Path, control_plane: str) -> None:
     tmpdir = tmpdir_for_demo
-    done = subprocess.run([str(DEMO)], env=_demo_env(tmpdir), capture_output=True, text=True, timeout=280,
-                          check=False)
+    done = subprocess.run([str(DEMO), "--control-plane", control_plane], env=_demo_env(tmpdir),
+                          capture_output=True, text=True, timeout=280, check=False)
     out = done.stdout
     assert done.returncode == 0, f"{out}\n{done.stderr}"
     # progress, one line per step with the elapsed seconds
-    for what in ("starting ZooKeeper", "starting the in-memory Kubernetes API server", "starting `zkop run`",
-                 "applying examples/", "waiting for zkop to reconcile"):
+    started = {"memory": "starting the in-memory Kubernetes API server",
+               "real": "starting etcd, kube-apiserver and kube-controller-manager"}[control_plane]
+    for what in ("starting ZooKeeper", started, "with zkop's CRD; starting `zkop run`", "applying examples/",
+                 "waiting for zkop to reconcile"):
         assert re.search(rf"^>> \[ *\d+s\] .*{re.escape(what)}", out, re.MULTILINE), what
-    # a real `kubectl get zkc -A`: the Table the in-memory API server builds from the CRD's printer columns
+    if control_plane == "real":
+        assert re.search(rf"^>> \[ *\d+s\] Kubernetes {re.escape(NEWEST)} on https://127\.0\.0\.1:\d+ ",
+                         out, re.MULTILINE), out
+    # a real `kubectl get zkc -A`: the Table the API server builds from the CRD's printer columns
     assert re.search(r"^NAMESPACE +NAME +PATH +POLICY +STATE +READY +AGE$", out, re.MULTILINE), out
     assert re.search(r"^default +payments-routing-rules +/app/routing/payments/rules +createOrUpdate +Synced +True +"
                      r"\d+s$", out, re.MULTILINE), out

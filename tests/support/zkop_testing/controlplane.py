@@ -48,7 +48,7 @@ from typing import Any, Self
 import kubernetes
 import yaml
 
-from zkop.kube.client import ApiException, KubeClient, resource_path
+from zkop.kube.client import ApiException, KubeClient
 from zkop_testing.waiting import EVENTUALLY, wait_for
 from zkop_testing.zookeeper import LOOPBACK, free_port
 from zkop_testing.zookeeper_secure import TestCA
@@ -441,11 +441,6 @@ def _on_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
-def crd_path(plural: str = "zookeeperconfigs", group: str = "platform.example.com") -> str:
-    """The API path of a CustomResourceDefinition by name."""
-    return f"{resource_path('apiextensions.k8s.io', 'v1', 'customresourcedefinitions')}/{plural}.{group}"
-
-
 # ---------------------------------------------------------------------- hack/control-plane.sh
 
 def _state_dir() -> Path:
@@ -471,7 +466,7 @@ def up(minor: str = NEWEST) -> Path:
     Raises:
         ControlPlaneError: it could not be built or started, or one of another minor is running.
     """
-    from zkop_testing.crds import install_crds
+    from zkop_testing.crds import crd_established, install_crds
 
     directory = _state_dir()
     state_file = directory / "state.json"
@@ -489,7 +484,7 @@ def up(minor: str = NEWEST) -> Path:
         plane.start()
         with plane.admin() as kube:
             install_crds(kube)
-            wait_for(lambda: _established(kube), message="zkop's CRD established")
+            wait_for(lambda: crd_established(kube), message="zkop's CRD established")
     except BaseException:
         plane.stop()
         shutil.rmtree(directory, ignore_errors=True)
@@ -521,12 +516,6 @@ def down() -> bool:
             os.killpg(pid, signal.SIGKILL)
     shutil.rmtree(directory, ignore_errors=True)
     return True
-
-
-def _established(kube: KubeClient) -> bool:
-    crd = kube.request("GET", crd_path())
-    return any(c.get("type") == "Established" and c.get("status") == "True"
-               for c in crd.get("status", {}).get("conditions", []))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -9,7 +9,7 @@ import yaml
 
 from zkop.kube.client import KubeClient, resource_path
 
-__all__ = ["CRD_FILE", "install_crds", "load_crd", "release_finalizers"]
+__all__ = ["CRD_FILE", "crd_established", "install_crds", "load_crd", "release_finalizers"]
 
 #: The ZooKeeperConfig CRD as shipped in ``manifests/crd/`` (the package carries an identical copy,
 #: ``zkop/crds/``, checked by ``tests/manifests/test_crd_copy.py``).
@@ -29,6 +29,13 @@ def load_crd() -> dict[str, Any]:
 def install_crds(kube: KubeClient) -> None:
     """Create zkop's CRDs in an API server (``kubectl apply -f manifests/crd/`` for tests)."""
     kube.request("POST", resource_path("apiextensions.k8s.io", "v1", "customresourcedefinitions"), body=load_crd())
+
+
+def crd_established(kube: KubeClient, name: str = "zookeeperconfigs.platform.example.com") -> bool:
+    """True once the API server reports the CRD ``name`` ``Established`` (its resource is served)."""
+    crd = kube.request("GET", f"{resource_path('apiextensions.k8s.io', 'v1', 'customresourcedefinitions')}/{name}")
+    return any(c.get("type") == "Established" and c.get("status") == "True"
+               for c in (crd.get("status") or {}).get("conditions") or [])
 
 
 def release_finalizers(kube: KubeClient, namespace: str) -> int:
