@@ -68,6 +68,8 @@ def _remove_if_empty(directory: Path) -> None:
 
 
 _build_errors: dict[str, str] = {}
+#: ``(minor, start-up seconds)`` of each control plane the session started, for the summary.
+_startups: list[tuple[str, float]] = []
 
 
 def _minors_needed(items: list[pytest.Item]) -> list[str]:
@@ -93,6 +95,12 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             _build_errors[minor] = str(err)
 
 
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Say how long each real control plane took to start (etcd, kube-apiserver, kube-controller-manager)."""
+    for minor, seconds in _startups:
+        terminalreporter.write_line(f"Kubernetes {minor} control plane: ready in {seconds:.1f} s")
+
+
 class _ControlPlanes:
     """The session's control planes, one per minor, started on first use and stopped at the end."""
 
@@ -112,6 +120,7 @@ class _ControlPlanes:
             with plane.admin() as kube:
                 install_crds(kube)
             self.planes[minor] = plane
+            _startups.append((minor, plane.startup_seconds))
         return self.planes[minor]
 
     def stop(self) -> None:
