@@ -38,7 +38,7 @@ from .measure import (
     server_latency_ms,
     zk_client,
 )
-from .params import CONTROLLER, JSON
+from .params import CONTROLLER, JSON, UNTHROTTLED
 from .watches import watch_figures
 
 log = logging.getLogger("bench")
@@ -64,7 +64,8 @@ def cold_sync_baseline(h: Harness) -> JSON:
     with zk_client(h.server) as zk:
         zk.ensure_path(BASELINE_CHROOT)
     h.operator_count += 1
-    operator = OperatorProcess(kubeconfig, f"{h.server.hosts}{BASELINE_CHROOT}", ["--workers", str(p.workers)],
+    operator = OperatorProcess(kubeconfig, f"{h.server.hosts}{BASELINE_CHROOT}",
+                               [*UNTHROTTLED, "--workers", str(p.workers)],
                                log_path=str(h.workdir / f"zkop-{h.operator_count}-cpu-baseline.log"))
     h.operators.append(operator)
     try:

@@ -45,6 +45,7 @@ from .params import (
     MAIN_CHROOT,
     NAMESPACE,
     SERVICE_NAMESPACE,
+    UNTHROTTLED,
     Params,
     cr_data,
     cr_manifest,
@@ -208,12 +209,12 @@ class Harness:
         return states
 
     def new_operator(self, args: Sequence[str], label: str, *, command_prefix: Sequence[str] = ()) -> OperatorProcess:
-        """A ``zkop run`` (not started) on :attr:`kubeconfig` and :attr:`chroot`, its log in the workdir,
-        stopped by :func:`hack.bench.runner` at the end; ``command_prefix`` runs it under a wrapper
-        (``valgrind …``: :mod:`hack.bench.instructions`)."""
+        """A ``zkop run`` (not started; :data:`~.params.UNTHROTTLED`) on :attr:`kubeconfig` and :attr:`chroot`,
+        its log in the workdir, stopped by :func:`hack.bench.runner` at the end; ``command_prefix`` runs it
+        under a wrapper (``valgrind …``: :mod:`hack.bench.instructions`)."""
         self.operator_count += 1
         log_path = self.workdir / f"zkop-{self.operator_count}-{label}.log"
-        operator = OperatorProcess(self.kubeconfig, f"{self.server.hosts}{self.chroot}", list(args),
+        operator = OperatorProcess(self.kubeconfig, f"{self.server.hosts}{self.chroot}", [*UNTHROTTLED, *args],
                                    log_path=str(log_path), command_prefix=command_prefix)
         self.operators.append(operator)
         return operator

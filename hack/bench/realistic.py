@@ -37,7 +37,7 @@ from zkop.zkconfig.spec import GROUP, PLURAL, VERSION
 
 from .harness import Harness
 from .measure import proc_memory_mb, zk_client
-from .params import JSON, cr_manifest, svc_manifest
+from .params import JSON, UNTHROTTLED, cr_manifest, svc_manifest
 
 __all__ = ["ListLoad", "realistic"]
 
@@ -164,8 +164,8 @@ def realistic(h: Harness) -> JSON:
             log.info("realistic: seeded in %.1f s", time.monotonic() - started)
             kubeconfig = str(api.write_kubeconfig(h.workdir / "kubeconfig-realistic"))
             operator = OperatorProcess(kubeconfig, f"{h.server.hosts}{CHROOT}", [
-                "--workers", str(p.workers), "--service-bridge", "--service-bridge-workers", str(p.workers),
-                "--service-bridge-max-deletes", "0"], log_path=str(h.workdir / "zkop-realistic.log"))
+                *UNTHROTTLED, "--workers", str(p.workers), "--service-bridge", "--service-bridge-workers",
+                str(p.workers), "--service-bridge-max-deletes", "0"], log_path=str(h.workdir / "zkop-realistic.log"))
             h.operators.append(operator)
             started = time.monotonic()
             operator.start(wait_ready=False)

@@ -193,3 +193,37 @@ def test_an_address_in_use_is_named_in_the_error(flag: str, server: str, tmp_pat
                              capture_output=True, text=True, timeout=60)
     assert run.returncode == 2, run.stderr
     assert f"cannot serve {server} on {address}: Address already in use" in run.stderr
+
+
+@pytest.mark.parametrize(("flags", "expected"), [
+    ([], (50.0, 100)), (["--kube-api-qps", "7", "--kube-api-burst", "3"], (7.0, 3)), (["--kube-api-qps", "-1"], None),
+])
+def test_the_operator_client_gets_the_kube_api_bucket(
+    flags: list[str], expected: tuple[float, int] | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``zkop run``'s flags reach the one client every controller, informer, the Lease and Events share."""
+    from zkop.cmd import main as cli
+    from zkop.cmd.operator import Operator, OperatorOptions
+
+    kubeconfig = tmp_path / "kubeconfig"  # never contacted: the operator is built, not run
+    kubeconfig.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:1"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}], "users": [{"name": "u", "user": {}}]}))
+    built: list[Operator] = []
+
+    class Built(Operator):
+        def __init__(self, options: OperatorOptions) -> None:
+            super().__init__(options)
+            built.append(self)
+
+        def run(self) -> int:
+            return 0
+
+    monkeypatch.setattr("zkop.cmd.operator.Operator", Built)
+    monkeypatch.setattr("signal.signal", lambda *args: None)  # _run's SIGTERM handler is not the test process's
+    assert cli.main(["run", "--kubeconfig", str(kubeconfig), "--zk-hosts", "127.0.0.1:1", *flags]) == 0
+    (operator,) = built
+    limiter = operator.client.rate_limiter
+    assert (None if limiter is None else (limiter.qps, limiter.burst)) == expected
+    assert operator.recorder.client is operator.client and operator.manager.client is operator.client

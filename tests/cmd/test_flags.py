@@ -70,6 +70,37 @@ def test_help_prints_defaults_as_durations() -> None:
         assert re.search(rf"{flag} DURATION [^()]*\(default {default}[);]", text), flag
 
 
+@pytest.mark.parametrize(("argv", "qps", "burst"), [
+    ([], 50.0, 100),
+    (["--kube-api-qps", "20", "--kube-api-burst", "30"], 20.0, 30),
+    (["--kube-api-qps", "12.5"], 12.5, 100),
+    # controller-runtime's -1, with or without '=' (Go's flag takes the next argument whatever it is).
+    (["--kube-api-qps", "-1"], -1.0, 100),
+    (["--kube-api-qps=-1", "--kube-api-burst=1"], -1.0, 1),
+    (["--kube-api-qps", "-0.5"], -1.0, 100),  # client-go: any negative QPS is "no limiter"
+])
+def test_kube_api_qps_and_burst(argv: list[str], qps: float, burst: int) -> None:
+    args = build_parser().parse_args(["run", *argv])
+    assert (args.kube_api_qps, args.kube_api_burst) == (qps, burst)
+
+
+def test_kube_api_flags_help_says_what_they_do() -> None:
+    text = " ".join(_subcommand_help("run").split())
+    assert re.search(r"--kube-api-qps QPS requests per second to the API server, on average; -1 \(any negative "
+                     r"value\) turns the client-side limiter off and leaves it to the server's API Priority and "
+                     r"Fairness \(controller-runtime's default\)\. The default is Flux's: [^()]*\(default 50\)", text)
+    assert re.search(r"--kube-api-burst N requests that may go at once before --kube-api-qps paces them "
+                     r"\(at least 1; default 100\)", text)
+    assert "a request waits for a token, none is dropped" in text
+    assert "Answers 429 or 5xx with Retry-After are retried after that many seconds, up to 10 times" in text
+
+
+def test_only_run_talks_to_the_api_server_so_only_run_has_the_kube_api_flags() -> None:
+    assert {"--kube-api-qps", "--kube-api-burst"} <= _option_strings("run")
+    for command in GITOPS_COMMANDS:
+        assert not {"--kube-api-qps", "--kube-api-burst", "--kubeconfig"} & _option_strings(command), command
+
+
 def test_bad_log_level_is_one_line_exit_2_no_traceback(tmp_path: Path) -> None:
     env = {**os.environ, "KUBECONFIG": str(tmp_path / "absent")}
     run = subprocess.run([sys.executable, "-m", "zkop", "run", "--log-level", "verbose"],
@@ -117,6 +148,15 @@ def _malformed_auth_file(tmp_path: Path) -> str:
     (["--service-bridge", "--service-bridge-root", "relative"], "argument --service-bridge-root: path must be"),
     (["--import-services", "--import-max-deletes", "-1"], "argument --import-max-deletes: must be 0 or more"),
     (["--import-services", "--import-namespace", "Not_A_Namespace"], "argument --import-namespace:"),
+    # client-go reads a QPS of 0 as its default 5 and a burst of 0 as 10; zkop asks for what is meant.
+    (["--kube-api-qps", "0"], "argument --kube-api-qps: must be more than 0, or -1 to turn the client-side limiter"),
+    (["--kube-api-qps", "fast"], "argument --kube-api-qps: 'fast' is not a number"),
+    (["--kube-api-qps", "inf"], "argument --kube-api-qps: 'inf' is not a finite number; use -1"),
+    (["--kube-api-qps", "nan"], "argument --kube-api-qps: 'nan' is not a finite number"),
+    (["--kube-api-burst", "0"], "argument --kube-api-burst: must be at least 1, got 0"),
+    # component-base ValidateClientConnectionConfiguration: "must be non-negative".
+    (["--kube-api-burst", "-1"], "argument --kube-api-burst: must be at least 1, got -1"),
+    (["--kube-api-burst", "1.5"], "argument --kube-api-burst: '1.5' is not a whole number"),
     # No prefix matching, as in Go's flag and pflag: argparse alone took '--sync-per' as --sync-period.
     (["--sync-per", "5s"], "unrecognized arguments: --sync-per 5s"),
     (["--worker=2"], "unrecognized arguments: --worker=2"),

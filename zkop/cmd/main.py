@@ -220,6 +220,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "(including a start-up probe ZooKeeper refuses).")
     run.add_argument("--kubeconfig", default=None, metavar="FILE",
                      help="kubeconfig path [KUBECONFIG]; else in-cluster config, else ~/.kube/config")
+    from zkop.cmd.kube_flags import add_flags as add_kube_flags
+
+    add_kube_flags(run)
     add_zookeeper_flags(run)
     run.add_argument("--namespace", action="append", default=[], dest="namespaces", type=dns_label,
                      metavar="NAMESPACE", help="watch only this namespace (repeatable; default: all namespaces)")
@@ -330,7 +333,7 @@ def _run(args: argparse.Namespace) -> int:
         cluster_id=args.cluster_id, registry_root=args.registry_root, acl_check_period=args.acl_check_period,
         bridge=bridge, importer=importer, dry_run=args.dry_run, metrics_secure=args.metrics_secure,
         metrics_cert_dir=args.metrics_cert_dir, metrics_cert_name=args.metrics_cert_name,
-        metrics_key_name=args.metrics_cert_key,
+        metrics_key_name=args.metrics_cert_key, kube_api_qps=args.kube_api_qps, kube_api_burst=args.kube_api_burst,
     )
     try:
         operator = Operator(options)

@@ -31,8 +31,10 @@ from tenacity.stop import stop_base
 
 from zkop import __version__
 from zkop.cmd.flags import EXIT_ERROR
+from zkop.cmd.kube_flags import DEFAULT_KUBE_API_BURST, DEFAULT_KUBE_API_QPS
 from zkop.kube.client import KubeClient, load_api_client
 from zkop.kube.events import EventRecorder
+from zkop.kube.flowcontrol import client_rate_limiter
 from zkop.runtime.certs import CertificateError
 from zkop.runtime.manager import LeaderElectionOptions, Manager, ManagerOptions
 from zkop.services.bridge.options import BridgeOptions
@@ -64,10 +66,13 @@ class _ServiceSyncBuilder(Protocol[_O_contra]):
 class OperatorOptions:
     """Everything ``zkop run`` can be told; see ``docs/operations.md`` for each flag.
 
-    Durations are seconds.
+    Durations are seconds. ``kube_api_qps``/``kube_api_burst`` are the API client's token bucket
+    (``--kube-api-qps``, negative: none; :func:`zkop.kube.flowcontrol.client_rate_limiter`).
     """
 
     kubeconfig: str | None = None
+    kube_api_qps: float = DEFAULT_KUBE_API_QPS
+    kube_api_burst: int = DEFAULT_KUBE_API_BURST
     zookeeper: ConnectionOptions = field(default_factory=ConnectionOptions)
     namespaces: list[str] = field(default_factory=list)
     workers: int = 4
@@ -243,8 +248,14 @@ class Operator:
     def __init__(self, options: OperatorOptions) -> None:
         self.options = options
         self.identity = f"{socket.gethostname()}_{uuid.uuid4()}"
+        limiter = client_rate_limiter(options.kube_api_qps, options.kube_api_burst)
         self.client = KubeClient(load_api_client(options.kubeconfig, pool_size=options.workers + 10),
-                                 user_agent=f"zkop-operator/{__version__}")
+                                 user_agent=f"zkop-operator/{__version__}", rate_limiter=limiter)
+        if limiter is None:
+            log.info("Kubernetes API client: no client-side rate limit (--kube-api-qps %g)", options.kube_api_qps)
+        else:
+            log.info("Kubernetes API client: at most %g requests/s, bursts of %d", options.kube_api_qps,
+                     options.kube_api_burst)
         self.zookeeper = ZooKeeperAdapter(options.zookeeper)
         if options.dry_run:
             # The net under the controllers' own dry-run handling: a write that gets here raises.

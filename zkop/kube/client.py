@@ -8,17 +8,39 @@ configured (no per-request URL parsing, serialisation hooks or token refresh):
 the models of client 37.x reject unknown fields and cost memory and CPU per
 object (see docs/performance.md). Every call goes through :meth:`KubeClient.request`
 or :meth:`KubeClient.watch`, which is also where API request counts are taken.
+
+Flow control is client-go's ``rest.Request`` (``request``, ``Watch``, ``tryThrottleWithInfo`` in
+rest/request.go; ``withRetry`` in rest/with_retry.go), once, here, for every verb:
+
+* **Client-side rate limit.** With a ``rate_limiter`` (``rest.Config.QPS``/``Burst``, see
+  :func:`zkop.kube.flowcontrol.client_rate_limiter`) every request waits for a token of that one
+  bucket before it is sent; it waits, it is never dropped. A watch's first request takes no
+  token (client-go ``Watch``: "We specifically don't want to rate limit watches"); every retry
+  below does, a watch's too (``withRetry.Before``). The wait is observed in
+  ``rest_client_rate_limiter_duration_seconds``.
+* **Retry-After.** An answer 429, or 5xx, that carries ``Retry-After: <seconds>`` is retried after
+  that many seconds, up to :data:`MAX_RETRIES` times (``checkWait``, ``retryAfterSeconds``,
+  ``IsNextRetry``); every body zkop sends is bytes it can send again, so this holds for every verb.
+  One bound more than client-go's ``ctx``: no retry whose wait would end after the request's
+  ``timeout`` has run out since the first attempt (client-go bounds the loop by the request's
+  context deadline). Then, or after the last retry, the caller gets the last answer as its
+  :class:`ApiException`. Retries are counted in ``rest_client_request_retries_total``; every
+  attempt in ``rest_client_requests_total``. urllib3's own ``Retry-After`` handling is turned off,
+  so there is one retry layer.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
+import math
 import os
+import re
 import socket
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
@@ -28,8 +50,12 @@ import urllib3
 from kubernetes.client.exceptions import ApiException
 
 from zkop.kube import metrics
+from zkop.kube.flowcontrol import TokenBucket
 
-__all__ = ["ApiException", "KubeClient", "WatchStream", "load_api_client", "resource_path"]
+__all__ = ["MAX_RETRIES", "ApiException", "KubeClient", "WatchStream", "load_api_client", "resource_path",
+           "retry_after_seconds"]
+
+log = logging.getLogger(__name__)
 
 JSON = dict[str, Any]
 Timeout = float | tuple[float, float] | None
@@ -38,6 +64,18 @@ MERGE_PATCH = "application/merge-patch+json"
 #: Seconds between recomputations of the authentication headers (in-cluster tokens rotate hourly).
 AUTH_REFRESH_SECONDS = 60.0
 JSON_PATCH = "application/json-patch+json"
+#: Retries of an answer that carries ``Retry-After`` (client-go ``rest.NewRequest``: ``maxRetries: 10``).
+MAX_RETRIES = 10
+#: Waits for a token longer than these many seconds are logged at DEBUG, and at INFO at most once per
+#: :data:`THROTTLE_LOG_INTERVAL` (client-go ``longThrottleLatency``, ``extraLongThrottleLatency`` and
+#: ``globalThrottledLogger``'s level-0 interval).
+LONG_THROTTLE_LATENCY = 0.05
+EXTRA_LONG_THROTTLE_LATENCY = 1.0
+THROTTLE_LOG_INTERVAL = 10.0
+#: API Priority and Fairness names the FlowSchema that matched a request in this response header.
+FLOW_SCHEMA_UID_HEADER = "X-Kubernetes-PF-FlowSchema-UID"
+#: What Go's ``strconv.Atoi`` accepts.
+_ATOI = re.compile(r"[+-]?[0-9]+")
 
 
 def load_api_client(kubeconfig: str | None = None, *, pool_size: int = 8) -> kubernetes.client.ApiClient:
@@ -70,6 +108,25 @@ def load_api_client(kubeconfig: str | None = None, *, pool_size: int = 8) -> kub
     return kubernetes.client.ApiClient(configuration)
 
 
+def retry_after_seconds(status: int, headers: Mapping[str, str] | None) -> int | None:
+    """Seconds to wait before retrying an answer, or ``None`` when it is not to be retried.
+
+    client-go ``checkWait`` (rest/with_retry.go) and ``retryAfterSeconds`` (rest/request.go): only
+    429 and 5xx answers, and only with a ``Retry-After`` header that ``strconv.Atoi`` reads (whole
+    seconds; the HTTP-date form is not honoured, as in client-go). A negative value is 0 s.
+
+    Args:
+        status: the HTTP status code.
+        headers: the response headers (case-insensitive lookup, as urllib3's), or ``None``.
+    """
+    if status != 429 and status < 500:
+        return None
+    value = headers.get("Retry-After") if headers is not None else None
+    if value is None or not _ATOI.fullmatch(value.strip()):
+        return None
+    return max(0, int(value))
+
+
 def resource_path(
     group: str, version: str, plural: str, namespace: str | None = None, name: str | None = None,
     subresource: str | None = None,
@@ -91,23 +148,36 @@ def resource_path(
 
 
 class KubeClient:
-    """JSON-in, JSON-out access to the Kubernetes API, counted in ``rest_client_*`` metrics.
+    """JSON-in, JSON-out access to the Kubernetes API, rate-limited, retried on ``Retry-After``, counted
+    in ``rest_client_*`` metrics (the module docstring has the rules).
 
-    Thread-safe: the underlying urllib3 pool is shared by all threads.
+    Thread-safe: the underlying urllib3 pool and the rate limiter are shared by all threads.
 
     Args:
         api_client: an authenticated official client.
         default_timeout: seconds for a non-watch request (connect and read).
         user_agent: sent as ``User-Agent``.
+        rate_limiter: the one token bucket every request of this client waits on (client-go
+            ``rest.Config.RateLimiter``); ``None``: no client-side limit (``QPS < 0``).
+        max_retries: retries of an answer with ``Retry-After`` (client-go ``Request.MaxRetries``); 0: none.
+        clock: monotonic seconds for the waits and latencies (the same clock as ``rate_limiter``'s).
+        sleep: how to wait that many seconds (tests pass a fake clock's).
     """
 
     def __init__(
         self, api_client: kubernetes.client.ApiClient, *, default_timeout: float = 30.0,
-        user_agent: str = "zkop",
+        user_agent: str = "zkop", rate_limiter: TokenBucket | None = None, max_retries: int = MAX_RETRIES,
+        clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.api_client = api_client
         self.default_timeout = default_timeout
         self.api_client.user_agent = user_agent
+        self.rate_limiter = rate_limiter
+        self.max_retries = max(0, max_retries)
+        self._clock = clock
+        self._sleep = sleep
+        self._throttle_logged_at = -math.inf
+        self._retries = _without_retry_after(api_client.rest_client.pool_manager)
         self._lock = threading.Lock()
         self._host = api_client.configuration.host.rstrip("/")
         self._auth: dict[str, str] = {}
@@ -117,7 +187,7 @@ class KubeClient:
         self._netloc = server.netloc
         # A server URL may carry a path (Rancher's /k8s/clusters/<id>, an API gateway's prefix).
         self._prefix = server.path.rstrip("/")
-        self._metric_children: dict[tuple[str, int], tuple[Any, Any]] = {}
+        self._metric_children: dict[tuple[Any, tuple[str, ...]], Any] = {}
 
     def _connection_pool(self) -> urllib3.HTTPConnectionPool | None:
         """The official client's urllib3 pool for the API server, or ``None`` behind an HTTP proxy.
@@ -146,17 +216,50 @@ class KubeClient:
                 self._auth, self._auth_at = auth, now
             return {**self.api_client.default_headers, **self._auth}
 
-    def _observe(self, verb: str, status: int, seconds: float) -> None:
-        """client-go's ``rest_client_requests_total`` and ``rest_client_request_duration_seconds``
-        (``verb`` is the HTTP method; for a watch the time until the response headers)."""
-        children = self._metric_children.get((verb, status))
-        if children is None:
-            children = self._metric_children[(verb, status)] = (
-                metrics.REST_CLIENT_REQUESTS.labels(str(status), verb, self._netloc),
-                metrics.REST_CLIENT_REQUEST_DURATION.labels(verb, self._netloc),
-            )
-        children[0].inc()
-        children[1].observe(seconds)
+    def _metric(self, metric: Any, *labels: str) -> Any:
+        """The child of ``metric`` for ``labels`` and this client's host, looked up once."""
+        key = (metric, labels)
+        child = self._metric_children.get(key)
+        if child is None:
+            child = self._metric_children[key] = metric.labels(*labels, self._netloc)
+        return child
+
+    def retry_after_handled(self, err: ApiException) -> bool:
+        """True when ``err`` is an answer this client retries as its ``Retry-After`` asks (429 or 5xx
+        with ``Retry-After``, retries on), so it was retried already -- up to :attr:`max_retries`
+        times or until the wait would outlast the request's timeout.
+
+        A caller with a retry loop of its own retries ``err`` only if this is False: otherwise each
+        of its attempts would be another round of the client's retries (a retry storm).
+        """
+        return self.max_retries > 0 and retry_after_seconds(int(err.status or 0), err.headers) is not None
+
+    def _throttle(self, verb: str, path: str, reason: str = "") -> None:
+        """Wait for a token of :attr:`rate_limiter` (none: return at once) and observe the wait.
+
+        client-go ``Request.tryThrottleWithInfo``: ``rateLimiter.Wait``, its latency into
+        ``rest_client_rate_limiter_duration_seconds`` (also when it is 0), a line when it was long.
+        """
+        limiter = self.rate_limiter
+        if limiter is None:
+            return
+        started = self._clock()
+        delay = limiter.reserve()
+        if delay > 0:
+            self._sleep(delay)
+        now = self._clock()
+        waited = now - started
+        self._metric(metrics.REST_CLIENT_RATE_LIMITER_DURATION, verb).observe(waited)
+        if waited <= LONG_THROTTLE_LATENCY:
+            return
+        why = reason or "client-side throttling, not priority and fairness"
+        level = logging.DEBUG
+        if waited > EXTRA_LONG_THROTTLE_LATENCY:
+            with self._lock:
+                if now - self._throttle_logged_at >= THROTTLE_LOG_INTERVAL:
+                    self._throttle_logged_at = now
+                    level = logging.INFO
+        log.log(level, "waited %.3f s before sending %s %s (%s)", waited, verb, path, why)
 
     def _call(
         self, method: str, path: str, query: Mapping[str, Any] | None, body: Any,
@@ -182,9 +285,10 @@ class KubeClient:
                 headers["Content-Type"] = content_type or "application/json"
             pool = self._connection_pool()
             if pool is not None:
-                # The pool's own retry policy (the official client's configuration), as before.
+                # The pool's own retry policy (the official client's configuration) without Retry-After.
                 response = pool.urlopen(method, self._prefix + url, body=payload, headers=headers,
-                                        timeout=request_timeout, preload_content=not stream)
+                                        timeout=request_timeout, preload_content=not stream,
+                                        retries=self._retries)
             else:
                 response = self.api_client.rest_client.request(  # type: ignore[no-untyped-call]
                     method, self._host + url, headers=headers, body=body, _request_timeout=timeout,
@@ -195,6 +299,37 @@ class KubeClient:
                 return response
             response.drain_conn()  # a rotated token: refresh the credentials once and retry
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _send(
+        self, method: str, path: str, query: Mapping[str, Any] | None, body: Any,
+        content_type: str | None, timeout: Timeout, *, stream: bool = False,
+    ) -> Any:
+        """:meth:`_call`, again after ``Retry-After`` seconds while the answer asks for it; the last answer.
+
+        client-go ``Request.request`` / ``Request.Watch`` with ``withRetry.IsNextRetry`` and
+        ``Before``: each attempt is counted; a retry waits the header's seconds, then for a token.
+        Stops after :attr:`max_retries` retries, or when the wait would end more than the request's
+        timeout (for ``(connect, read)`` their sum) after the first attempt began.
+        """
+        budget = _seconds(timeout)
+        first = self._clock()
+        retries = 0
+        while True:
+            response = self._call(method, path, query, body, content_type, timeout, stream=stream)
+            status = response.status
+            self._metric(metrics.REST_CLIENT_REQUESTS, str(status), method).inc()
+            if retries:
+                self._metric(metrics.REST_CLIENT_REQUEST_RETRIES, str(status), method).inc()
+            wait = retry_after_seconds(status, response.headers)
+            if wait is None or retries >= self.max_retries or self._clock() - first + wait > budget:
+                return response
+            retries += 1
+            reason = _retry_reason(response, retries, wait)
+            log.debug("%s %s answered %d; retrying (%s)", method, path, status, reason)
+            _discard(response)
+            if wait:
+                self._sleep(wait)
+            self._throttle(method, path, reason)
 
     def request(
         self, method: str, path: str, *, query: Mapping[str, Any] | None = None, body: Any = None,
@@ -210,14 +345,20 @@ class KubeClient:
             content_type: for ``PATCH``: :data:`MERGE_PATCH` or :data:`JSON_PATCH`.
             timeout: seconds, or ``(connect, read)``; default :attr:`default_timeout`.
 
+        Waits for a token first and retries an answer that carries ``Retry-After`` (module docstring).
+        ``rest_client_request_duration_seconds`` is the whole call, that wait and the retries included
+        (client-go ``Request.request``).
+
         Raises:
-            ApiException: a non-2xx answer; ``status`` is the HTTP code, ``body`` the ``Status`` JSON text.
+            ApiException: a non-2xx answer (after the retries); ``status`` is the HTTP code, ``body`` the
+                ``Status`` JSON text, ``headers`` the response headers.
             urllib3.exceptions.HTTPError: transport failures (connection refused, read timeout).
         """
-        started = time.monotonic()
-        response = self._call(method, path, query, body, content_type, timeout or self.default_timeout)
+        started = self._clock()
+        self._throttle(method, path)
+        response = self._send(method, path, query, body, content_type, timeout or self.default_timeout)
         data = response.data
-        self._observe(method, response.status, time.monotonic() - started)
+        self._metric(metrics.REST_CLIENT_REQUEST_DURATION, method).observe(self._clock() - started)
         if not 200 <= response.status <= 299:
             raise ApiException.from_response(http_resp=response, body=None, data=None)
         if not data:
@@ -234,14 +375,18 @@ class KubeClient:
         seconds raises ``urllib3.exceptions.ReadTimeoutError``, so a silently dead
         TCP connection is noticed (kubernetes-client/python#1148).
 
+        The first request takes no token of the rate limiter; a ``Retry-After`` answer is retried as
+        for :meth:`request`, each retry after a token (client-go ``Request.Watch``).
+        ``rest_client_request_duration_seconds`` is the time until the response headers.
+
         Raises:
-            ApiException: the watch request itself was refused (e.g. 410, 403, 429).
+            ApiException: the watch request itself was refused (e.g. 410, 403; 429 after the retries).
         """
         q = dict(query)
         q["watch"] = True
-        started = time.monotonic()
-        response = self._call("GET", path, q, None, None, timeout, stream=True)
-        self._observe("GET", response.status, time.monotonic() - started)
+        started = self._clock()
+        response = self._send("GET", path, q, None, None, timeout, stream=True)
+        self._metric(metrics.REST_CLIENT_REQUEST_DURATION, "GET").observe(self._clock() - started)
         if not 200 <= response.status <= 299:
             response.data  # noqa: B018 - read (and keep) the Status body for the exception
             raise ApiException.from_response(http_resp=response, body=None, data=None)
@@ -307,3 +452,42 @@ def _query_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+def _seconds(timeout: Timeout) -> float:
+    """A request's time budget: the timeout, ``connect + read`` for a pair, unbounded for ``None``."""
+    if timeout is None:
+        return math.inf
+    if isinstance(timeout, tuple):
+        return float(timeout[0] + timeout[1])
+    return float(timeout)
+
+
+def _retry_reason(response: Any, retries: int, wait: int) -> str:
+    """client-go ``getRetryReason``: which retry, how long, and why (APF names its FlowSchema)."""
+    message = f"retries: {retries}, retry-after: {wait}s"
+    if response.status == 429:
+        uid = (response.headers or {}).get(FLOW_SCHEMA_UID_HEADER, "")
+        return f"{message} - retry-reason: due to server-side throttling, FlowSchema UID: {uid!r}"
+    return f"{message} - retry-reason: {response.status}"
+
+
+def _discard(response: Any) -> None:
+    """Read what is left of an answer that will be retried and give its connection back to the pool."""
+    with contextlib.suppress(Exception):
+        response.drain_conn()
+        response.release_conn()
+
+
+def _without_retry_after(manager: urllib3.PoolManager) -> urllib3.Retry:
+    """The pool manager's urllib3 retry policy without its own ``Retry-After`` handling.
+
+    urllib3's ``Retry`` (the default ``Retry(3)`` when the official configuration sets none) sleeps
+    and resends GET, PUT and DELETE answered 413, 429 or 503 with ``Retry-After``
+    (``respect_retry_after_header``); left on, each of :meth:`KubeClient._send`'s attempts would be
+    up to four. Set on the manager too, so the pools a proxy path makes get it; connection retries
+    are kept as configured.
+    """
+    retries = urllib3.Retry.from_int(manager.connection_pool_kw.get("retries")).new(respect_retry_after_header=False)
+    manager.connection_pool_kw["retries"] = retries
+    return retries

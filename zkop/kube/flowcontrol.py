@@ -11,6 +11,10 @@ starts full.  Two ways to take a token, as in ``x/time/rate.Limiter``:
   ``Allow()`` [x/time/rate rate.go ``AllowN``]; the Events budget uses it (client-go's
   ``EventSourceObjectSpamFilter`` drops over budget).
 
+:func:`client_rate_limiter` turns ``rest.Config``'s ``QPS``/``Burst`` into the bucket that
+:class:`~zkop.kube.client.KubeClient` waits on before each request (client-go
+``NewTokenBucketRateLimiter``, whose ``Wait`` is ``reserve`` then sleep).
+
 Thread-safe.  Imports nothing else of zkop.
 """
 
@@ -21,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable
 
-__all__ = ["TokenBucket"]
+__all__ = ["TokenBucket", "client_rate_limiter"]
 
 
 class TokenBucket:
@@ -48,6 +52,16 @@ class TokenBucket:
         self._tokens = float(burst)
         self._last = clock()
         self._lock = threading.Lock()
+
+    @property
+    def qps(self) -> float:
+        """Refill rate, tokens per second."""
+        return self._qps
+
+    @property
+    def burst(self) -> int:
+        """Bucket size, tokens."""
+        return self._burst
 
     def _advance(self, now: float) -> float:
         # x/time/rate advance(): a clock that went backwards counts as "no time passed".
@@ -77,3 +91,26 @@ class TokenBucket:
                 return True
             self._tokens = tokens
             return False
+
+
+def client_rate_limiter(qps: float, burst: int, *,
+                        clock: Callable[[], float] = time.monotonic) -> TokenBucket | None:
+    """The API client's token bucket for ``qps``/``burst``, or ``None`` (no client-side limit) when ``qps < 0``.
+
+    client-go ``rest.RESTClientFor``: a negative ``QPS`` disables the limiter (controller-runtime's
+    ``GetConfig`` sets ``-1``: "rely on API Priority and Fairness"), a positive one makes
+    ``flowcontrol.NewTokenBucketRateLimiter(qps, burst)``. client-go reads ``0`` as "unset" and
+    substitutes ``DefaultQPS`` 5 / ``DefaultBurst`` 10; here a zero is refused instead, since a
+    caller that passes it means something else than 5.
+
+    Args:
+        qps: requests per second; negative: no limiter.
+        burst: requests that may go at once from a full bucket (ignored when ``qps < 0``).
+        clock: monotonic seconds, for the bucket (tests pass a fake one).
+
+    Raises:
+        ValueError: ``qps == 0``, or ``burst < 1`` with ``qps > 0`` (:class:`TokenBucket`).
+    """
+    if qps < 0:
+        return None
+    return TokenBucket(qps, burst, clock=clock)

@@ -118,7 +118,8 @@ class DelegatingAuth:
         client: the operator's API client (its ServiceAccount needs ``create`` on both reviews).
         token_ttl: seconds a TokenReview result (either way) is reused.
         allow_ttl, deny_ttl: seconds an allowed / denied SubjectAccessReview is reused.
-        attempts: tries per review on transport errors, 429 and 5xx.
+        attempts: tries per review on transport errors, 429 and 5xx (not those the client retried on its
+            ``Retry-After`` already: :meth:`~zkop.kube.client.KubeClient.retry_after_handled`).
         backoff: seconds before the second try, growing ×1.5 per try.
         timeout: seconds per review request (CR: ``TokenAccessReviewTimeout: 10s``).
     """
@@ -141,7 +142,9 @@ class DelegatingAuth:
             try:
                 return self.client.request("POST", path, body=body, timeout=self.timeout)
             except ApiException as err:
-                retriable = err.status == 429 or (err.status or 0) >= 500
+                # An answer with Retry-After was retried by the client already, at the server's pace: again
+                # here, each of these attempts would be another round of those (a retry storm).
+                retriable = (err.status == 429 or (err.status or 0) >= 500) and not self.client.retry_after_handled(err)
                 if not retriable or attempt + 1 == self.attempts:
                     raise AuthError(f"{body['kind']}: HTTP {err.status} {err.reason}") from err
             except urllib3.exceptions.HTTPError as err:

@@ -42,6 +42,35 @@ def test_429_carries_retry_after(server: ApiServer, ns: str) -> None:
     assert body["message"] == "Too many requests, please try again later."
 
 
+def _raw_post(server: ApiServer, ns: str, name: str) -> tuple[int, Any, JSON]:
+    """POST a ConfigMap with urllib (no client retries): ``(status, headers, body)``."""
+    request = urllib.request.Request(f"{server.url}{cms(ns)}", data=json.dumps(cm(name)).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=5) as answer:
+            return int(answer.status), answer.headers, json.loads(answer.read())
+    except urllib.error.HTTPError as err:
+        return err.code, err.headers, json.loads(err.read())
+
+
+def test_count_fails_only_the_next_requests_with_the_retry_after_given(server: ApiServer, ns: str) -> None:
+    server.fail_requests(1.0, codes=(429,), count=2, retry_after="7")
+    for name in ("a", "b"):
+        status, headers, body = _raw_post(server, ns, name)
+        assert (status, headers["Retry-After"], body["details"]) == (429, "7", {"retryAfterSeconds": 7})
+    assert _raw_post(server, ns, "c")[0] == 201  # injection turned itself off
+    assert _raw_post(server, ns, "d")[0] == 201
+    server.fail_requests(1.0, codes=(503,), count=1, retry_after=None)
+    status, headers, body = _raw_post(server, ns, "e")
+    assert (status, headers["Retry-After"], body["reason"], body.get("details")) == (
+        503, None, "ServiceUnavailable", None)
+    server.fail_requests(1.0, codes=(429,), count=1, retry_after="Wed, 21 Oct 2015 07:28:00 GMT")
+    status, headers, body = _raw_post(server, ns, "f")
+    assert (status, headers["Retry-After"], body.get("details")) == (429, "Wed, 21 Oct 2015 07:28:00 GMT", None)
+    with pytest.raises(ValueError, match="count must not be negative"):
+        server.fail_requests(1.0, count=-1)
+
+
 def test_fraction_is_deterministic_with_a_seed(kube: KubeClient, server: ApiServer, ns: str) -> None:
     def outcome() -> list[int]:
         result = []

@@ -9,6 +9,7 @@ import time
 import pytest
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import ConnectionLoss, SessionExpiredError
+from zkop_testing.clock import FakeClock
 from zkop_testing.waiting import wait_for
 from zkop_testing.zookeeper import (
     ZooKeeperEnsemble,
@@ -34,21 +35,6 @@ RETRYABLE = (ConnectionLoss, SessionExpiredError)
 def test_wait_for_returns_truthy_value() -> None:
     calls = iter([0, None, "", "done"])
     assert wait_for(lambda: next(calls), timeout=1, interval=0) == "done"
-
-
-class FakeClock:
-    """``monotonic`` and ``sleep`` for :mod:`zkop_testing.waiting`: time passes only when it sleeps."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.slept: list[float] = []
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += seconds
 
 
 def test_wait_for_times_out_with_message_and_last_value(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -252,6 +252,8 @@ class ApiServer:
         self._fail_codes: tuple[int, ...] = (500, 429)
         self._fail_methods: frozenset[str] | None = None
         self._fail_rng = random.Random()
+        self._fail_remaining: int | None = None
+        self._fail_retry_after: str | None = "1"
         self._stall = threading.Condition()  # guards _stalled and _writing
         self._stalled = False
         self._writing = 0  # stream threads between their stall check and the end of their writes
@@ -360,34 +362,53 @@ class ApiServer:
         self.store.expire_history()
 
     def fail_requests(self, fraction: float, codes: Sequence[int] = (500, 429), *, seed: int | None = None,
-                      methods: Iterable[str] | None = None) -> None:
+                      methods: Iterable[str] | None = None, count: int | None = None,
+                      retry_after: str | None = "1") -> None:
         """Fail ``fraction`` (0..1) of new requests with a ``Status`` error.
 
         Args:
             fraction: probability per request; ``0`` turns injection off.
-            codes: HTTP codes picked uniformly; 429 carries ``Retry-After: 1``
-                and reason ``TooManyRequests``, 500 reason ``InternalError``.
+            codes: HTTP codes picked uniformly; 429 carries ``Retry-After`` (see
+                ``retry_after``) and reason ``TooManyRequests``, 503 the same header and
+                reason ``ServiceUnavailable``, 500 reason ``InternalError`` and no header.
             seed: seed of the random generator (deterministic runs).
             methods: limit to these HTTP methods (``"GET"``) and/or verbs
                 (``"patch"``, ``"watch"``); ``None`` means all.
+            count: fail at most this many requests, then injection is off again
+                (``fraction=1.0, count=2``: exactly the next two); ``None``: no limit.
+            retry_after: the ``Retry-After`` value of a 429 or 503, sent as given
+                (``"7"``, or an HTTP date a client should not read as seconds); the
+                ``Status`` carries it as ``details.retryAfterSeconds`` when it is a
+                whole number, as kube-apiserver's ``ErrorNegotiated`` writes the header
+                from that field. ``None``: no header and no ``details``. kube-apiserver's
+                API Priority and Fairness and max-in-flight filters answer 429 with ``1``.
 
         Watches already open are not affected; new watch requests are.
         Discovery requests (``/api``, ``/apis``, ``/version``) never fail.
 
         Note that urllib3, as the ``kubernetes`` client configures it, itself
         retries idempotent requests (GET, PUT, DELETE) answered 429 or 503 with
-        a ``Retry-After`` header (after sleeping that long), so such injected
-        failures may be invisible to the caller except for the delay.
+        a ``Retry-After`` header (after sleeping that long), so for clients
+        other than :class:`zkop.kube.client.KubeClient` (which turns that off and
+        retries every verb itself) such injected failures may be invisible except
+        for the delay.
+
+        Raises:
+            ValueError: ``fraction`` outside [0, 1], no ``codes``, or a negative ``count``.
         """
         if not 0.0 <= fraction <= 1.0:
             raise ValueError("fraction must be within [0, 1]")
         if fraction and not codes:
             raise ValueError("codes must not be empty")
+        if count is not None and count < 0:
+            raise ValueError("count must not be negative")
         with self._state_lock:
             self._fail_fraction = float(fraction)
             self._fail_codes = tuple(codes)
             self._fail_rng = random.Random(seed)
             self._fail_methods = frozenset(methods) if methods is not None else None
+            self._fail_remaining = count
+            self._fail_retry_after = retry_after
 
     def stall_watches(self, stalled: bool = True) -> None:
         """Make open (and new) watches send nothing at all, keeping connections open; ``False`` resumes.
@@ -660,14 +681,20 @@ class ApiServer:
             if self._fail_rng.random() >= self._fail_fraction:
                 return None
             code = self._fail_rng.choice(self._fail_codes)
+            if self._fail_remaining is not None:
+                self._fail_remaining -= 1
+                if self._fail_remaining <= 0:
+                    self._fail_fraction = 0.0
+            retry_after = self._fail_retry_after
+        headers = {"Retry-After": retry_after} if retry_after is not None else {}
+        details = {"retryAfterSeconds": int(retry_after)} if retry_after is not None and retry_after.isdigit() else None
         if code == 429:
-            return ApiError(429, "TooManyRequests", "Too many requests, please try again later.",
-                            {"retryAfterSeconds": 1}, {"Retry-After": "1"})
+            return ApiError(429, "TooManyRequests", "Too many requests, please try again later.", details, headers)
         if code == 500:
             return errs.internal_error("injected fault (zkop_testing.apiserver.fail_requests)")
         if code == 503:
             return ApiError(503, "ServiceUnavailable", "the server is currently unable to handle the request",
-                            {"retryAfterSeconds": 1}, {"Retry-After": "1"})
+                            details, headers)
         if code == 504:
             return ApiError(504, "Timeout", "the server was unable to return a response in the time allotted, but "
                             "may still be processing the request")
