@@ -11,7 +11,7 @@ import yaml
 from zkop_testing.controlplane import REPO, ControlPlane
 from zkop_testing.kustomize import Obj
 
-__all__ = ["ZKOP_NAMESPACE", "ZKOP_SERVICE_ACCOUNT", "kubectl", "rendered_install"]
+__all__ = ["ZKOP_NAMESPACE", "ZKOP_SERVICE_ACCOUNT", "install", "kubectl", "rendered_install"]
 
 #: zkop's ServiceAccount as manifests/default creates it.
 ZKOP_NAMESPACE, ZKOP_SERVICE_ACCOUNT = "zkop-system", "zkop"
@@ -44,3 +44,15 @@ def rendered_install(tmp_path: Path) -> list[Obj]:
     out = subprocess.run([binary, "kustomize", str(overlay)], capture_output=True, text=True, timeout=60,
                          check=True).stdout
     return [doc for doc in yaml.safe_load_all(out) if doc]
+
+
+def install(plane: ControlPlane, directory: Path) -> list[Obj]:
+    """Apply the rendered install (all but the Deployment and its PodDisruptionBudget, which need a kubelet)
+    with the real ``kubectl apply --server-side``; wait for the CRD; return every rendered object."""
+    objects = rendered_install(directory)
+    applied = [o for o in objects if o["kind"] not in ("Deployment", "PodDisruptionBudget")]
+    kubectl(plane, "apply", "--server-side", "--force-conflicts", "--field-manager=zkop-tests", "-f", "-",
+            input=yaml.safe_dump_all(applied))
+    kubectl(plane, "wait", "--for=condition=Established", "crd/zookeeperconfigs.platform.example.com",
+            "--timeout=60s")
+    return objects

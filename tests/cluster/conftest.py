@@ -17,8 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
-from cluster_support import ZKOP_NAMESPACE, ZKOP_SERVICE_ACCOUNT, kubectl, rendered_install
+from cluster_support import ZKOP_NAMESPACE, ZKOP_SERVICE_ACCOUNT, install
 from zkop_testing.controlplane import ControlPlane, fresh_namespace
 from zkop_testing.kustomize import Obj
 
@@ -34,13 +33,7 @@ def plane(control_plane_each: ControlPlane) -> ControlPlane:
 @pytest.fixture(scope="session")
 def installed(plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> list[Obj]:
     """The install applied to the control plane (all but the Deployment); the rendered objects."""
-    objects = rendered_install(tmp_path_factory.mktemp("install"))
-    applied = [o for o in objects if o["kind"] not in ("Deployment", "PodDisruptionBudget")]
-    kubectl(plane, "apply", "--server-side", "--force-conflicts", "--field-manager=zkop-tests", "-f", "-",
-            input=yaml.safe_dump_all(applied))
-    kubectl(plane, "wait", "--for=condition=Established", "crd/zookeeperconfigs.platform.example.com",
-            "--timeout=60s")
-    return objects
+    return install(plane, tmp_path_factory.mktemp("install"))
 
 
 @pytest.fixture
