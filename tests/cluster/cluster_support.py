@@ -5,16 +5,30 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 from zkop_testing.controlplane import REPO, ControlPlane
 from zkop_testing.kustomize import Obj
 
-__all__ = ["ZKOP_NAMESPACE", "ZKOP_SERVICE_ACCOUNT", "kubectl", "rendered_install"]
+__all__ = ["ZKOP_NAMESPACE", "ZKOP_SERVICE_ACCOUNT", "ServiceAccountClients", "kubectl", "rendered_install"]
 
 #: zkop's ServiceAccount as manifests/default creates it.
 ZKOP_NAMESPACE, ZKOP_SERVICE_ACCOUNT = "zkop-system", "zkop"
+
+
+@dataclass(frozen=True)
+class ServiceAccountClients:
+    """API clients that authenticate with ``kubeconfig`` (zkop's ServiceAccount token), for in-process components."""
+
+    plane: ControlPlane
+    kubeconfig: Path
+
+    def api_client(self) -> Any:
+        """A new :class:`kubernetes.client.ApiClient` for the kubeconfig."""
+        return self.plane.api_client(self.kubeconfig)
 
 
 def kubectl(plane: ControlPlane, *args: str, input: str | None = None) -> str:
