@@ -10,7 +10,6 @@ transaction log), after which ``zkop diff`` finds nothing either.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from cluster_support import kubectl
 from kazoo.client import KazooClient
 from kazoo.security import make_acl, make_digest_acl
 from zkop_testing.controlplane import ControlPlane
+from zkop_testing.kubectl import venv_kubectl
 from zkop_testing.operator import OperatorProcess
 from zkop_testing.resources import synced
 from zkop_testing.txnlog import read_txn_log
@@ -71,9 +71,7 @@ def test_export_apply_run_writes_no_znode(plane: ControlPlane, zkop_kubeconfig: 
     assert managed_writes == []  # only ownership records under /zkop/owners were written
 
     # The cluster holds what the files say (kubectl diff: exit 0, nothing printed) ...
-    binary = shutil.which("kubectl")
-    assert binary
-    diff = subprocess.run([binary, "--kubeconfig", str(plane.kubeconfig), "diff", "--server-side",
+    diff = subprocess.run([venv_kubectl(), "--kubeconfig", str(plane.kubeconfig), "diff", "--server-side",
                            "--field-manager=kustomize-controller", "-k", str(out)],
                           capture_output=True, text=True, timeout=120, check=False)
     assert (diff.returncode, diff.stdout) == (0, ""), diff.stdout + diff.stderr

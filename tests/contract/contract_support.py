@@ -75,7 +75,7 @@ def install_crd(kube: KubeClient) -> bool:
     def established() -> bool:
         crd = kube.request("GET", f"{CRDS}/{name}")
         return any(c.get("type") == "Established" and c.get("status") == "True"
-                   for c in crd.get("status", {}).get("conditions", []))
+                   for c in (crd.get("status") or {}).get("conditions") or [])  # a new CRD has "conditions": null
 
     wait_for(established, timeout=60, message="CRD established")
     return created

@@ -527,7 +527,7 @@ def down() -> bool:
 def _established(kube: KubeClient) -> bool:
     crd = kube.request("GET", crd_path())
     return any(c.get("type") == "Established" and c.get("status") == "True"
-               for c in crd.get("status", {}).get("conditions", []))
+               for c in (crd.get("status") or {}).get("conditions") or [])  # a new CRD has "conditions": null
 
 
 def main(argv: Sequence[str] | None = None) -> int:
