@@ -5,7 +5,8 @@
 - ``zk_base``: a fresh znode path ``/t-<uuid hex>`` per test, deleted (recursively)
   afterwards. Put everything a test writes below it. For a chrooted client use
   ``f"{zk_server.hosts}{zk_base}"`` as connect string.
-- ``zk``: a connected ``KazooClient`` on ``zk_server`` (not chrooted), per test.
+- ``zk``: a connected ``KazooClient`` on ``zk_server`` (not chrooted), per test; ``chrooted``: one chrooted
+  at ``zk_base`` (an application's own session: its ephemeral znodes go when it closes).
 - ``adapter``: a started :class:`~zkop.zookeeper.adapter.ZooKeeperAdapter` whose ``/`` is ``zk_base``.
 - ``zk_ensemble``: a 3-member quorum shared by a module, started only if requested.
   Tests that stop members must call ``zk_ensemble.heal()`` (in a ``finally``).
@@ -192,6 +193,13 @@ def zk_base(_zk_admin: KazooClient) -> Iterator[str]:
 @pytest.fixture
 def zk(zk_server: ZooKeeperServer, zk_base: str) -> Iterator[KazooClient]:
     with connected_client(zk_server.hosts) as client:
+        yield client
+
+
+@pytest.fixture
+def chrooted(zk_server: ZooKeeperServer, zk_base: str) -> Iterator[KazooClient]:
+    """A kazoo client chrooted at ``zk_base`` (the registering side: legacy applications)."""
+    with connected_client(f"{zk_server.hosts}{zk_base}") as client:
         yield client
 
 

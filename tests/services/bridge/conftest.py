@@ -1,17 +1,13 @@
-"""Fixtures for the bridge tests: a client of the in-memory API server (the server itself is
-``tests/services/conftest.py``'s), metric helpers."""
+"""Fixtures for the bridge tests: a client of the in-memory API server for the test's own writes."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 import pytest
-from service_testing import sample
 from zkop_testing.apiserver import ApiServer
 
 from zkop.kube.client import KubeClient
-
-__all__ = ["kube", "sample"]
 
 
 @pytest.fixture

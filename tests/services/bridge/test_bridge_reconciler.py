@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
+from zkop_testing.services import sample
 
 from zkop.kube.events import EventRecorder
 from zkop.runtime.cache import Indexer
@@ -24,7 +25,6 @@ from zkop.services.bridge.reconciler import FULL_SYNC_KEY, KEY_INDEX, ServiceBri
 from zkop.zookeeper.actions import Action, DeleteNode, Observed
 from zkop.zookeeper.adapter import ZooKeeperAdapter, ZooKeeperUnavailable
 
-from .conftest import sample
 from .factories import service
 
 ROOT = "/kubernetes/services"

@@ -6,10 +6,14 @@ does (``zkop_testing.apiserver_discovery``), so a 422 here is the 422 a real clu
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+import pytest
 from kazoo.client import KazooClient
 from zkop_testing.apiserver import ApiServer
+from zkop_testing.services import IMPORT_NAMESPACE as NAMESPACE
+from zkop_testing.services import endpoints, events, register, running_importer, sample, slices_of
 from zkop_testing.waiting import wait_for
 
 from zkop.kube.client import ApiException, KubeClient
@@ -17,8 +21,6 @@ from zkop.services.importer.objects import CreateObject, DeleteObject, KubeActio
 from zkop.services.importer.options import ImportOptions
 from zkop.services.importer.writer import ApiWriter
 from zkop.zookeeper.adapter import ZooKeeperAdapter
-
-from .conftest import NAMESPACE, endpoints, events, register, running_importer, sample, slices_of
 
 JSON = dict[str, Any]
 OPTIONS = ImportOptions(namespace=NAMESPACE, gc_delay=0.2)
@@ -89,3 +91,22 @@ def test_a_failed_delete_keeps_back_only_its_own_replacement() -> None:
     failures = writer.execute_each(actions)
     assert client.sent == [("DELETE", "s-a"), ("POST", "s-b")]
     assert len(failures) == 1 and "409" in failures[0]
+
+
+def test_a_slice_created_moments_ago_is_not_reported_as_foreign(caplog: pytest.LogCaptureFixture) -> None:
+    """A reconcile whose cache has not seen the slice this writer just created gets 409 on its create (seen on
+    kube-apiserver, whose watch event follows the POST's answer): not someone else's slice, no warning."""
+    client = _RefusingClient({})
+    writer = ApiWriter(client, NAMESPACE)
+    writer.execute_one(CreateObject("endpointslices", _slice("mine")))
+    client.refuse = {("POST", "mine"): 409, ("POST", "theirs"): 409}
+    with caplog.at_level(logging.INFO, logger="zkop.services.importer.writer"):
+        assert writer.execute_one(CreateObject("endpointslices", _slice("mine"))) is None
+        assert writer.execute_one(CreateObject("endpointslices", _slice("theirs"))) is None
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warned == [f"service-import: EndpointSlice {NAMESPACE}/theirs exists and is not owned by this zkop; "
+                      "left unchanged"]
+    # Deleted since: a slice of that name is someone else's again.
+    client.refuse = {}
+    writer.execute_one(DeleteObject("endpointslices", "mine", "uid", "1"))
+    assert not writer.created_here("mine")

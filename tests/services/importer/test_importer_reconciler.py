@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
+from zkop_testing.services import IMPORT_NAMESPACE as NAMESPACE
+from zkop_testing.services import register
 
 from zkop.kube.client import ApiException
 from zkop.kube.events import EventRecorder
@@ -20,8 +22,6 @@ from zkop.services.importer.options import ImportOptions
 from zkop.services.importer.reader import ZooKeeperReader
 from zkop.services.importer.reconciler import FULL_SYNC_KEY, ROOT_KEY, SLICE_INDEX, ServiceImportReconciler, service_key
 from zkop.zookeeper.adapter import ZooKeeperAdapter
-
-from .conftest import NAMESPACE, register
 
 JSON = dict[str, Any]
 

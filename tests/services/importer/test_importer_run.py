@@ -11,13 +11,13 @@ from zkop_testing.apiserver import ApiServer
 from zkop_testing.crds import install_crds
 from zkop_testing.metrics import Metrics
 from zkop_testing.operator import OperatorProcess
+from zkop_testing.services import IMPORT_NAMESPACE as NAMESPACE
+from zkop_testing.services import endpoints, get_service, register, slices_of
 from zkop_testing.waiting import wait_for
 from zkop_testing.zookeeper import ZooKeeperServer
 
 from zkop.cmd.main import build_parser
 from zkop.kube.client import KubeClient
-
-from .conftest import NAMESPACE, endpoints, get_service, register, slices_of
 
 REPO = Path(__file__).resolve().parents[3]
 COMPONENT = REPO / "manifests" / "components" / "service-import"

@@ -10,6 +10,7 @@ import json
 from urllib.parse import quote
 
 import pytest
+from zkop_testing.services import curator_instance
 
 from zkop.services.bridge.formats import CuratorFormat, JsonFormat, container_stamp
 from zkop.services.bridge.options import BridgeOptions
@@ -30,8 +31,6 @@ from zkop.services.importer.sources import (
     parse_dubbo_provider,
     parse_json_record,
 )
-
-from .conftest import curator_instance
 
 #: A Spring Cloud Zookeeper instance exactly as stored (survey §3; zkCli ``get`` output).
 SPRING = (b'{"name":"cloud-provider-payment","id":"dbac9cf3-6555-40e2-996e-d2686190f47e","address":"PIG",'

@@ -34,6 +34,11 @@ Follows kube-apiserver's field manager (``k8s.io/apiserver/pkg/endpoints/handler
   (``internal/structuredmerge.go`` returns a plain error; kubernetes/kubernetes#122480, #139253),
   whatever ``fieldValidation`` says; Flux reports it as a failed dry-run.
 * Entries are sorted as kube does: operation, time, manager, apiVersion, subresource.
+* Client-side apply's annotation (``internal/lastappliedmanager.go``, ``lastappliedupdater.go``), for the
+  field manager ``kubectl`` only: an apply whose conflicts all lie on fields the live object's
+  ``kubectl.kubernetes.io/last-applied-configuration`` holds with the live value is forced (the first
+  server-side apply after client-side applies takes those fields over without ``--force-conflicts``),
+  and a successful apply rewrites an annotation the object has to the applied configuration.
 
 * ``managedFields`` a client sends with a create, update or patch replace the live ones
   when they decode (``decodeLiveOrNew``; kubectl's client-side → server-side apply
@@ -70,6 +75,9 @@ Path = tuple[Elem, ...]
 FieldSet = set[Path]
 
 APPLY_PATCH = "application/apply-patch+yaml"
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+#: The one field manager whose applies read and write :data:`LAST_APPLIED` (``lastappliedmanager.go``).
+LAST_APPLIED_MANAGER = "kubectl"
 _MISSING: Any = object()
 _STRIPPED = {(("f", "apiVersion"),), (("f", "kind"),), (("f", "metadata"),)} | {
     (("f", "metadata"), ("f", name)) for name in (
@@ -540,6 +548,31 @@ def _conflict(conflicts: list[tuple[_Entry, Path]]) -> ApiError:
     return ApiError(409, "Conflict", message, {"causes": causes})
 
 
+def _last_applied(obj: Mapping[str, Any] | None) -> str:
+    annotations = ((obj or {}).get("metadata") or {}).get("annotations") or {}
+    value = annotations.get(LAST_APPLIED)
+    return value if isinstance(value, str) else ""
+
+
+def _allowed_by_last_applied(live: Mapping[str, Any] | None, live_body: Any, schema: Mapping[str, Any],
+                             api_version: str) -> FieldSet:
+    """``allowedConflictsFromLastApplied``: the fields of the last-applied annotation whose value the live object
+    still has (empty without an annotation of the live object's version)."""
+    try:
+        last = json.loads(_last_applied(live) or "null")
+    except ValueError:
+        return set()
+    if not isinstance(last, dict) or last.get("apiVersion") != api_version:
+        return set()
+    fields: FieldSet = set()
+    _to_set(last, schema, (), fields)
+    added: FieldSet = set()
+    removed: FieldSet = set()
+    modified: FieldSet = set()
+    _compare(last, live_body, schema, (), added, removed, modified)
+    return fields - modified - added - removed
+
+
 def _parse_bool(value: str | None) -> bool:
     return (value or "") in ("1", "t", "T", "true", "TRUE", "True")
 
@@ -622,6 +655,10 @@ def apply_patch(store: Any, rt: Any, namespace: str | None, name: str, body: byt
                 continue
             for path in sorted(entry.fields & changed):
                 conflicts.append((entry, path))
+        if conflicts and not force and manager == LAST_APPLIED_MANAGER:
+            allowed = _allowed_by_last_applied(live, live_body, schema, rt.api_version)
+            conflicts = [(entry, path) for entry, path in conflicts if path not in allowed]
+            force = not conflicts
         if conflicts and not force:
             raise _conflict(conflicts)
         for entry in managers.values():
@@ -632,6 +669,15 @@ def apply_patch(store: Any, rt: Any, namespace: str | None, name: str, body: byt
             time = now_time()
         managers[key] = _Entry(manager, "Apply", rt.api_version, subresource or "", time, applied)
         rendered = _render_managers(managers)
+        if manager == LAST_APPLIED_MANAGER and _last_applied(merged):
+            # lastappliedupdater.go: after the managed fields are settled, the applied configuration as the
+            # annotation (runtime.Encode with the unstructured JSON scheme: sorted keys, a closing newline).
+            applied_config = copy.deepcopy(config)
+            config_annotations = (applied_config.get("metadata") or {}).get("annotations")
+            if isinstance(config_annotations, dict):
+                config_annotations.pop(LAST_APPLIED, None)
+            merged["metadata"]["annotations"][LAST_APPLIED] = json.dumps(
+                applied_config, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n"
         merged.setdefault("apiVersion", rt.api_version)
         merged.setdefault("kind", rt.kind)
         obj = store._decode_body(rt, merged)

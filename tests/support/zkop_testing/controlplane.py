@@ -79,7 +79,8 @@ CONTROLLERS: tuple[str, ...] = (
     "root-ca-certificate-publisher-controller",
     "endpointslice-mirroring-controller",
 )
-SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
+#: Dual-stack, IPv4 primary: a Service gets a ClusterIP from the first range, a ``RequireDualStack`` one from both.
+SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24,fd00:10:96::/112"
 _AUDIT_POLICY = {
     "apiVersion": "audit.k8s.io/v1",
     "kind": "Policy",

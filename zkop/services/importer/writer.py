@@ -4,6 +4,12 @@ Every update is a JSON merge patch carrying the ``resourceVersion`` it was plann
 delete ``preconditions`` on uid and ``resourceVersion`` (``DeleteOptions``), so a concurrent change
 becomes a 409 and a re-plan instead of a lost update or the deletion of a re-created object.
 
+A create of an EndpointSlice that answers 409 AlreadyExists names a slice the importer's label-selected
+cache does not hold. That is someone else's slice, unless this writer created it moments ago and the
+watch event has not reached the cache yet (kube-apiserver delivers it after the POST's answer; the
+slice informer's event then enqueues the Service again, and that reconcile plans from the cache): the
+writer remembers the slices it created, so only a foreign one is reported as such.
+
 With ``dry_run`` (``zkop run --dry-run``) nothing is sent: each action is logged and counted
 (:func:`zkop.runtime.dryrun.planned`) instead.
 """
@@ -11,6 +17,9 @@ With ``dry_run`` (``zkop run --dry-run``) nothing is sent: each action is logged
 from __future__ import annotations
 
 import logging
+import threading
+import time
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
@@ -28,6 +37,11 @@ log = logging.getLogger(__name__)
 
 #: The ``controller`` label of dry-run planned changes (the controller's name, as in :mod:`.builder`).
 CONTROLLER = "service-import"
+
+#: How many created EndpointSlice names a writer remembers (oldest forgotten first), and for how long (seconds):
+#: far longer than a watch event takes to follow its write, short enough that a later foreign slice of the
+#: same name (after the Service and its slices were deleted) is reported as foreign.
+CREATED_MEMORY, CREATED_WINDOW = 10_000, 300.0
 
 _GROUPS = {"services": ("", "v1"), "endpointslices": ("discovery.k8s.io", "v1")}
 
@@ -52,6 +66,25 @@ class ApiWriter:
         self.client = client
         self.namespace = namespace
         self.dry_run = dry_run
+        self._created: OrderedDict[str, float] = OrderedDict()  # EndpointSlice name → monotonic time created
+        self._created_lock = threading.Lock()
+
+    def _remember_created(self, name: str, created: bool) -> None:
+        with self._created_lock:
+            if created:
+                self._created[name] = time.monotonic()
+                self._created.move_to_end(name)
+                while len(self._created) > CREATED_MEMORY:
+                    self._created.popitem(last=False)
+            else:
+                self._created.pop(name, None)
+
+    def created_here(self, name: str) -> bool:
+        """Whether this writer created EndpointSlice ``name`` in the last :data:`CREATED_WINDOW` seconds (and has
+        not deleted it since)."""
+        with self._created_lock:
+            created = self._created.get(name)
+        return created is not None and time.monotonic() - created < CREATED_WINDOW
 
     def path(self, resource: str, name: str | None = None) -> str:
         """The API path of ``resource`` (or of object ``name``) in the import namespace."""
@@ -116,6 +149,8 @@ class ApiWriter:
             if isinstance(action, CreateObject):
                 result = self.client.request("POST", self.path(action.resource), body=action.body)
                 metrics.WRITES.labels(action.resource, "create").inc()
+                if action.resource == "endpointslices":
+                    self._remember_created(action.name, True)
             elif isinstance(action, PatchObject):
                 result = self.client.request("PATCH", self.path(action.resource, action.name), body=action.patch,
                                              content_type=MERGE_PATCH)
@@ -126,6 +161,10 @@ class ApiWriter:
             if err.status in (400, 422):
                 raise TerminalError(f"{describe(action)} rejected: {err.status} {err.reason}: {err.body}") from err
             if err.status == 409 and isinstance(action, CreateObject) and action.resource == "endpointslices":
+                if self.created_here(action.name):
+                    log.info("service-import: EndpointSlice %s/%s, created moments ago, is not in the cache yet; "
+                             "its watch event brings the Service back", self.namespace, action.name)
+                    return None
                 # Not in the (label-selected) cache, so it does not carry zkop's label: someone else's.
                 log.warning("service-import: EndpointSlice %s/%s exists and is not owned by this zkop; left unchanged",
                             self.namespace, action.name)
@@ -143,7 +182,11 @@ class ApiWriter:
             self.client.request("DELETE", self.path(action.resource, action.name), body=body)
         except ApiException as err:
             if err.status == 404:
+                if action.resource == "endpointslices":
+                    self._remember_created(action.name, False)
                 return
             raise
+        if action.resource == "endpointslices":
+            self._remember_created(action.name, False)
         metrics.DELETES.labels(action.resource).inc()
         log.info("service-import: deleted %s/%s/%s", action.resource, self.namespace, action.name)
