@@ -11,7 +11,7 @@ import pytest
 from zkop_testing.apiserver import ApiServer
 from zkop_testing.waiting import EVENTUALLY, wait_for
 
-from zkop.kube.client import KubeClient, resource_path
+from zkop.kube.client import ApiException, KubeClient, resource_path
 from zkop.runtime.manager import LeaderElectionOptions, Manager, ManagerOptions
 
 
@@ -249,6 +249,25 @@ def test_the_lease_is_renewed_while_leader_runnables_drain(kube: KubeClient) -> 
     assert standby_codes == [0]
 
 
+def steal(kube: KubeClient, path: str, holder: str) -> None:
+    """Make ``holder`` the Lease's holder for 60 s, as another replica that judged it expired would.
+
+    GET and PUT again after a 409: the leader renews every retry period, maybe between the two.
+    """
+    def put() -> bool:
+        lease = kube.request("GET", path)
+        lease["spec"].update(holderIdentity=holder, leaseDurationSeconds=60)
+        try:
+            kube.request("PUT", path, body=lease)
+        except ApiException as err:
+            if err.status != 409:
+                raise
+            return False
+        return True
+
+    wait_for(put, message=f"{holder} holds the Lease")
+
+
 def test_a_lease_lost_while_draining_stops_leader_runnables_at_once_and_exits_1(kube: KubeClient) -> None:
     path = resource_path("coordination.k8s.io", "v1", "leases", "default", "lost-drain-test")
     election = LeaderElectionOptions(namespace="default", name="lost-drain-test", identity="me",
@@ -261,10 +280,7 @@ def test_a_lease_lost_while_draining_stops_leader_runnables_at_once_and_exits_1(
         assert manager.elected.wait(EVENTUALLY)
         manager.stop()
         assert controller.draining.wait(EVENTUALLY)
-        # Someone else holds the Lease now (another replica that judged it expired).
-        lease = kube.request("GET", path)
-        lease["spec"].update(holderIdentity="thief", leaseDurationSeconds=60)
-        kube.request("PUT", path, body=lease)
+        steal(kube, path, "thief")
         wait_for(lambda: 0.0 in controller.stop_timeouts, message="leader runnables stopped at once")
         controller.finish.set()  # the in-flight reconcile ends
         thread.join(EVENTUALLY)
