@@ -7,13 +7,14 @@ import threading
 from collections.abc import Iterator
 
 import pytest
+from zkop_testing.faults import THREADS_ENV
 from zkop_testing.operator import OperatorProcess
 from zkop_testing.resources import create, synced, zkc
 from zkop_testing.txnlog import read_txn_log
 from zkop_testing.waiting import EVENTUALLY, wait_for
 from zkop_testing.zookeeper import ZooKeeperServer
 
-from zkop.kube.client import KubeClient
+from zkop.kube.client import KubeClient, resource_path
 
 LEASE, RENEW, RETRY = 4.0, 3.0, 0.5
 MASTER = 'leader_election_master_status{name="zkop-leader"}'
@@ -28,13 +29,22 @@ def is_leader(proc: OperatorProcess) -> bool:
         return False
 
 
+def election_args(workers: int) -> list[str]:
+    return ["--leader-elect", "--leader-election-namespace", "default",
+            "--leader-election-lease-duration", str(LEASE), "--leader-election-renew-deadline", str(RENEW),
+            "--leader-election-retry-period", str(RETRY), "--workers", str(workers)]
+
+
+def identity(proc: OperatorProcess) -> str:
+    """The Lease holder identity ``proc`` logged at start (``zkop … starting (identity <id>)``)."""
+    line = next(line for line in proc.log_tail(400).splitlines() if "starting (identity " in line)
+    return line.split("starting (identity ", 1)[1].rstrip(")")
+
+
 @pytest.fixture
 def replicas(kubeconfig: str, kube: KubeClient, zk_server: ZooKeeperServer,
              zk_base: str) -> Iterator[list[OperatorProcess]]:
-    args = ["--leader-elect", "--leader-election-namespace", "default",
-            "--leader-election-lease-duration", str(LEASE), "--leader-election-renew-deadline", str(RENEW),
-            "--leader-election-retry-period", str(RETRY), "--workers", "2"]
-    procs = [OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}", args) for _ in range(3)]
+    procs = [OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}", election_args(2)) for _ in range(3)]
     for proc in procs:
         proc.start()  # standbys are ready too (warm cache)
     yield procs
@@ -88,3 +98,43 @@ def test_one_writer_and_failover(replicas: list[OperatorProcess], kube: KubeClie
             sessions.append(txn.session)
     assert len(sessions) == len(set(sessions)), f"two writers interleaved: {[hex(s) for s in sessions]}"
     assert 2 <= len(sessions) <= 3
+
+
+def test_a_leader_whose_worker_dies_gives_up_the_lease_and_exits_1(kubeconfig: str, kube: KubeClient,
+                                                                    zk_server: ZooKeeperServer, zk_base: str) -> None:
+    """The work dies inside a live leader (a BaseException raised in its only worker thread, from inside
+    that thread): it stops renewing, releases the Lease and exits 1 with one line saying why; the
+    standby beside it takes over and reconciles, the key the dead worker never took included."""
+    hosts = f"{zk_server.hosts}{zk_base}"
+    leader = OperatorProcess(kubeconfig, hosts, election_args(1), module="zkop_testing.faults",
+                             env={THREADS_ENV: "zookeeperconfig-worker-0"})
+    standby = OperatorProcess(kubeconfig, hosts, election_args(1))
+    lease = resource_path("coordination.k8s.io", "v1", "leases", "default", "zkop-leader")
+    try:
+        leader.start()
+        wait_for(lambda: is_leader(leader), message="the first replica leads")
+        standby.start()
+        create(kube, zkc("before", "/app/before", b"1"))
+        wait_for(lambda: synced(kube, "before"), message="the leader reconciles")
+        transitions = kube.request("GET", lease)["spec"]["leaseTransitions"]
+        leader.signal(signal.SIGUSR1)
+        wait_for(lambda: "injected InjectedFault into zookeeperconfig-worker-0" in leader.log_tail(400),
+                 message="the fault armed in the worker")
+        create(kube, zkc("woken", "/app/woken", b"2"))  # wakes the worker, which dies instead of reconciling
+        assert leader.wait(EVENTUALLY) == 1
+        log = leader.log_tail(400)
+        stopped = [line for line in log.splitlines() if "stopped working" in line]
+        assert len(stopped) == 1, log
+        assert ("zookeeperconfig stopped working (worker threads died: zookeeperconfig-worker-0 "
+                "(ended by InjectedFault)); stopping and giving up the Lease, exit code 1") in stopped[0], log
+        assert "released lease default/zkop-leader" in log, log
+        wait_for(lambda: is_leader(standby), message="the standby takes over")
+        spec = kube.request("GET", lease)["spec"]
+        assert spec["holderIdentity"] == identity(standby)
+        assert spec["leaseTransitions"] == transitions + 1
+        create(kube, zkc("after", "/app/after", b"3"))
+        wait_for(lambda: synced(kube, "woken") and synced(kube, "after"), message="the new leader reconciles")
+        assert standby.proc is not None and standby.proc.poll() is None
+    finally:
+        leader.stop()
+        standby.stop()
