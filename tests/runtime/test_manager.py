@@ -1,18 +1,24 @@
-"""The generic Manager: start order, cache wait, probes, fatal stops, shutdown order, leader election."""
+"""The generic Manager: start order, cache wait, probes, fatal stops, shutdown order, leader election, and
+runnables that stop working (a thread they need ends: the run ends with 1, the Lease given up)."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from zkop_testing.apiserver import ApiServer
 from zkop_testing.waiting import EVENTUALLY, wait_for
 
-from zkop.kube.client import KubeClient, resource_path
-from zkop.runtime.manager import LeaderElectionOptions, Manager, ManagerOptions
+from zkop.kube.client import JSON, ApiException, KubeClient, resource_path
+from zkop.runtime.cache import Informer, ResourceRef
+from zkop.runtime.cache.transform import default_transform
+from zkop.runtime.controller import Controller, Result
+from zkop.runtime.manager import LeaderElectionOptions, Manager, ManagerOptions, Runnable
 
 
 class Fake:
@@ -62,6 +68,19 @@ def run_in_thread(manager: Manager) -> tuple[threading.Thread, list[int]]:
     thread = threading.Thread(target=lambda: codes.append(manager.run()), daemon=True)
     thread.start()
     return thread, codes
+
+
+def run_leader(client: KubeClient, lease: str, runnable: Runnable, *, lease_duration: float, renew_deadline: float,
+               ) -> tuple[Manager, threading.Thread, list[int]]:
+    """Run a Manager electing ``me`` for the Lease ``default/<lease>`` (retry period 0.2 s, a 60 s drain) with
+    ``runnable`` as its leader runnable; returns it once elected, with its thread and exit codes."""
+    election = LeaderElectionOptions(namespace="default", name=lease, identity="me", lease_duration=lease_duration,
+                                     renew_deadline=renew_deadline, retry_period=0.2)
+    manager = Manager(quiet(leader_election=election, graceful_shutdown_timeout=EVENTUALLY), client)
+    manager.add(runnable, needs_leader=True)
+    thread, codes = run_in_thread(manager)
+    assert manager.elected.wait(EVENTUALLY)
+    return manager, thread, codes
 
 
 def test_start_order_waits_for_caches_and_stops_in_reverse() -> None:
@@ -249,22 +268,33 @@ def test_the_lease_is_renewed_while_leader_runnables_drain(kube: KubeClient) -> 
     assert standby_codes == [0]
 
 
+def steal(kube: KubeClient, path: str, holder: str) -> None:
+    """Make ``holder`` the Lease's holder for 60 s, as another replica that judged it expired would.
+
+    GET and PUT again after a 409: the leader renews every retry period, maybe between the two.
+    """
+    def put() -> bool:
+        lease = kube.request("GET", path)
+        lease["spec"].update(holderIdentity=holder, leaseDurationSeconds=60)
+        try:
+            kube.request("PUT", path, body=lease)
+        except ApiException as err:
+            if err.status != 409:
+                raise
+            return False
+        return True
+
+    wait_for(put, message=f"{holder} holds the Lease")
+
+
 def test_a_lease_lost_while_draining_stops_leader_runnables_at_once_and_exits_1(kube: KubeClient) -> None:
     path = resource_path("coordination.k8s.io", "v1", "leases", "default", "lost-drain-test")
-    election = LeaderElectionOptions(namespace="default", name="lost-drain-test", identity="me",
-                                     lease_duration=2.0, renew_deadline=1.5, retry_period=0.2)
-    manager = Manager(quiet(leader_election=election, graceful_shutdown_timeout=EVENTUALLY), kube)
     controller = Draining("controller", [])
-    manager.add(controller, needs_leader=True)
-    thread, codes = run_in_thread(manager)
+    manager, thread, codes = run_leader(kube, "lost-drain-test", controller, lease_duration=2.0, renew_deadline=1.5)
     try:
-        assert manager.elected.wait(EVENTUALLY)
         manager.stop()
         assert controller.draining.wait(EVENTUALLY)
-        # Someone else holds the Lease now (another replica that judged it expired).
-        lease = kube.request("GET", path)
-        lease["spec"].update(holderIdentity="thief", leaseDurationSeconds=60)
-        kube.request("PUT", path, body=lease)
+        steal(kube, path, "thief")
         wait_for(lambda: 0.0 in controller.stop_timeouts, message="leader runnables stopped at once")
         controller.finish.set()  # the in-flight reconcile ends
         thread.join(EVENTUALLY)
@@ -274,3 +304,220 @@ def test_a_lease_lost_while_draining_stops_leader_runnables_at_once_and_exits_1(
         controller.finish.set()
         manager.stop()
         thread.join(EVENTUALLY)
+
+
+# --- runnables that stop working ------------------------------------------------------------------
+
+#: The tests below end threads with an exception on purpose; pytest would warn about each.
+ends_a_thread = pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+
+
+class Fault(BaseException):
+    """What ends a thread from inside: a BaseException, as a KeyboardInterrupt, a SystemExit or a dependency's bug."""
+
+
+def lease_path(name: str) -> str:
+    return resource_path("coordination.k8s.io", "v1", "leases", "default", name)
+
+
+def stopped_working(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """The Manager's error lines saying a runnable stopped working."""
+    return [r.getMessage() for r in caplog.records
+            if r.name == "zkop.runtime.manager" and r.levelno == logging.ERROR and "stopped working" in r.getMessage()]
+
+
+class Reconciles:
+    """A reconciler: key ``die`` raises :class:`Fault` in the worker; key ``slow`` runs until ``finish`` is set."""
+
+    def __init__(self) -> None:
+        self.slow_started = threading.Event()
+        self.finish = threading.Event()
+        self.slow_done = threading.Event()
+
+    def reconcile(self, key: str) -> Result:
+        if key == "die":
+            raise Fault("from inside the worker")
+        if key == "slow":
+            self.slow_started.set()
+            self.finish.wait(EVENTUALLY)
+            self.slow_done.set()
+        return Result()
+
+
+@ends_a_thread
+def test_a_dead_worker_ends_the_run_with_1_and_the_lease_goes_once_in_flight_work_ended(
+        kube: KubeClient, caplog: pytest.LogCaptureFixture) -> None:
+    """controller-runtime's manager stops when a runnable fails and gives up leadership with it; here
+    a worker thread ended by a BaseException is that failure. The other worker's reconcile finishes
+    first, the Lease renewed meanwhile; then it is released and the standby takes over."""
+    path = lease_path("liveness-test")
+    options = {"namespace": "default", "name": "liveness-test", "lease_duration": 20.0, "renew_deadline": 16.0,
+               "retry_period": 0.2}
+    manager = Manager(quiet(leader_election=LeaderElectionOptions(identity="me", **options),  # type: ignore[arg-type]
+                            graceful_shutdown_timeout=EVENTUALLY), kube)
+    reconciler = Reconciles()
+    controller = Controller("liveness", reconciler, workers=2)
+    manager.add(controller, needs_leader=True)
+    thread, codes = run_in_thread(manager)
+    assert manager.elected.wait(EVENTUALLY)
+    standby = Manager(quiet(leader_election=LeaderElectionOptions(identity="standby", **options)),  # type: ignore[arg-type]
+                      kube)
+    standby.add(Fake("standby-controller", []), needs_leader=True)
+    standby_thread, standby_codes = run_in_thread(standby)
+    try:
+        controller.queue.add("slow")
+        assert reconciler.slow_started.wait(EVENTUALLY)
+        controller.queue.add("die")
+        wait_for(lambda: stopped_working(caplog), message="the Manager noticed the dead worker")
+        # Still the holder, still renewing while the in-flight reconcile goes on.
+        renewed = kube.request("GET", path)["spec"]["renewTime"]
+        wait_for(lambda: kube.request("GET", path)["spec"]["renewTime"] != renewed, message="renewed while draining")
+        assert thread.is_alive() and not reconciler.slow_done.is_set()
+        reconciler.finish.set()
+        thread.join(EVENTUALLY)
+        assert codes == [1]
+        assert standby.elected.wait(EVENTUALLY), "released: the standby takes over"
+        assert kube.request("GET", path)["spec"]["holderIdentity"] == "standby"
+        (line,) = stopped_working(caplog)
+        assert line.startswith("liveness stopped working (worker threads died: liveness-worker-"), line
+        assert line.endswith(" (ended by Fault: from inside the worker)); stopping and giving up the Lease, "
+                             "exit code 1"), line
+    finally:
+        reconciler.finish.set()
+        manager.stop()
+        standby.stop()
+        thread.join(EVENTUALLY)
+        standby_thread.join(EVENTUALLY)
+    assert standby_codes == [0]
+
+
+@ends_a_thread
+def test_in_flight_work_that_outlives_the_bound_keeps_the_lease_from_being_released(
+        kube: KubeClient, caplog: pytest.LogCaptureFixture) -> None:
+    """After a failure the leader runnables get half the renew deadline, not the graceful shutdown
+    timeout (60 s here): the run ends while a reconcile still runs, and the Lease is left to expire."""
+    path = lease_path("liveness-bound-test")
+    reconciler = Reconciles()
+    controller = Controller("bounded", reconciler, workers=2)
+    manager, thread, codes = run_leader(kube, "liveness-bound-test", controller, lease_duration=3.0,
+                                        renew_deadline=2.0)
+    try:
+        controller.queue.add("slow")
+        assert reconciler.slow_started.wait(EVENTUALLY)
+        controller.queue.add("die")
+        thread.join(EVENTUALLY)
+        assert codes == [1]
+        assert not reconciler.slow_done.is_set(), "the run waited for the in-flight reconcile"
+        spec = kube.request("GET", path)["spec"]
+        assert spec["holderIdentity"] == "me" and spec["leaseDurationSeconds"] == 3, "released while work went on"
+        assert len(stopped_working(caplog)) == 1
+        assert any("not releasing the Lease" in r.getMessage() for r in caplog.records)
+    finally:
+        reconciler.finish.set()
+        manager.stop()
+        thread.join(EVENTUALLY)
+
+
+def poison(obj: JSON) -> JSON:
+    """The informer's transform: ends the reflector thread (a BaseException) on the object named ``poison``."""
+    if obj.get("metadata", {}).get("name") == "poison":
+        raise Fault("poisoned")
+    return default_transform(obj)
+
+
+@ends_a_thread
+def test_a_standby_whose_informer_dies_stops_campaigning_and_exits_1(kube: KubeClient,
+                                                                    caplog: pytest.LogCaptureFixture) -> None:
+    """A standby with a dead informer would take over with a stale cache: it ends too, never leading."""
+    path = lease_path("liveness-standby-test")
+    kube.request("POST", resource_path("coordination.k8s.io", "v1", "leases", "default"), body={
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "liveness-standby-test", "namespace": "default"},
+        "spec": {"holderIdentity": "other", "leaseDurationSeconds": 60, "renewTime": "2026-01-01T00:00:00.000000Z"},
+    })
+    log: list[str] = []
+    informer = Informer(kube, ResourceRef("", "v1", "configmaps"), namespaces=["default"], name="configmaps",
+                        resync_period=0, transform=poison)
+    election = LeaderElectionOptions(namespace="default", name="liveness-standby-test", identity="me",
+                                     lease_duration=3.0, renew_deadline=2.0, retry_period=0.2)
+    manager = Manager(quiet(leader_election=election), kube)
+    manager.add(informer, needs_leader=False)
+    manager.add(Fake("controller", log), needs_leader=True)
+    thread, codes = run_in_thread(manager)
+    try:
+        wait_for(informer.has_synced, message="the informer listed")
+        kube.request("POST", resource_path("", "v1", "configmaps", "default"), body={
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "poison", "namespace": "default"}})
+        thread.join(EVENTUALLY)
+        assert codes == [1]
+        assert "start controller" not in log
+        assert kube.request("GET", path)["spec"]["holderIdentity"] == "other"
+        assert stopped_working(caplog) == [
+            "configmaps stopped working (informer threads ended: informer-configmaps-default (ended by Fault: "
+            "poisoned)); stopping, exit code 1"]
+    finally:
+        manager.stop()
+        thread.join(EVENTUALLY)
+
+
+class Unstartable(Fake):
+    def start(self) -> None:
+        raise RuntimeError("cannot start")
+
+
+def test_a_runnable_whose_start_raises_ends_the_run_with_1(caplog: pytest.LogCaptureFixture) -> None:
+    log: list[str] = []
+    manager = Manager(quiet())
+    manager.add(Fake("cache", log), needs_leader=False)
+    manager.add(Unstartable("broken", log), needs_leader=False)
+    manager.add(Fake("controller", log), needs_leader=True)
+    thread, codes = run_in_thread(manager)
+    thread.join(EVENTUALLY)
+    assert codes == [1]
+    assert "start controller" not in log and "stop cache" in log
+    assert stopped_working(caplog) == [
+        "broken stopped working (start() raised RuntimeError: cannot start); stopping, exit code 1"]
+
+
+class RenewalRaises(KubeClient):
+    """A client whose Lease PUTs raise :class:`Fault` once ``armed`` is set: the election thread ends."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.armed = threading.Event()
+
+    def request(self, method: str, path: str, **kwargs: Any) -> JSON:
+        if self.armed.is_set() and method == "PUT" and "/leases/" in path:
+            raise Fault("in the election thread")
+        return super().request(method, path, **kwargs)
+
+
+@ends_a_thread
+def test_a_dead_election_thread_stops_the_leader_runnables_at_once(renewal_raises: RenewalRaises,
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
+    """Nobody renews any more, so the Lease may soon be another's: as with a lost Lease, the leader runnables
+    stop at once (no drain) and nothing is released."""
+    controller = Draining("controller", [])
+    manager, thread, codes = run_leader(renewal_raises, "liveness-election-test", controller, lease_duration=3.0,
+                                        renew_deadline=2.0)
+    try:
+        renewal_raises.armed.set()
+        thread.join(EVENTUALLY)
+        assert codes == [1]
+        assert controller.stop_timeouts == [0.0]
+        assert stopped_working(caplog) == [
+            "leader election stopped working (its thread leader-election ended); stopping the leader runnables at "
+            "once; the Lease is no longer renewed, exit code 1"]
+        spec = renewal_raises.request("GET", lease_path("liveness-election-test"))["spec"]
+        assert spec["holderIdentity"] == "me"  # not released
+    finally:
+        controller.finish.set()
+        manager.stop()
+        thread.join(EVENTUALLY)
+
+
+@pytest.fixture
+def renewal_raises(apiserver: ApiServer) -> Iterator[RenewalRaises]:
+    client = RenewalRaises(apiserver.api_client())
+    yield client
+    client.close()

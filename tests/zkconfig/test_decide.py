@@ -262,21 +262,25 @@ def test_deletion_needs_no_bytes_from_a_missing_data_ref() -> None:
     assert deletion_target(obj, DESIRED) is DESIRED
 
 
-FAILURES: list[tuple[str, ZooKeeperError, int, dict[str, Any]]] = [
-    ("NoAuth is reported at once", ZooKeeperNoAuth("refused"), 0,
+FAILURES: list[tuple[str, ZooKeeperError, int, float, dict[str, Any]]] = [
+    ("NoAuth is reported at once", ZooKeeperNoAuth("refused"), 0, 0.0,
      {"retrying": True, "warn": True, "retry": "refused", "status": ("Error", "NoAuth", False)}),
     ("an unavailable ZooKeeper below the threshold is a blip: retried quietly", ZooKeeperUnavailable("down"), 2,
-     {"retry": "down"}),
-    ("an unavailable ZooKeeper at the threshold is reported", ZooKeeperUnavailable("down"), 3,
-     {"retrying": True, "warn": True, "retry": "down", "status": ("Error", "ZooKeeperUnavailable", False)}),
-    ("a write conflict that outlived the replans is reported", ConcurrentModification("changed"), 0,
+     5.0, {"retry": "down"}),
+    ("an unavailable ZooKeeper at the threshold but within the grace is a blip: retried quietly",
+     ZooKeeperUnavailable("down"), 9, 2.9, {"retry": "down"}),
+    ("an unavailable ZooKeeper at the threshold and past the grace is reported", ZooKeeperUnavailable("down"), 3,
+     3.0, {"retrying": True, "warn": True, "retry": "down", "status": ("Error", "ZooKeeperUnavailable", False)}),
+    ("a write conflict that outlived the replans is reported", ConcurrentModification("changed"), 0, 0.0,
      {"retrying": True, "warn": True, "retry": "changed", "status": ("Error", "Conflict", False)}),
 ]
 
 
-@pytest.mark.parametrize(("rule", "err", "failures", "fields"), FAILURES, ids=[row[0] for row in FAILURES])
-def test_decide_failure(rule: str, err: ZooKeeperError, failures: int, fields: dict[str, Any]) -> None:
-    expect(decide_failure(err, failures, threshold=3), **fields)
+@pytest.mark.parametrize(("rule", "err", "failures", "failing_for", "fields"), FAILURES,
+                         ids=[row[0] for row in FAILURES])
+def test_decide_failure(rule: str, err: ZooKeeperError, failures: int, failing_for: float,
+                        fields: dict[str, Any]) -> None:
+    expect(decide_failure(err, failures, failing_for, threshold=3, grace=3.0), **fields)
 
 
 def test_every_fetch_is_asked_once() -> None:

@@ -166,11 +166,22 @@ class ZooKeeperStartup:
         self.on_fatal = on_fatal
         self._ready = threading.Event()
         self._stop = threading.Event()
+        self._fatal = False  # on_fatal was called: the run ends anyway
         self._thread: threading.Thread | None = None
 
     def has_synced(self) -> bool:
         """True once the session is open and the probe passed."""
         return self._ready.is_set()
+
+    def health_check(self) -> str | None:
+        """``None``, or what ended that the session needs: the start-up thread before the session was up
+        (nothing would ever start), or one of the session's own threads (``ZooKeeperAdapter.health_check``)."""
+        if self._stop.is_set():
+            return None
+        thread = self._thread
+        if thread is not None and not thread.is_alive() and not self._ready.is_set() and not self._fatal:
+            return f"its thread {thread.name} ended before the session was up"
+        return self.zookeeper.health_check()
 
     def readiness(self) -> str | None:
         """``None`` when ready, else why ZooKeeper is not (with the last connection error, e.g. an untrusted
@@ -217,6 +228,7 @@ class ZooKeeperStartup:
         except ZooKeeperUnavailable:
             return  # stopped while waiting
         except ZooKeeperError as err:
+            self._fatal = True
             self.on_fatal(2, f"ZooKeeper start-up probe failed: {err}")
             return
         self._ready.set()

@@ -67,6 +67,7 @@ class EventRecorder:
         self._seen: dict[tuple[str, str, str, str], tuple[str, str, int, float]] = {}
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
+        self._stop_requested = False  # stop() began: the writer ends after the flush
         self.recorded: list[tuple[str, EventType, str, str]] = []
 
     def start(self) -> None:
@@ -83,6 +84,7 @@ class EventRecorder:
         thread = self._thread
         if thread is None or thread is threading.current_thread():
             return
+        self._stop_requested = True
         deadline = time.monotonic() + timeout
         try:
             self._queue.put(None, timeout=timeout)
@@ -97,6 +99,16 @@ class EventRecorder:
             log.warning("event recorder stopped with %d events not written", dropped)
         if thread.is_alive():
             log.warning("event recorder still writing %g s after stop began", 2 * timeout)
+
+    def health_check(self) -> str | None:
+        """``None``, or that the writer thread ended before :meth:`stop` (no Event would be written again).
+
+        The writer catches every ``Exception``; only a ``BaseException`` ends it early.
+        """
+        thread = self._thread
+        if thread is None or thread.is_alive() or self._stopping.is_set() or self._stop_requested:
+            return None
+        return f"its writer thread {thread.name} ended"
 
     def event(self, obj: JSON, type_: EventType, reason: str, message: str) -> None:
         """Queue an Event about ``obj`` (a dict with ``kind``, ``apiVersion`` and ``metadata``)."""

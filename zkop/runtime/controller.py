@@ -13,8 +13,10 @@ exception              ``add_rate_limited`` (no ``forget``)       ``error``
 success                ``forget``                                 ``success``
 =====================  =========================================  ==========================
 
-``done`` is always called. An exception never kills a worker. The ZooKeeperConfig
-controller and the service bridge are two instances of :class:`Controller`.
+``done`` is always called. An ``Exception`` never kills a worker; a ``BaseException`` escaping a
+reconcile does, and :meth:`Controller.health_check` says so, on which the Manager ends the run
+(:mod:`zkop.runtime.manager`). The ZooKeeperConfig controller and the service bridge are two
+instances of :class:`Controller`.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Protocol
 from zkop.kube.client import JSON
 from zkop.runtime import metrics
 from zkop.runtime.cache import FuncHandler, Informer, meta_namespace_key
+from zkop.runtime.threads import OwnedThreads
 from zkop.runtime.workqueue import RateLimitingQueue
 
 __all__ = ["Controller", "Reconciler", "Result", "RetryableError", "TerminalError"]
@@ -91,7 +94,7 @@ class Controller:
         self.workers = workers
         self.queue: RateLimitingQueue[str] = queue if queue is not None else RateLimitingQueue(name)
         self.informers: list[Informer] = []
-        self._threads: list[threading.Thread] = []
+        self._threads = OwnedThreads()
         self._active = 0
         self._active_lock = threading.Lock()
         self.started = threading.Event()
@@ -129,15 +132,21 @@ class Controller:
         return all(i.has_synced() for i in self.informers)
 
     def health_check(self) -> str | None:
-        """Liveness: ``None``, or which worker threads died while the controller runs.
+        """Liveness: ``None``, or which worker threads died (and what ended them) while the controller runs.
 
-        A worker only ends when the queue shuts down, so a dead one while the queue is open means
-        the controller silently stopped reconciling (the manager's ``/healthz`` reports it).
+        A worker only ends when the queue shuts down: a ``BaseException`` escaping a reconcile
+        (``process`` catches ``Exception`` only, as controller-runtime recovers panics) ends it, and the
+        controller would reconcile with fewer workers, or none, until restarted. The
+        :class:`~zkop.runtime.manager.Manager` ends the run on it (and ``/healthz`` reports it). The
+        queue's delaying thread counts too: without it no retry after a backoff is added again.
         """
-        if not self.started.is_set() or self.queue.shutting_down():
+        if not self.started.is_set() or self._stopping.is_set():  # no lock: a thread that died may hold one
             return None
-        dead = [t.name for t in self._threads if not t.is_alive()]
-        return f"worker threads died: {', '.join(dead)}" if dead else None
+        dead = self._threads.ended()
+        if dead:
+            return f"worker threads died: {', '.join(dead)}"
+        queue = self.queue.health_check()
+        return f"work queue {self.name}: {queue}" if queue else None
 
     # --- workers -----------------------------------------------------------------------------
 
@@ -146,9 +155,7 @@ class Controller:
         (the :class:`~zkop.runtime.manager.Manager` starts controllers only while leading)."""
         metrics.init_controller_metrics(self.name, self.workers)
         for index in range(self.workers):
-            thread = threading.Thread(target=self._worker, name=f"{self.name}-worker-{index}", daemon=True)
-            thread.start()
-            self._threads.append(thread)
+            self._threads.start(self._worker, f"{self.name}-worker-{index}")
         self.started.set()
 
     def _worker(self) -> None:

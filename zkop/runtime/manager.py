@@ -27,6 +27,26 @@ runnables in reverse order; close the servers (their serving threads joined). Wh
 running is logged).  A leader that cannot renew its Lease -- also while it drains -- stops its
 leader runnables at once and the run ends with exit code 1, so it never acts after another replica
 may have taken over ("leader election lost" in controller-runtime).
+
+A runnable that stops working ends the run too, as a runnable whose ``Start`` returns an error
+ends controller-runtime's manager [CR pkg/manager/runnable_group.go ``reconcile``: the error goes
+to ``errChan``; internal.go ``Start`` returns it and ``engageStopProcedure`` stops everything;
+the caller exits 1]. In Python a thread ends quietly where a Go panic would end the process
+(:mod:`zkop.runtime.threads`), so every ``options.liveness_period`` seconds the Manager asks each
+started runnable that is a :class:`HealthChecker` (controllers: their workers and the queue's
+delaying thread; informers: their reflectors; the Events writer; the ZooKeeper session's threads
+...) and checks its own threads (leader election; the one starting the leader runnables); a
+runnable whose ``start()`` raises counts as well. On the first answer that is not ``None``, it
+logs one line at error (``<what> stopped working (<why>); …, exit code 1``) and shuts down as on
+:meth:`Manager.stop`, but the leader runnables get at most half the renew deadline (and never
+more than ``graceful_shutdown_timeout``) to finish what is in flight, the Lease renewed
+meanwhile; then renewal stops -- within the renew deadline of the failure, since checks are at
+most a quarter of it apart -- and the Lease is released if every leader runnable stopped in time
+(as ``ReleaseOnCancel`` does once the guarded work has ended [client-go
+tools/leaderelection/leaderelection.go ``renew``, ``release``]), else left to expire. The run
+ends with exit code 1; a standby (or a process still waiting for its caches) ends the same way,
+having stopped campaigning first. A dead election thread is a lost Lease: the leader runnables
+stop at once, nothing is released.
 """
 
 from __future__ import annotations
@@ -48,6 +68,7 @@ from zkop.runtime.serving import (
     parse_bind_address,
     start_metrics_server,
 )
+from zkop.runtime.threads import describe_end
 
 __all__ = ["HasSynced", "HealthChecker", "LeaderElectionOptions", "Manager", "ManagerOptions", "Runnable"]
 
@@ -75,7 +96,12 @@ class HasSynced(Protocol):
 
 @runtime_checkable
 class HealthChecker(Protocol):
-    """A runnable that can tell it is alive: ``health_check()`` is ``None`` or why not."""
+    """A runnable that can tell it is alive: ``health_check()`` is ``None`` or why not.
+
+    "Not alive" means it can no longer do its work (a thread it needs ended): ``/healthz`` fails and
+    the Manager ends the run with exit code 1. Not called before ``start()`` returned or once stopping.
+    Must not block: it takes no lock a thread that died might have held.
+    """
 
     def health_check(self) -> str | None: ...
 
@@ -111,6 +137,8 @@ class ManagerOptions:
         leader_election: ``None`` runs leader runnables at once (single replica).
         graceful_shutdown_timeout: seconds the leader runnables get to drain on a clean stop.
         cache_sync_poll: seconds between checks of ``has_synced`` and of a stop request.
+        liveness_period: seconds between checks that every runnable still works (see the module
+            docstring); with leader election at most a quarter of the renew deadline is used.
     """
 
     metrics_bind_address: str = ":8080"
@@ -122,6 +150,7 @@ class ManagerOptions:
     leader_election: LeaderElectionOptions | None = None
     graceful_shutdown_timeout: float = 30.0
     cache_sync_poll: float = 0.05
+    liveness_period: float = 0.5
 
 
 @dataclass
@@ -174,6 +203,9 @@ class Manager:
         self._elector: LeaderElector | None = None
         self._election_thread: threading.Thread | None = None
         self._leader_start_thread: threading.Thread | None = None
+        #: Why a runnable stopped working (the run ends with exit code 1), once one did.
+        self.failure: str | None = None
+        self._lease_lost = False  # renewal failed, or its thread ended: stop at once, release nothing
 
     # --- registration ------------------------------------------------------------------------
 
@@ -228,9 +260,11 @@ class Manager:
     # --- lifecycle ---------------------------------------------------------------------------
 
     def run(self) -> int:
-        """Start everything in order, block until :meth:`stop`, :meth:`fail` or a lost Lease; shut down.
+        """Start everything in order, block until :meth:`stop`, :meth:`fail`, a lost Lease or a runnable that
+        stopped working; shut down.
 
-        Returns the exit code: 0 after :meth:`stop`, 1 after a lost Lease, or what :meth:`fail` set.
+        Returns the exit code: 0 after :meth:`stop`, 1 after a lost Lease or a runnable that stopped
+        working (see the module docstring), or what :meth:`fail` set.
 
         Raises:
             ValueError: a server address is malformed.
@@ -244,11 +278,12 @@ class Manager:
                 self._started = True
                 entries = [e for e in self._entries if not e.needs_leader]
             for entry in entries:
-                self._start(entry)
+                if not self._start(entry):
+                    break
             if self._wait_for_caches():
                 self._elect()
-                self.stop_event.wait()
-            self._shutdown(drain=self.exit_code == 0 and self._leading)
+                self._watch()
+            self._shutdown()
         finally:
             self._close_servers()
         return self.exit_code
@@ -264,9 +299,70 @@ class Manager:
             self.exit_code = exit_code
         self.stop_event.set()
 
-    def _start(self, entry: _Entry) -> None:
-        entry.runnable.start()
+    def _start(self, entry: _Entry) -> bool:
+        """Start ``entry``; False if its ``start()`` raised (a runnable that cannot work: the run ends)."""
+        try:
+            entry.runnable.start()
+        except Exception as err:
+            log.debug("starting %s failed", entry.name, exc_info=True)
+            self._stopped_working(entry.name, f"start() raised {describe_end(err)}")
+            return False
         entry.started = True
+        return True
+
+    def _liveness_period(self) -> float:
+        """Seconds between liveness checks: ``options.liveness_period``, at most a quarter of the renew deadline."""
+        election = self.options.leader_election
+        period = self.options.liveness_period
+        return min(period, election.renew_deadline / 4) if election is not None else period
+
+    def _watch(self) -> None:
+        """Block until the run must end, checking every runnable's liveness meanwhile (see the module docstring)."""
+        period = self._liveness_period()
+        while not self.stop_event.wait(period):
+            self._check_liveness()
+
+    def _check_liveness(self) -> None:
+        """End the run (:meth:`_stopped_working`) if a started runnable or a thread of the Manager's stopped working."""
+        if self.stop_event.is_set():
+            return
+        with self._lock:
+            entries = [e for e in self._entries if e.started]
+        for entry in entries:
+            why = entry.runnable.health_check() if isinstance(entry.runnable, HealthChecker) else None
+            if why:
+                self._stopped_working(entry.name, why)
+                return
+        election = self._election_thread
+        if election is not None and not election.is_alive() and not self._election_stop.is_set():
+            self._stopped_working("leader election", f"its thread {election.name} ended", lease_lost=True)
+            return
+        starter = self._leader_start_thread
+        if starter is not None and not starter.is_alive() and not self.elected.is_set():
+            self._stopped_working("leader runnables", f"the thread {starter.name} ended before starting them all")
+
+    def _stopped_working(self, what: str, why: str, *, lease_lost: bool = False) -> None:
+        """Log the one line saying ``what`` stopped working and why, and end the run with exit code 1.
+
+        Nothing once the run is ending anyway (a stop, a lost Lease, an earlier failure). With
+        ``lease_lost`` (the election thread ended) the leader runnables stop at once and nothing is released.
+        """
+        with self._lock:
+            if self.stop_event.is_set():
+                return
+            self.failure = f"{what} stopped working ({why})"
+            self.stop_event.set()
+            leading = self._leading
+        if self.exit_code == 0:
+            self.exit_code = 1
+        if not leading:
+            then = "stopping"
+        elif lease_lost:
+            then = "stopping the leader runnables at once; the Lease is no longer renewed"
+            self._lease_lost = True
+        else:
+            then = "stopping and giving up the Lease"
+        log.error("%s; %s, exit code 1", self.failure, then)
 
     def _start_servers(self) -> None:
         bind = parse_bind_address(self.options.health_probe_bind_address)
@@ -303,10 +399,11 @@ class Manager:
             self.metrics_server.shutdown()
 
     def _wait_for_caches(self) -> bool:
-        """Block until every non-leader runnable has synced; False if stopped first."""
+        """Block until every non-leader runnable has synced; False if stopped (or one stopped working) first."""
         while self.not_synced():
             if self.stop_event.wait(self.options.cache_sync_poll):
                 return False
+            self._check_liveness()
         return not self.stop_event.is_set()
 
     def _elect(self) -> None:
@@ -337,18 +434,17 @@ class Manager:
             self._leading = True
             entries = [e for e in self._entries if e.needs_leader]
         for entry in entries:
-            if self.stop_event.is_set():
+            if self.stop_event.is_set() or not self._start(entry):
                 return
-            self._start(entry)
         self.elected.set()
         log.info("leader runnables started")
 
     def _on_stopped_leading(self) -> None:
         # Renewal failed (the elector does not call this once _election_stop is set): during a
-        # drain too, the leader runnables stop at once and the run ends with 1.
-        if not self._leading:
-            return
+        # drain too, and before the leader runnables were all started, they stop at once and the
+        # run ends with 1.
         log.error("leader election lost; stopping leader runnables and exiting")
+        self._lease_lost = True
         if self.exit_code == 0:
             self.exit_code = 1
         self.stop_event.set()
@@ -359,34 +455,63 @@ class Manager:
         with self._lock:
             return [e for e in self._entries if e.needs_leader]
 
-    def _shutdown(self, *, drain: bool) -> None:
+    def _drain_timeout(self) -> tuple[float, float]:
+        """Seconds the leader runnables get to stop, and the slack their threads are joined with beyond it.
+
+        A clean stop: ``graceful_shutdown_timeout`` (+2 s). A runnable that stopped working: at most
+        half the renew deadline (+ a quarter of it, at most 2 s), so that renewal stops within the
+        renew deadline of the failure. A lost Lease or :meth:`fail`: nothing to drain.
+        """
+        graceful = self.options.graceful_shutdown_timeout
+        election = self.options.leader_election
+        if self.failure is not None and not self._lease_lost:
+            if election is None:
+                return graceful, 2.0
+            return min(graceful, election.renew_deadline / 2), min(2.0, election.renew_deadline / 4)
+        if self.exit_code == 0:
+            return graceful, 2.0
+        return 0.0, 2.0
+
+    def _shutdown(self) -> None:
         """Stop leader runnables (concurrently, bounded), release the Lease, stop the others."""
-        timeout = self.options.graceful_shutdown_timeout if drain else 0.0
+        with self._lock:
+            leading = self._leading
+        timeout, slack = self._drain_timeout() if leading else (0.0, 2.0)
         deadline = time.monotonic() + timeout
         election = self.options.leader_election
         # The elector ends at its next wake-up or when its request returns (at most the renew
         # deadline); on a lost Lease it has stopped the leader runnables first.
         election_join = (election.renew_deadline if election else 0.0) + 2.0
-        with self._lock:
-            leading = self._leading
         if not leading:  # a standby: no acquiring from now on [CR "prevent leader election when
             self._election_stop.set()  # shutting down a non-elected manager"]
             _join(self._election_thread, election_join)
         _join(self._leader_start_thread, 2.0)  # it checks stop_event before each start
-        threads = [
-            threading.Thread(target=entry.runnable.stop, args=(timeout,), name=f"stop-{entry.name}", daemon=True)
-            for entry in self._leader_entries()
-        ]
+        stopped: list[object] = []
+
+        def stop(entry: _Entry) -> None:
+            stopped.append(entry.runnable.stop(timeout))
+
+        entries = self._leader_entries()
+        threads = [threading.Thread(target=stop, args=(entry,), name=f"stop-{entry.name}", daemon=True)
+                   for entry in entries]
         for thread in threads:
             thread.start()
         for thread in threads:
             # Controller.stop drains up to ``timeout`` and then joins its workers briefly.
-            _join(thread, max(0.0, deadline - time.monotonic()) + 2.0)
+            _join(thread, max(0.0, deadline - time.monotonic()) + slack)
         # Only now stop renewing [CR internal.go: "Cancel leader election only after we waited"].
         self._election_stop.set()
         _join(self._election_thread, election_join)
         if self._elector is not None and self.exit_code == 0:
             self._elector.release()
+        elif self._elector is not None and self.failure is not None and not self._lease_lost and leading:
+            # ReleaseOnCancel only once the guarded work has ended: every stop returned, none said
+            # its in-flight work outlived it (Controller.stop returns False then).
+            if len(stopped) == len(entries) and False not in stopped:
+                self._elector.release()
+            else:
+                log.warning("not releasing the Lease: leader runnables were still working when the drain ended; "
+                            "it expires on its own")
         with self._lock:
             others = [e for e in self._entries if not e.needs_leader and e.started]
         for entry in reversed(others):

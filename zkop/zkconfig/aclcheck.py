@@ -54,6 +54,13 @@ class AclCheck:
         self._thread = threading.Thread(target=self._loop, name=self.name, daemon=True)
         self._thread.start()
 
+    def health_check(self) -> str | None:
+        """``None``, or that the loop's thread ended before :meth:`stop` (no ACL would be checked again)."""
+        thread = self._thread
+        if thread is None or thread.is_alive() or self._stop.is_set():
+            return None
+        return f"its thread {thread.name} ended"
+
     def stop(self, timeout: float, /) -> None:
         """End the loop (a check in flight finishes; each request waits at most the session timeout)."""
         self._stop.set()

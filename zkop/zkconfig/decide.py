@@ -50,8 +50,9 @@ pass corrects it like any drift (``DriftCorrected``). Znodes with the open ACL a
 their ``aversion`` is read with every data read, and a data watch covers the rest.
 
 Failures (:func:`decide_failure`): ``NoAuth`` and a write conflict that outlived the
-replans are reported at once; an unavailable ZooKeeper only after ``threshold``
-consecutive failures of the same object (a blip is retried quietly).
+replans are reported at once; an unavailable ZooKeeper only once the same object has failed
+``threshold`` times in a row over at least ``grace`` seconds: a connection lost for a moment (a
+write whose reply never came, the session back within its timeout) is retried quietly.
 """
 
 from __future__ import annotations
@@ -370,19 +371,24 @@ def decide_delete(facts: DeleteFacts) -> Decision:
                     remove_finalizer=True)
 
 
-def decide_failure(err: ZooKeeperError, failures: int, threshold: int) -> Decision:
+def decide_failure(err: ZooKeeperError, failures: int, failing_for: float, *, threshold: int,
+                   grace: float) -> Decision:
     """Decide what a pass that ZooKeeper failed reports; it is always retried with backoff.
 
     Args:
         err: the failure.
         failures: consecutive passes of this object that failed with :class:`ZooKeeperUnavailable`,
             this one included.
+        failing_for: seconds since the first of those passes failed (0 for the first).
         threshold: from how many such failures on the status says ``ZooKeeperUnavailable``.
+        grace: seconds the failures must have lasted, too, before the status says so: kazoo
+            reconnects after 0.2 s doubling (jittered), so a connection lost for less than a second
+            is back within about three.
     """
     if isinstance(err, ZooKeeperNoAuth):
         outcome = Outcome("Error", "NoAuth", str(err), False)
     elif isinstance(err, ZooKeeperUnavailable):
-        if failures < threshold:
+        if failures < threshold or failing_for < grace:
             return Decision(retry=str(err))  # a blip: retry quietly before telling anyone
         outcome = Outcome("Error", "ZooKeeperUnavailable", str(err), False)
     else:

@@ -7,6 +7,7 @@ from prometheus_client import Counter
 
 __all__ = [
     "DRIFT_CORRECTIONS",
+    "ZOOKEEPER_QUIET_RETRIES",
 ]
 
 prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
@@ -14,5 +15,12 @@ prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
 DRIFT_CORRECTIONS = Counter(
     "zkop_drift_corrections_total",
     "Total number of times a controller found ZooKeeper out of line with the desired state and corrected it.",
+    ["controller"],
+)
+
+ZOOKEEPER_QUIET_RETRIES = Counter(
+    "zkop_zookeeper_quiet_retries_total",
+    "Reconciles that found ZooKeeper unavailable and were retried without a status or Event: the object had "
+    "been failing for less than the grace period (a blip).",
     ["controller"],
 )

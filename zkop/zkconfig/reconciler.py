@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -125,6 +126,8 @@ class ReconcilerOptions:
         registry_root: where ownership records live.
         failure_threshold: consecutive ZooKeeper failures of one object before its status
             shows ``ZooKeeperUnavailable`` (a blip is retried quietly).
+        unavailable_grace: seconds those failures must have lasted too (see
+            :func:`~zkop.zkconfig.decide.decide_failure`); the status then says so at the next retry.
         dry_run: plan, log and count, write nothing to ZooKeeper and add no finalizer
             (``zkop run --dry-run``; see :mod:`zkop.zkconfig.dryrun`).
     """
@@ -133,6 +136,7 @@ class ReconcilerOptions:
     cluster_id: str = "default"
     registry_root: str = DEFAULT_REGISTRY_ROOT
     failure_threshold: int = 3
+    unavailable_grace: float = 3.0
     dry_run: bool = False
 
 
@@ -160,8 +164,9 @@ class ZooKeeperConfigReconciler:
         #: them, and a reconcile reading an object the cache has not updated yet goes on with our write.
         self.own_writes = OwnWrites()
         self.writer = ObjectWriter(client, recorder, self.own_writes)
-        # Consecutive passes per key that found ZooKeeper unavailable (workers share the dict).
-        self._failures: dict[str, int] = {}
+        # Per key: consecutive passes that found ZooKeeper unavailable, and when the first of them
+        # failed (time.monotonic()); the workers share the dict.
+        self._failures: dict[str, tuple[int, float]] = {}
         self._failures_lock = threading.Lock()
 
     # --- entry point -------------------------------------------------------------------------
@@ -424,14 +429,21 @@ class ZooKeeperConfigReconciler:
 
     def _fail(self, key: str, obj: JSON, err: ZooKeeperError) -> Result:
         """Report a pass that ZooKeeper failed (:func:`decide_failure`) and retry it."""
-        decision = decide_failure(err, self._count_failure(key, err), self.options.failure_threshold)
+        failures, failing_for = self._count_failure(key, err)
+        decision = decide_failure(err, failures, failing_for, threshold=self.options.failure_threshold,
+                                  grace=self.options.unavailable_grace)
+        if decision.outcome is None:
+            metrics.ZOOKEEPER_QUIET_RETRIES.labels("zookeeperconfig").inc()
         return self._apply(obj, decision, cause=err)
 
-    def _count_failure(self, key: str, err: ZooKeeperError | None) -> int:
-        """Count ``key``'s consecutive passes that found ZooKeeper unavailable; any other ending resets it."""
+    def _count_failure(self, key: str, err: ZooKeeperError | None) -> tuple[int, float]:
+        """Count ``key``'s consecutive passes that found ZooKeeper unavailable, and for how many seconds they
+        have failed; any other ending resets both."""
+        now = time.monotonic()
         with self._failures_lock:
             if not isinstance(err, ZooKeeperUnavailable):
                 self._failures.pop(key, None)
-                return 0
-            self._failures[key] = count = self._failures.get(key, 0) + 1
-            return count
+                return 0, 0.0
+            count, since = self._failures.get(key, (0, now))
+            self._failures[key] = (count + 1, since)
+            return count + 1, now - since

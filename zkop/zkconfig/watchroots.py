@@ -97,6 +97,13 @@ class WatchRoots:
         self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
         self._thread.start()
 
+    def health_check(self) -> str | None:
+        """``None``, or that the thread following changes ended before :meth:`stop` (new paths would go unwatched)."""
+        thread = self._thread
+        if thread is None or thread.is_alive() or self._stop.is_set():
+            return None
+        return f"its thread {thread.name} ended"
+
     def stop(self, timeout: float, /) -> None:
         """End the thread (the watches stay until the session closes)."""
         self._stop.set()

@@ -113,6 +113,10 @@ class ZooKeeperAdapter:
         """
         self._session.stop(timeout)
 
+    def health_check(self) -> str | None:
+        """``None``, or which of the session's own threads ended while it is open (see ``Session.health_check``)."""
+        return self._session.health_check()
+
     @property
     def connected(self) -> bool:
         """True while the session is CONNECTED (not SUSPENDED or LOST)."""

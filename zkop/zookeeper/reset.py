@@ -166,6 +166,11 @@ class SuspensionWatchdog:
             self._cond.notify_all()
         join_bounded(self._thread, timeout)
 
+    def ended(self) -> bool:
+        """True if the thread ended before :meth:`stop` (an exception nothing caught): no reset would come."""
+        # No lock: the thread that died may hold it.
+        return self._thread.ident is not None and not self._thread.is_alive() and not self._stopped
+
     def on_state(self, state: str) -> None:
         """Feed a kazoo state (``"CONNECTED"``, ``"SUSPENDED"``, ``"LOST"``); never blocks."""
         with self._cond:

@@ -242,6 +242,11 @@ class RotationWatcher:
         self._stop.set()
         join_bounded(self._thread, timeout)
 
+    def ended(self) -> bool:
+        """True if the thread ended before :meth:`stop` (an exception nothing caught): rotations go unseen."""
+        thread = self._thread
+        return thread is not None and not thread.is_alive() and not self._stop.is_set()
+
     def _run(self) -> None:
         while not self._stop.wait(self.period):
             changed = self.check()

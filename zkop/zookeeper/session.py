@@ -179,6 +179,22 @@ class Session:
                 self._event_cond.notify_all()
             join_bounded(self._dispatcher, bound)
 
+    def health_check(self) -> str | None:
+        """``None``, or which of the session's own threads ended while it is open (an exception nothing caught).
+
+        The event dispatcher delivers state changes (the resync after a reconnect), the suspension
+        watchdog resets a session the ensemble lost, the credentials watcher notices rotated
+        files; each ends only in :meth:`stop`. kazoo's own threads are kazoo's.
+        """
+        if self._stopped:
+            return None
+        ended = [name for name, gone in (
+            (self._dispatcher.name, self._dispatcher.ident is not None and not self._dispatcher.is_alive()),
+            ("zk-session-watchdog", self._watchdog.ended()),
+            ("zk-credentials-watch", self._guard.rotation.ended()),
+        ) if gone]
+        return f"ZooKeeper session threads ended: {', '.join(ended)}" if ended else None
+
     @property
     def connected(self) -> bool:
         """True while the session is CONNECTED (not SUSPENDED or LOST)."""

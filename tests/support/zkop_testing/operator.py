@@ -37,16 +37,19 @@ class OperatorProcess:
             memory and removes (``log_tail`` still answers), so tests leave nothing in ``/tmp``.
         command_prefix: a command that runs zkop's (``python -m zkop run …``) as its arguments, for
             example ``["valgrind", "--tool=callgrind", "--callgrind-out-file=F"]``; signals go to it.
+        module: the module ``python -m`` runs: ``zkop``, or a test wrapper around its ``main``
+            such as :mod:`zkop_testing.faults`.
     """
 
     def __init__(self, kubeconfig: str, zk_hosts: str, args: Sequence[str] = (), *,
                  env: dict[str, str] | None = None, log_path: str | None = None,
-                 command_prefix: Sequence[str] = ()) -> None:
+                 command_prefix: Sequence[str] = (), module: str = "zkop") -> None:
         self.kubeconfig = kubeconfig
         self.zk_hosts = zk_hosts
         self.args = list(args)
         self.env = env or {}
         self.command_prefix = list(command_prefix)
+        self.module = module
         #: ``--metrics-secure`` given (and not ``=false``): /metrics is HTTPS and needs a token.
         self.secure_metrics = any(a in ("--metrics-secure", "--metrics-secure=true") for a in self.args)
         self.metrics_port = free_port()
@@ -87,7 +90,7 @@ class OperatorProcess:
     def _launch(self) -> None:
         cmd = [
             *self.command_prefix,
-            sys.executable, "-m", "zkop", "run", "--kubeconfig", self.kubeconfig, "--zk-hosts", self.zk_hosts,
+            sys.executable, "-m", self.module, "run", "--kubeconfig", self.kubeconfig, "--zk-hosts", self.zk_hosts,
             "--metrics-bind-address", f"127.0.0.1:{self.metrics_port}",
             "--health-probe-bind-address", f"127.0.0.1:{self.health_port}", *self.args,
         ]

@@ -24,6 +24,7 @@ from zkop.runtime.cache.echoes import EchoRegistry, modified_resource_version
 from zkop.runtime.cache.indexer import Indexer, IndexFunc, meta_namespace_key, resource_version
 from zkop.runtime.cache.reflector import Reflector, ResourceRef
 from zkop.runtime.cache.transform import Transform, default_transform, default_transform_copy
+from zkop.runtime.threads import OwnedThreads
 
 #: This module's own jitter source: zkop leaves the global ``random`` state alone (the process may share it).
 _random = random.Random()
@@ -93,7 +94,7 @@ class Informer:
         self.resync_period = resync_period
         self._handlers: list[EventHandler] = []
         self._lock = threading.RLock()  # serialises cache mutation + handler delivery
-        self._threads: list[threading.Thread] = []
+        self._threads = OwnedThreads()
         self._stop = threading.Event()
         #: Own writes whose echo is applied undecoded (:mod:`.echoes`); only with the default transform,
         #: the one :meth:`expect_echo` knows how to apply to a copy.
@@ -252,15 +253,21 @@ class Informer:
     def start(self) -> None:
         """Start the reflector threads (and the resync timer); returns at once."""
         for reflector in self.reflectors:
-            thread = threading.Thread(
-                target=reflector.run, name=f"informer-{self.name}-{reflector.namespace or 'all'}", daemon=True
-            )
-            thread.start()
-            self._threads.append(thread)
+            self._threads.start(reflector.run, f"informer-{self.name}-{reflector.namespace or 'all'}")
         if self.resync_period > 0:
-            thread = threading.Thread(target=self._resync_loop, name=f"resync-{self.name}", daemon=True)
-            thread.start()
-            self._threads.append(thread)
+            self._threads.start(self._resync_loop, f"resync-{self.name}")
+
+    def health_check(self) -> str | None:
+        """``None``, or which of its threads ended before :meth:`stop`: the cache would go stale.
+
+        A reflector never returns on its own (every ``Exception`` is retried with backoff), so an
+        ended one was ended by a ``BaseException``; the :class:`~zkop.runtime.manager.Manager` then
+        ends the run (a standby too: it would take over with a stale cache).
+        """
+        if self._stop.is_set():
+            return None
+        dead = self._threads.ended()
+        return f"informer threads ended: {', '.join(dead)}" if dead else None
 
     def _resync_loop(self) -> None:
         while not self._stop.wait(self.resync_period * _random.uniform(0.9, 1.1)):

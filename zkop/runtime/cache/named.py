@@ -149,6 +149,8 @@ class NamedObjectInformer(Informer):
                 if entry is None:
                     continue
                 entry[0].stop()
+                if entry[1] is not None:
+                    self._threads.forget(entry[1])  # ends now, as asked
                 self.reflectors.remove(entry[0])
                 self.indexer.delete(key)
                 self._fetched.pop(key, None)
@@ -229,10 +231,13 @@ class NamedObjectInformer(Informer):
                     self._tracked[key] = (reflector, self._run(reflector))
 
     def _run(self, reflector: SingleObjectReflector) -> threading.Thread:
-        thread = threading.Thread(target=reflector.run, daemon=True,
-                                  name=f"informer-{self.name}-{reflector.namespace}/{reflector.name}")
-        thread.start()
-        return thread
+        return self._threads.start(reflector.run, f"informer-{self.name}-{reflector.namespace}/{reflector.name}")
+
+    def health_check(self) -> str | None:
+        """``None``, or which tracked objects' reflector threads ended while started (as ``Informer.health_check``)."""
+        if not self._started:  # no lock: a thread that died may hold it
+            return None
+        return super().health_check()
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop every reflector; waits up to ``timeout`` seconds per thread."""

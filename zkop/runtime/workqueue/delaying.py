@@ -136,6 +136,14 @@ class DelayingQueue(WorkQueue[T]):
         if thread is not None and thread is not threading.current_thread():
             thread.join(SHUTDOWN_JOIN)
 
+    def health_check(self) -> str | None:
+        """``None``, or that the delaying thread ended while the queue is open: no delayed add (a
+        retry after a backoff) would ever be added again."""
+        thread, stopped = self._delay_thread, self._delay_stopped  # no lock: a thread that died may hold it
+        if thread is None or stopped or thread.is_alive():
+            return None
+        return f"its delaying thread {thread.name} ended"
+
     def _num_waiting(self) -> int:
         """Items waiting for their ready time (for tests and debugging)."""
         with self._delay_cond:

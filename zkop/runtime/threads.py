@@ -1,0 +1,73 @@
+"""The threads a runnable starts and needs: which of them ended, and how, for the runnable's ``health_check``.
+
+A Go controller's goroutine cannot end quietly: a panic nobody recovers ends the process, and a
+runnable whose ``Start`` returns an error ends the manager [CR pkg/manager/runnable_group.go
+``reconcile``, pkg/manager/internal.go ``Start``]. A Python thread can: an exception no handler
+catches (a ``BaseException`` such as ``KeyboardInterrupt`` or ``SystemExit``, or a bug in a
+dependency) ends that thread alone, printed by :func:`threading.excepthook` (``SystemExit`` not
+even that), and the process lives on without it. :class:`OwnedThreads` remembers what ended each
+thread so that the owner's ``health_check`` can say so, and the
+:class:`~zkop.runtime.manager.Manager` ends the run (see there).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+
+__all__ = ["OwnedThreads", "describe_end"]
+
+
+def describe_end(err: BaseException) -> str:
+    """``"KeyboardInterrupt"`` or ``"RuntimeError: boom"``: the exception's type, and its message if any."""
+    text = str(err)
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
+class OwnedThreads:
+    """Daemon threads started for one owner, each remembered with what ended it.
+
+    Thread-safe: threads may be started while :meth:`ended` is read (from ``/healthz`` or the Manager).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self._ends: dict[threading.Thread, str] = {}
+
+    def start(self, target: Callable[[], object], name: str) -> threading.Thread:
+        """Start ``target`` on a daemon thread called ``name``; an exception that ends it is remembered and re-raised
+        (so :func:`threading.excepthook` still reports it)."""
+        def run() -> None:
+            try:
+                target()
+            except BaseException as err:
+                with self._lock:
+                    self._ends[threading.current_thread()] = describe_end(err)
+                raise
+
+        thread = threading.Thread(target=run, name=name, daemon=True)
+        with self._lock:
+            self._threads.append(thread)
+        thread.start()
+        return thread
+
+    def ended(self) -> list[str]:
+        """The started threads that are no longer running, each as ``name`` or ``name (ended by <exception>)``.
+
+        Takes no lock (copies made under the GIL), so that a thread ended while it held one never blocks it.
+        """
+        threads, ends = list(self._threads), dict(self._ends)
+        return [f"{t.name} (ended by {ends[t]})" if t in ends else t.name
+                for t in threads if t.ident is not None and not t.is_alive()]
+
+    def forget(self, thread: threading.Thread) -> None:
+        """Stop watching ``thread`` (its work is no longer wanted, e.g. an object no longer tracked)."""
+        with self._lock:
+            if thread in self._threads:
+                self._threads.remove(thread)
+            self._ends.pop(thread, None)
+
+    def __iter__(self) -> Iterator[threading.Thread]:
+        with self._lock:
+            return iter(list(self._threads))
