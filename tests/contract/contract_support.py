@@ -74,8 +74,9 @@ def install_crd(kube: KubeClient) -> bool:
 
     def established() -> bool:
         crd = kube.request("GET", f"{CRDS}/{name}")
+        # kube-apiserver answers ``conditions: null`` until the CRD's names are accepted.
         return any(c.get("type") == "Established" and c.get("status") == "True"
-                   for c in crd.get("status", {}).get("conditions", []))
+                   for c in (crd.get("status") or {}).get("conditions") or [])
 
     wait_for(established, timeout=60, message="CRD established")
     return created

@@ -525,8 +525,8 @@ def down() -> bool:
 
 def _established(kube: KubeClient) -> bool:
     crd = kube.request("GET", crd_path())
-    return any(c.get("type") == "Established" and c.get("status") == "True"
-               for c in crd.get("status", {}).get("conditions", []))
+    return any(c.get("type") == "Established" and c.get("status") == "True"  # ``conditions: null`` at first
+               for c in (crd.get("status") or {}).get("conditions") or [])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
