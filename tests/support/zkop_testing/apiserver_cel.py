@@ -233,17 +233,26 @@ def _evaluate(rule: CelRule, node: _Node, value: Any, old: Any, correlated: bool
 
 
 def _result(rule: CelRule, value: Any, old: Any) -> bool:
-    """The rule's verdict; cached on the values, since an unchanged spec is validated on every write."""
-    return _cached(rule.program, json.dumps(value, sort_keys=True), json.dumps(old, sort_keys=True)) is True
+    """The rule's verdict; cached on small values, since an unchanged spec is validated on every write."""
+    value_text, old_text = json.dumps(value, sort_keys=True), json.dumps(old, sort_keys=True)
+    if len(value_text) + len(old_text) > _CACHED_TEXT:
+        return _run(rule.program, value_text, old_text) is True
+    return _cached(rule.program, value_text, old_text) is True
 
 
-@functools.lru_cache(maxsize=65536)
-def _cached(program: Any, value: str, old: str) -> Any:
+#: Values (as JSON text) up to this size are cached with their verdict; a 1 MB ``spec.data`` is not kept.
+_CACHED_TEXT = 16384
+
+
+def _run(program: Any, value: str, old: str) -> Any:
     activation = {"self": json_to_cel(json.loads(value)), "oldSelf": json_to_cel(json.loads(old))}
     result = program.evaluate(activation)
     if isinstance(result, CELEvalError):
         raise result
     return bool(result) if isinstance(result, BoolType) else result
+
+
+_cached = functools.lru_cache(maxsize=16384)(_run)
 
 
 def _message(rule: CelRule, value: Any) -> str:
