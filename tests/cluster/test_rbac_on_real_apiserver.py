@@ -82,7 +82,7 @@ def test_rbac_covers_exactly_what_zkop_sends(plane: ControlPlane, installed: lis
         create(kube, zkc("from-cm", "/app/cm", namespace=ns, dataFrom={"configMapKeyRef": {"name": "cm", "key": "k"}}))
         create(kube, zkc("from-secret", "/app/secret", namespace=ns,
                          dataFrom={"secretKeyRef": {"name": "s", "key": "k"}}))
-        create(kube, zkc("bad", "/app/bad\u0003", b"x", namespace=ns))
+        create(kube, zkc("bad", "/app/bad", b"\xff", namespace=ns))  # InvalidSpec (not UTF-8): a Warning Event
         # A path conflict reported for two generations: the same Event again is aggregated (PATCH count).
         create(kube, zkc("shadow", "/app/cm", b"x", namespace=ns))
         wait_for(lambda: any(e["reason"] == "PathConflict" for e in _events(kube, ns)), message="PathConflict")

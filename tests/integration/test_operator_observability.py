@@ -50,7 +50,7 @@ def test_fresh_object_is_in_progress_for_flux_until_synced(kubeconfig: str, kube
     obj = create(kube, zkc("fresh", "/app/fresh", b"1"))
     # Before zkop has seen it: the schema default makes kstatus wait (observedGeneration -1 ≠ generation 1).
     assert compute(get(kube, "fresh") or obj) == "InProgress"
-    bad = create(kube, zkc("bad", "/app/bad\u0002", b"1"))
+    bad = create(kube, zkc("bad", "/app/bad", b"\xff"))  # InvalidSpec (not UTF-8), which only zkop refuses
     assert compute(get(kube, "bad") or bad) == "InProgress"
     with OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}"):
         wait_for(lambda: compute(get(kube, "fresh") or {}) == "Current", message="Current once synced")

@@ -66,7 +66,7 @@ def test_rbac_covers_exactly_what_zkop_sends(kubeconfig: str, kube: KubeClient, 
             "data": {"k": base64.b64encode(b"secret").decode()}})
         create(kube, zkc("from-cm", "/app/cm", dataFrom={"configMapKeyRef": {"name": "cm", "key": "k"}}))
         create(kube, zkc("from-secret", "/app/secret", dataFrom={"secretKeyRef": {"name": "s", "key": "k"}}))
-        create(kube, zkc("bad", "/app/bad\u0003", b"x"))
+        create(kube, zkc("bad", "/app/bad", b"\xff"))  # InvalidSpec (not UTF-8): a Warning Event
         # A path conflict reported for two generations: the same Event again is aggregated (PATCH count).
         create(kube, zkc("shadow", "/app/cm", b"x"))
         wait_for(lambda: any(e["reason"] == "PathConflict" for e in _events(kube)), timeout=15)

@@ -79,8 +79,8 @@ def test_create_only_leaves_existing_znode_untouched(operator: OperatorProcess, 
 
 def test_invalid_spec_is_reported_and_writes_nothing(operator: OperatorProcess, kube: KubeClient,
                                                      zk: KazooClient, zk_base: str) -> None:
-    # Passes the CRD schema (pattern) but breaks ZooKeeper's character rules.
-    bad = zkc("bad", "/app/bad\u0001name", b"x")
+    # Passes the CRD (schema and CEL rules) but not zkop: the bytes are not UTF-8 (encoding: utf-8).
+    bad = zkc("bad", "/app/bad", b"\xff")
     kube.request("POST", resource_path(*ZKC, "default"), body=bad)
     good = zkc("good", "/app/good", b"x")
     kube.request("POST", resource_path(*ZKC, "default"), body=good)
@@ -91,7 +91,7 @@ def test_invalid_spec_is_reported_and_writes_nothing(operator: OperatorProcess, 
 
     conditions = wait_for(stalled, message="bad CR stalled")
     assert conditions["Ready"]["reason"] == "InvalidSpec"
-    assert "forbidden character" in conditions["Ready"]["message"]
+    assert "is not valid UTF-8" in conditions["Ready"]["message"]
     assert wait_for(lambda: read(zk, zk_base + "/app/good") == b"x")
     assert zk.get_children(zk_base + "/app") == ["good"]
 
@@ -102,7 +102,7 @@ def test_invalid_spec_is_reported_and_writes_nothing(operator: OperatorProcess, 
 
 def test_schema_rejects_bad_manifests(kube: KubeClient) -> None:
     for spec in ({"path": "relative", "data": "eA=="}, {"path": "/a", "data": "eA==", "syncPolicy": "sometimes"},
-                 {"path": "/a/", "data": "eA=="}, {"path": "/a"}):
+                 {"path": "/a/", "data": "eA=="}, {"path": "/a"}, {"path": "/app/bad\u0001name", "data": "eA=="}):
         body = copy.deepcopy(zkc("bad", "/a", b""))
         body["spec"] = spec
         with pytest.raises(ApiException) as info:

@@ -17,14 +17,14 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 from kazoo.security import make_acl, make_digest_acl, make_digest_acl_credential
 from zkop_testing.apiserver import ApiServer
-from zkop_testing.crds import install_crds
+from zkop_testing.crds import install_crds, store_before_rules
 from zkop_testing.operator import OperatorProcess
 from zkop_testing.resources import ZKC, conditions, create, events, get, read, reasons, state, synced, zkc
 from zkop_testing.waiting import EVENTUALLY, wait_for
 from zkop_testing.zookeeper import ZooKeeperEnsemble, ZooKeeperServer, expire_session
 
 from zkop.cmd.operator import Operator, OperatorOptions
-from zkop.kube.client import MERGE_PATCH, KubeClient, resource_path
+from zkop.kube.client import MERGE_PATCH, ApiException, KubeClient, resource_path
 from zkop.zookeeper.adapter import ConnectionOptions
 
 
@@ -58,22 +58,30 @@ def test_create_only_hand_edit_is_left_alone(operator: OperatorProcess, kube: Ku
 
 
 @pytest.mark.parametrize(
-    ("spec", "fragment"),
+    ("spec", "fragment", "refused_at_apply"),
     [
-        ({"path": "/app/x\u0001y", "data": "eA=="}, "forbidden character"),
-        ({"path": "/app/../etc", "data": "eA=="}, "relative segment"),
-        ({"path": "/zookeeper/config", "data": "eA=="}, "reserved"),
-        ({"path": "/app/bin", "data": base64.b64encode(b"\xff\xfe").decode()}, "UTF-8"),
-        ({"path": "/app/big", "stringData": "x" * 2000}, "more than the limit"),
+        # The CRD's CEL rules refuse these at apply time; zkop still refuses one stored before the CRD had them.
+        ({"path": "/app/x\u0001y", "data": "eA=="}, "forbidden character", True),
+        ({"path": "/app/../etc", "data": "eA=="}, "relative segment", True),
+        ({"path": "/zookeeper/config", "data": "eA=="}, "reserved", True),
+        # Only zkop knows these.
+        ({"path": "/app/bin", "data": base64.b64encode(b"\xff\xfe").decode()}, "UTF-8", False),
+        ({"path": "/app/big", "stringData": "x" * 2000}, "more than the limit", False),
     ],
 )
 def test_invalid_specs_get_their_reason_and_no_znode(kubeconfig: str, kube: KubeClient, zk_server: ZooKeeperServer,
                                                      zk_base: str, zk: KazooClient, spec: dict[str, str],
-                                                     fragment: str) -> None:
-    with OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}", ["--max-data-bytes", "1000"]) as proc:
-        obj = zkc("bad", "/x")
-        obj["spec"] = spec
+                                                     fragment: str, refused_at_apply: bool) -> None:
+    obj = zkc("bad", "/x")
+    obj["spec"] = spec
+    if refused_at_apply:
+        with pytest.raises(ApiException) as refused:
+            create(kube, obj)
+        assert refused.value.status == 422 and fragment in str(refused.value.body)
+        store_before_rules(kube, obj)  # as a cluster upgraded from a CRD without the rules holds it
+    else:
         create(kube, obj)
+    with OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}", ["--max-data-bytes", "1000"]) as proc:
         cond = wait_for(lambda: conditions(get(kube, "bad")).get("Stalled"), message="stalled")
         ready = conditions(get(kube, "bad"))["Ready"]
         assert cond["status"] == "True" and ready["reason"] == "InvalidSpec" and fragment in ready["message"]

@@ -18,6 +18,7 @@ import pytest
 import yaml
 from kazoo.client import KazooClient
 from kazoo.security import make_digest_acl_credential
+from zkop_testing.apiserver_cel import CelRules
 from zkop_testing.kustomize import REPO, Obj, containers, find, load_documents, render
 from zkop_testing.zookeeper import ZooKeeperServer
 
@@ -66,10 +67,14 @@ def test_example_matches_crd_schema(path: Path, doc: Obj, schema: Obj) -> None:
 
 def test_schema_check_catches_bad_examples(schema: Obj) -> None:
     bad = {"apiVersion": "platform.example.com/v1alpha1", "kind": KIND, "metadata": {"name": "x"},
-           "spec": {"path": "relative/path", "data": "dHJ1ZQ==", "stringData": "true"}}
+           "spec": {"path": "relative/path", "data": "dHJ1ZQ=!", "stringData": "true"}}
     messages = [e.message for e in jsonschema.Draft7Validator(schema).iter_errors(bad)]
     assert any("does not match" in m for m in messages)
-    assert any("valid under each of" in m for m in messages)
+    # The path and exactly-one rules are the CRD's CEL rules (tests/validation runs them on kube-apiserver).
+    (crd,) = load_documents(CRD_FILE)
+    rules = [str(e) for e in CelRules(crd_version_schema(crd, "v1alpha1")).validate(bad)]
+    assert any("path must be absolute" in r for r in rules), rules
+    assert any("exactly one of spec.data, spec.stringData and spec.dataFrom must be set" in r for r in rules), rules
 
 
 def test_examples_built_in_objects_are_valid_kubernetes() -> None:

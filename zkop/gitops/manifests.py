@@ -13,6 +13,7 @@ ignored.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Iterator, Sequence
@@ -178,8 +179,38 @@ def _expand(paths: Sequence[str]) -> Iterator[str | _Build]:
             raise ManifestSourceError(f"{given}: no such file or directory")
 
 
+def _json_documents(text: str, source: str) -> list[tuple[Location, Any]] | None:
+    """The JSON values of ``text`` if it is a stream of them, else ``None`` (it is YAML then).
+
+    As apimachinery's ``YAMLOrJSONDecoder`` (``GuessJSONStream``: the first non-space character is
+    ``{``) and kubectl read a manifest: a JSON one is decoded as JSON, so ``"\\ud83d\\ude00"`` (how
+    ``json.dumps`` writes U+1F600) is one character, which YAML's escapes cannot spell.
+    """
+    if not text.lstrip().startswith("{"):
+        return None
+    decoder = json.JSONDecoder()
+    found: list[tuple[Location, Any]] = []
+    index = 0
+    while True:
+        while index < len(text) and text[index].isspace():
+            index += 1
+        if index == len(text):
+            return found
+        try:
+            value, end = decoder.raw_decode(text, index)
+        except ValueError:
+            return None
+        found.append((Location(source, text.count("\n", 0, index) + 1), value))
+        index = end
+
+
 def _documents(text: str, source: str) -> Iterator[tuple[Location, Any]]:
-    """Yield ``(location, document)`` for each YAML document; a syntax error ends the file."""
+    """Yield ``(location, document)`` for each JSON value of a JSON stream, else each YAML document; a YAML
+    syntax error ends the file."""
+    as_json = _json_documents(text, source)
+    if as_json is not None:
+        yield from as_json
+        return
     loader = _Loader(text)
     try:
         while loader.check_node():

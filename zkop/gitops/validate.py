@@ -5,9 +5,10 @@ Checks, per ZooKeeperConfig object (after the CRD's defaults are applied):
 1. ``apiVersion`` is ``platform.example.com/v1alpha1``;
 2. ``metadata.name`` is a DNS-1123 subdomain and ``metadata.namespace`` (if set) a
    DNS-1123 label (Kubernetes "Object Names and IDs");
-3. the CRD's ``openAPIV3Schema`` (:mod:`zkop.gitops.schema`);
-4. :func:`zkop.zkconfig.spec.parse_spec` — the operator's own rules: ZooKeeper path
-   rules, strict base64, UTF-8 for ``encoding: utf-8``, ``--max-data-bytes``, ACL entries.
+3. the CRD's ``openAPIV3Schema`` (:mod:`zkop.gitops.schema`; its CEL rules are not evaluated here);
+4. :func:`zkop.zkconfig.spec.parse_spec` — the operator's own rules, which include every CEL rule of the
+   CRD with the same words: ZooKeeper path rules, exactly one data source, strict base64, UTF-8 for
+   ``encoding: utf-8``, ``--max-data-bytes``, ACL entries.
    ``dataFrom`` of a ConfigMap in the same input is resolved from it (as the cluster the input
    is applied to would); any other reference (a Secret, a ConfigMap not in the input) cannot be
    resolved offline: it is checked, its bytes are not;

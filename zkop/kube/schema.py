@@ -21,8 +21,10 @@ manifest tests. It follows ``k8s.io/apiextensions-apiserver``:
 
   - ``x-kubernetes-int-or-string: true`` becomes ``type: [integer, string]``;
   - ``nullable: true`` adds ``null`` to ``type`` (and to ``enum``);
-  - other ``x-kubernetes-*`` extensions are ignored (CEL rules in
-    ``x-kubernetes-validations`` are not evaluated);
+  - other ``x-kubernetes-*`` extensions are ignored: CEL rules in ``x-kubernetes-validations``
+    are not evaluated here (zkop's CRD states its rules there, and
+    :func:`zkop.zkconfig.spec.parse_spec` checks each of them too; ``tests/validation`` keeps
+    the two in agreement on kube-apiserver);
   - OpenAPI's boolean ``exclusiveMinimum``/``exclusiveMaximum`` become Draft 7 numbers;
   - formats ``byte`` (standard base64), ``date-time`` (strfmt ``IsDateTime``: ``t``/``z``
     in either case, no space), ``date``, ``int32``, ``int64``,

@@ -2,8 +2,12 @@
 
 A ZooKeeperConfig (``platform.example.com/v1alpha1``, short name ``zkc``)
 declares one znode. :func:`parse_spec` turns the ``spec`` dict of a custom
-resource into a :class:`DesiredZnode`, enforcing every rule the CRD schema
-cannot express, so a bad object is refused before ZooKeeper is called.
+resource into a :class:`DesiredZnode`, so a bad object is refused before ZooKeeper is
+called. It enforces every rule of the CRD's CEL validation rules again (kube-apiserver
+refuses those at apply time, but an object stored before the CRD had them still reaches
+zkop, and ``zkop validate`` has no API server), with the same words, plus what the CRD
+cannot know or does not refuse: UTF-8 of the decoded bytes, ``--max-data-bytes``, base64
+padding, zkop's identities for the ACL lockout check.
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ def _default_in_metadata(s: JSON) -> None:
 
 
 def _type_in_one_of(s: JSON) -> None:
-    s["properties"]["spec"]["oneOf"][0]["type"] = "object"
+    s["properties"]["spec"]["oneOf"] = [{"required": ["data"], "type": "object"}, {"required": ["stringData"]}]
 
 
 def _list_map_key_not_required(s: JSON) -> None:

@@ -60,13 +60,16 @@ reproduced here, and checked by ``tests/contract`` against real clusters):
   validates only ``status``; updates ratchet unchanged invalid values; ``null``
   in a non-nullable field is dropped. See ``docs/apiserver-fidelity.md``.
 
+CEL validation rules (``x-kubernetes-validations``) are evaluated with cel-python
+(:mod:`zkop_testing.apiserver_cel`), without kube-apiserver's cost estimate and with
+standard CEL only.
+
 TokenReview, SubjectAccessReview and the RBAC kinds are served by
 :mod:`zkop_testing.apiserver_auth` (reviews decided from the stored RBAC objects).
 
 Deliberately not implemented: authentication/authorization (any token is
 accepted), garbage collection of dependents (``ownerReferences``) and
-``propagationPolicy``, admission webhooks, CEL validation rules
-(``x-kubernetes-validations``), the scale subresource, conversion webhooks,
+``propagationPolicy``, admission webhooks, the scale subresource, conversion webhooks,
 field selectors beyond ``metadata.name``/``metadata.namespace`` (plus a few
 per kind and CRD ``selectableFields``), and pods/workloads in general.
 """
@@ -139,6 +142,26 @@ class RequestRecord(NamedTuple):
     name: str
     group: str = ""
     user_agent: str = ""
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _no_lone_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_no_lone_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {_no_lone_surrogates(k): _no_lone_surrogates(v) for k, v in value.items()}
+    return value
+
+
+def go_json(body: bytes) -> Any:
+    """A JSON body decoded as Go's ``encoding/json`` decodes it: a lone UTF-16 surrogate escape (``"\\ud800"``)
+    becomes U+FFFD (``unquote`` in ``encoding/json/decode.go``); a valid pair is one code point, as in Python."""
+    value = json.loads(body)
+    return _no_lone_surrogates(value) if b"\\ud" in body.lower() else value
 
 
 def _selected_name(verb: str, query: Mapping[str, str]) -> str:
@@ -812,7 +835,7 @@ class ApiServer:
             if content_type in ("application/yaml", "text/yaml", "application/x-yaml"):
                 return yaml.safe_load(body)
             if content_type in ("application/json", ""):
-                return json.loads(body)
+                return go_json(body)
             if content_type == protobuf.PROTOBUF:
                 return protobuf.decode(body, ["application/json", "application/yaml", protobuf.PROTOBUF])
         except (ValueError, yaml.YAMLError) as exc:

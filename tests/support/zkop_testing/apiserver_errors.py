@@ -24,6 +24,7 @@ __all__ = [
     "conflict",
     "expired",
     "forbidden",
+    "go_quote",
     "go_repr",
     "internal_error",
     "invalid",
@@ -69,6 +70,31 @@ _TYPE_TEXT = {
 _NO_VALUE_TYPES = {"FieldValueRequired", "FieldValueForbidden", "FieldValueTooLong", "InternalError"}
 
 
+_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t",
+               "\v": "\\v", '"': '\\"', "\\": "\\\\"}
+
+
+def go_quote(text: str) -> str:
+    """Go's ``strconv.Quote`` (``%q``): printable runes as they are (``unicode.IsPrint``, which
+    ``str.isprintable`` follows), ``\\n``-style escapes, ``\\x7f`` below U+0020 and for DEL,
+    ``\\u00a0``/``\\U0001f600`` for other unprintable runes."""
+    out = ['"']
+    for ch in text:
+        code = ord(ch)
+        if ch in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[ch])
+        elif ch.isprintable():
+            out.append(ch)
+        elif code < 0x20 or code == 0x7F:
+            out.append(f"\\x{code:02x}")
+        elif code < 0x10000:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    out.append('"')
+    return "".join(out)
+
+
 def go_repr(value: Any) -> str:
     """Render a JSON value roughly the way Go's ``%#v``/``%q`` does in field errors.
 
@@ -85,10 +111,10 @@ def go_repr(value: Any) -> str:
     if isinstance(value, int | float):
         return repr(value) if isinstance(value, float) else str(value)
     if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
+        return go_quote(value)
     if isinstance(value, list):
         if all(isinstance(v, str) for v in value):
-            return "[]string{" + ", ".join(json.dumps(v, ensure_ascii=False) for v in value) + "}"
+            return "[]string{" + ", ".join(go_quote(v) for v in value) + "}"
         return "[]interface {}{" + ", ".join(go_repr(v) for v in value) + "}"
     if isinstance(value, dict):
         # fmt prints map keys sorted (Go 1.12+)

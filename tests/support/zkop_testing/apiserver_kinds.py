@@ -29,6 +29,7 @@ from typing import Any, Protocol
 import kubernetes.client.models as k8s_models
 import pydantic
 
+from zkop_testing.apiserver_cel import rule_errors
 from zkop_testing.apiserver_core_validation import (
     event_errors,
     lease_spec_errors,
@@ -1196,11 +1197,13 @@ class CustomResourceStrategy(Strategy):
         if rt.schema is None:
             return []
         if old is None:
-            return rt.schema.validate(obj) + list_errors(obj, rt.schema.schema)
+            errors = rt.schema.validate(obj) + list_errors(obj, rt.schema.schema)
+            return errors + rule_errors(rt.schema.rules, obj, None, errors)
         old_view = rt.schema.defaulted(old)
         # strategy.go ValidateUpdate: list-type uniqueness only if the old object kept it
         lists = list_errors(obj, rt.schema.schema) if not list_errors(old_view, rt.schema.schema) else []
-        return rt.schema.validate_update(obj, old_view) + lists
+        errors = rt.schema.validate_update(obj, old_view) + lists
+        return errors + rule_errors(rt.schema.rules, obj, old_view, errors)
 
     def validate_status(self, store: StoreHooks, obj: JSON, old: JSON, rt: ResourceType) -> list[FieldError]:
         """``/status`` validates ``status`` only, against its own schema, with ratcheting
@@ -1214,7 +1217,9 @@ class CustomResourceStrategy(Strategy):
         schema = CustomResourceSchema(status_schema, resource=False)
         old_view = rt.schema.defaulted(old)
         lists = list_errors(obj, rt.schema.schema) if not list_errors(old_view, rt.schema.schema) else []
-        return schema.validate_update(obj["status"], old_view.get("status"), "status") + lists
+        errors = schema.validate_update(obj["status"], old_view.get("status"), "status") + lists
+        # The rules run over the whole object (an unchanged spec ratchets).
+        return errors + rule_errors(rt.schema.rules, obj, old_view, errors)
 
 
 def custom_resource_types(crd: Mapping[str, Any], previous: CustomResourceStrategy | None) -> list[ResourceType]:

@@ -19,6 +19,7 @@ from jsonschema.exceptions import ValidationError
 
 from zkop.kube.schema import StructuralSchema, field_path, json_type_name, schema_error
 from zkop.kube.structural import SchemaRuleError, crd_schema_errors, defaults, pruned_default_differs
+from zkop_testing.apiserver_cel import CelRules
 from zkop_testing.apiserver_errors import FieldError
 
 __all__ = ["CustomResourceSchema", "check_schema", "json_type_name", "list_errors"]
@@ -44,6 +45,8 @@ class CustomResourceSchema(StructuralSchema):
             props.pop("metadata", None)
         self.resource = resource
         super().__init__(schema)
+        #: The ``x-kubernetes-validations`` rules, compiled (:mod:`zkop_testing.apiserver_cel`).
+        self.rules = CelRules(openapi_schema)
 
     def apply_defaults(self, obj: JSON) -> None:
         """Apply ``default`` values in place (:func:`zkop.kube.schema.default`)."""
@@ -124,14 +127,15 @@ class CustomResourceSchema(StructuralSchema):
         if kw in ("maximum", "exclusiveMaximum"):
             op = "less than or equal to" if kw == "maximum" else "less than"
             return [FieldError.invalid(path, value, f"{where} in body should be {op} {bound}")]
-        if kw == "minItems":
-            return [FieldError.invalid(path, value, f"{where} in body should have at least {bound} "
-                                                    "items")]
+        if kw == "minItems":  # kube-openapi TooFewItems reports the count
+            return [FieldError.invalid(path, len(value) if isinstance(value, list) else value,
+                                       f"{where} in body should have at least {bound} items")]
         if kw == "maxItems":
             return [FieldError.too_many(path, len(value) if isinstance(value, list) else -1,
                                         int(bound))]
-        if kw == "minProperties":
-            return [FieldError.invalid(path, value, f"{where} in body should have at least "
+        if kw == "minProperties":  # kube-openapi TooFewProperties reports the count
+            return [FieldError.invalid(path, len(value) if isinstance(value, dict) else value,
+                                       f"{where} in body should have at least "
                                                     f"{bound} properties")]
         if kw == "maxProperties":
             return [FieldError.too_many(path, len(value) if isinstance(value, dict) else -1,
@@ -255,4 +259,10 @@ def check_schema(openapi_schema: Mapping[str, Any], path: str) -> list[FieldErro
         problem = schema_error(openapi_schema)
         if problem is not None:
             errors.append(FieldError.invalid(path, "", f"invalid schema: {problem}"))
+    if not errors:
+        try:
+            CelRules(openapi_schema, path)
+        except ValueError as err:
+            field, _, detail = str(err).partition(": ")
+            errors.append(FieldError.invalid(field, "", detail))
     return errors

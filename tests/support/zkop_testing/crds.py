@@ -9,21 +9,63 @@ import yaml
 
 from zkop.kube.client import KubeClient, resource_path
 
-__all__ = ["CRD_FILE", "crd_established", "install_crds", "load_crd", "release_finalizers"]
+__all__ = ["CRD_FILE", "crd_established", "install_crds", "load_crd", "release_finalizers", "store_before_rules"]
 
 #: The ZooKeeperConfig CRD as shipped in ``manifests/crd/`` (the package carries an identical copy,
 #: ``zkop/crds/``, checked by ``tests/manifests/test_crd_copy.py``).
 CRD_FILE = Path(__file__).resolve().parents[3] / "manifests" / "crd" / "zookeeperconfigs.yaml"
 
 
-def load_crd() -> dict[str, Any]:
+def load_crd(*, rules: bool = True) -> dict[str, Any]:
     """A fresh copy of the ZooKeeperConfig CRD (``manifests/crd/zookeeperconfigs.yaml``) as a dict.
+
+    Args:
+        rules: ``False``: without its CEL validation rules (``x-kubernetes-validations``), as a CRD from
+            before them, to store objects that only zkop's own checks refuse (what a cluster upgraded
+            from such a CRD holds).
 
     Raises:
         FileNotFoundError: not run from a source checkout.
     """
     crd: dict[str, Any] = yaml.safe_load(CRD_FILE.read_text(encoding="utf-8"))
+    if not rules:
+        _strip_rules(crd)
     return crd
+
+
+def _strip_rules(node: Any) -> None:
+    if isinstance(node, dict):
+        node.pop("x-kubernetes-validations", None)
+        for value in node.values():
+            _strip_rules(value)
+    elif isinstance(node, list):
+        for value in node:
+            _strip_rules(value)
+
+
+def store_before_rules(kube: KubeClient, obj: dict[str, Any]) -> dict[str, Any]:
+    """Create ``obj`` (a ZooKeeperConfig) while the installed CRD has no CEL rules, then put the CRD back.
+
+    What an object stored before the CRD had its rules looks like to zkop: kube-apiserver (and the double)
+    keep it as it is. For the in-memory API server, where a CRD change takes effect at once (kube-apiserver
+    takes a moment: ``tests/validation/test_apply_time.py`` waits for it). Call before zkop starts:
+    replacing the CRD ends the custom resources' watches. Returns the created object.
+    """
+    crds = resource_path("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+    name = load_crd()["metadata"]["name"]
+
+    def replace(crd: dict[str, Any]) -> None:
+        current = kube.request("GET", f"{crds}/{name}")
+        crd["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+        kube.request("PUT", f"{crds}/{name}", body=crd)
+
+    replace(load_crd(rules=False))
+    try:
+        path = resource_path("platform.example.com", "v1alpha1", "zookeeperconfigs", obj["metadata"]["namespace"])
+        created: dict[str, Any] = kube.request("POST", path, body=obj)
+    finally:
+        replace(load_crd())
+    return created
 
 
 def install_crds(kube: KubeClient) -> None:
