@@ -12,12 +12,14 @@
 #   ${ZKOP_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/zkop}/control-plane/flux-<sc>-<kc>-<go>-<hash>/
 # where <hash> covers both go.mod/go.sum files and this script. Built as the controllers' Dockerfiles
 # build them (CGO_ENABLED=0, -trimpath), stripped (-s -w). The Go on PATH builds them (GOTOOLCHAIN=local:
-# a release whose go.mod needs a newer Go fails here rather than download a toolchain).
+# a release whose go.mod needs a newer Go fails here rather than download a toolchain). Cold (empty module
+# and build caches) on two busy cores: 27 minutes (3.1 GB of modules, 2.9 GB of Go build cache, 179 MB here);
+# with Go's caches warm 40 s; a cache hit returns at once.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 case "${1:-}" in
   "") ;;
-  -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "build-flux.sh: unknown argument: $1" >&2; exit 2 ;;
 esac
 command -v go >/dev/null || { echo "build-flux.sh: go is not on PATH (Go 1.26 builds Flux's controllers)" >&2; exit 1; }
@@ -45,7 +47,7 @@ rm -rf "$work"
 mkdir -p "$work/crds"
 started=$(date +%s)
 for name in source-controller kustomize-controller; do
-  echo "building $name $(release "$name") with $go_version (cold: about 15 minutes each on two cores)" >&2
+  echo "building $name $(release "$name") with $go_version (cold: source-controller ~17, kustomize-controller ~10 minutes)" >&2
   (cd "$here/flux/$name" && go build -trimpath -ldflags "-s -w" -o "$work/$name" "github.com/fluxcd/$name")
   source_dir=$(cd "$here/flux/$name" && go list -m -f '{{.Dir}}' "github.com/fluxcd/$name")
   cp "$source_dir"/config/crd/bases/*.yaml "$work/crds/"
