@@ -13,10 +13,13 @@ from zkop_testing.controlplane import REPO, ControlPlane
 from zkop_testing.kubectl import venv_kubectl
 from zkop_testing.kustomize import Obj
 
-__all__ = ["ZKOP_NAMESPACE", "ZKOP_SERVICE_ACCOUNT", "ServiceAccountClients", "install", "kubectl", "rendered_install"]
+__all__ = ["FLUX_LATENCIES", "ZKOP_NAMESPACE", "ZKOP_SERVICE_ACCOUNT", "ServiceAccountClients", "install", "kubectl",
+           "rendered_install"]
 
 #: zkop's ServiceAccount as manifests/default creates it.
 ZKOP_NAMESPACE, ZKOP_SERVICE_ACCOUNT = "zkop-system", "zkop"
+#: (test id, step, seconds) the Flux story measured; conftest's terminal summary prints them.
+FLUX_LATENCIES: list[tuple[str, str, float]] = []
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,10 @@ Every test here runs once per Kubernetes minor under test (``plane``: ``control_
 - ``zkop_clients``: API clients as that ServiceAccount, for the service bridge and importer run in-process.
 - ``kube``: an admin client for the test's own requests; ``namespace``: a fresh namespace on ``plane``;
   ``new_namespace()``: one more, deleted with the test's.
+- ``flux``: Flux's own source-controller and kustomize-controller (``zkop_testing.flux``, built from the Go
+  module proxy by ``hack/control-plane/build-flux.sh`` before the first test runs) on ``plane``, once per
+  module and minor; ``git_server``: ``git http-backend`` over HTTP on loopback, a bare repository per test.
+  What the Flux story measures (commit to znode) is printed at the end of the run.
 """
 
 from __future__ import annotations
@@ -20,11 +24,35 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from cluster_support import ZKOP_NAMESPACE, ZKOP_SERVICE_ACCOUNT, ServiceAccountClients, install
+from cluster_support import FLUX_LATENCIES, ZKOP_NAMESPACE, ZKOP_SERVICE_ACCOUNT, ServiceAccountClients, install
 from zkop_testing.controlplane import ControlPlane, fresh_namespace
+from zkop_testing.flux import Flux, FluxError, GitServer, flux_binaries
 from zkop_testing.kustomize import Obj
 
 from zkop.kube.client import KubeClient
+
+_flux_build_error: list[str] = []
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Build Flux's controllers before the first test runs if a collected test uses them (a cold build takes
+    about half an hour, which no per-test timeout should count); a failed build fails those tests."""
+    if session.config.option.collectonly:
+        return
+    if any("flux" in getattr(item, "fixturenames", ()) for item in session.items):
+        try:
+            flux_binaries()
+        except FluxError as err:
+            _flux_build_error.append(str(err))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The Flux story's latencies, from ``git push`` to what the test waited for (never asserted on)."""
+    if not FLUX_LATENCIES:
+        return
+    terminalreporter.section("Flux: from git push to ZooKeeper")
+    for test, step, seconds in FLUX_LATENCIES:
+        terminalreporter.write_line(f"{seconds:7.2f} s  {step}  ({test})")
 
 
 @pytest.fixture(scope="session")
@@ -69,3 +97,26 @@ def new_namespace(plane: ControlPlane) -> Iterator[Callable[[], str]]:
 def zkop_clients(plane: ControlPlane, zkop_kubeconfig: str) -> ServiceAccountClients:
     """API clients as zkop's ServiceAccount, for a component run in-process."""
     return ServiceAccountClients(plane, Path(zkop_kubeconfig))
+
+
+@pytest.fixture(scope="module")
+def flux(plane: ControlPlane) -> Iterator[Flux]:
+    """source-controller and kustomize-controller on ``plane`` as the admin, their CRDs installed; stopped after
+    the module (the CRDs stay with the session's plane)."""
+    if _flux_build_error:
+        pytest.fail(_flux_build_error[0], pytrace=False)
+    running = Flux(plane)
+    try:
+        running.start()
+    except FluxError as err:
+        running.stop()
+        pytest.fail(str(err), pytrace=False)
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="module")
+def git_server() -> Iterator[GitServer]:
+    """``git http-backend`` over HTTP on loopback; a test makes its repository with ``git_server.create(name)``."""
+    with GitServer() as server:
+        yield server
