@@ -49,7 +49,7 @@ def test_feature_flag_lifecycle_applied_by_kubectl(operator: OperatorProcess, pl
     assert conditions(obj)["Ready"]["status"] == "True"
     # kube-apiserver defaulted the optional fields from the CRD's schema.
     assert obj["spec"]["syncPolicy"] == "createOrUpdate"
-    assert "Created" in reasons(kube, "new-reco", namespace)
+    wait_for(lambda: "Created" in reasons(kube, "new-reco", namespace), message="Created Event")  # written async
     # zkop's writes are its own field manager's; the applier keeps spec.
     managers = {entry["manager"]: entry for entry in obj["metadata"]["managedFields"]}
     assert managers["flux"]["operation"] == "Apply"
