@@ -10,6 +10,9 @@ as their contents. The values users set change what they say, and ``values.schem
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 import tarfile
 import tomllib
 from collections.abc import Iterator
@@ -17,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from zkop_testing.helm import CHART, HelmError, comparable, helm, kustomize_overlay, template
+from zkop_testing.helm import CHART, HelmError, comparable, helm, helm_binary, kustomize_overlay, template
 from zkop_testing.kustomize import REPO, Obj, containers, find, object_id
 
 #: (chart values, the manifests/components that say the same).
@@ -151,3 +154,27 @@ def test_bad_values_are_refused(values: tuple[str, ...], refused: str, home: Pat
     with pytest.raises(HelmError) as err:
         template(home, *values)
     assert refused in str(err.value)
+
+
+def test_release_workflow_packages_the_chart_with_the_published_image(tmp_path: Path, home: Path) -> None:
+    """The release's chart job, run as written (GitHub's expressions filled in) on a copy of the chart."""
+    workflow = yaml.safe_load((REPO / ".github/workflows/release.yaml").read_text(encoding="utf-8"))
+    job = workflow["jobs"]["chart"]
+    assert set(job["needs"]) == {"version", "publish"} and job["permissions"]["packages"] == "write"
+    (package,) = [s for s in job["steps"] if str(s.get("name", "")).startswith("Package charts/zkop")]
+    assert any("helm push" in s.get("run", "") or '"$HELM" push' in s.get("run", "") for s in job["steps"])
+    version = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    image, digest = "ghcr.io/acme/zkop", "sha256:" + "b" * 64
+    script = (package["run"].replace("${{ needs.version.outputs.version }}", version)
+              .replace("${{ needs.version.outputs.image }}", image)
+              .replace("${{ needs.publish.outputs.digest }}", digest))
+    assert "${{" not in script
+    shutil.copytree(CHART, tmp_path / "charts" / "zkop", symlinks=False)  # files/ as their contents
+    done = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "HELM": str(helm_binary()), "HELM_CACHE_HOME": str(home / "cache"),
+                               "HELM_CONFIG_HOME": str(home / "config"), "HELM_DATA_HOME": str(home / "data")})
+    assert done.returncode == 0, done.stderr
+    packaged = tmp_path / "dist" / f"zkop-{version}.tgz"
+    (deployment,) = find(template(home, chart=packaged), "Deployment")
+    (manager,) = containers(deployment)
+    assert manager["image"] == f"{image}:{version}@{digest}"

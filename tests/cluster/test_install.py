@@ -36,12 +36,13 @@ from cluster_support import kubectl, pod_of_deployment
 from kazoo.client import KazooClient
 from zkop_testing.controlplane import REPO, ControlPlane, minors_under_test
 from zkop_testing.helm import CHART, helm
+from zkop_testing.kubectl import venv_kubectl
 from zkop_testing.operator import OperatorProcess
-from zkop_testing.resources import ZKC, get, synced
+from zkop_testing.resources import get, synced
 from zkop_testing.waiting import EVENTUALLY, wait_for
 from zkop_testing.zookeeper import ZooKeeperServer
 
-from zkop.kube.client import MERGE_PATCH, ApiException, KubeClient, resource_path
+from zkop.kube.client import ApiException, KubeClient
 
 #: The commit that released 0.1.0 (CHANGELOG's [0.1.0]; the repository has no tags).
 PREVIOUS_RELEASE = "e8bfb8859e270cefb7a79bc5acdff4c30c85fce3"
@@ -97,12 +98,29 @@ def converged(kube: KubeClient, zk: KazooClient, zk_base: str, objects: list[dic
         assert zk.get(path)[0] == expected_bytes(obj, objects), name
 
 
+def documented(cluster: ControlPlane, start: str) -> None:
+    """Run, as written, the command of docs/operations.md's "Uninstall" that begins with ``start`` (with the lines
+    it continues onto), in bash with the venv's kubectl on PATH and the admin's kubeconfig."""
+    text = (REPO / "docs" / "operations.md").read_text(encoding="utf-8")
+    section = text[text.index("\n## Uninstall\n"):text.index("\n## Metrics, dashboard and alerts\n")]
+    lines = section.splitlines()
+    (first,) = [i for i, line in enumerate(lines) if line.startswith(start)]
+    command = [lines[first]]
+    while command[-1].rstrip().endswith(("|", "\\")):
+        command.append(lines[first + len(command)])
+    script = "\n".join(command).split("   # ")[0]
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "KUBECONFIG": str(cluster.kubeconfig),
+                               "PATH": f"{Path(venv_kubectl()).parent}:{os.environ['PATH']}"}, check=False)
+    assert done.returncode == 0, f"{script}\n{done.stderr}"
+
+
 def delete_examples_while_zkop_runs(cluster: ControlPlane, kube: KubeClient, zk: KazooClient, zk_base: str,
                                     root: Path = REPO) -> None:
     """Uninstall, step 1: delete every ZooKeeperConfig and wait until each is gone; Delete's znodes go, Orphan's
     stay."""
     objects = examples(root)
-    kubectl(cluster, "delete", "zookeeperconfigs", "--all", "--all-namespaces", "--wait=true", "--timeout=60s")
+    documented(cluster, "kubectl delete zookeeperconfigs --all --all-namespaces")
     wait_for(lambda: not kube.request("GET", "/apis/platform.example.com/v1alpha1/zookeeperconfigs")["items"],
              message="every ZooKeeperConfig gone")
     for obj in configs(objects):
@@ -207,6 +225,10 @@ def test_helm_install_uninstall(cluster: ControlPlane, admin: KubeClient, zk_ser
     finally:
         stopped(zkop)
     helm(home, "uninstall", "zkop", "--namespace", NAMESPACE, "--wait", kubeconfig=cluster.kubeconfig)
+    admin.request("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD}")  # kept
+    # The same release installed again takes the kept CRD over (its meta.helm.sh annotations name it).
+    helm(home, "install", "zkop", str(CHART), "--namespace", NAMESPACE, kubeconfig=cluster.kubeconfig)
+    helm(home, "uninstall", "zkop", "--namespace", NAMESPACE, "--wait", kubeconfig=cluster.kubeconfig)
     # helm uninstall leaves the namespace (helm made it with --create-namespace, outside the release) and the
     # CRD (resource-policy keep); both go by hand, as docs/operations.md says.
     kubectl(cluster, "delete", "namespace", NAMESPACE, "--wait=true", "--timeout=120s")
@@ -305,9 +327,7 @@ def test_deleting_the_install_before_its_objects_leaves_them_terminating_until_f
     for obj in configs(objects):
         assert FINALIZER in get(admin, obj["metadata"]["name"])["metadata"]["finalizers"]  # type: ignore[index]
     # The way out docs/operations.md gives: remove the finalizers; the znodes stay (zkop never saw the deletion).
-    for obj in configs(objects):
-        admin.request("PATCH", resource_path(*ZKC, "default", obj["metadata"]["name"]),
-                      body={"metadata": {"finalizers": None}}, content_type=MERGE_PATCH)
+    documented(cluster, "kubectl get zkc -A -o jsonpath=")
     wait_for(lambda: namespace_gone(admin), message="zkop-system deleted")
 
     def crd_gone() -> bool:
