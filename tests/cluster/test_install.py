@@ -16,6 +16,8 @@ from the ConfigMap, its Secret volume, a token of its ServiceAccount under the R
   the status keeps its conditions (the CHANGELOG's one status write adds ``status.znodeVersion`` and
   stamps ``lastSyncedTime``), and the new
   replica takes the Lease over from the old one within a Lease duration.
+- Flux: ``examples/flux/zkop.yaml`` and a Kustomization of the examples applied by Flux's own controllers from
+  Git; pruned in the documented order (the examples' Kustomization first), nothing left.
 - The unsafe order (``kubectl delete -k`` after zkop is gone) leaves the CRD terminating while the objects hold
   their finalizer; the documented way out (remove the finalizers) ends it and keeps every znode.
 """
@@ -35,6 +37,7 @@ import yaml
 from cluster_support import kubectl, pod_of_deployment
 from kazoo.client import KazooClient
 from zkop_testing.controlplane import REPO, ControlPlane, minors_under_test
+from zkop_testing.flux import GITREPOSITORY, KUSTOMIZATION, Flux, GitServer, condition
 from zkop_testing.helm import CHART, helm
 from zkop_testing.kubectl import venv_kubectl
 from zkop_testing.operator import OperatorProcess
@@ -341,3 +344,56 @@ def test_deleting_the_install_before_its_objects_leaves_them_terminating_until_f
     nothing_of_zkop_left(admin)
     for obj in configs(objects):
         assert zk.get(zk_base + obj["spec"]["path"])[0] == expected_bytes(obj, objects)
+
+
+def test_flux_installs_zkop_from_git_and_prunes_it(cluster: ControlPlane, admin: KubeClient,
+                                                   zk_server: ZooKeeperServer, zk_base: str, zk: KazooClient,
+                                                   tmp_path: Path) -> None:
+    """examples/flux/zkop.yaml (zkop's own Kustomization) and a Kustomization of the examples, applied by Flux's
+    own kustomize-controller from a Git repository; removed in the documented order: the examples' Kustomization
+    first (its prune deletes the objects, zkop the znodes), then zkop's (its prune deletes the install)."""
+    files = {str(path.relative_to(REPO)): path.read_text(encoding="utf-8")
+             for path in sorted((REPO / "manifests").rglob("*.yaml"))}
+    files.update({f"zookeeper/{path.name}": path.read_text(encoding="utf-8")
+                  for path in sorted((REPO / "examples").glob("*.yaml")) if path.name != "acl.yaml"})
+    objects = [o for o in examples() if o["metadata"]["name"] != "payments-routing-rules"]  # no auth Secret here
+    zkop_ks: dict[str, Any] = yaml.safe_load((REPO / "examples" / "flux" / "zkop.yaml").read_text(encoding="utf-8"))
+    spec = zkop_ks["spec"]
+    (patch,) = spec["patches"]
+    patch["patch"] = patch["patch"].replace(yaml.safe_load(patch["patch"])[0]["value"], f"{zk_server.hosts}{zk_base}")
+    with GitServer() as git_server, Flux(cluster) as flux:
+        repo = git_server.create("platform")
+        repo.commit("zkop and its ZooKeeperConfigs", files)
+        Flux.create(admin, Flux.git_repository("platform", repo.url))
+        # wait: false where the example says true: without a kubelet the Deployment never rolls out.
+        Flux.create(admin, Flux.kustomization("zkop", "platform", spec["path"], NAMESPACE, wait=False,
+                                              components=spec["components"], images=spec["images"],
+                                              patches=spec["patches"]))
+        try:
+            wait_for(lambda: condition(Flux.get(admin, KUSTOMIZATION, "zkop")).get("status") == "True",
+                     message="zkop's Kustomization Ready")
+        except TimeoutError as err:
+            raise AssertionError(f"{err}\n{flux.log_tail()}") from None
+        deployment = admin.request("GET", f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/zkop-controller-manager")
+        assert "--service-bridge" in deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        zkop = start(pod_of_deployment(cluster, tmp_path / "pod"))
+        try:
+            Flux.create(admin, Flux.kustomization("zookeeper", "platform", "./zookeeper", "default",
+                                                  dependsOn=[{"name": "zkop"}]))
+            wait_for(lambda: condition(Flux.get(admin, KUSTOMIZATION, "zookeeper")).get("status") == "True",
+                     message="the examples' Kustomization Ready (zkop reported every object Current)")
+            converged(admin, zk, zk_base, objects)
+            Flux.delete(admin, KUSTOMIZATION, "zookeeper")
+            wait_for(lambda: Flux.get(admin, KUSTOMIZATION, "zookeeper") is None, message="examples pruned")
+            wait_for(lambda: not admin.request("GET", "/apis/platform.example.com/v1alpha1/zookeeperconfigs")["items"],
+                     message="every ZooKeeperConfig gone")
+            for obj in configs(objects):
+                kept = zk.exists(zk_base + obj["spec"]["path"]) is not None
+                assert kept == (obj["spec"].get("deletionPolicy") == "Orphan"), obj["metadata"]["name"]
+        finally:
+            stopped(zkop)
+        Flux.delete(admin, KUSTOMIZATION, "zkop")
+        wait_for(lambda: Flux.get(admin, KUSTOMIZATION, "zkop") is None, message="zkop's install pruned")
+        wait_for(lambda: namespace_gone(admin), message="zkop-system deleted")
+        Flux.delete(admin, GITREPOSITORY, "platform")
+    nothing_of_zkop_left(admin)
