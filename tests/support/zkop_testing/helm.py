@@ -9,6 +9,7 @@ gives, so no test reads or writes ``~/.config/helm``; :func:`template` renders `
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import os
@@ -21,8 +22,8 @@ import yaml
 
 from zkop_testing.kubectl import venv_kubectl
 
-__all__ = ["CHART", "HELM_ONLY_LABELS", "HelmError", "comparable", "helm", "helm_binary", "kustomize_overlay",
-           "template"]
+__all__ = ["CHART", "HELM_ONLY_LABELS", "HelmError", "build_before_tests", "comparable", "helm", "helm_binary",
+           "kustomize_overlay", "template"]
 
 REPO = Path(__file__).resolve().parents[3]
 CHART = REPO / "charts" / "zkop"
@@ -31,6 +32,7 @@ BUILD_SCRIPT = REPO / "hack" / "build-helm.sh"
 HELM_ONLY_LABELS = frozenset({"helm.sh/chart", "app.kubernetes.io/managed-by", "app.kubernetes.io/instance",
                               "app.kubernetes.io/version"})
 Obj = dict[str, Any]
+_BUILD_ERROR: list[str] = []
 
 
 class HelmError(RuntimeError):
@@ -44,10 +46,22 @@ def helm_binary() -> Path:
     Raises:
         HelmError: the build failed.
     """
+    if _BUILD_ERROR:  # built once per session: a failed build is not tried again by every test
+        raise HelmError(_BUILD_ERROR[0])
     done = subprocess.run(["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        raise HelmError(f"hack/build-helm.sh failed ({done.returncode}):\n{done.stderr[-4000:]}")
+        _BUILD_ERROR.append(f"hack/build-helm.sh failed ({done.returncode}):\n{done.stderr[-4000:]}")
+        raise HelmError(_BUILD_ERROR[0])
     return Path(done.stdout.strip().splitlines()[-1])
+
+
+def build_before_tests(items: list[Any], module_names: tuple[str, ...]) -> None:
+    """Build Helm before the first test runs if one of ``items`` (pytest items) lives in a module named in
+    ``module_names``, so that no per-test timeout counts a cold build; a failed build fails those tests instead
+    (:func:`helm_binary` raises again for each)."""
+    if any(Path(str(item.fspath)).name in module_names for item in items):
+        with contextlib.suppress(HelmError):
+            helm_binary()
 
 
 def helm(home: Path, *args: str, kubeconfig: Path | None = None, timeout: float = 180) -> str:
