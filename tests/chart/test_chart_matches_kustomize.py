@@ -66,9 +66,10 @@ def test_helm_labels_are_the_only_additions(home: Path) -> None:
         assert labels["app.kubernetes.io/instance"] == "zkop"
         assert labels["helm.sh/chart"].startswith("zkop-")
     (crd,) = find(template(home), "CustomResourceDefinition")
-    assert crd["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep"}
+    flux = {"kustomize.toolkit.fluxcd.io/prune": "disabled"}  # the CRD file's own
+    assert crd["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep", **flux}
     (crd,) = find(template(home, "crds.keep=false"), "CustomResourceDefinition")
-    assert "annotations" not in crd["metadata"]
+    assert crd["metadata"]["annotations"] == flux
     assert not find(template(home, "crds.install=false"), "CustomResourceDefinition")
 
 

@@ -18,6 +18,8 @@ from the ConfigMap, its Secret volume, a token of its ServiceAccount under the R
   replica takes the Lease over from the old one within a Lease duration.
 - Flux: ``examples/flux/zkop.yaml`` and a Kustomization of the examples applied by Flux's own controllers from
   Git; pruned in the documented order (the examples' Kustomization first), nothing left.
+- The unsafe order with Flux (zkop's Kustomization pruned first) keeps the CRD and so the objects
+  (``kustomize.toolkit.fluxcd.io/prune: disabled``); a new install takes them over.
 - The unsafe order (``kubectl delete -k`` after zkop is gone) leaves the CRD terminating while the objects hold
   their finalizer; the documented way out (remove the finalizers) ends it and keeps every znode.
 """
@@ -25,6 +27,7 @@ from the ConfigMap, its Secret volume, a token of its ServiceAccount under the R
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import subprocess
 import time
@@ -346,21 +349,21 @@ def test_deleting_the_install_before_its_objects_leaves_them_terminating_until_f
         assert zk.get(zk_base + obj["spec"]["path"])[0] == expected_bytes(obj, objects)
 
 
-def test_flux_installs_zkop_from_git_and_prunes_it(cluster: ControlPlane, admin: KubeClient,
-                                                   zk_server: ZooKeeperServer, zk_base: str, zk: KazooClient,
-                                                   tmp_path: Path) -> None:
-    """examples/flux/zkop.yaml (zkop's own Kustomization) and a Kustomization of the examples, applied by Flux's
-    own kustomize-controller from a Git repository; removed in the documented order: the examples' Kustomization
-    first (its prune deletes the objects, zkop the znodes), then zkop's (its prune deletes the install)."""
+@contextlib.contextmanager
+def flux_install(cluster: ControlPlane, admin: KubeClient, hosts: str, tmp_path: Path
+                 ) -> Iterator[tuple[OperatorProcess, list[dict[str, Any]]]]:
+    """Flux's own controllers on ``cluster`` install zkop from Git with examples/flux/zkop.yaml (ZooKeeper at
+    ``hosts``) and the examples (but acl.yaml: no auth Secret here) with a Kustomization that ``dependsOn`` it;
+    yields zkop, run as the Deployment says, and the examples, converged. Flux's objects are gone afterwards."""
     files = {str(path.relative_to(REPO)): path.read_text(encoding="utf-8")
              for path in sorted((REPO / "manifests").rglob("*.yaml"))}
     files.update({f"zookeeper/{path.name}": path.read_text(encoding="utf-8")
                   for path in sorted((REPO / "examples").glob("*.yaml")) if path.name != "acl.yaml"})
-    objects = [o for o in examples() if o["metadata"]["name"] != "payments-routing-rules"]  # no auth Secret here
+    objects = [o for o in examples() if o["metadata"]["name"] != "payments-routing-rules"]
     zkop_ks: dict[str, Any] = yaml.safe_load((REPO / "examples" / "flux" / "zkop.yaml").read_text(encoding="utf-8"))
     spec = zkop_ks["spec"]
     (patch,) = spec["patches"]
-    patch["patch"] = patch["patch"].replace(yaml.safe_load(patch["patch"])[0]["value"], f"{zk_server.hosts}{zk_base}")
+    patch["patch"] = patch["patch"].replace(yaml.safe_load(patch["patch"])[0]["value"], hosts)
     with GitServer() as git_server, Flux(cluster) as flux:
         repo = git_server.create("platform")
         repo.commit("zkop and its ZooKeeperConfigs", files)
@@ -382,18 +385,66 @@ def test_flux_installs_zkop_from_git_and_prunes_it(cluster: ControlPlane, admin:
                                                   dependsOn=[{"name": "zkop"}]))
             wait_for(lambda: condition(Flux.get(admin, KUSTOMIZATION, "zookeeper")).get("status") == "True",
                      message="the examples' Kustomization Ready (zkop reported every object Current)")
+            yield zkop, objects
+        finally:
+            stopped(zkop)
+            for name in ("zookeeper", "zkop"):
+                Flux.delete(admin, KUSTOMIZATION, name)
+                wait_for(lambda n=name: Flux.get(admin, KUSTOMIZATION, n) is None,  # type: ignore[misc]
+                         message=f"Kustomization {name} gone")
+            Flux.delete(admin, GITREPOSITORY, "platform")
+
+
+def test_flux_installs_zkop_from_git_and_prunes_it(cluster: ControlPlane, admin: KubeClient,
+                                                   zk_server: ZooKeeperServer, zk_base: str, zk: KazooClient,
+                                                   tmp_path: Path) -> None:
+    """Removed in the documented order: the examples' Kustomization first (its prune deletes the objects, zkop
+    the znodes), then zkop's (its prune deletes the install but the CRD, which is deleted by hand)."""
+    with flux_install(cluster, admin, f"{zk_server.hosts}{zk_base}", tmp_path) as (_zkop, objects):
+        converged(admin, zk, zk_base, objects)
+        Flux.delete(admin, KUSTOMIZATION, "zookeeper")
+        wait_for(lambda: Flux.get(admin, KUSTOMIZATION, "zookeeper") is None, message="examples pruned")
+        wait_for(lambda: not admin.request("GET", "/apis/platform.example.com/v1alpha1/zookeeperconfigs")["items"],
+                 message="every ZooKeeperConfig gone")
+        for obj in configs(objects):
+            kept = zk.exists(zk_base + obj["spec"]["path"]) is not None
+            assert kept == (obj["spec"].get("deletionPolicy") == "Orphan"), obj["metadata"]["name"]
+    wait_for(lambda: namespace_gone(admin), message="zkop-system pruned")
+    nothing_of_zkop_left(admin, crd=True)  # kustomize.toolkit.fluxcd.io/prune: disabled
+    kubectl(cluster, "delete", "crd", CRD, "--wait=true", "--timeout=60s")
+    nothing_of_zkop_left(admin)
+
+
+def test_flux_prune_of_the_install_first_leaves_the_objects_in_place(cluster: ControlPlane, admin: KubeClient,
+                                                                     zk_server: ZooKeeperServer, zk_base: str,
+                                                                     zk: KazooClient, tmp_path: Path) -> None:
+    """The unsafe order made safe: zkop's Kustomization deleted while the objects exist prunes the install but the
+    CRD, so no object is left terminating; a new install takes them over, and the documented order then works."""
+    hosts = f"{zk_server.hosts}{zk_base}"
+    overlay = kustomize_overlay(tmp_path / "overlay", hosts, REPO / "manifests" / "default")
+    with flux_install(cluster, admin, hosts, tmp_path) as (zkop, objects):
+        converged(admin, zk, zk_base, objects)
+        zkop.stop()  # its Pods end with the pruned Deployment
+        Flux.delete(admin, KUSTOMIZATION, "zkop")
+        wait_for(lambda: namespace_gone(admin), message="zkop-system pruned")
+        nothing_of_zkop_left(admin, crd=True)
+        for obj in configs(objects):
+            stored = get(admin, obj["metadata"]["name"])
+            assert stored is not None and "deletionTimestamp" not in stored["metadata"], obj["metadata"]["name"]
+            assert FINALIZER in stored["metadata"]["finalizers"]
+            assert zk.get(zk_base + obj["spec"]["path"])[0] == expected_bytes(obj, objects)
+        # Installed again (kubectl apply -k this time), zkop takes them over; the documented order then works.
+        kubectl(cluster, "apply", "-k", str(overlay))
+        again = start(pod_of_deployment(cluster, tmp_path / "pod-again"))
+        try:
             converged(admin, zk, zk_base, objects)
             Flux.delete(admin, KUSTOMIZATION, "zookeeper")
-            wait_for(lambda: Flux.get(admin, KUSTOMIZATION, "zookeeper") is None, message="examples pruned")
             wait_for(lambda: not admin.request("GET", "/apis/platform.example.com/v1alpha1/zookeeperconfigs")["items"],
-                     message="every ZooKeeperConfig gone")
+                     message="every ZooKeeperConfig pruned, its znode deleted by zkop")
             for obj in configs(objects):
                 kept = zk.exists(zk_base + obj["spec"]["path"]) is not None
                 assert kept == (obj["spec"].get("deletionPolicy") == "Orphan"), obj["metadata"]["name"]
         finally:
-            stopped(zkop)
-        Flux.delete(admin, KUSTOMIZATION, "zkop")
-        wait_for(lambda: Flux.get(admin, KUSTOMIZATION, "zkop") is None, message="zkop's install pruned")
-        wait_for(lambda: namespace_gone(admin), message="zkop-system deleted")
-        Flux.delete(admin, GITREPOSITORY, "platform")
+            stopped(again)
+    kubectl(cluster, "delete", "-k", str(overlay), "--wait=true", "--timeout=120s")
     nothing_of_zkop_left(admin)
