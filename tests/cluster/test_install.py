@@ -12,10 +12,11 @@ from the ConfigMap, its Secret volume, a token of its ServiceAccount under the R
 - Helm: ``helm install`` of ``charts/zkop`` (ZooKeeper and its credentials as values); the same story, then
   ``helm uninstall`` keeps the CRD (``helm.sh/resource-policy: keep``) until it is deleted by hand.
 - Upgrade: 0.1.0 (the release commit's ``manifests/``, ``examples/`` and ``zkop/``, run by that zkop) to this
-  tree with objects in place: the new CRD (CEL rules) is accepted, no znode is written (``mzxid`` unchanged),
-  the status keeps its conditions (the CHANGELOG's one status write adds ``status.znodeVersion`` and
-  stamps ``lastSyncedTime``), and the new
-  replica takes the Lease over from the old one within a Lease duration.
+  tree with objects in place: the new CRD (CEL rules, a bound on ``spec.acl`` that an object stored before
+  exceeds: ratcheting lets it be labelled, a new one like it is refused) is accepted, no znode is written
+  (``mzxid`` unchanged), the status keeps its conditions (the CHANGELOG's one status write adds
+  ``status.znodeVersion`` and stamps ``lastSyncedTime``), and the new replica takes the Lease over from the old
+  one within a Lease duration.
 - Flux: ``examples/flux/zkop.yaml`` and a Kustomization of the examples applied by Flux's own controllers from
   Git; pruned in the documented order (the examples' Kustomization first), nothing left.
 - The unsafe order with Flux (zkop's Kustomization pruned first) keeps the CRD and so the objects
@@ -262,6 +263,12 @@ def test_upgrade_from_the_previous_release_keeps_znodes_and_status(cluster: Cont
         objects = examples(old)
         kubectl(cluster, "apply", "-f", str(old / "examples"))
         converged(admin, zk, zk_base, objects)
+        # 0.1.0's CRD had no bound on spec.acl; this one allows 256 entries. An object stored before keeps working.
+        legacy = {"apiVersion": "platform.example.com/v1alpha1", "kind": "ZooKeeperConfig",
+                  "metadata": {"name": "legacy-acl", "namespace": "default"},
+                  "spec": {"path": "/app/legacy", "stringData": "x", "deletionPolicy": "Orphan",
+                           "acl": [{"scheme": "world", "id": "anyone", "permissions": ["read"]}] * 257}}
+        kubectl(cluster, "apply", "-f", "-", input=yaml.safe_dump(legacy))
         before: dict[str, tuple[Any, dict[str, Any]]] = {}
         for o in configs(objects):
             stored = get(admin, o["metadata"]["name"])
@@ -277,6 +284,14 @@ def test_upgrade_from_the_previous_release_keeps_znodes_and_status(cluster: Cont
         assert {c["type"]: c["status"] for c in crd["status"]["conditions"]}["Established"] == "True"
         for name, (_, obj) in before.items():  # stored objects read back under the new schema, unchanged
             assert get(admin, name)["spec"] == obj["spec"]  # type: ignore[index]
+        # CRD validation ratcheting: the stored object beyond the new bound may still be changed where it is
+        # not beyond it (a label), while a new object like it is refused.
+        kubectl(cluster, "label", "zkc", "legacy-acl", "team=payments")
+        like_it = {**legacy, "metadata": {"name": "new-acl", "namespace": "default"}}
+        refused = subprocess.run([venv_kubectl(), "--kubeconfig", str(cluster.kubeconfig), "create", "-f", "-"],
+                                 input=yaml.safe_dump(like_it), capture_output=True, text=True, timeout=60, check=False)
+        assert refused.returncode != 0 and "spec.acl: Too many: 257: must have at most 256 items" in refused.stderr, \
+            refused.stderr
 
         # A rolling update: the new replica starts as a standby, the old one ends and hands the Lease over.
         new = start(pod_of_deployment(cluster, tmp_path / "new-pod", pod="zkop-controller-manager-new"))
