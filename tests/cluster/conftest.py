@@ -27,6 +27,7 @@ import pytest
 from cluster_support import FLUX_LATENCIES, ZKOP_NAMESPACE, ZKOP_SERVICE_ACCOUNT, ServiceAccountClients, install
 from zkop_testing.controlplane import ControlPlane, fresh_namespace
 from zkop_testing.flux import Flux, FluxError, GitServer, flux_binaries
+from zkop_testing.helm import build_before_tests
 from zkop_testing.kustomize import Obj
 
 from zkop.kube.client import KubeClient
@@ -39,7 +40,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     about half an hour, which no per-test timeout should count); a failed build fails those tests."""
     if session.config.option.collectonly:
         return
-    if any("flux" in getattr(item, "fixturenames", ()) for item in session.items):
+    build_before_tests(session.items, ("test_install.py",))  # Helm, as Flux below
+    if any("flux" in getattr(item, "fixturenames", ()) or Path(str(item.fspath)).name == "test_install.py"
+           for item in session.items):
         try:
             flux_binaries()
         except FluxError as err:

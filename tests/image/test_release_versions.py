@@ -2,7 +2,8 @@
 
 The version is written once, in ``pyproject.toml``; ``zkop.__version__`` reads the installed
 metadata; ``hack/set-version.sh`` carries it to the Dockerfile's ``VERSION`` default and the
-kustomize ``newTag``; the release workflow tags the image with it (docs/release.md).
+kustomize ``newTag`` and the Helm chart's ``version``/``appVersion``; the release workflow tags the
+image with it (docs/release.md).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import zkop
 
 REPO = Path(__file__).resolve().parents[2]
 SEMVER = re.compile(r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?")
-PLACES = ("pyproject.toml", "Dockerfile", "manifests/default/kustomization.yaml")
+PLACES = ("pyproject.toml", "Dockerfile", "manifests/default/kustomization.yaml", "charts/zkop/Chart.yaml")
 
 
 def versions(root: Path) -> dict[str, str]:
@@ -29,7 +30,9 @@ def versions(root: Path) -> dict[str, str]:
     (arg,) = re.findall(r"^ARG VERSION=(\S+)$", (root / "Dockerfile").read_text(), re.MULTILINE)
     kustomization = yaml.safe_load((root / "manifests/default/kustomization.yaml").read_text())
     (image,) = [i for i in kustomization["images"] if i["name"] == "ghcr.io/example/zkop"]
-    return {"pyproject.toml": project, "Dockerfile ARG VERSION": arg, "kustomize newTag": str(image["newTag"])}
+    chart = yaml.safe_load((root / "charts/zkop/Chart.yaml").read_text())
+    return {"pyproject.toml": project, "Dockerfile ARG VERSION": arg, "kustomize newTag": str(image["newTag"]),
+            "Chart.yaml version": str(chart["version"]), "Chart.yaml appVersion": str(chart["appVersion"])}
 
 
 def test_the_version_is_semantic_and_agrees_everywhere() -> None:
@@ -61,7 +64,8 @@ def test_set_version_carries_one_version_everywhere(tmp_path: Path) -> None:
     for place in PLACES:  # nothing else in those files changed
         before, after = (REPO / place).read_text(), (tmp_path / place).read_text()
         assert len(before.splitlines()) == len(after.splitlines()), place
-        assert sum(a != b for a, b in zip(before.splitlines(), after.splitlines(), strict=True)) == 1, place
+        changed = sum(a != b for a, b in zip(before.splitlines(), after.splitlines(), strict=True))
+        assert changed == (2 if place == "charts/zkop/Chart.yaml" else 1), place  # version and appVersion
     bad = subprocess.run(["bash", str(tmp_path / "hack/set-version.sh"), "v1.2"], capture_output=True, text=True,
                          timeout=60)
     assert bad.returncode == 2

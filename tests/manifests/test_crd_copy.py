@@ -1,4 +1,5 @@
-"""One CRD source: ``manifests/crd/``. The copy shipped inside the Python package is it, byte for byte."""
+"""One CRD source: ``manifests/crd/``. The copy shipped inside the Python package is it, byte for byte; the Helm
+chart links to it."""
 
 from __future__ import annotations
 
@@ -20,5 +21,7 @@ def test_no_other_copy_of_the_crd_in_the_repository() -> None:
     declaration = re.compile(r'enum.{0,5}\[\s*"?createOrUpdate"?,\s*"?createOnly"?')
     tracked = subprocess.run(["git", "ls-files", "*.yaml", "*.yml", "*.json", "*.py"], cwd=REPO, check=True,
                              capture_output=True, text=True, timeout=30).stdout.split()
-    holders = sorted(name for name in tracked if declaration.search((REPO / name).read_text(errors="replace")))
+    # charts/zkop/files/zookeeperconfigs.yaml is a symlink to manifests/crd's file, not a copy.
+    holders = sorted(name for name in tracked if not (REPO / name).is_symlink()
+                     and declaration.search((REPO / name).read_text(errors="replace")))
     assert holders == ["manifests/crd/zookeeperconfigs.yaml", "zkop/crds/zookeeperconfigs.yaml"]

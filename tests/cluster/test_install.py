@@ -1,0 +1,465 @@
+"""Install, upgrade and uninstall zkop on a real control plane, as docs/operations.md tells users to.
+
+Each test gets a control plane of its own (the install's cluster-scoped objects, the CRD above all, are
+created and removed here, which the session's shared plane must keep). There is no kubelet:
+:func:`cluster_support.pod_of_deployment` runs ``zkop run`` as the live Deployment says (its args, its env
+from the ConfigMap, its Secret volume, a token of its ServiceAccount under the RBAC installed with it).
+
+- kustomize: ``kubectl apply -k`` of an overlay over ``manifests/default`` (ZooKeeper's address patched into
+  the ConfigMap, the auth Secret made with ``kubectl create secret``, as README says); the examples converge
+  (``acl.yaml`` only because zkop authenticates with the mounted Secret); the documented uninstall (delete the
+  ZooKeeperConfigs while zkop runs, then ``kubectl delete -k``) leaves nothing, and the Orphan's znode.
+- Helm: ``helm install`` of ``charts/zkop`` (ZooKeeper and its credentials as values); the same story, then
+  ``helm uninstall`` keeps the CRD (``helm.sh/resource-policy: keep``) until it is deleted by hand.
+- Upgrade: 0.1.0 (the release commit's ``manifests/``, ``examples/`` and ``zkop/``, run by that zkop) to this
+  tree with objects in place: the new CRD (CEL rules, a bound on ``spec.acl`` that an object stored before
+  exceeds: ratcheting lets it be labelled, a new one like it is refused) is accepted, no znode is written
+  (``mzxid`` unchanged), the status keeps its conditions (the CHANGELOG's one status write adds
+  ``status.znodeVersion`` and stamps ``lastSyncedTime``), and the new replica takes the Lease over from the old
+  one within a Lease duration.
+- Flux: ``examples/flux/zkop.yaml`` and a Kustomization of the examples applied by Flux's own controllers from
+  Git; pruned in the documented order (the examples' Kustomization first), nothing left.
+- The unsafe order with Flux (zkop's Kustomization pruned first) keeps the CRD and so the objects
+  (``kustomize.toolkit.fluxcd.io/prune: disabled``); a new install takes them over.
+- The unsafe order (``kubectl delete -k`` after zkop is gone) leaves the CRD terminating while the objects hold
+  their finalizer; the documented way out (remove the finalizers) ends it and keeps every znode.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from cluster_support import kubectl, pod_of_deployment
+from kazoo.client import KazooClient
+from zkop_testing.controlplane import REPO, ControlPlane, minors_under_test
+from zkop_testing.flux import GITREPOSITORY, KUSTOMIZATION, Flux, GitServer, condition
+from zkop_testing.helm import CHART, helm
+from zkop_testing.kubectl import venv_kubectl
+from zkop_testing.operator import OperatorProcess
+from zkop_testing.resources import get, synced
+from zkop_testing.waiting import EVENTUALLY, wait_for
+from zkop_testing.zookeeper import ZooKeeperServer
+
+from zkop.kube.client import ApiException, KubeClient
+
+#: The commit that released 0.1.0 (CHANGELOG's [0.1.0]; the repository has no tags).
+PREVIOUS_RELEASE = "e8bfb8859e270cefb7a79bc5acdff4c30c85fce3"
+NAMESPACE = "zkop-system"
+CRD = "zookeeperconfigs.platform.example.com"
+#: examples/acl.yaml's identity: zkop must authenticate as it to manage the znode once its ACL is on.
+OPS_CREDENTIALS = "ops:ops-password"
+FINALIZER = "zookeeperconfigs.platform.example.com/finalizer"
+
+
+@pytest.fixture(params=minors_under_test(), ids=lambda minor: f"k8s-{minor}")
+def cluster(request: pytest.FixtureRequest) -> Iterator[ControlPlane]:
+    """A control plane of this test's own."""
+    with ControlPlane(str(request.param)) as plane:
+        yield plane
+
+
+@pytest.fixture
+def admin(cluster: ControlPlane) -> Iterator[KubeClient]:
+    """An admin client on ``cluster``."""
+    with cluster.admin() as client:
+        yield client
+
+
+def examples(root: Path = REPO) -> list[dict[str, Any]]:
+    """The ZooKeeperConfigs (and ConfigMaps) of ``root/examples``."""
+    return [doc for path in sorted((root / "examples").glob("*.yaml"))
+            for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")) if doc]
+
+
+def configs(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ZooKeeperConfigs among ``objects``."""
+    return [o for o in objects if o["kind"] == "ZooKeeperConfig"]
+
+
+def expected_bytes(obj: dict[str, Any], objects: list[dict[str, Any]]) -> bytes:
+    """The bytes a ZooKeeperConfig's znode must hold (``data``, ``stringData`` or a ConfigMap key)."""
+    spec = obj["spec"]
+    if "stringData" in spec:
+        return str(spec["stringData"]).encode()
+    if "data" in spec:
+        return base64.b64decode(spec["data"])
+    ref = spec["dataFrom"]["configMapKeyRef"]
+    (source,) = [o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"] == ref["name"]]
+    return str(source["data"][ref["key"]]).encode()
+
+
+def converged(kube: KubeClient, zk: KazooClient, zk_base: str, objects: list[dict[str, Any]]) -> None:
+    """Wait until every example ZooKeeperConfig is Synced and its znode holds its bytes."""
+    for obj in configs(objects):
+        name, path = obj["metadata"]["name"], zk_base + obj["spec"]["path"]
+        wait_for(lambda n=name: synced(kube, n), message=f"{name} Synced")  # type: ignore[misc]
+        assert zk.get(path)[0] == expected_bytes(obj, objects), name
+
+
+def documented(cluster: ControlPlane, start: str) -> None:
+    """Run, as written, the command of docs/operations.md's "Uninstall" that begins with ``start`` (with the lines
+    it continues onto), in bash with the venv's kubectl on PATH and the admin's kubeconfig."""
+    text = (REPO / "docs" / "operations.md").read_text(encoding="utf-8")
+    section = text[text.index("\n## Uninstall\n"):text.index("\n## Metrics, dashboard and alerts\n")]
+    lines = section.splitlines()
+    (first,) = [i for i, line in enumerate(lines) if line.startswith(start)]
+    command = [lines[first]]
+    while command[-1].rstrip().endswith(("|", "\\")):
+        command.append(lines[first + len(command)])
+    script = "\n".join(command).split("   # ")[0]
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "KUBECONFIG": str(cluster.kubeconfig),
+                               "PATH": f"{Path(venv_kubectl()).parent}:{os.environ['PATH']}"}, check=False)
+    assert done.returncode == 0, f"{script}\n{done.stderr}"
+
+
+def delete_examples_while_zkop_runs(cluster: ControlPlane, kube: KubeClient, zk: KazooClient, zk_base: str,
+                                    root: Path = REPO) -> None:
+    """Uninstall, step 1: delete every ZooKeeperConfig and wait until each is gone; Delete's znodes go, Orphan's
+    stay."""
+    objects = examples(root)
+    documented(cluster, "kubectl delete zookeeperconfigs --all --all-namespaces")
+    wait_for(lambda: not kube.request("GET", "/apis/platform.example.com/v1alpha1/zookeeperconfigs")["items"],
+             message="every ZooKeeperConfig gone")
+    for obj in configs(objects):
+        assert get(kube, obj["metadata"]["name"]) is None
+        kept = zk.exists(zk_base + obj["spec"]["path"]) is not None
+        assert kept == (obj["spec"].get("deletionPolicy") == "Orphan"), obj["metadata"]["name"]
+
+
+def nothing_of_zkop_left(kube: KubeClient, *, crd: bool = False) -> None:
+    """No object labelled ``app.kubernetes.io/part-of=zkop`` of the kinds the install makes (the CRD only if
+    ``crd``), and no namespace zkop-system."""
+    query = {"labelSelector": "app.kubernetes.io/part-of=zkop"}
+    rbac = "/apis/rbac.authorization.k8s.io/v1"
+    for path, left in ((f"{rbac}/clusterroles", []), (f"{rbac}/clusterrolebindings", []),
+                       ("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", [CRD] if crd else [])):
+        names = [o["metadata"]["name"] for o in kube.request("GET", path, query=query)["items"]]
+        assert names == left, (path, names)
+    namespaces = [n["metadata"]["name"] for n in kube.request("GET", "/api/v1/namespaces")["items"]]
+    assert NAMESPACE not in namespaces
+
+
+def namespace_gone(kube: KubeClient) -> bool:
+    """zkop-system finalized by kube-controller-manager."""
+    try:
+        kube.request("GET", f"/api/v1/namespaces/{NAMESPACE}")
+    except ApiException as err:
+        if err.status == 404:
+            return True
+        raise
+    return False
+
+
+def kustomize_overlay(directory: Path, zk_hosts: str, base: Path) -> Path:
+    """An overlay over ``base`` (a manifests/default) that points zkop at ``zk_hosts``, as README's does."""
+    directory.mkdir(parents=True, exist_ok=True)
+    overlay = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+               "resources": [os.path.relpath(base, directory)],  # kustomize refuses absolute paths
+               "patches": [{"target": {"kind": "ConfigMap", "name": "zkop-config"},
+                            "patch": yaml.safe_dump([{"op": "replace", "path": "/data/ZOOKEEPER_HOSTS",
+                                                      "value": zk_hosts}])}]}
+    (directory / "kustomization.yaml").write_text(yaml.safe_dump(overlay), encoding="utf-8")
+    return directory
+
+
+def previous_release(directory: Path) -> Path:
+    """The 0.1.0 release commit's manifests/, examples/ and zkop/ under ``directory``."""
+    directory.mkdir()
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", PREVIOUS_RELEASE, "manifests", "examples", "zkop"],
+                             capture_output=True, check=True, timeout=60).stdout
+    subprocess.run(["tar", "-x", "-C", str(directory)], input=archive, check=True, timeout=60)
+    return directory
+
+
+def start(proc: OperatorProcess) -> OperatorProcess:
+    """Start ``proc`` (ready: /readyz answers 200)."""
+    return proc.start()
+
+
+def stopped(proc: OperatorProcess) -> None:
+    """Stop ``proc``; it must exit 0 (a graceful shutdown)."""
+    code = proc.stop()
+    assert code in (None, 0), proc.log_tail()
+
+
+def test_kubectl_apply_k_install_uninstall(cluster: ControlPlane, admin: KubeClient, zk_server: ZooKeeperServer,
+                                           zk_base: str, zk: KazooClient, tmp_path: Path) -> None:
+    overlay = kustomize_overlay(tmp_path / "overlay", f"{zk_server.hosts}{zk_base}", REPO / "manifests" / "default")
+    kubectl(cluster, "apply", "-k", str(overlay))
+    kubectl(cluster, "wait", "--for=condition=Established", f"crd/{CRD}", "--timeout=60s")
+    kubectl(cluster, "-n", NAMESPACE, "create", "secret", "generic", "zkop-zookeeper-auth",
+            f"--from-literal=credentials={OPS_CREDENTIALS}")
+    zkop = start(pod_of_deployment(cluster, tmp_path / "pod"))
+    try:
+        kubectl(cluster, "apply", "-f", str(REPO / "examples"))
+        converged(admin, zk, zk_base, examples())
+        delete_examples_while_zkop_runs(cluster, admin, zk, zk_base)
+    finally:
+        stopped(zkop)
+    kubectl(cluster, "delete", "-k", str(overlay), "--wait=true", "--timeout=120s")
+    wait_for(lambda: namespace_gone(admin), message="zkop-system deleted")
+    nothing_of_zkop_left(admin)
+
+
+def test_helm_install_uninstall(cluster: ControlPlane, admin: KubeClient, zk_server: ZooKeeperServer, zk_base: str,
+                                zk: KazooClient, tmp_path: Path) -> None:
+    home = tmp_path / "helm"
+    helm(home, "install", "zkop", str(CHART), "--namespace", NAMESPACE, "--create-namespace",
+         "--set", f"zookeeper.hosts={zk_server.hosts}{zk_base}".replace(",", "\\,"),
+         "--set", f"zookeeper.auth.credentials={OPS_CREDENTIALS}", kubeconfig=cluster.kubeconfig)
+    kubectl(cluster, "wait", "--for=condition=Established", f"crd/{CRD}", "--timeout=60s")
+    zkop = start(pod_of_deployment(cluster, tmp_path / "pod"))
+    try:
+        kubectl(cluster, "apply", "-f", str(REPO / "examples"))
+        converged(admin, zk, zk_base, examples())
+        # A value changed in place: the bridge's RBAC comes, the Deployment's args follow.
+        helm(home, "upgrade", "zkop", str(CHART), "--namespace", NAMESPACE, "--reuse-values",
+             "--set", "serviceBridge.enabled=true", kubeconfig=cluster.kubeconfig)
+        deployment = admin.request("GET", f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/zkop-controller-manager")
+        assert "--service-bridge" in deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        admin.request("GET", "/apis/rbac.authorization.k8s.io/v1/clusterroles/zkop-service-bridge-role")
+        delete_examples_while_zkop_runs(cluster, admin, zk, zk_base)
+    finally:
+        stopped(zkop)
+    helm(home, "uninstall", "zkop", "--namespace", NAMESPACE, "--wait", kubeconfig=cluster.kubeconfig)
+    admin.request("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD}")  # kept
+    # The same release installed again takes the kept CRD over (its meta.helm.sh annotations name it).
+    helm(home, "install", "zkop", str(CHART), "--namespace", NAMESPACE, kubeconfig=cluster.kubeconfig)
+    helm(home, "uninstall", "zkop", "--namespace", NAMESPACE, "--wait", kubeconfig=cluster.kubeconfig)
+    # helm uninstall leaves the namespace (helm made it with --create-namespace, outside the release) and the
+    # CRD (resource-policy keep); both go by hand, as docs/operations.md says.
+    kubectl(cluster, "delete", "namespace", NAMESPACE, "--wait=true", "--timeout=120s")
+    nothing_of_zkop_left(admin, crd=True)
+    kubectl(cluster, "delete", "crd", CRD, "--wait=true", "--timeout=60s")
+    nothing_of_zkop_left(admin)
+
+
+def test_upgrade_from_the_previous_release_keeps_znodes_and_status(cluster: ControlPlane, admin: KubeClient,
+                                                                   zk_server: ZooKeeperServer, zk_base: str,
+                                                                   zk: KazooClient, tmp_path: Path) -> None:
+    old = previous_release(tmp_path / "0.1.0")
+    hosts = f"{zk_server.hosts}{zk_base}"
+    kubectl(cluster, "apply", "-k", str(kustomize_overlay(tmp_path / "old-overlay", hosts, old / "manifests/default")))
+    kubectl(cluster, "wait", "--for=condition=Established", f"crd/{CRD}", "--timeout=60s")
+    kubectl(cluster, "-n", NAMESPACE, "create", "secret", "generic", "zkop-zookeeper-auth",
+            f"--from-literal=credentials={OPS_CREDENTIALS}")
+    previous = start(pod_of_deployment(cluster, tmp_path / "old-pod", pod="zkop-controller-manager-old",
+                                       python_path=old))
+    new: OperatorProcess | None = None
+    try:
+        assert f"{old}/zkop/" in subprocess.run(
+            [".venv/bin/python", "-c", "import zkop; print(zkop.__file__)"], cwd=REPO, capture_output=True, text=True,
+            env={**previous.env, "PYTHONSAFEPATH": "1"}, check=True, timeout=60).stdout
+        objects = examples(old)
+        kubectl(cluster, "apply", "-f", str(old / "examples"))
+        converged(admin, zk, zk_base, objects)
+        # 0.1.0's CRD had no bound on spec.acl; this one allows 256 entries. An object stored before keeps working.
+        legacy = {"apiVersion": "platform.example.com/v1alpha1", "kind": "ZooKeeperConfig",
+                  "metadata": {"name": "legacy-acl", "namespace": "default"},
+                  "spec": {"path": "/app/legacy", "stringData": "x", "deletionPolicy": "Orphan",
+                           "acl": [{"scheme": "world", "id": "anyone", "permissions": ["read"]}] * 257}}
+        kubectl(cluster, "apply", "-f", "-", input=yaml.safe_dump(legacy))
+        before: dict[str, tuple[Any, dict[str, Any]]] = {}
+        for o in configs(objects):
+            stored = get(admin, o["metadata"]["name"])
+            assert stored is not None
+            before[o["metadata"]["name"]] = (zk.exists(zk_base + o["spec"]["path"]), stored)
+
+        # The upgrade as CHANGELOG's [Unreleased] says it: apply the new install over the old one. Its notes ask
+        # nothing more of an install without Prometheus (--kube-api-qps: the default pace is kept).
+        kubectl(cluster, "apply", "-k", str(kustomize_overlay(tmp_path / "new-overlay", hosts,
+                                                              REPO / "manifests" / "default")))
+        crd = admin.request("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD}")
+        assert any("x-kubernetes-validations" in str(v["schema"]) for v in crd["spec"]["versions"])
+        assert {c["type"]: c["status"] for c in crd["status"]["conditions"]}["Established"] == "True"
+        for name, (_, obj) in before.items():  # stored objects read back under the new schema, unchanged
+            assert get(admin, name)["spec"] == obj["spec"]  # type: ignore[index]
+        # CRD validation ratcheting: the stored object beyond the new bound may still be changed where it is
+        # not beyond it (a label), while a new object like it is refused.
+        kubectl(cluster, "label", "zkc", "legacy-acl", "team=payments")
+        like_it = {**legacy, "metadata": {"name": "new-acl", "namespace": "default"}}
+        refused = subprocess.run([venv_kubectl(), "--kubeconfig", str(cluster.kubeconfig), "create", "-f", "-"],
+                                 input=yaml.safe_dump(like_it), capture_output=True, text=True, timeout=60, check=False)
+        assert refused.returncode != 0 and "spec.acl: Too many: 257: must have at most 256 items" in refused.stderr, \
+            refused.stderr
+
+        # A rolling update: the new replica starts as a standby, the old one ends and hands the Lease over.
+        new = start(pod_of_deployment(cluster, tmp_path / "new-pod", pod="zkop-controller-manager-new"))
+        lease_path = f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases/zkop-leader"
+        old_holder = admin.request("GET", lease_path)["spec"]["holderIdentity"]
+        assert old_holder
+        handed = time.monotonic()
+        stopped(previous)
+        wait_for(lambda: admin.request("GET", lease_path)["spec"].get("holderIdentity") not in (None, "", old_holder),
+                 timeout=15, interval=0.1, message="the new replica leads within a Lease duration")
+        print(f"Lease handed over in {time.monotonic() - handed:.2f} s")
+
+        for name, (stat, obj) in before.items():
+            after: dict[str, Any] = wait_for(
+                lambda n=name: (o if (o := synced(admin, n)) and "znodeVersion" in o["status"] else None),  # type: ignore[misc]
+                timeout=EVENTUALLY, message=f"{name} re-observed by the new zkop")
+            znode = zk.exists(zk_base + obj["spec"]["path"])
+            assert (znode.mzxid, znode.version) == (stat.mzxid, stat.version), f"{name}: znode rewritten"
+            assert after["status"]["znodeVersion"] == stat.version
+            # That one status write stamps lastSyncedTime; conditions (with their lastTransitionTime) stay.
+            written = ("znodeVersion", "lastSyncedTime")
+            kept = {k: v for k, v in after["status"].items() if k not in written}
+            assert kept == {k: v for k, v in obj["status"].items() if k not in written}, f"{name}: status changed"
+            assert after["status"]["lastSyncedTime"] >= obj["status"]["lastSyncedTime"]
+        delete_examples_while_zkop_runs(cluster, admin, zk, zk_base, old)
+    finally:
+        stopped(previous)
+        if new is not None:
+            stopped(new)
+
+
+def test_deleting_the_install_before_its_objects_leaves_them_terminating_until_finalizers_go(
+        cluster: ControlPlane, admin: KubeClient, zk_server: ZooKeeperServer, zk_base: str, zk: KazooClient,
+        tmp_path: Path) -> None:
+    overlay = kustomize_overlay(tmp_path / "overlay", f"{zk_server.hosts}{zk_base}", REPO / "manifests" / "default")
+    kubectl(cluster, "apply", "-k", str(overlay))
+    kubectl(cluster, "wait", "--for=condition=Established", f"crd/{CRD}", "--timeout=60s")
+    zkop = start(pod_of_deployment(cluster, tmp_path / "pod"))
+    objects = [o for o in examples() if o["metadata"]["name"] != "payments-routing-rules"]  # no auth here
+    for obj in objects:
+        kubectl(cluster, "apply", "-f", "-", input=yaml.safe_dump(obj))
+    try:
+        converged(admin, zk, zk_base, objects)
+    finally:
+        stopped(zkop)  # the Deployment's Pods end first: its namespace is deleted with the install
+    kubectl(cluster, "delete", "-k", str(overlay), "--wait=false")
+
+    def stuck() -> bool:
+        crd = admin.request("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD}")
+        return all((get(admin, o["metadata"]["name"]) or {}).get("metadata", {}).get("deletionTimestamp")
+                   for o in configs(objects)) and "deletionTimestamp" in crd["metadata"]
+
+    wait_for(stuck, message="CRD and objects terminating")
+    for obj in configs(objects):
+        assert FINALIZER in get(admin, obj["metadata"]["name"])["metadata"]["finalizers"]  # type: ignore[index]
+    # The way out docs/operations.md gives: remove the finalizers; the znodes stay (zkop never saw the deletion).
+    documented(cluster, "kubectl get zkc -A -o jsonpath=")
+    wait_for(lambda: namespace_gone(admin), message="zkop-system deleted")
+
+    def crd_gone() -> bool:
+        try:
+            admin.request("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD}")
+        except ApiException as err:
+            return bool(err.status == 404)
+        return False
+
+    wait_for(crd_gone, message="CRD deleted")
+    nothing_of_zkop_left(admin)
+    for obj in configs(objects):
+        assert zk.get(zk_base + obj["spec"]["path"])[0] == expected_bytes(obj, objects)
+
+
+@contextlib.contextmanager
+def flux_install(cluster: ControlPlane, admin: KubeClient, hosts: str, tmp_path: Path
+                 ) -> Iterator[tuple[OperatorProcess, list[dict[str, Any]]]]:
+    """Flux's own controllers on ``cluster`` install zkop from Git with examples/flux/zkop.yaml (ZooKeeper at
+    ``hosts``) and the examples (but acl.yaml: no auth Secret here) with a Kustomization that ``dependsOn`` it;
+    yields zkop, run as the Deployment says, and the examples, converged. Flux's objects are gone afterwards."""
+    files = {str(path.relative_to(REPO)): path.read_text(encoding="utf-8")
+             for path in sorted((REPO / "manifests").rglob("*.yaml"))}
+    files.update({f"zookeeper/{path.name}": path.read_text(encoding="utf-8")
+                  for path in sorted((REPO / "examples").glob("*.yaml")) if path.name != "acl.yaml"})
+    objects = [o for o in examples() if o["metadata"]["name"] != "payments-routing-rules"]
+    zkop_ks: dict[str, Any] = yaml.safe_load((REPO / "examples" / "flux" / "zkop.yaml").read_text(encoding="utf-8"))
+    spec = zkop_ks["spec"]
+    (patch,) = spec["patches"]
+    patch["patch"] = patch["patch"].replace(yaml.safe_load(patch["patch"])[0]["value"], hosts)
+    with GitServer() as git_server, Flux(cluster) as flux:
+        repo = git_server.create("platform")
+        repo.commit("zkop and its ZooKeeperConfigs", files)
+        Flux.create(admin, Flux.git_repository("platform", repo.url))
+        # wait: false where the example says true: without a kubelet the Deployment never rolls out.
+        Flux.create(admin, Flux.kustomization("zkop", "platform", spec["path"], NAMESPACE, wait=False,
+                                              components=spec["components"], images=spec["images"],
+                                              patches=spec["patches"]))
+        try:
+            wait_for(lambda: condition(Flux.get(admin, KUSTOMIZATION, "zkop")).get("status") == "True",
+                     message="zkop's Kustomization Ready")
+        except TimeoutError as err:
+            raise AssertionError(f"{err}\n{flux.log_tail()}") from None
+        deployment = admin.request("GET", f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/zkop-controller-manager")
+        assert "--service-bridge" in deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        zkop = start(pod_of_deployment(cluster, tmp_path / "pod"))
+        try:
+            Flux.create(admin, Flux.kustomization("zookeeper", "platform", "./zookeeper", "default",
+                                                  dependsOn=[{"name": "zkop"}]))
+            wait_for(lambda: condition(Flux.get(admin, KUSTOMIZATION, "zookeeper")).get("status") == "True",
+                     message="the examples' Kustomization Ready (zkop reported every object Current)")
+            yield zkop, objects
+        finally:
+            stopped(zkop)
+            for name in ("zookeeper", "zkop"):
+                Flux.delete(admin, KUSTOMIZATION, name)
+                wait_for(lambda n=name: Flux.get(admin, KUSTOMIZATION, n) is None,  # type: ignore[misc]
+                         message=f"Kustomization {name} gone")
+            Flux.delete(admin, GITREPOSITORY, "platform")
+
+
+def test_flux_installs_zkop_from_git_and_prunes_it(cluster: ControlPlane, admin: KubeClient,
+                                                   zk_server: ZooKeeperServer, zk_base: str, zk: KazooClient,
+                                                   tmp_path: Path) -> None:
+    """Removed in the documented order: the examples' Kustomization first (its prune deletes the objects, zkop
+    the znodes), then zkop's (its prune deletes the install but the CRD, which is deleted by hand)."""
+    with flux_install(cluster, admin, f"{zk_server.hosts}{zk_base}", tmp_path) as (_zkop, objects):
+        converged(admin, zk, zk_base, objects)
+        Flux.delete(admin, KUSTOMIZATION, "zookeeper")
+        wait_for(lambda: Flux.get(admin, KUSTOMIZATION, "zookeeper") is None, message="examples pruned")
+        wait_for(lambda: not admin.request("GET", "/apis/platform.example.com/v1alpha1/zookeeperconfigs")["items"],
+                 message="every ZooKeeperConfig gone")
+        for obj in configs(objects):
+            kept = zk.exists(zk_base + obj["spec"]["path"]) is not None
+            assert kept == (obj["spec"].get("deletionPolicy") == "Orphan"), obj["metadata"]["name"]
+    wait_for(lambda: namespace_gone(admin), message="zkop-system pruned")
+    nothing_of_zkop_left(admin, crd=True)  # kustomize.toolkit.fluxcd.io/prune: disabled
+    kubectl(cluster, "delete", "crd", CRD, "--wait=true", "--timeout=60s")
+    nothing_of_zkop_left(admin)
+
+
+def test_flux_prune_of_the_install_first_leaves_the_objects_in_place(cluster: ControlPlane, admin: KubeClient,
+                                                                     zk_server: ZooKeeperServer, zk_base: str,
+                                                                     zk: KazooClient, tmp_path: Path) -> None:
+    """The unsafe order made safe: zkop's Kustomization deleted while the objects exist prunes the install but the
+    CRD, so no object is left terminating; a new install takes them over, and the documented order then works."""
+    hosts = f"{zk_server.hosts}{zk_base}"
+    overlay = kustomize_overlay(tmp_path / "overlay", hosts, REPO / "manifests" / "default")
+    with flux_install(cluster, admin, hosts, tmp_path) as (zkop, objects):
+        converged(admin, zk, zk_base, objects)
+        zkop.stop()  # its Pods end with the pruned Deployment
+        Flux.delete(admin, KUSTOMIZATION, "zkop")
+        wait_for(lambda: namespace_gone(admin), message="zkop-system pruned")
+        nothing_of_zkop_left(admin, crd=True)
+        for obj in configs(objects):
+            stored = get(admin, obj["metadata"]["name"])
+            assert stored is not None and "deletionTimestamp" not in stored["metadata"], obj["metadata"]["name"]
+            assert FINALIZER in stored["metadata"]["finalizers"]
+            assert zk.get(zk_base + obj["spec"]["path"])[0] == expected_bytes(obj, objects)
+        # Installed again (kubectl apply -k this time), zkop takes them over; the documented order then works.
+        kubectl(cluster, "apply", "-k", str(overlay))
+        again = start(pod_of_deployment(cluster, tmp_path / "pod-again"))
+        try:
+            converged(admin, zk, zk_base, objects)
+            Flux.delete(admin, KUSTOMIZATION, "zookeeper")
+            wait_for(lambda: not admin.request("GET", "/apis/platform.example.com/v1alpha1/zookeeperconfigs")["items"],
+                     message="every ZooKeeperConfig pruned, its znode deleted by zkop")
+            for obj in configs(objects):
+                kept = zk.exists(zk_base + obj["spec"]["path"]) is not None
+                assert kept == (obj["spec"].get("deletionPolicy") == "Orphan"), obj["metadata"]["name"]
+        finally:
+            stopped(again)
+    kubectl(cluster, "delete", "-k", str(overlay), "--wait=true", "--timeout=120s")
+    nothing_of_zkop_left(admin)
