@@ -203,9 +203,12 @@ SYNC: list[tuple[str, SyncFacts, dict[str, Any]]] = [
      sync(spec=dataclasses.replace(DESIRED, acl=OPS_ACL), record=ours(),
           observed=Observed(b"true", 3, acl_version=1, acl=(AclEntry("digest", "ops:x", 31),))),
      {"require": (CheckVersion(RECORD, 2),), "status": ("Error", "AclRedacted", False)}),
-    ("an ephemeral znode is not zkop's → Stalled/EphemeralNode",
+    ("an ephemeral znode is not zkop's → Stalled/EphemeralNode, a Warning Event, nothing written",
      sync(record=ours(), observed=Observed(b"x", 0, ephemeral_owner=0x99)),
-     {"require": (CheckVersion(RECORD, 2),), "status": ("Error", "EphemeralNode", True)}),
+     {"warn": True, "status": ("Error", "EphemeralNode", True)}),
+    ("an ephemeral znode is never claimed nor adopted (docs/operations.md: zkop manages persistent znodes only)",
+     sync(record=None, observed=Observed(b"x", 0, ephemeral_owner=0x99, acl=DESIRED.acl)),
+     {"warn": True, "status": ("Error", "EphemeralNode", True)}),
 ]
 
 

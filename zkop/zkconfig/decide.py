@@ -23,7 +23,9 @@ Rules of a live object (:func:`decide_sync`), in order:
    namespace/name): any other is ``Stalled/PathConflict`` and writes nothing;
 4. the ownership record decides across installations (:func:`zkop.ownership.registry.plan_claim`);
    a foreign record is ``Stalled/PathConflict`` and the znode is not even read;
-5. adopting an existing znode (first claim) reads its ACL too, and says ``Adopted``;
+5. adopting an existing znode (first claim) reads its ACL too, and says ``Adopted``; a znode zkop
+   does not manage (an ephemeral one: ``Stalled/EphemeralNode``, a Warning Event) is neither
+   claimed nor adopted;
 6. :func:`zkop.zkconfig.plan.plan_sync` plans the znode; the claim and the plan are
    written in one ``multi``, conditional on the record as read
    (:func:`zkop.ownership.registry.claim_requires`: a record changed behind our back
@@ -331,6 +333,9 @@ def decide_sync(facts: SyncFacts) -> Decision:
         # with another ACL shows no ACL version change, so it would otherwise look in sync.
         return Decision(fetch=Fetch.ACL, add_finalizer=add_finalizer, claim=claim)
     plan = plan_sync(spec, observed)
+    if plan.outcome.stalled:
+        # A znode zkop does not manage (ephemeral): nothing is claimed, nothing announced as adopted.
+        return Decision(add_finalizer=add_finalizer, warn=True, outcome=plan.outcome)
     events: list[Event] = []
     if claim.new and observed is not None:
         events.append(Event("Normal", "Adopted", f"adopted existing znode {spec.path} (version {observed.version})"))
