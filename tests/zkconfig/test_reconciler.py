@@ -17,9 +17,10 @@ from kazoo.client import KazooClient
 from zkop_testing.controlplane import ControlPlane
 from zkop_testing.waiting import wait_for
 
-from zkop.kube.client import JSON, KubeClient, resource_path
+from zkop.kube.client import JSON, ApiException, KubeClient, resource_path
 from zkop.kube.events import EventRecorder
 from zkop.runtime.cache import Indexer
+from zkop.runtime.controller import RetryableError
 from zkop.zkconfig.reconciler import (
     PATH_INDEX,
     REF_INDEX,
@@ -106,3 +107,97 @@ def test_an_ephemeral_znode_is_neither_claimed_nor_adopted_and_a_warning_says_wh
     assert record_of(zk, zk_base, "/app/session-lock") is not None
     assert r.events(key)[1:] == [("Normal", "Created")]
     assert FINALIZER in r.get(key)["metadata"]["finalizers"]
+
+
+def conditions(obj: JSON) -> dict[str, tuple[str, str]]:
+    return {c["type"]: (c["status"], c["reason"]) for c in (obj.get("status") or {}).get("conditions", [])}
+
+
+def test_the_first_pass_adds_the_finalizer_and_writes_the_claim_and_the_znode(
+        kube: KubeClient, namespace: str, adapter: ZooKeeperAdapter, zk: KazooClient, zk_base: str) -> None:
+    r = Reconciler(kube, adapter, namespace)
+    key = r.create("flag", {"path": "/app/flag", "stringData": "on"})
+    r.reconcile(key)
+    obj = r.get(key)
+    assert obj["metadata"]["finalizers"] == [FINALIZER]
+    assert obj["status"]["state"] == "Synced" and obj["status"]["znodeVersion"] == 0
+    assert zk.get(f"{zk_base}/app/flag")[0] == b"on"
+    assert record_of(zk, zk_base, "/app/flag") is not None
+    assert r.events(key) == [("Normal", "Created")]
+    reads = adapter.reads
+    r.refresh(key)
+    r.reconcile(key)  # a resync: answered from the watch-validated cache, nothing written
+    assert adapter.reads == reads and r.get(key)["metadata"]["resourceVersion"] == obj["metadata"]["resourceVersion"]
+
+
+def test_a_path_owned_by_an_older_object_is_decided_before_any_read(
+        kube: KubeClient, namespace: str, adapter: ZooKeeperAdapter, zk: KazooClient, zk_base: str) -> None:
+    r = Reconciler(kube, adapter, namespace)
+    first = r.create("a", {"path": "/app/shared", "stringData": "a"})
+    second = r.create("b", {"path": "/app/shared", "stringData": "b"})  # same second: namespace/name decides
+    reads = adapter.reads
+    r.reconcile(second)
+    assert adapter.reads == reads
+    assert conditions(r.get(second))["Stalled"] == ("True", "PathConflict")
+    assert r.events(second) == [("Warning", "PathConflict")]
+    r.reconcile(first)
+    assert zk.get(f"{zk_base}/app/shared")[0] == b"a"
+
+
+def test_a_znode_created_behind_a_learned_absence_is_replanned_and_adopted(
+        kube: KubeClient, namespace: str, adapter: ZooKeeperAdapter, zk: KazooClient, zk_base: str,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The create planned from the absence fails as a whole (NodeExists); the pass reads again and adopts."""
+    r = Reconciler(kube, adapter, namespace)
+    key = r.create("a", {"path": "/app/a", "stringData": "mine"})
+    r.create("b", {"path": "/app/b", "stringData": "b"})
+    zk.ensure_path(f"{zk_base}/app")
+    zk.ensure_path(f"{zk_base}{REGISTRY}/app")
+    assert r.reconciler.learn_absent() == 4
+    zk.create(f"{zk_base}/app/a", b"by hand")
+    with caplog.at_level("INFO", logger="zkop.zkconfig.reconciler"):
+        r.reconcile(key)
+    assert any("changed during reconcile (attempt 1)" in m for m in caplog.messages)
+    assert zk.get(f"{zk_base}/app/a")[0] == b"mine"
+    assert record_of(zk, zk_base, "/app/a") is not None
+    assert r.events(key) == [("Normal", "Adopted"), ("Normal", "Updated")]
+    assert r.get(key)["status"]["state"] == "Synced"
+
+
+def test_a_deletion_waits_for_the_children_and_a_children_watch_wakes_it(
+        kube: KubeClient, namespace: str, adapter: ZooKeeperAdapter, zk: KazooClient, zk_base: str) -> None:
+    r = Reconciler(kube, adapter, namespace)
+    key = r.create("tree", {"path": "/app/tree", "stringData": "t"})
+    r.reconcile(key)
+    zk.create(f"{zk_base}/app/tree/leaf", b"")
+    fired: list[str] = []
+    adapter.add_watch_listener(fired.append)
+    kube.request("DELETE", resource_path(GROUP, VERSION, PLURAL, namespace, "tree"))
+    r.refresh(key)
+    with pytest.raises(RetryableError, match="never deletes recursively"):
+        r.reconcile(key)
+    assert conditions(r.get(key))["Ready"] == ("False", "HasChildren")
+    zk.delete(f"{zk_base}/app/tree/leaf")
+    wait_for(lambda: "/app/tree" in fired, timeout=30, message="the children watch fires")
+    r.refresh(key)
+    r.reconcile(key)
+    assert zk.exists(f"{zk_base}/app/tree") is None
+    assert zk.exists(f"{zk_base}{REGISTRY}/app/tree") is None or record_of(zk, zk_base, "/app/tree") == b""
+    assert ("Normal", "Deleted") in r.events(key)
+    with pytest.raises(ApiException) as gone:
+        r.get(key)
+    assert gone.value.status == 404
+
+
+def test_a_dry_run_plans_reads_and_writes_nothing_but_its_status(
+        kube: KubeClient, namespace: str, adapter: ZooKeeperAdapter, zk: KazooClient, zk_base: str) -> None:
+    adapter.refuse_writes = "dry run"  # the safety net: a write that got through would raise
+    r = Reconciler(kube, adapter, namespace, dry_run=True)
+    key = r.create("flag", {"path": "/app/flag", "stringData": "on"})
+    r.reconcile(key)
+    obj = r.get(key)
+    assert "finalizers" not in obj["metadata"]
+    assert obj["status"]["state"] == "Pending" and conditions(obj)["Ready"] == ("False", "DryRun")
+    assert "would create /app/flag" in obj["status"]["message"]
+    assert zk.exists(f"{zk_base}/app/flag") is None and zk.exists(f"{zk_base}{REGISTRY}/app/flag") is None
+    assert r.events(key) == []

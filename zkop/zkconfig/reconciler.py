@@ -47,12 +47,18 @@ from zkop.zkconfig.apiwrites import ObjectWriter
 from zkop.zkconfig.decide import (
     Decision,
     DeleteFacts,
-    Fetch,
     SyncFacts,
+    claim_of,
     decide_delete,
     decide_failure,
     decide_sync,
     deletion_target,
+    needs_acl,
+    needs_children,
+    needs_znode,
+    owns_for_deletion,
+    precheck_delete,
+    precheck_sync,
 )
 from zkop.zkconfig.dryrun import dry_run_delete, dry_run_sync, log_planned
 from zkop.zkconfig.objects import finalizers, object_key, oldest, unsynced_path
@@ -70,12 +76,12 @@ from zkop.zkconfig.spec import (
 from zkop.zookeeper.acls import AclId
 from zkop.zookeeper.adapter import (
     ConcurrentModification,
+    Observed,
     PendingRead,
     ZooKeeperAdapter,
     ZooKeeperError,
     ZooKeeperUnavailable,
 )
-from zkop.zookeeper.frozen import fast_replace
 
 __all__ = [
     "PATH_INDEX",
@@ -186,24 +192,21 @@ class ZooKeeperConfigReconciler:
                 self._failures.pop(key, None)
             return Result()
         if (obj.get("metadata") or {}).get("deletionTimestamp"):
-            # No lock-out check here: whatever was written is deleted (if it is ours), whoever zkop is now.
-            target = deletion_target(obj, self._parse(obj, check_access=False))
-            return self._finalize(key, DeleteFacts(obj, target, self._cluster_owner(target), self._stamp(obj)))
+            return self._reconcile_delete(key, obj)
         spec = self._parse(obj)
         desired = spec if isinstance(spec, DesiredZnode) else None
-        facts = SyncFacts(obj, spec, self._cluster_owner(desired), self._stamp(obj),
-                          self.registry.record_path(desired.path if desired else ""), self._stamp_exists)
-        decision = decide_sync(facts)
-        if decision.fetch is None:
-            return self._apply(obj, self._dry_sync(key, facts.record_path, decision))
-        assert isinstance(spec, DesiredZnode) and decision.fetch is Fetch.RECORD
+        decision = precheck_sync(obj, spec, self._cluster_owner(desired))
+        if decision is not None:
+            return self._apply(obj, self._dry_sync(key, "", decision))
+        assert desired is not None
+        record_path = self.registry.record_path(desired.path)
         # Both reads go out at once and are answered while the finalizer is written (if it must be):
         # the first reconcile of an object waits for one ZooKeeper round trip less, or two.
         try:
-            reads: tuple[PendingRead, PendingRead] | ZooKeeperError = self._start_reads(spec)
+            reads: tuple[PendingRead, PendingRead] | ZooKeeperError = self._start_reads(desired)
         except ZooKeeperError as err:
             reads = err
-        if decision.add_finalizer and not self.options.dry_run:
+        if FINALIZER not in finalizers(obj) and not self.options.dry_run:
             updated = self.writer.set_finalizers(obj, [*finalizers(obj), FINALIZER])
             if updated is None:
                 return Result()
@@ -211,11 +214,11 @@ class ZooKeeperConfigReconciler:
         try:
             if isinstance(reads, ZooKeeperError):
                 raise reads
-            decision = self._converge(spec, fast_replace(facts, obj=obj), reads)
+            decision = self._converge(obj, desired, record_path, reads)
         except ZooKeeperError as err:
             return self._fail(key, obj, err)
         self._count_failure(key, None)
-        return self._apply(obj, self._dry_sync(key, facts.record_path, decision))
+        return self._apply(obj, self._dry_sync(key, record_path, decision))
 
     def learn_absent(self) -> int:
         """Before the workers start: learn which znodes and records of unsynced objects do not exist yet.
@@ -317,30 +320,29 @@ class ZooKeeperConfigReconciler:
         assert last is not None
         raise last
 
-    def _converge(self, desired: DesiredZnode, facts: SyncFacts, reads: tuple[PendingRead, PendingRead]) -> Decision:
-        """Read what :func:`decide_sync` asks for, then write the claim and the znode in one ``multi``.
+    def _gather(self, obj: JSON, desired: DesiredZnode, record_path: str,
+                pending: tuple[PendingRead, PendingRead]) -> SyncFacts:
+        """The facts of a live object: the record and the znode (one round trip), the ACL if :func:`needs_acl`."""
+        self.zookeeper.settle(pending)
+        record = pending[0].result()
+        claim = claim_of(record_path, self._stamp(obj), record, self._stamp_exists)
+        observed = pending[1].result() if needs_znode(claim) else None
+        if needs_acl(claim, observed):
+            self.zookeeper.forget(desired.path)
+            observed = self.zookeeper.read(desired.path, None, watch=True)
+        return SyncFacts(obj, desired, record_path, record, claim, observed)
+
+    def _converge(self, obj: JSON, desired: DesiredZnode, record_path: str,
+                  reads: tuple[PendingRead, PendingRead]) -> Decision:
+        """Gather, :func:`decide_sync`, then write the claim and the znode in one ``multi``.
 
         One transaction makes the claim and the write atomic: a record is never left
         without its znode, nor a znode written without the record. A concurrent change
-        (the multi fails as a whole) re-reads both and decides again.
+        (the multi fails as a whole) gathers and decides again.
         """
         def attempt(n: int) -> Decision:
-            pending = reads if n == 0 else self._start_reads(desired)
-            self.zookeeper.settle(pending)
-            if pending[1].from_memory:
-                # Asking for the znode costs nothing, so decide once with both: a decision that would
-                # not have fetched it (a conflict) does not look at it, any other fetches it next.
-                known = fast_replace(facts, record=pending[0].result(), observed=pending[1].result())
-            else:
-                known = fast_replace(facts, record=pending[0].result())
-            decision = decide_sync(known)
-            while decision.fetch is not None:
-                if decision.fetch is Fetch.ZNODE:
-                    known = fast_replace(known, observed=pending[1].result())
-                else:  # Fetch.ACL
-                    self.zookeeper.forget(desired.path)
-                    known = fast_replace(known, observed=self.zookeeper.read(desired.path, None, watch=True))
-                decision = decide_sync(known)
+            decision = decide_sync(self._gather(obj, desired, record_path, reads if n == 0 else
+                                                self._start_reads(desired)))
             if self.options.dry_run:
                 return decision  # planned, not written: see _dry_sync
             # The record and the znode in one multi (nothing for a conflict). Both get a data watch
@@ -348,55 +350,50 @@ class ZooKeeperConfigReconciler:
             self.zookeeper.execute(decision.writes, atomic=True, arm_watches=True, require=decision.require)
             return decision
 
-        return self._with_replans(desired.path, attempt, forget=(desired.path, facts.record_path))
+        return self._with_replans(desired.path, attempt, forget=(desired.path, record_path))
 
-    def _finalize(self, key: str, facts: DeleteFacts) -> Result:
-        """Decide and apply the deletion of ``facts.obj``."""
-        target = facts.target
-        try:
-            decision = decide_delete(facts)
-            if decision.fetch is Fetch.RECORD:
-                assert target is not None
-                facts = fast_replace(facts, record_owner=self.registry.owner(target.path))
-                decision = decide_delete(facts)
-            if decision.fetch is not None:
-                assert target is not None
-                decision = self._converge_delete(target, facts)
-            if decision.release and not self.options.dry_run:
-                assert target is not None
-                self.registry.release(target.path, facts.stamp)
-        except ZooKeeperError as err:
-            if not self.options.dry_run:
-                return self._fail(key, facts.obj, err)
-            log.info("dry-run zookeeperconfig %s: could not read ZooKeeper to plan the deletion (%s)", key, err)
-            decision = Decision()
+    def _reconcile_delete(self, key: str, obj: JSON) -> Result:
+        """Decide and apply the deletion of ``obj``: pre-check, read the record owner, then the znode."""
+        # No lock-out check here: whatever was written is deleted (if it is ours), whoever zkop is now.
+        target = deletion_target(obj, self._parse(obj, check_access=False))
+        decision = precheck_delete(obj, target)
+        if decision is None:
+            assert target is not None
+            try:
+                owned = owns_for_deletion(obj, self._cluster_owner(target), self._stamp(obj),
+                                          self.registry.owner(target.path))
+                decision = self._converge_delete(obj, target) if owned else decide_delete(
+                    DeleteFacts(obj, target, False, None))
+                if decision.release and not self.options.dry_run:
+                    self.registry.release(target.path, self._stamp(obj))
+            except ZooKeeperError as err:
+                if not self.options.dry_run:
+                    return self._fail(key, obj, err)
+                log.info("dry-run zookeeperconfig %s: could not read ZooKeeper to plan the deletion (%s)", key, err)
+                decision = Decision()
         self._count_failure(key, None)
         if self.options.dry_run:
             log_planned(key, decision, self.registry.record_path(target.path) if target is not None else "")
-            decision = dry_run_delete(facts.obj)
-        return self._apply(facts.obj, decision)
+            decision = dry_run_delete(obj)
+        return self._apply(obj, decision)
 
-    def _converge_delete(self, target: DesiredZnode, facts: DeleteFacts) -> Decision:
-        """Read the znode afresh (and its children if asked), decide, delete; re-decide after a concurrent change."""
-        def read_fresh(known: DeleteFacts) -> DeleteFacts:
+    def _converge_delete(self, obj: JSON, target: DesiredZnode) -> Decision:
+        """Read the znode afresh (and watch its children if :func:`needs_children`), decide, delete;
+        a concurrent change reads and decides again."""
+        def read_fresh() -> Observed | None:
             # Deletion depends on numChildren, which data watches do not cover: read afresh.
             self.zookeeper.forget(target.path)
-            return fast_replace(known, observed=self.zookeeper.read(target.path, target.acl, watch=True,
-                                                                            watch_absent=False))
+            return self.zookeeper.read(target.path, target.acl, watch=True, watch_absent=False)
 
         def attempt(n: int) -> Decision:
-            nonlocal facts
-            facts = read_fresh(facts)
-            decision = decide_delete(facts)
-            if self.options.dry_run:
-                return decision  # planned, not written (nor waited for): see _finalize
-            while decision.fetch is Fetch.CHILDREN:
-                children = self.zookeeper.watch_children(target.path)
-                facts = fast_replace(facts, children=tuple(children) if children is not None else None)
-                if children == []:
-                    facts = read_fresh(facts)  # the children went meanwhile: go on at once
-                decision = decide_delete(facts)
-            self.zookeeper.execute(decision.writes, arm_watches=True)
+            observed = read_fresh()
+            # A dry run plans, and neither waits nor watches: see _reconcile_delete.
+            if needs_children(target, observed) and not self.options.dry_run \
+                    and self.zookeeper.watch_children(target.path) == []:
+                observed = read_fresh()  # the children went meanwhile: go on at once
+            decision = decide_delete(DeleteFacts(obj, target, True, observed))
+            if not self.options.dry_run:
+                self.zookeeper.execute(decision.writes, arm_watches=True)
             return decision
 
         return self._with_replans(target.path, attempt, forget=(target.path,))
