@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
+from zkop.ownership.oldest import object_age, oldest
 from zkop.ownership.registry import Claim, OwnerStamp
+from zkop.runtime.cache import meta_namespace_key
 from zkop.zkconfig.acldrift import decide_acl_drift, declared_acls
 from zkop.zkconfig.decide import (
     Decision,
@@ -29,7 +31,7 @@ from zkop.zkconfig.decide import (
     precheck_delete,
     precheck_sync,
 )
-from zkop.zkconfig.objects import oldest, unsynced_path
+from zkop.zkconfig.objects import unsynced_path
 from zkop.zkconfig.spec import FINALIZER, DataRef, DesiredZnode, InvalidSpec, RefNotFound, parse_spec
 from zkop.zookeeper.acls import identities
 from zkop.zookeeper.actions import AclEntry, CheckVersion, CreateNode, DeleteNode, Observed, SetAcl, SetData
@@ -361,9 +363,13 @@ def _created(name: str, at: str, namespace: str = "default") -> dict[str, Any]:
 
 
 def test_oldest_object_owns_the_path_then_namespace_and_name() -> None:
-    assert oldest([]) is None
-    assert oldest([_created("b", "2026-01-02T00:00:00Z"), _created("a", "2026-01-03T00:00:00Z")]) == "default/b"
-    assert oldest([_created("b", "2026-01-02T00:00:00Z"), _created("a", "2026-01-02T00:00:00Z", "team")]) \
+    def owner(candidates: list[dict[str, Any]]) -> str | None:
+        first = oldest(candidates, object_age)
+        return meta_namespace_key(first) if first is not None else None
+
+    assert owner([]) is None
+    assert owner([_created("b", "2026-01-02T00:00:00Z"), _created("a", "2026-01-03T00:00:00Z")]) == "default/b"
+    assert owner([_created("b", "2026-01-02T00:00:00Z"), _created("a", "2026-01-02T00:00:00Z", "team")]) \
         == "default/b"
 
 

@@ -12,7 +12,7 @@ Rules of a live object, in order:
 1. the finalizer is added before anything is written to ZooKeeper;
 2. an invalid spec is reported ``Stalled`` (``InvalidSpec``), a missing ``dataFrom`` key as
    retrying (``RefNotFound``: the ConfigMap/Secret informer wakes the object);
-3. the oldest object declaring a path owns it in the cluster (:func:`zkop.ownership.registry.oldest`):
+3. the oldest object declaring a path owns it in the cluster (:func:`zkop.ownership.oldest.oldest`):
    any other is ``Stalled/PathConflict`` and reads and writes nothing;
 4. the ownership record decides across installations (:func:`zkop.ownership.registry.plan_claim`):
    a foreign record is ``Stalled/PathConflict``; the znode, read with the record in the same

@@ -38,8 +38,9 @@ from typing import TypeVar
 
 from zkop.kube.client import JSON, KubeClient
 from zkop.kube.events import EventRecorder
+from zkop.ownership.oldest import object_age, oldest
 from zkop.ownership.registry import DEFAULT_REGISTRY_ROOT, OwnershipRegistry, OwnerStamp
-from zkop.runtime.cache import Indexer, ObjectGetter
+from zkop.runtime.cache import Indexer, ObjectGetter, meta_namespace_key
 from zkop.runtime.controller import Result, RetryableError
 from zkop.runtime.ownwrites import OwnWrites
 from zkop.zkconfig import metrics
@@ -61,7 +62,7 @@ from zkop.zkconfig.decide import (
     precheck_sync,
 )
 from zkop.zkconfig.dryrun import dry_run_delete, dry_run_sync, log_planned
-from zkop.zkconfig.objects import finalizers, object_key, oldest, unsynced_path
+from zkop.zkconfig.objects import finalizers, unsynced_path
 from zkop.zkconfig.refs import ref_data
 from zkop.zkconfig.spec import (
     DEFAULT_MAX_DATA_BYTES,
@@ -223,7 +224,7 @@ class ZooKeeperConfigReconciler:
     def learn_absent(self) -> int:
         """Before the workers start: learn which znodes and records of unsynced objects do not exist yet.
 
-        The objects of :func:`~zkop.zkconfig.decide.unsynced_path` are the ones whose first
+        The objects of :func:`~zkop.zkconfig.objects.unsynced_path` are the ones whose first
         reconcile would read a znode and a record that are probably absent;
         :meth:`ZooKeeperAdapter.learn_absent` lists their parents once instead. Best effort:
         a failure only means those reads happen one by one.
@@ -253,7 +254,7 @@ class ZooKeeperConfigReconciler:
         response, so the watch event of that very write holds nothing it did not see
         (:class:`zkop.runtime.ownwrites.OwnWrites`). Any other change is delivered.
         """
-        return not self.own_writes.is_echo(object_key(new), old, new)
+        return not self.own_writes.is_echo(meta_namespace_key(new), old, new)
 
     # --- facts -------------------------------------------------------------------------------
 
@@ -284,7 +285,10 @@ class ZooKeeperConfigReconciler:
 
     def _cluster_owner(self, desired: DesiredZnode | None) -> str | None:
         """The key of the oldest ZooKeeperConfig in the cache declaring ``desired.path``."""
-        return oldest(self.cache.by_index(PATH_INDEX, desired.path)) if desired is not None else None
+        if desired is None:
+            return None
+        owner = oldest(self.cache.by_index(PATH_INDEX, desired.path), object_age)
+        return meta_namespace_key(owner) if owner is not None else None
 
     def _stamp(self, obj: JSON) -> OwnerStamp:
         meta = obj["metadata"]
