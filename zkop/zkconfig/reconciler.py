@@ -17,7 +17,7 @@ only reads what a decision asks for and applies it:
    while the finalizer is written (if it must be) — before anything is written to ZooKeeper;
 5. the claim and the plan are written in one ``multi`` with compare-and-set (a record that
    is not written is checked at its version); a concurrent change re-reads and re-decides,
-   up to :data:`MAX_REPLANS` times;
+   up to :data:`~zkop.zookeeper.replan.MAX_REPLANS` times;
 6. status is written only if it changed, Events for every change made
    (:mod:`zkop.zkconfig.apiwrites`); our own writes' watch events are not enqueued again.
 
@@ -83,6 +83,7 @@ from zkop.zookeeper.adapter import (
     ZooKeeperError,
     ZooKeeperUnavailable,
 )
+from zkop.zookeeper.replan import with_replans
 
 __all__ = [
     "PATH_INDEX",
@@ -97,8 +98,6 @@ log = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
 
-#: Plans re-made after a concurrent change before giving up to the rate limiter.
-MAX_REPLANS = 3
 #: Informer index: ``spec.path`` → ZooKeeperConfigs declaring it.
 PATH_INDEX = "path"
 #: Informer index: ``ConfigMap/<ns>/<name>`` or ``Secret/<ns>/<name>`` → ZooKeeperConfigs reading it.
@@ -306,23 +305,13 @@ class ZooKeeperConfigReconciler:
     # --- fetch, decide, write ZooKeeper ------------------------------------------------------
 
     def _with_replans(self, path: str, attempt: Callable[[int], _T], *, forget: tuple[str, ...]) -> _T:
-        """Run ``attempt(n)``; after a concurrent change forget ``forget`` and try again, up to
-        :data:`MAX_REPLANS` times in all.
+        """:func:`~zkop.zookeeper.replan.with_replans`, forgetting ``forget`` after each concurrent change."""
+        def on_conflict(n: int, err: ConcurrentModification) -> None:
+            log.info("%s changed during reconcile (attempt %d): %s", path, n + 1, err)
+            for stale in forget:
+                self.zookeeper.forget(stale)
 
-        Raises:
-            ConcurrentModification: the last attempt's, when every attempt met a concurrent change.
-        """
-        last: ConcurrentModification | None = None
-        for n in range(MAX_REPLANS):
-            try:
-                return attempt(n)
-            except ConcurrentModification as err:
-                log.info("%s changed during reconcile (attempt %d): %s", path, n + 1, err)
-                for stale in forget:
-                    self.zookeeper.forget(stale)
-                last = err
-        assert last is not None
-        raise last
+        return with_replans(attempt, on_conflict)
 
     def _gather(self, obj: JSON, desired: DesiredZnode, record_path: str,
                 pending: tuple[PendingRead, PendingRead]) -> SyncFacts:
