@@ -159,8 +159,8 @@ def _architecture_references() -> tuple[list[str], list[str]]:
     spans = re.findall(r"`([^`\n]+)`", text)
     paths = sorted({m for s in spans for m in re.findall(r"\bzkop/[\w/]+(?:\.py)?", s)})
     names = []
-    modules = {".".join(p.relative_to(ROOT / "zkop").with_suffix("").parts)
-               for p in (ROOT / "zkop").rglob("*.py")}
+    modules = {".".join(p.relative_to(ROOT / "zkop").with_suffix("").parts).removesuffix(".__init__")
+               for p in (ROOT / "zkop").rglob("*.py")} - {"__init__"}
     leaves = {m.rpartition(".")[2]: m for m in modules}
     for span in spans:
         if "/" in span or span.endswith(".py"):

@@ -1,30 +1,25 @@
-"""Reconcile one ZooKeeperConfig: gather the facts, :mod:`~zkop.zkconfig.decide`, apply.
+"""Reconcile one ZooKeeperConfig: pre-check, gather the facts, :mod:`~zkop.zkconfig.decide` once, apply.
 
-``reconcile(key)`` is level-triggered and idempotent (controller-runtime's
-``Reconciler`` contract): it reads the object from the informer cache (or our own
-newer write of it, :meth:`~zkop.runtime.ownwrites.OwnWrites.newest`), never from the
-event that woke it, so any number of events for a key collapse into one pass that
-converges whatever changed. Every rule is in :mod:`zkop.zkconfig.decide`; this module
-only reads what a decision asks for and applies it:
+``reconcile(key)`` is level-triggered and idempotent (controller-runtime's ``Reconciler``
+contract): it reads the object from the informer cache (or our own newer write of it,
+:meth:`~zkop.runtime.ownwrites.OwnWrites.newest`), never from the event that woke it. Every rule
+is in :mod:`zkop.zkconfig.decide`; this module reads and writes:
 
 1. object gone from the cache → nothing to do (the finalizer already ran);
-2. parse the spec (resolving ``dataFrom`` from the ConfigMap/Secret caches) and find the
-   oldest object declaring the path (the informer's path index);
-3. being deleted → :func:`~zkop.zkconfig.decide.decide_delete`: read the record owner and
-   the znode afresh, delete, release the record, then the finalizer;
-4. otherwise :func:`~zkop.zkconfig.decide.decide_sync`: the watched reads of the ownership
-   record (:mod:`zkop.ownership.registry`) and of the znode go out at once and are answered
-   while the finalizer is written (if it must be) — before anything is written to ZooKeeper;
-5. the claim and the plan are written in one ``multi`` with compare-and-set (a record that
-   is not written is checked at its version); a concurrent change re-reads and re-decides,
-   up to :data:`~zkop.zookeeper.replan.MAX_REPLANS` times;
-6. status is written only if it changed, Events for every change made
-   (:mod:`zkop.zkconfig.apiwrites`); our own writes' watch events are not enqueued again.
+2. parse the spec (``dataFrom`` from the ConfigMap/Secret caches), find the oldest object
+   declaring the path (the informer's path index) and run the pre-checks, which read nothing;
+3. being deleted → the record owner, then (if owned) the znode afresh and its children if
+   needed, :func:`~zkop.zkconfig.decide.decide_delete`, delete, release the record, the finalizer;
+4. otherwise the watched reads of the ownership record and of the znode go out at once and are
+   answered while the finalizer is written (if it must be), the ACL is read if needed, and
+   :func:`~zkop.zkconfig.decide.decide_sync` decides from the complete facts;
+5. the claim and the plan are written in one ``multi`` with compare-and-set; a concurrent change
+   gathers and decides again (:func:`~zkop.zookeeper.replan.with_replans`);
+6. status is written only if it changed, Events for every change (:mod:`zkop.zkconfig.apiwrites`).
 
 With ``dry_run`` the same facts are read and the same decisions made, but nothing is written to
-ZooKeeper and no finalizer is added: the changes are logged and counted
-(:func:`zkop.runtime.dryrun.planned`) and the decision applied in its dry-run form
-(:mod:`zkop.zkconfig.dryrun`).
+ZooKeeper and no finalizer is added: the changes are logged and counted and the decision applied
+in its dry-run form (:mod:`zkop.zkconfig.dryrun`).
 """
 
 from __future__ import annotations
