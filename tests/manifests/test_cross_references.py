@@ -95,23 +95,7 @@ def _resolve(name: str, module: types.ModuleType, klass: type | None) -> bool:
 
 def _external(name: str) -> bool:
     """Names of the standard library and the dependencies (``threading.Event``, ``KazooState``)."""
-    return _resolve_dotted_any(name)
-
-
-def _resolve_dotted_any(name: str) -> bool:
-    parts = name.split(".")
-    for cut in range(len(parts), 0, -1):
-        try:
-            obj: Any = importlib.import_module(".".join(parts[:cut]))
-        except ImportError:
-            continue
-        try:
-            for attr in parts[cut:]:
-                obj = getattr(obj, attr)
-        except AttributeError:
-            return False
-        return True
-    return False
+    return _resolve_dotted(name)
 
 
 def _docstrings(path: Path) -> list[tuple[str, str | None, int]]:

@@ -21,14 +21,7 @@ from zkop.kube.client import JSON, ApiException, KubeClient, resource_path
 from zkop.kube.events import EventRecorder
 from zkop.runtime.cache import Indexer
 from zkop.runtime.controller import RetryableError
-from zkop.zkconfig.reconciler import (
-    PATH_INDEX,
-    REF_INDEX,
-    ReconcilerOptions,
-    ZooKeeperConfigReconciler,
-    index_by_path,
-    index_by_ref,
-)
+from zkop.zkconfig import reconciler as zkc
 from zkop.zkconfig.spec import FINALIZER, GROUP, KIND, PLURAL, VERSION
 from zkop.zookeeper.adapter import ZooKeeperAdapter
 
@@ -40,10 +33,10 @@ class Reconciler:
 
     def __init__(self, kube: KubeClient, zookeeper: ZooKeeperAdapter, namespace: str, **options: Any) -> None:
         self.kube, self.namespace = kube, namespace
-        self.cache = Indexer({PATH_INDEX: index_by_path, REF_INDEX: index_by_ref})
+        self.cache = Indexer({zkc.PATH_INDEX: zkc.index_by_path, zkc.REF_INDEX: zkc.index_by_ref})
         self.recorder = EventRecorder(None)
-        self.options = ReconcilerOptions(cluster_id="test", registry_root=REGISTRY, **options)
-        self.reconciler = ZooKeeperConfigReconciler(self.cache, kube, zookeeper, self.recorder, self.options)
+        self.options = zkc.ReconcilerOptions(cluster_id="test", registry_root=REGISTRY, **options)
+        self.reconciler = zkc.ZooKeeperConfigReconciler(self.cache, kube, zookeeper, self.recorder, self.options)
 
     def create(self, name: str, spec: dict[str, Any]) -> str:
         """Create the object in the API server and put it into the cache; its key."""

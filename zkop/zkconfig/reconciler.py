@@ -38,24 +38,9 @@ from zkop.ownership.registry import DEFAULT_REGISTRY_ROOT, OwnershipRegistry, Ow
 from zkop.runtime.cache import Indexer, ObjectGetter, meta_namespace_key
 from zkop.runtime.controller import Result, RetryableError
 from zkop.runtime.ownwrites import OwnWrites
-from zkop.zkconfig import metrics
+from zkop.zkconfig import decide, metrics
 from zkop.zkconfig.apiwrites import ObjectWriter
-from zkop.zkconfig.decide import (
-    Decision,
-    DeleteFacts,
-    SyncFacts,
-    claim_of,
-    decide_delete,
-    decide_failure,
-    decide_sync,
-    deletion_target,
-    needs_acl,
-    needs_children,
-    needs_znode,
-    owns_for_deletion,
-    precheck_delete,
-    precheck_sync,
-)
+from zkop.zkconfig.decide import Decision, DeleteFacts, SyncFacts
 from zkop.zkconfig.dryrun import dry_run_delete, dry_run_sync, log_planned
 from zkop.zkconfig.objects import finalizers, unsynced_path
 from zkop.zkconfig.refs import ref_data
@@ -190,7 +175,7 @@ class ZooKeeperConfigReconciler:
             return self._reconcile_delete(key, obj)
         spec = self._parse(obj)
         desired = spec if isinstance(spec, DesiredZnode) else None
-        decision = precheck_sync(obj, spec, self._cluster_owner(desired))
+        decision = decide.precheck_sync(obj, spec, self._cluster_owner(desired))
         if decision is not None:
             return self._apply(obj, self._dry_sync(key, "", decision))
         assert desired is not None
@@ -310,26 +295,27 @@ class ZooKeeperConfigReconciler:
 
     def _gather(self, obj: JSON, desired: DesiredZnode, record_path: str,
                 pending: tuple[PendingRead, PendingRead]) -> SyncFacts:
-        """The facts of a live object: the record and the znode (one round trip), the ACL if :func:`needs_acl`."""
+        """The facts of a live object: the record and the znode (one round trip), the ACL if needed
+        (:func:`~zkop.zkconfig.decide.needs_acl`)."""
         self.zookeeper.settle(pending)
         record = pending[0].result()
-        claim = claim_of(record_path, self._stamp(obj), record, self._stamp_exists)
-        observed = pending[1].result() if needs_znode(claim) else None
-        if needs_acl(claim, observed):
+        claim = decide.claim_of(record_path, self._stamp(obj), record, self._stamp_exists)
+        observed = pending[1].result() if decide.needs_znode(claim) else None
+        if decide.needs_acl(claim, observed):
             self.zookeeper.forget(desired.path)
             observed = self.zookeeper.read(desired.path, None, watch=True)
         return SyncFacts(obj, desired, record_path, record, claim, observed)
 
     def _converge(self, obj: JSON, desired: DesiredZnode, record_path: str,
                   reads: tuple[PendingRead, PendingRead]) -> Decision:
-        """Gather, :func:`decide_sync`, then write the claim and the znode in one ``multi``.
+        """Gather, :func:`~zkop.zkconfig.decide.decide_sync`, then write the claim and the znode in one ``multi``.
 
         One transaction makes the claim and the write atomic: a record is never left
         without its znode, nor a znode written without the record. A concurrent change
         (the multi fails as a whole) gathers and decides again.
         """
         def attempt(n: int) -> Decision:
-            decision = decide_sync(self._gather(obj, desired, record_path, reads if n == 0 else
+            decision = decide.decide_sync(self._gather(obj, desired, record_path, reads if n == 0 else
                                                 self._start_reads(desired)))
             if self.options.dry_run:
                 return decision  # planned, not written: see _dry_sync
@@ -343,14 +329,14 @@ class ZooKeeperConfigReconciler:
     def _reconcile_delete(self, key: str, obj: JSON) -> Result:
         """Decide and apply the deletion of ``obj``: pre-check, read the record owner, then the znode."""
         # No lock-out check here: whatever was written is deleted (if it is ours), whoever zkop is now.
-        target = deletion_target(obj, self._parse(obj, check_access=False))
-        decision = precheck_delete(obj, target)
+        target = decide.deletion_target(obj, self._parse(obj, check_access=False))
+        decision = decide.precheck_delete(obj, target)
         if decision is None:
             assert target is not None
             try:
-                owned = owns_for_deletion(obj, self._cluster_owner(target), self._stamp(obj),
+                owned = decide.owns_for_deletion(obj, self._cluster_owner(target), self._stamp(obj),
                                           self.registry.owner(target.path))
-                decision = self._converge_delete(obj, target) if owned else decide_delete(
+                decision = self._converge_delete(obj, target) if owned else decide.decide_delete(
                     DeleteFacts(obj, target, False, None))
                 if decision.release and not self.options.dry_run:
                     self.registry.release(target.path, self._stamp(obj))
@@ -366,8 +352,8 @@ class ZooKeeperConfigReconciler:
         return self._apply(obj, decision)
 
     def _converge_delete(self, obj: JSON, target: DesiredZnode) -> Decision:
-        """Read the znode afresh (and watch its children if :func:`needs_children`), decide, delete;
-        a concurrent change reads and decides again."""
+        """Read the znode afresh (and watch its children if :func:`~zkop.zkconfig.decide.needs_children`),
+        decide, delete; a concurrent change reads and decides again."""
         def read_fresh() -> Observed | None:
             # Deletion depends on numChildren, which data watches do not cover: read afresh.
             self.zookeeper.forget(target.path)
@@ -376,10 +362,10 @@ class ZooKeeperConfigReconciler:
         def attempt(n: int) -> Decision:
             observed = read_fresh()
             # A dry run plans, and neither waits nor watches: see _reconcile_delete.
-            if needs_children(target, observed) and not self.options.dry_run \
+            if decide.needs_children(target, observed) and not self.options.dry_run \
                     and self.zookeeper.watch_children(target.path) == []:
                 observed = read_fresh()  # the children went meanwhile: go on at once
-            decision = decide_delete(DeleteFacts(obj, target, True, observed))
+            decision = decide.decide_delete(DeleteFacts(obj, target, True, observed))
             if not self.options.dry_run:
                 self.zookeeper.execute(decision.writes, arm_watches=True)
             return decision
@@ -413,9 +399,9 @@ class ZooKeeperConfigReconciler:
         return Result()
 
     def _fail(self, key: str, obj: JSON, err: ZooKeeperError) -> Result:
-        """Report a pass that ZooKeeper failed (:func:`decide_failure`) and retry it."""
+        """Report a pass that ZooKeeper failed (:func:`~zkop.zkconfig.decide.decide_failure`) and retry it."""
         failures, failing_for = self._count_failure(key, err)
-        decision = decide_failure(err, failures, failing_for, threshold=self.options.failure_threshold,
+        decision = decide.decide_failure(err, failures, failing_for, threshold=self.options.failure_threshold,
                                   grace=self.options.unavailable_grace)
         if decision.outcome is None:
             metrics.ZOOKEEPER_QUIET_RETRIES.labels("zookeeperconfig").inc()
