@@ -137,18 +137,21 @@ class ZooKeeperConfigReconciler:
         options: limits and identity.
         configmaps, secrets: where ``spec.dataFrom`` ConfigMaps and Secrets are read (``get("ns/name")``;
             ``None``: refs unresolvable).
+        own_writes: our own writes of the objects, shared with the controller's queue and the
+            informer (:class:`~zkop.runtime.ownwrites.OwnWrites`); a fresh one if ``None``.
     """
 
     def __init__(self, cache: Indexer, client: KubeClient, zookeeper: ZooKeeperAdapter,
                  recorder: EventRecorder, options: ReconcilerOptions | None = None, *,
-                 configmaps: ObjectGetter | None = None, secrets: ObjectGetter | None = None) -> None:
+                 configmaps: ObjectGetter | None = None, secrets: ObjectGetter | None = None,
+                 own_writes: OwnWrites | None = None) -> None:
         self.cache, self.client, self.zookeeper, self.recorder = cache, client, zookeeper, recorder
         self.options = options or ReconcilerOptions()
         self.registry = OwnershipRegistry(zookeeper, self.options.registry_root)
         self.configmaps, self.secrets = configmaps, secrets
         #: Our finalizer and status writes: :meth:`wants_update` drops the watch events that only echo
         #: them, and a reconcile reading an object the cache has not updated yet goes on with our write.
-        self.own_writes = OwnWrites()
+        self.own_writes = own_writes if own_writes is not None else OwnWrites()
         self.writer = ObjectWriter(client, recorder, self.own_writes)
         # Per key: consecutive passes that found ZooKeeper unavailable, and when the first of them
         # failed (time.monotonic()); the workers share the dict.
