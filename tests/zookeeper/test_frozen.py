@@ -75,7 +75,7 @@ def test_the_argument_errors_of_the_generated_init() -> None:
 
 def test_zkops_values_are_built_by_it() -> None:
     assert Decision.__init__.__code__.co_varnames[0] == "_self"
-    assert Decision() == Decision(None, False)
+    assert Decision() == Decision(False, None)
     assert sorted([AclEntry("world", "anyone", 31), AclEntry("digest", "x", 1)])[0] == AclEntry("digest", "x", 1)
     assert CreateNode("/a", b"x", ()).path == "/a"
 

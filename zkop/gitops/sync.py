@@ -28,11 +28,9 @@ from zkop.zkconfig.spec import DataRef, DesiredZnode, InvalidSpec, check_lockout
 from zkop.zookeeper.acls import expand_auth
 from zkop.zookeeper.actions import CreateNode, DeleteNode, Observed, describe
 from zkop.zookeeper.adapter import ConcurrentModification, ZooKeeperAdapter, ZooKeeperError, ZooKeeperNoAuth
+from zkop.zookeeper.replan import MAX_REPLANS, with_replans
 
 __all__ = ["MAX_REPLANS", "SyncResult", "prune_znodes", "skipped_ref", "sync_objects"]
-
-#: Plans re-made after a concurrent change before giving up on one znode (as the reconciler).
-MAX_REPLANS = 3
 
 ResultKind = Literal["unchanged", "created", "updated", "outOfSync", "pruned", "skipped", "error"]
 
@@ -79,24 +77,19 @@ def _converge(adapter: ZooKeeperAdapter, desired: DesiredZnode,
               planner: Callable[[DesiredZnode, Observed | None], Plan], dry_run: bool,
               pre_read: PreRead | Literal[False] = False) -> Plan:
     """Read (or take ``pre_read`` the first time), plan, execute; re-read and re-plan on a conflict."""
-    last: ConcurrentModification | None = None
-    for attempt in range(MAX_REPLANS):
-        if attempt == 0 and pre_read is not False:
+    def attempt(n: int) -> Plan:
+        if n == 0 and pre_read is not False:
             if isinstance(pre_read, ZooKeeperError):
                 raise pre_read
             observed = pre_read
         else:
             observed = adapter.read(desired.path, None)
         plan = planner(desired, observed)
-        if dry_run:
-            return plan
-        try:
+        if not dry_run:
             adapter.execute(plan.actions)
-            return plan
-        except ConcurrentModification as err:
-            last = err
-    assert last is not None
-    raise last
+        return plan
+
+    return with_replans(attempt)
 
 
 def _result(plan: Plan, path: str, what: str) -> SyncResult:

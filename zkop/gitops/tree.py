@@ -195,8 +195,8 @@ def read_nodes(zookeeper: ZooKeeperAdapter, paths: Sequence[str], *,
 
     Returns:
         path → the znode (ACL always set), ``None`` if absent, or the per-node error:
-        :class:`ZooKeeperNoAuth`, or :class:`ConcurrentModification` if it changed
-        between the data and the ACL read.
+        :class:`~zkop.zookeeper.errors.ZooKeeperNoAuth`, or
+        :class:`~zkop.zookeeper.errors.ConcurrentModification` if it changed between the data and the ACL read.
 
     Raises:
         ZooKeeperUnavailable: connection or session lost, or a request unanswered for the session timeout.

@@ -51,13 +51,13 @@ from kubernetes.client.exceptions import ApiException
 
 from zkop.kube import metrics
 from zkop.kube.flowcontrol import TokenBucket
+from zkop.kube.types import JSON as JSON
 
 __all__ = ["MAX_RETRIES", "ApiException", "KubeClient", "WatchStream", "load_api_client", "resource_path",
            "retry_after_seconds"]
 
 log = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 Timeout = float | tuple[float, float] | None
 
 MERGE_PATCH = "application/merge-patch+json"

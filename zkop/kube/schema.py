@@ -55,6 +55,8 @@ import jsonschema
 from jsonschema import Draft7Validator, FormatChecker
 from jsonschema.exceptions import ValidationError
 
+from zkop.kube.types import JSON
+
 __all__ = [
     "FORMATS",
     "FieldProblem",
@@ -71,7 +73,6 @@ __all__ = [
     "to_json_schema",
 ]
 
-JSON = dict[str, Any]
 
 #: Fields of a resource root (and of an embedded resource) that pruning never drops.
 META_FIELDS = frozenset({"apiVersion", "kind", "metadata"})

@@ -43,7 +43,6 @@ from zkop.kube.schema import prune
 
 __all__ = ["OPENAPI_TYPES", "SchemaRuleError", "crd_schema_errors", "defaults", "pruned_default_differs"]
 
-JSON = dict[str, Any]
 
 #: ``openapiV3Types`` of validation.go.
 OPENAPI_TYPES = ("array", "boolean", "integer", "number", "object", "string")

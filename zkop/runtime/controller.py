@@ -124,6 +124,10 @@ class Controller:
                 self.queue.add(key)
 
         informer.add_event_handler(FuncHandler(enqueue, update_filter))
+        self.wait_for(informer)
+
+    def wait_for(self, informer: Informer) -> None:
+        """Start the workers only once ``informer`` has synced (a source whose events the caller maps itself)."""
         if informer not in self.informers:
             self.informers.append(informer)
 

@@ -5,7 +5,7 @@ change fires none (Programmer's Guide, "ZooKeeper Watches"), so without this che
 ``setAcl`` would last until the next full resync (``--sync-period``, 600 s by default). Every
 ``--acl-check-period`` seconds (60 by default) the leader reads the ACL of every managed znode
 whose owner declares ``spec.acl`` — one pipelined ``getACL`` per znode, no data, through the
-adapter's reads — and hands the owners of the znodes that differ (:func:`~zkop.zkconfig.decide.decide_acl_drift`)
+adapter's reads — and hands the owners of the znodes that differ (:func:`~zkop.zkconfig.acldrift.decide_acl_drift`)
 to the controller's queue, after forgetting what the watch cache remembers of them (a
 remembered node would hide the drift from the pass). The pass restores the ACL with a
 ``DriftCorrected`` Event. Znodes with the open ACL are not read: their ``aversion`` comes with

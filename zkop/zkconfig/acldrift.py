@@ -7,9 +7,10 @@ is found only by reading the ACLs; these functions decide what to read and what 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
-from zkop.zkconfig.objects import object_key, oldest
+from zkop.kube.client import JSON
+from zkop.ownership.oldest import object_age, oldest
+from zkop.runtime.cache.indexer import meta_namespace_key
 from zkop.zkconfig.spec import acl_from_spec
 from zkop.zookeeper.acls import AclId, expand_auth
 from zkop.zookeeper.actions import AclEntry, acl_matches
@@ -18,9 +19,6 @@ from zkop.zookeeper.paths import validate_path
 
 __all__ = ["decide_acl_drift", "declared_acls"]
 
-JSON = dict[str, Any]
-
-
 def declared_acls(objects: list[JSON], ids: frozenset[AclId] = frozenset()
                   ) -> dict[str, tuple[str, tuple[AclEntry, ...]]]:
     """Managed znodes whose cluster owner declares ``spec.acl``: path → (owner key, its ACL).
@@ -28,7 +26,7 @@ def declared_acls(objects: list[JSON], ids: frozenset[AclId] = frozenset()
     ``ids`` are zkop's identities: ``auth`` entries are expanded to them, as the server stores
     them (:func:`zkop.zookeeper.acls.expand_auth`).
 
-    The owner of a path is :func:`oldest` of the live objects declaring it; objects being
+    The owner of a path is :func:`~zkop.ownership.oldest.oldest` of the live objects declaring it; objects being
     deleted, with an invalid path or ACL, or without ``spec.acl`` are left out (their passes
     report or need nothing).
     """
@@ -41,13 +39,13 @@ def declared_acls(objects: list[JSON], ids: frozenset[AclId] = frozenset()
             by_path.setdefault(path, []).append(obj)
     declared: dict[str, tuple[str, tuple[AclEntry, ...]]] = {}
     for path, candidates in by_path.items():
-        owner = oldest(candidates)
-        obj = next(o for o in candidates if object_key(o) == owner)
-        entries = (obj.get("spec") or {}).get("acl")
+        owner = oldest(candidates, object_age)
+        assert owner is not None  # one candidate at least
+        entries = (owner.get("spec") or {}).get("acl")
         if not isinstance(entries, list):
             continue
         try:
-            declared[validate_path(path)] = (object_key(obj), expand_auth(acl_from_spec(entries), ids))
+            declared[validate_path(path)] = (meta_namespace_key(owner), expand_auth(acl_from_spec(entries), ids))
         except ValueError:
             continue
     return declared

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from zkop.kube.client import JSON, MERGE_PATCH, ApiException, KubeClient, resource_path
 from zkop.kube.events import EventRecorder, now_rfc3339
+from zkop.runtime.cache.indexer import meta_namespace_key
 from zkop.runtime.ownwrites import OwnWrites
 from zkop.zkconfig.decide import Event
-from zkop.zkconfig.objects import object_key
 from zkop.zkconfig.plan import Outcome
 from zkop.zkconfig.spec import GROUP, PLURAL, VERSION
 from zkop.zkconfig.status import desired_status, status_patch
@@ -66,7 +66,7 @@ class ObjectWriter:
         if patch is None:
             return False
         try:
-            with self.own_writes.writing(object_key(obj), obj) as respond:
+            with self.own_writes.writing(meta_namespace_key(obj), obj) as respond:
                 respond(self.client.request(
                     "PATCH", resource_path(GROUP, VERSION, PLURAL, meta["namespace"], meta["name"], "status"),
                     body=patch, content_type=MERGE_PATCH,
@@ -91,7 +91,7 @@ class ObjectWriter:
         meta = obj["metadata"]
         body = {"metadata": {"finalizers": finalizers or None, "resourceVersion": meta["resourceVersion"]}}
         try:
-            with self.own_writes.writing(object_key(obj), obj) as respond:
+            with self.own_writes.writing(meta_namespace_key(obj), obj) as respond:
                 updated: JSON = self.client.request(
                     "PATCH", resource_path(GROUP, VERSION, PLURAL, meta["namespace"], meta["name"]),
                     body=body, content_type=MERGE_PATCH,

@@ -36,6 +36,8 @@ from zkop.kube.events import EventRecorder
 from zkop.runtime.cache import Indexer, Informer, NamedObjectInformer, ResourceRef, meta_namespace_key
 from zkop.runtime.controller import Controller
 from zkop.runtime.manager import Manager
+from zkop.runtime.ownwrites import OwnWrites
+from zkop.runtime.workqueue import RateLimitingQueue
 from zkop.zkconfig.aclcheck import AclCheck
 from zkop.zkconfig.reconciler import (
     PATH_INDEX,
@@ -205,17 +207,17 @@ def setup(
     configmaps = NamedObjectInformer(client, CONFIGMAPS, name="configmaps", inactivity_timeout=inactivity_timeout)
     secrets = NamedObjectInformer(client, SECRETS, name="secrets", inactivity_timeout=inactivity_timeout)
     informer.add_event_handler(_TrackReferences(informer.indexer, {"ConfigMap": configmaps, "Secret": secrets}))
+    queue: RateLimitingQueue[str] = RateLimitingQueue(CONTROLLER_NAME)
+    # An update held while our own write of it was in flight, and not its echo after all, is enqueued;
+    # the echo of a write whose response is in is cached from that response, not decoded (runtime.cache.echoes).
+    own_writes = OwnWrites(release=queue.add, recorded=informer.expect_echo)
     reconciler = ZooKeeperConfigReconciler(
         informer.indexer, client, zookeeper, recorder, options,
-        configmaps=configmaps, secrets=secrets,
+        configmaps=configmaps, secrets=secrets, own_writes=own_writes,
     )
-    controller = Controller(CONTROLLER_NAME, reconciler, workers=workers)
+    controller = Controller(CONTROLLER_NAME, reconciler, workers=workers, queue=queue)
     parts = ZooKeeperConfigController(informer, configmaps, secrets, controller, reconciler)
     controller.watch(informer, parts.keys_sharing_path, update_filter=reconciler.wants_update)
-    # An update held while our own write of it was in flight, and not its echo after all, is enqueued.
-    reconciler.own_writes.release = controller.queue.add
-    # The echo of a write whose response is in is cached from that response, not decoded (runtime.cache.echoes).
-    reconciler.own_writes.recorded = informer.expect_echo
     controller.watch(configmaps, lambda obj: parts.keys_referencing("ConfigMap", obj))
     controller.watch(secrets, lambda obj: parts.keys_referencing("Secret", obj))
     zookeeper.add_watch_listener(parts.on_znode_changed)

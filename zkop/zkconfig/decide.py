@@ -1,69 +1,54 @@
 """Every rule of the ZooKeeperConfig reconciler, as pure functions from facts to a :class:`Decision`.
 
-controller-runtime's ``Reconcile`` reads, decides and writes in one function;
-external-dns keeps the deciding apart (``plan.Calculate`` over what the source wants
-and what the registry and provider hold). This module is that part for znodes: the
-reconciler (:mod:`zkop.zkconfig.reconciler`) gathers the facts — the object, its parsed
-spec (or the spec error), the oldest object in the cluster declaring the same path,
-the ownership record, the znode — calls :func:`decide_sync` or :func:`decide_delete`,
-and applies the :class:`Decision` it gets. Nothing here does I/O or reads a clock.
+The reconciler (:mod:`zkop.zkconfig.reconciler`) makes one pass in four steps, as external-dns's
+``Controller.RunOnce`` does: the pre-checks (:func:`precheck_sync`, :func:`precheck_delete`) need
+no read; then it gathers the facts (the ownership record and the znode, started together; the
+ACL and the children only when :func:`needs_acl` or :func:`needs_children` says so); then one
+:func:`decide_sync` or :func:`decide_delete` over the complete facts; then it applies the
+:class:`Decision`. Nothing here does I/O or reads a clock.
 
-Facts are gathered lazily: a fact not read yet is :data:`UNREAD`, and a decision that
-needs it names it in :attr:`Decision.fetch`; the reconciler reads it and decides again
-(each fetch is asked for at most once per pass). So the order of the reads is itself a
-rule here: a path owned elsewhere is never read, the ACL of a znode is read only when
-it is adopted.
-
-Rules of a live object (:func:`decide_sync`), in order:
+Rules of a live object, in order:
 
 1. the finalizer is added before anything is written to ZooKeeper;
-2. an invalid spec is reported ``Stalled`` (``InvalidSpec``), a missing ``dataFrom``
-   key as retrying (``RefNotFound``: the ConfigMap/Secret informer wakes the object);
-3. the oldest object declaring a path owns it in the cluster (creationTimestamp, then
-   namespace/name): any other is ``Stalled/PathConflict`` and writes nothing;
-4. the ownership record decides across installations (:func:`zkop.ownership.registry.plan_claim`);
-   a foreign record is ``Stalled/PathConflict`` and the znode is not even read;
-5. adopting an existing znode (first claim) reads its ACL too, and says ``Adopted``;
-6. :func:`zkop.zkconfig.plan.plan_sync` plans the znode; the claim and the plan are
-   written in one ``multi``, conditional on the record as read
-   (:func:`zkop.ownership.registry.claim_requires`: a record changed behind our back
-   fails the write as a whole and the pass is planned again);
-7. every change is an Event (``Created``/``Updated``; ``DriftCorrected`` when the spec
-   did not change since the last sync and the znode is not at the version zkop last
-   synced — ``status.znodeVersion`` — so a new value of the referenced ConfigMap or
-   Secret is ``Updated``, naming its source, never drift); failures are Warning Events,
-   sent only when the status changes.
+2. an invalid spec is reported ``Stalled`` (``InvalidSpec``), a missing ``dataFrom`` key as
+   retrying (``RefNotFound``: the ConfigMap/Secret informer wakes the object);
+3. the oldest object declaring a path owns it in the cluster (:func:`zkop.ownership.oldest.oldest`):
+   any other is ``Stalled/PathConflict`` and reads and writes nothing;
+4. the ownership record decides across installations (:func:`zkop.ownership.registry.plan_claim`):
+   a foreign record is ``Stalled/PathConflict``; the znode, read with the record in the same
+   round trip, is not looked at (:func:`needs_znode`);
+5. adopting an existing znode (first claim) reads its ACL too (:func:`needs_acl`) and says
+   ``Adopted``; a znode zkop does not manage (an ephemeral one: ``Stalled/EphemeralNode``, a
+   Warning Event) is neither claimed nor adopted;
+6. :func:`zkop.zkconfig.plan.plan_sync` plans the znode; the claim and the plan are written in one
+   ``multi``, conditional on the record as read (:func:`zkop.ownership.registry.claim_requires`):
+   a record changed behind our back fails the write as a whole and the pass is planned again;
+7. every change is an Event (``Created``/``Updated``; ``DriftCorrected`` when the spec did not
+   change since the last sync and the znode is not at the version zkop last synced, so a new
+   value of the referenced ConfigMap or Secret is ``Updated``, naming its source); failures are
+   Warning Events, sent only when the status changes.
 
-Rules of an object being deleted (:func:`decide_delete`): no finalizer of ours → nothing;
-an invalid spec → the finalizer goes (nothing was ever written); the znode is deleted
-only if this object owns the path both in the cluster and in the record, then the
-record is released; a znode with children is never deleted recursively: a children
-watch wakes the object when they go (if none are left, the znode is read again at
-once), meanwhile the object is retried; deletionPolicy Orphan keeps the znode.
+Rules of an object being deleted: no finalizer of ours → nothing; an invalid spec → the
+finalizer goes (nothing was ever written); the znode is deleted only if this object owns the
+path both in the cluster and in the record (:func:`owns_for_deletion`), then the record is
+released; a znode with children is never deleted recursively: a children watch wakes the object
+when they go (:func:`needs_children`), meanwhile it is retried; deletionPolicy Orphan keeps the znode.
 
-ACL drift (:func:`declared_acls`, :func:`decide_acl_drift`): ZooKeeper fires no watch on
-``setACL`` (Programmer's Guide, "ZooKeeper Watches": only getData, exists and getChildren set
-one), so a periodic check reads the ACL of every managed znode whose owner declares
-``spec.acl`` (one pipelined ``getACL`` each) and enqueues the owner of every znode whose ACL
-differs from the declared one, or is redacted or unreadable (the pass then reports why). The
-pass corrects it like any drift (``DriftCorrected``). Znodes with the open ACL are not checked:
-their ``aversion`` is read with every data read, and a data watch covers the rest.
-
-Failures (:func:`decide_failure`): ``NoAuth`` and a write conflict that outlived the
-replans are reported at once; an unavailable ZooKeeper only once the same object has failed
-``threshold`` times in a row over at least ``grace`` seconds: a connection lost for a moment (a
-write whose reply never came, the session back within its timeout) is retried quietly.
+Failures (:func:`decide_failure`): ``NoAuth`` and a write conflict that outlived the replans are
+reported at once; an unavailable ZooKeeper only once the same object has failed ``threshold``
+times in a row over at least ``grace`` seconds.
 """
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Literal
 
+from zkop.kube.client import JSON
 from zkop.ownership.registry import Claim, OwnerStamp, claim_requires, plan_claim
-from zkop.zkconfig.objects import finalizers, object_key, synced_znode_version, was_synced_at_generation
+from zkop.runtime.cache.indexer import meta_namespace_key
+from zkop.zkconfig.objects import finalizers, synced_znode_version, was_synced_at_generation
 from zkop.zkconfig.plan import Outcome, Plan, plan_delete, plan_sync
 from zkop.zkconfig.spec import FINALIZER, DesiredZnode, InvalidSpec, RefNotFound
 from zkop.zookeeper.actions import Action, CheckVersion, CreateNode, Observed, SetData
@@ -71,49 +56,22 @@ from zkop.zookeeper.adapter import ZooKeeperError, ZooKeeperNoAuth, ZooKeeperUna
 from zkop.zookeeper.frozen import fast_init
 
 __all__ = [
-    "UNREAD",
     "Decision",
     "DeleteFacts",
     "Event",
-    "Fetch",
     "SyncFacts",
-    "Unread",
+    "claim_of",
     "decide_delete",
     "decide_failure",
     "decide_sync",
     "deletion_target",
+    "needs_acl",
+    "needs_children",
+    "needs_znode",
+    "owns_for_deletion",
+    "precheck_delete",
+    "precheck_sync",
 ]
-
-JSON = dict[str, Any]
-
-
-class Unread(enum.Enum):
-    """The type of :data:`UNREAD`."""
-
-    UNREAD = "unread"
-
-
-#: A fact not gathered yet.
-UNREAD: Final = Unread.UNREAD
-
-
-class Fetch(enum.Enum):
-    """A fact a decision needs before it can be made.
-
-    * ``RECORD``: the ownership record of the path (sync: started together with the znode
-      read, both in flight while the finalizer is written; deletion: its owner stamp);
-    * ``ZNODE``: the znode (sync: the read started with the record; deletion: a fresh
-      read, since deletion depends on ``numChildren``, which data watches do not cover);
-    * ``ACL``: the znode read again with its ACL (adoption of an existing znode);
-    * ``CHILDREN``: arm a children watch on the znode; if it has no children left, read
-      the znode again (deletion waiting for children).
-    """
-
-    RECORD = "record"
-    ZNODE = "znode"
-    ACL = "acl"
-    CHILDREN = "children"
-
 
 @fast_init
 @dataclass(frozen=True)
@@ -128,53 +86,42 @@ class Event:
 @fast_init
 @dataclass(frozen=True)
 class SyncFacts:
-    """What :func:`decide_sync` decides from.
+    """What :func:`decide_sync` decides from, once :func:`precheck_sync` let the object through.
 
     Attributes:
         obj: the ZooKeeperConfig (a dict, as the API server returns it).
-        spec: the parsed spec, or why it could not be parsed.
-        cluster_owner: ``namespace/name`` of the oldest object declaring ``spec.path`` (:func:`oldest`).
-        stamp: this object's ownership stamp.
+        spec: the parsed spec.
         record_path: the registry znode of ``spec.path``.
-        owner_exists: whether the object named in a stamp of our cluster still exists (an
-            in-memory lookup in the informer cache).
-        record: the ownership record as read (``None``: absent), or :data:`UNREAD`.
-        observed: the znode as read (``None``: absent), or :data:`UNREAD`.
+        record: the ownership record as read (``None``: absent).
+        claim: :func:`claim_of` the record.
+        observed: the znode as read (``None``: absent, or not needed: :func:`needs_znode`).
     """
 
     obj: JSON
-    spec: DesiredZnode | InvalidSpec | RefNotFound
-    cluster_owner: str | None
-    stamp: OwnerStamp
+    spec: DesiredZnode
     record_path: str
-    owner_exists: Callable[[OwnerStamp], bool]
-    record: Observed | Unread | None = UNREAD
-    observed: Observed | Unread | None = UNREAD
+    record: Observed | None
+    claim: Claim
+    observed: Observed | None
 
 
 @fast_init
 @dataclass(frozen=True)
 class DeleteFacts:
-    """What :func:`decide_delete` decides from.
+    """What :func:`decide_delete` decides from, once :func:`precheck_delete` let the object through.
 
     Attributes:
         obj: the ZooKeeperConfig being deleted (``metadata.deletionTimestamp`` set).
-        target: the znode it declares (:func:`deletion_target`), ``None`` for an invalid spec.
-        cluster_owner: ``namespace/name`` of the oldest object declaring the path.
-        stamp: this object's ownership stamp.
-        record_owner: the stamp in the ownership record (``None``: none or unreadable), or :data:`UNREAD`.
-        observed: the znode read afresh (``None``: absent), or :data:`UNREAD`.
-        children: the children found when the children watch was armed (``None``: the znode
-            is gone), or :data:`UNREAD`.
+        target: the znode it declares (:func:`deletion_target`).
+        owned: :func:`owns_for_deletion`.
+        observed: the znode read afresh (``None``: absent, or not read since not owned); read again
+            after a children watch found no children left.
     """
 
     obj: JSON
-    target: DesiredZnode | None
-    cluster_owner: str | None
-    stamp: OwnerStamp
-    record_owner: OwnerStamp | Unread | None = UNREAD
-    observed: Observed | Unread | None = UNREAD
-    children: tuple[str, ...] | Unread | None = UNREAD
+    target: DesiredZnode
+    owned: bool
+    observed: Observed | None
 
 
 @fast_init
@@ -183,8 +130,6 @@ class Decision:
     """One reconcile pass, as values; the reconciler applies the fields in this order.
 
     Attributes:
-        fetch: a fact still missing: read it and decide again. Only ``add_finalizer`` is
-            applied meanwhile (while the reads are in flight).
         add_finalizer: add the finalizer first; if the object is gone, stop.
         claim: the ownership claim the writes are made under.
         writes: ZooKeeper actions (the claim's record writes, then the znode's), in one ``multi``
@@ -204,7 +149,6 @@ class Decision:
         retry: requeue with backoff, with this message (the controller's ``RetryableError``).
     """
 
-    fetch: Fetch | None = None
     add_finalizer: bool = False
     claim: Claim | None = None
     writes: tuple[Action, ...] = ()
@@ -220,11 +164,6 @@ class Decision:
     warn: bool = False
     remove_finalizer: bool = False
     retry: str | None = None
-
-
-#: The first decision of every pass over a live object: only the record is asked for. Decisions are
-#: frozen values, so these two are shared instead of built each time (16 fields set one by one).
-_FETCH_RECORD: Final = {flag: Decision(fetch=Fetch.RECORD, add_finalizer=flag) for flag in (False, True)}
 
 
 def version_after(path: str, plan: Plan, observed: Observed | None) -> int | None:
@@ -297,15 +236,14 @@ def change_event(obj: JSON, plan: Plan, spec: DesiredZnode | None = None,
     return Event("Normal", "DriftCorrected", message), True
 
 
-# --- decisions -----------------------------------------------------------------------------------
+# --- pre-checks and predicates: what to read -------------------------------------------------
 
-def decide_sync(facts: SyncFacts) -> Decision:
-    """Decide one pass over a live ZooKeeperConfig (rules 1–7 of the module docstring).
+def precheck_sync(obj: JSON, spec: DesiredZnode | InvalidSpec | RefNotFound,
+                  cluster_owner: str | None) -> Decision | None:
+    """The decision of a live object that needs no read (rules 1–3), or ``None``: gather the facts.
 
-    Returns:
-        A decision; with ``fetch`` set, only ``add_finalizer`` may be set besides.
+    ``cluster_owner`` is the key of the oldest object in the cluster declaring ``spec.path``.
     """
-    obj, spec = facts.obj, facts.spec
     add_finalizer = FINALIZER not in finalizers(obj)
     if isinstance(spec, InvalidSpec):
         return Decision(add_finalizer=add_finalizer, warn=True,
@@ -314,23 +252,68 @@ def decide_sync(facts: SyncFacts) -> Decision:
         # Not stalled: the ConfigMap/Secret informer re-enqueues this object when the key appears.
         return Decision(add_finalizer=add_finalizer, warn=True, retrying=True,
                         outcome=Outcome("Error", "RefNotFound", str(spec), False))
-    if facts.cluster_owner is not None and facts.cluster_owner != object_key(obj):
+    if cluster_owner is not None and cluster_owner != meta_namespace_key(obj):
         return Decision(add_finalizer=add_finalizer, warn=True,
-                        outcome=path_conflict(obj, f"{facts.cluster_owner} (older object in this cluster)"))
-    if isinstance(facts.record, Unread):
-        return _FETCH_RECORD[add_finalizer]
-    claim = plan_claim(facts.record_path, facts.stamp, facts.record, facts.owner_exists)
+                        outcome=path_conflict(obj, f"{cluster_owner} (older object in this cluster)"))
+    return None
+
+
+def claim_of(record_path: str, stamp: OwnerStamp, record: Observed | None,
+             owner_exists: Callable[[OwnerStamp], bool]) -> Claim:
+    """The claim this object makes on ``record_path`` given the record as read (:func:`plan_claim`)."""
+    return plan_claim(record_path, stamp, record, owner_exists)
+
+
+def needs_znode(claim: Claim) -> bool:
+    """True unless the record is foreign: a conflict writes nothing, so the znode's answer is not looked at."""
+    return claim.conflict is None
+
+
+def needs_acl(claim: Claim, observed: Observed | None) -> bool:
+    """True when a first claim adopts an existing znode whose ACL was not read.
+
+    A node created with another ACL shows no ``aversion`` change, so without the ACL it would look in sync.
+    """
+    return claim.new and observed is not None and observed.acl is None
+
+
+def precheck_delete(obj: JSON, target: DesiredZnode | None) -> Decision | None:
+    """The decision of an object being deleted that needs no read, or ``None``: gather the facts.
+
+    No finalizer of ours → nothing; an invalid spec (``target`` ``None``) → the finalizer goes.
+    """
+    if FINALIZER not in finalizers(obj):
+        return Decision()
+    if target is None:
+        return Decision(remove_finalizer=True)  # nothing was ever written for an invalid spec
+    return None
+
+
+def owns_for_deletion(obj: JSON, cluster_owner: str | None, stamp: OwnerStamp,
+                      record_owner: OwnerStamp | None) -> bool:
+    """True if the object owns its path in the cluster and in the record: only then is the znode read and deleted."""
+    ours = record_owner is not None and record_owner.same_object(stamp)
+    return ours and cluster_owner in (None, meta_namespace_key(obj))
+
+
+def needs_children(target: DesiredZnode, observed: Observed | None) -> bool:
+    """True if the deletion waits for children: arm a children watch (and read again if none are left)."""
+    return plan_delete(target, observed).outcome.reason == "HasChildren"
+
+
+# --- decisions -----------------------------------------------------------------------------------
+
+def decide_sync(facts: SyncFacts) -> Decision:
+    """Decide one pass over a live ZooKeeperConfig from complete facts (rules 1, 4–7 of the module docstring)."""
+    obj, spec, claim, observed = facts.obj, facts.spec, facts.claim, facts.observed
+    add_finalizer = FINALIZER not in finalizers(obj)
     if claim.conflict is not None:
         return Decision(add_finalizer=add_finalizer, claim=claim, warn=True,
                         outcome=path_conflict(obj, claim.conflict.describe()))
-    observed = facts.observed
-    if isinstance(observed, Unread):
-        return Decision(fetch=Fetch.ZNODE, add_finalizer=add_finalizer, claim=claim)
-    if claim.new and observed is not None and observed.acl is None:
-        # First claim (adoption of a legacy znode): read the ACL too; a node created
-        # with another ACL shows no ACL version change, so it would otherwise look in sync.
-        return Decision(fetch=Fetch.ACL, add_finalizer=add_finalizer, claim=claim)
     plan = plan_sync(spec, observed)
+    if plan.outcome.stalled:
+        # A znode zkop does not manage (ephemeral): nothing is claimed, nothing announced as adopted.
+        return Decision(add_finalizer=add_finalizer, warn=True, outcome=plan.outcome)
     events: list[Event] = []
     if claim.new and observed is not None:
         events.append(Event("Normal", "Adopted", f"adopted existing znode {spec.path} (version {observed.version})"))
@@ -345,28 +328,13 @@ def decide_sync(facts: SyncFacts) -> Decision:
 
 
 def decide_delete(facts: DeleteFacts) -> Decision:
-    """Decide one pass over a ZooKeeperConfig being deleted (see the module docstring)."""
-    obj, target = facts.obj, facts.target
-    if FINALIZER not in finalizers(obj):
-        return Decision()
-    if target is None:
-        # Nothing was ever written for an invalid spec: just let the object go.
-        return Decision(remove_finalizer=True)
-    if isinstance(facts.record_owner, Unread):
-        return Decision(fetch=Fetch.RECORD)
-    ours = facts.record_owner is not None and facts.record_owner.same_object(facts.stamp)
-    if facts.cluster_owner not in (None, object_key(obj)) or not ours:
+    """Decide one pass over a ZooKeeperConfig being deleted from complete facts (see the module docstring)."""
+    if not facts.owned:
         return Decision(remove_finalizer=True)  # never ours to delete
-    if isinstance(facts.observed, Unread):
-        return Decision(fetch=Fetch.ZNODE)
-    plan = plan_delete(target, facts.observed)
-    if plan.outcome.reason == "HasChildren" and isinstance(facts.children, Unread):
-        # Wake up when the children go (a namespace deleting a whole tree converges leaves
-        # first), not only when the backoff expires; if they went meanwhile, go on at once.
-        return Decision(fetch=Fetch.CHILDREN, plan=plan)
+    plan = plan_delete(facts.target, facts.observed)
     if not plan.outcome.ready:
         return Decision(plan=plan, outcome=plan.outcome, retrying=True, warn=True, retry=plan.outcome.message)
-    change, _ = change_event(obj, plan)
+    change, _ = change_event(facts.obj, plan)
     return Decision(writes=plan.actions, plan=plan, release=True, events=(change,) if change is not None else (),
                     remove_finalizer=True)
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, replace
-from typing import Any
 
+from zkop.kube.client import JSON
 from zkop.runtime import dryrun
 from zkop.zkconfig.decide import Decision
 from zkop.zkconfig.objects import finalizers
@@ -41,9 +41,6 @@ CONTROLLER = "zookeeperconfig"
 
 #: ``Ready`` condition reason of a live object whose changes a dry run planned.
 DRY_RUN_REASON = "DryRun"
-
-JSON = dict[str, Any]
-
 
 @dataclass(frozen=True)
 class PlannedChange:

@@ -7,18 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from zkop.kube.client import JSON
 from zkop.zookeeper.paths import validate_path
 
-__all__ = ["finalizers", "object_key", "oldest", "synced_znode_version", "unsynced_path", "was_synced_at_generation"]
+__all__ = ["finalizers", "synced_znode_version", "unsynced_path", "was_synced_at_generation"]
 
-JSON = dict[str, Any]
-
-
-def object_key(obj: JSON) -> str:
-    """``namespace/name`` of an object (client-go's ``MetaNamespaceKeyFunc``)."""
-    meta = obj.get("metadata") or {}
-    name = str(meta.get("name", ""))
-    return f"{meta['namespace']}/{name}" if meta.get("namespace") else name
 
 
 def finalizers(obj: JSON) -> list[str]:
@@ -54,15 +47,3 @@ def unsynced_path(obj: JSON) -> str | None:
         return validate_path(path) if isinstance(path, str) else None
     except ValueError:
         return None
-
-
-def oldest(candidates: list[JSON]) -> str | None:
-    """``namespace/name`` of the object owning a path in the cluster: the oldest declaring it.
-
-    Ordered by ``metadata.creationTimestamp`` (RFC 3339, so text order is time order), then
-    ``namespace/name`` for a tie; ``None`` for no candidate.
-    """
-    if not candidates:
-        return None
-    first = min(candidates, key=lambda o: (str(o["metadata"].get("creationTimestamp", "")), object_key(o)))
-    return object_key(first)

@@ -1,30 +1,25 @@
-"""Reconcile one ZooKeeperConfig: gather the facts, :mod:`~zkop.zkconfig.decide`, apply.
+"""Reconcile one ZooKeeperConfig: pre-check, gather the facts, :mod:`~zkop.zkconfig.decide` once, apply.
 
-``reconcile(key)`` is level-triggered and idempotent (controller-runtime's
-``Reconciler`` contract): it reads the object from the informer cache (or our own
-newer write of it, :meth:`~zkop.runtime.ownwrites.OwnWrites.newest`), never from the
-event that woke it, so any number of events for a key collapse into one pass that
-converges whatever changed. Every rule is in :mod:`zkop.zkconfig.decide`; this module
-only reads what a decision asks for and applies it:
+``reconcile(key)`` is level-triggered and idempotent (controller-runtime's ``Reconciler``
+contract): it reads the object from the informer cache (or our own newer write of it,
+:meth:`~zkop.runtime.ownwrites.OwnWrites.newest`), never from the event that woke it. Every rule
+is in :mod:`zkop.zkconfig.decide`; this module reads and writes:
 
 1. object gone from the cache → nothing to do (the finalizer already ran);
-2. parse the spec (resolving ``dataFrom`` from the ConfigMap/Secret caches) and find the
-   oldest object declaring the path (the informer's path index);
-3. being deleted → :func:`~zkop.zkconfig.decide.decide_delete`: read the record owner and
-   the znode afresh, delete, release the record, then the finalizer;
-4. otherwise :func:`~zkop.zkconfig.decide.decide_sync`: the watched reads of the ownership
-   record (:mod:`zkop.ownership.registry`) and of the znode go out at once and are answered
-   while the finalizer is written (if it must be) — before anything is written to ZooKeeper;
-5. the claim and the plan are written in one ``multi`` with compare-and-set (a record that
-   is not written is checked at its version); a concurrent change re-reads and re-decides,
-   up to :data:`MAX_REPLANS` times;
-6. status is written only if it changed, Events for every change made
-   (:mod:`zkop.zkconfig.apiwrites`); our own writes' watch events are not enqueued again.
+2. parse the spec (``dataFrom`` from the ConfigMap/Secret caches), find the oldest object
+   declaring the path (the informer's path index) and run the pre-checks, which read nothing;
+3. being deleted → the record owner, then (if owned) the znode afresh and its children if
+   needed, :func:`~zkop.zkconfig.decide.decide_delete`, delete, release the record, the finalizer;
+4. otherwise the watched reads of the ownership record and of the znode go out at once and are
+   answered while the finalizer is written (if it must be), the ACL is read if needed, and
+   :func:`~zkop.zkconfig.decide.decide_sync` decides from the complete facts;
+5. the claim and the plan are written in one ``multi`` with compare-and-set; a concurrent change
+   gathers and decides again (:func:`~zkop.zookeeper.replan.with_replans`);
+6. status is written only if it changed, Events for every change (:mod:`zkop.zkconfig.apiwrites`).
 
 With ``dry_run`` the same facts are read and the same decisions made, but nothing is written to
-ZooKeeper and no finalizer is added: the changes are logged and counted
-(:func:`zkop.runtime.dryrun.planned`) and the decision applied in its dry-run form
-(:mod:`zkop.zkconfig.dryrun`).
+ZooKeeper and no finalizer is added: the changes are logged and counted and the decision applied
+in its dry-run form (:mod:`zkop.zkconfig.dryrun`).
 """
 
 from __future__ import annotations
@@ -38,24 +33,16 @@ from typing import TypeVar
 
 from zkop.kube.client import JSON, KubeClient
 from zkop.kube.events import EventRecorder
+from zkop.ownership.oldest import object_age, oldest
 from zkop.ownership.registry import DEFAULT_REGISTRY_ROOT, OwnershipRegistry, OwnerStamp
-from zkop.runtime.cache import Indexer, ObjectGetter
+from zkop.runtime.cache import Indexer, ObjectGetter, meta_namespace_key
 from zkop.runtime.controller import Result, RetryableError
 from zkop.runtime.ownwrites import OwnWrites
-from zkop.zkconfig import metrics
+from zkop.zkconfig import decide, metrics
 from zkop.zkconfig.apiwrites import ObjectWriter
-from zkop.zkconfig.decide import (
-    Decision,
-    DeleteFacts,
-    Fetch,
-    SyncFacts,
-    decide_delete,
-    decide_failure,
-    decide_sync,
-    deletion_target,
-)
+from zkop.zkconfig.decide import Decision, DeleteFacts, SyncFacts
 from zkop.zkconfig.dryrun import dry_run_delete, dry_run_sync, log_planned
-from zkop.zkconfig.objects import finalizers, object_key, oldest, unsynced_path
+from zkop.zkconfig.objects import finalizers, unsynced_path
 from zkop.zkconfig.refs import ref_data
 from zkop.zkconfig.spec import (
     DEFAULT_MAX_DATA_BYTES,
@@ -70,12 +57,13 @@ from zkop.zkconfig.spec import (
 from zkop.zookeeper.acls import AclId
 from zkop.zookeeper.adapter import (
     ConcurrentModification,
+    Observed,
     PendingRead,
     ZooKeeperAdapter,
     ZooKeeperError,
     ZooKeeperUnavailable,
 )
-from zkop.zookeeper.frozen import fast_replace
+from zkop.zookeeper.replan import with_replans
 
 __all__ = [
     "PATH_INDEX",
@@ -90,8 +78,6 @@ log = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
 
-#: Plans re-made after a concurrent change before giving up to the rate limiter.
-MAX_REPLANS = 3
 #: Informer index: ``spec.path`` → ZooKeeperConfigs declaring it.
 PATH_INDEX = "path"
 #: Informer index: ``ConfigMap/<ns>/<name>`` or ``Secret/<ns>/<name>`` → ZooKeeperConfigs reading it.
@@ -151,18 +137,21 @@ class ZooKeeperConfigReconciler:
         options: limits and identity.
         configmaps, secrets: where ``spec.dataFrom`` ConfigMaps and Secrets are read (``get("ns/name")``;
             ``None``: refs unresolvable).
+        own_writes: our own writes of the objects, shared with the controller's queue and the
+            informer (:class:`~zkop.runtime.ownwrites.OwnWrites`); a fresh one if ``None``.
     """
 
     def __init__(self, cache: Indexer, client: KubeClient, zookeeper: ZooKeeperAdapter,
                  recorder: EventRecorder, options: ReconcilerOptions | None = None, *,
-                 configmaps: ObjectGetter | None = None, secrets: ObjectGetter | None = None) -> None:
+                 configmaps: ObjectGetter | None = None, secrets: ObjectGetter | None = None,
+                 own_writes: OwnWrites | None = None) -> None:
         self.cache, self.client, self.zookeeper, self.recorder = cache, client, zookeeper, recorder
         self.options = options or ReconcilerOptions()
         self.registry = OwnershipRegistry(zookeeper, self.options.registry_root)
         self.configmaps, self.secrets = configmaps, secrets
         #: Our finalizer and status writes: :meth:`wants_update` drops the watch events that only echo
         #: them, and a reconcile reading an object the cache has not updated yet goes on with our write.
-        self.own_writes = OwnWrites()
+        self.own_writes = own_writes if own_writes is not None else OwnWrites()
         self.writer = ObjectWriter(client, recorder, self.own_writes)
         # Per key: consecutive passes that found ZooKeeper unavailable, and when the first of them
         # failed (time.monotonic()); the workers share the dict.
@@ -186,24 +175,21 @@ class ZooKeeperConfigReconciler:
                 self._failures.pop(key, None)
             return Result()
         if (obj.get("metadata") or {}).get("deletionTimestamp"):
-            # No lock-out check here: whatever was written is deleted (if it is ours), whoever zkop is now.
-            target = deletion_target(obj, self._parse(obj, check_access=False))
-            return self._finalize(key, DeleteFacts(obj, target, self._cluster_owner(target), self._stamp(obj)))
+            return self._reconcile_delete(key, obj)
         spec = self._parse(obj)
         desired = spec if isinstance(spec, DesiredZnode) else None
-        facts = SyncFacts(obj, spec, self._cluster_owner(desired), self._stamp(obj),
-                          self.registry.record_path(desired.path if desired else ""), self._stamp_exists)
-        decision = decide_sync(facts)
-        if decision.fetch is None:
-            return self._apply(obj, self._dry_sync(key, facts.record_path, decision))
-        assert isinstance(spec, DesiredZnode) and decision.fetch is Fetch.RECORD
+        decision = decide.precheck_sync(obj, spec, self._cluster_owner(desired))
+        if decision is not None:
+            return self._apply(obj, self._dry_sync(key, "", decision))
+        assert desired is not None
+        record_path = self.registry.record_path(desired.path)
         # Both reads go out at once and are answered while the finalizer is written (if it must be):
         # the first reconcile of an object waits for one ZooKeeper round trip less, or two.
         try:
-            reads: tuple[PendingRead, PendingRead] | ZooKeeperError = self._start_reads(spec)
+            reads: tuple[PendingRead, PendingRead] | ZooKeeperError = self._start_reads(desired)
         except ZooKeeperError as err:
             reads = err
-        if decision.add_finalizer and not self.options.dry_run:
+        if FINALIZER not in finalizers(obj) and not self.options.dry_run:
             updated = self.writer.set_finalizers(obj, [*finalizers(obj), FINALIZER])
             if updated is None:
                 return Result()
@@ -211,16 +197,16 @@ class ZooKeeperConfigReconciler:
         try:
             if isinstance(reads, ZooKeeperError):
                 raise reads
-            decision = self._converge(spec, fast_replace(facts, obj=obj), reads)
+            decision = self._converge(obj, desired, record_path, reads)
         except ZooKeeperError as err:
             return self._fail(key, obj, err)
         self._count_failure(key, None)
-        return self._apply(obj, self._dry_sync(key, facts.record_path, decision))
+        return self._apply(obj, self._dry_sync(key, record_path, decision))
 
     def learn_absent(self) -> int:
         """Before the workers start: learn which znodes and records of unsynced objects do not exist yet.
 
-        The objects of :func:`~zkop.zkconfig.decide.unsynced_path` are the ones whose first
+        The objects of :func:`~zkop.zkconfig.objects.unsynced_path` are the ones whose first
         reconcile would read a znode and a record that are probably absent;
         :meth:`ZooKeeperAdapter.learn_absent` lists their parents once instead. Best effort:
         a failure only means those reads happen one by one.
@@ -250,7 +236,7 @@ class ZooKeeperConfigReconciler:
         response, so the watch event of that very write holds nothing it did not see
         (:class:`zkop.runtime.ownwrites.OwnWrites`). Any other change is delivered.
         """
-        return not self.own_writes.is_echo(object_key(new), old, new)
+        return not self.own_writes.is_echo(meta_namespace_key(new), old, new)
 
     # --- facts -------------------------------------------------------------------------------
 
@@ -281,7 +267,10 @@ class ZooKeeperConfigReconciler:
 
     def _cluster_owner(self, desired: DesiredZnode | None) -> str | None:
         """The key of the oldest ZooKeeperConfig in the cache declaring ``desired.path``."""
-        return oldest(self.cache.by_index(PATH_INDEX, desired.path)) if desired is not None else None
+        if desired is None:
+            return None
+        owner = oldest(self.cache.by_index(PATH_INDEX, desired.path), object_age)
+        return meta_namespace_key(owner) if owner is not None else None
 
     def _stamp(self, obj: JSON) -> OwnerStamp:
         meta = obj["metadata"]
@@ -299,48 +288,38 @@ class ZooKeeperConfigReconciler:
     # --- fetch, decide, write ZooKeeper ------------------------------------------------------
 
     def _with_replans(self, path: str, attempt: Callable[[int], _T], *, forget: tuple[str, ...]) -> _T:
-        """Run ``attempt(n)``; after a concurrent change forget ``forget`` and try again, up to
-        :data:`MAX_REPLANS` times in all.
+        """:func:`~zkop.zookeeper.replan.with_replans`, forgetting ``forget`` after each concurrent change."""
+        def on_conflict(n: int, err: ConcurrentModification) -> None:
+            log.info("%s changed during reconcile (attempt %d): %s", path, n + 1, err)
+            for stale in forget:
+                self.zookeeper.forget(stale)
 
-        Raises:
-            ConcurrentModification: the last attempt's, when every attempt met a concurrent change.
-        """
-        last: ConcurrentModification | None = None
-        for n in range(MAX_REPLANS):
-            try:
-                return attempt(n)
-            except ConcurrentModification as err:
-                log.info("%s changed during reconcile (attempt %d): %s", path, n + 1, err)
-                for stale in forget:
-                    self.zookeeper.forget(stale)
-                last = err
-        assert last is not None
-        raise last
+        return with_replans(attempt, on_conflict)
 
-    def _converge(self, desired: DesiredZnode, facts: SyncFacts, reads: tuple[PendingRead, PendingRead]) -> Decision:
-        """Read what :func:`decide_sync` asks for, then write the claim and the znode in one ``multi``.
+    def _gather(self, obj: JSON, desired: DesiredZnode, record_path: str,
+                pending: tuple[PendingRead, PendingRead]) -> SyncFacts:
+        """The facts of a live object: the record and the znode (one round trip), the ACL if needed
+        (:func:`~zkop.zkconfig.decide.needs_acl`)."""
+        self.zookeeper.settle(pending)
+        record = pending[0].result()
+        claim = decide.claim_of(record_path, self._stamp(obj), record, self._stamp_exists)
+        observed = pending[1].result() if decide.needs_znode(claim) else None
+        if decide.needs_acl(claim, observed):
+            self.zookeeper.forget(desired.path)
+            observed = self.zookeeper.read(desired.path, None, watch=True)
+        return SyncFacts(obj, desired, record_path, record, claim, observed)
+
+    def _converge(self, obj: JSON, desired: DesiredZnode, record_path: str,
+                  reads: tuple[PendingRead, PendingRead]) -> Decision:
+        """Gather, :func:`~zkop.zkconfig.decide.decide_sync`, then write the claim and the znode in one ``multi``.
 
         One transaction makes the claim and the write atomic: a record is never left
         without its znode, nor a znode written without the record. A concurrent change
-        (the multi fails as a whole) re-reads both and decides again.
+        (the multi fails as a whole) gathers and decides again.
         """
         def attempt(n: int) -> Decision:
-            pending = reads if n == 0 else self._start_reads(desired)
-            self.zookeeper.settle(pending)
-            if pending[1].from_memory:
-                # Asking for the znode costs nothing, so decide once with both: a decision that would
-                # not have fetched it (a conflict) does not look at it, any other fetches it next.
-                known = fast_replace(facts, record=pending[0].result(), observed=pending[1].result())
-            else:
-                known = fast_replace(facts, record=pending[0].result())
-            decision = decide_sync(known)
-            while decision.fetch is not None:
-                if decision.fetch is Fetch.ZNODE:
-                    known = fast_replace(known, observed=pending[1].result())
-                else:  # Fetch.ACL
-                    self.zookeeper.forget(desired.path)
-                    known = fast_replace(known, observed=self.zookeeper.read(desired.path, None, watch=True))
-                decision = decide_sync(known)
+            decision = decide.decide_sync(self._gather(obj, desired, record_path, reads if n == 0 else
+                                                self._start_reads(desired)))
             if self.options.dry_run:
                 return decision  # planned, not written: see _dry_sync
             # The record and the znode in one multi (nothing for a conflict). Both get a data watch
@@ -348,55 +327,50 @@ class ZooKeeperConfigReconciler:
             self.zookeeper.execute(decision.writes, atomic=True, arm_watches=True, require=decision.require)
             return decision
 
-        return self._with_replans(desired.path, attempt, forget=(desired.path, facts.record_path))
+        return self._with_replans(desired.path, attempt, forget=(desired.path, record_path))
 
-    def _finalize(self, key: str, facts: DeleteFacts) -> Result:
-        """Decide and apply the deletion of ``facts.obj``."""
-        target = facts.target
-        try:
-            decision = decide_delete(facts)
-            if decision.fetch is Fetch.RECORD:
-                assert target is not None
-                facts = fast_replace(facts, record_owner=self.registry.owner(target.path))
-                decision = decide_delete(facts)
-            if decision.fetch is not None:
-                assert target is not None
-                decision = self._converge_delete(target, facts)
-            if decision.release and not self.options.dry_run:
-                assert target is not None
-                self.registry.release(target.path, facts.stamp)
-        except ZooKeeperError as err:
-            if not self.options.dry_run:
-                return self._fail(key, facts.obj, err)
-            log.info("dry-run zookeeperconfig %s: could not read ZooKeeper to plan the deletion (%s)", key, err)
-            decision = Decision()
+    def _reconcile_delete(self, key: str, obj: JSON) -> Result:
+        """Decide and apply the deletion of ``obj``: pre-check, read the record owner, then the znode."""
+        # No lock-out check here: whatever was written is deleted (if it is ours), whoever zkop is now.
+        target = decide.deletion_target(obj, self._parse(obj, check_access=False))
+        decision = decide.precheck_delete(obj, target)
+        if decision is None:
+            assert target is not None
+            try:
+                owned = decide.owns_for_deletion(obj, self._cluster_owner(target), self._stamp(obj),
+                                          self.registry.owner(target.path))
+                decision = self._converge_delete(obj, target) if owned else decide.decide_delete(
+                    DeleteFacts(obj, target, False, None))
+                if decision.release and not self.options.dry_run:
+                    self.registry.release(target.path, self._stamp(obj))
+            except ZooKeeperError as err:
+                if not self.options.dry_run:
+                    return self._fail(key, obj, err)
+                log.info("dry-run zookeeperconfig %s: could not read ZooKeeper to plan the deletion (%s)", key, err)
+                decision = Decision()
         self._count_failure(key, None)
         if self.options.dry_run:
             log_planned(key, decision, self.registry.record_path(target.path) if target is not None else "")
-            decision = dry_run_delete(facts.obj)
-        return self._apply(facts.obj, decision)
+            decision = dry_run_delete(obj)
+        return self._apply(obj, decision)
 
-    def _converge_delete(self, target: DesiredZnode, facts: DeleteFacts) -> Decision:
-        """Read the znode afresh (and its children if asked), decide, delete; re-decide after a concurrent change."""
-        def read_fresh(known: DeleteFacts) -> DeleteFacts:
+    def _converge_delete(self, obj: JSON, target: DesiredZnode) -> Decision:
+        """Read the znode afresh (and watch its children if :func:`~zkop.zkconfig.decide.needs_children`),
+        decide, delete; a concurrent change reads and decides again."""
+        def read_fresh() -> Observed | None:
             # Deletion depends on numChildren, which data watches do not cover: read afresh.
             self.zookeeper.forget(target.path)
-            return fast_replace(known, observed=self.zookeeper.read(target.path, target.acl, watch=True,
-                                                                            watch_absent=False))
+            return self.zookeeper.read(target.path, target.acl, watch=True, watch_absent=False)
 
         def attempt(n: int) -> Decision:
-            nonlocal facts
-            facts = read_fresh(facts)
-            decision = decide_delete(facts)
-            if self.options.dry_run:
-                return decision  # planned, not written (nor waited for): see _finalize
-            while decision.fetch is Fetch.CHILDREN:
-                children = self.zookeeper.watch_children(target.path)
-                facts = fast_replace(facts, children=tuple(children) if children is not None else None)
-                if children == []:
-                    facts = read_fresh(facts)  # the children went meanwhile: go on at once
-                decision = decide_delete(facts)
-            self.zookeeper.execute(decision.writes, arm_watches=True)
+            observed = read_fresh()
+            # A dry run plans, and neither waits nor watches: see _reconcile_delete.
+            if decide.needs_children(target, observed) and not self.options.dry_run \
+                    and self.zookeeper.watch_children(target.path) == []:
+                observed = read_fresh()  # the children went meanwhile: go on at once
+            decision = decide.decide_delete(DeleteFacts(obj, target, True, observed))
+            if not self.options.dry_run:
+                self.zookeeper.execute(decision.writes, arm_watches=True)
             return decision
 
         return self._with_replans(target.path, attempt, forget=(target.path,))
@@ -428,9 +402,9 @@ class ZooKeeperConfigReconciler:
         return Result()
 
     def _fail(self, key: str, obj: JSON, err: ZooKeeperError) -> Result:
-        """Report a pass that ZooKeeper failed (:func:`decide_failure`) and retry it."""
+        """Report a pass that ZooKeeper failed (:func:`~zkop.zkconfig.decide.decide_failure`) and retry it."""
         failures, failing_for = self._count_failure(key, err)
-        decision = decide_failure(err, failures, failing_for, threshold=self.options.failure_threshold,
+        decision = decide.decide_failure(err, failures, failing_for, threshold=self.options.failure_threshold,
                                   grace=self.options.unavailable_grace)
         if decision.outcome is None:
             metrics.ZOOKEEPER_QUIET_RETRIES.labels("zookeeperconfig").inc()

@@ -18,14 +18,10 @@ it every pass — a write storm and a watch-event loop).
 
 from __future__ import annotations
 
-from typing import Any
-
+from zkop.kube.client import JSON
 from zkop.zkconfig.plan import Outcome
 
 __all__ = ["desired_status", "status_patch"]
-
-JSON = dict[str, Any]
-
 
 def _condition(old: list[JSON], type_: str, status: str, reason: str, message: str, generation: int,
                now: str) -> JSON:

@@ -412,14 +412,14 @@ class ZooKeeperAdapter:
             atomic: run several actions as one ZooKeeper ``multi`` (all succeed or none
                 does, one round trip; Programmer's Guide, "multi"), creating missing
                 parents and retrying once if a create finds no parent. ``multi`` has no
-                setACL operation, so a batch with a :class:`SetAcl` runs one by one.
+                setACL operation, so a batch with a :class:`~zkop.zookeeper.actions.SetAcl` runs one by one.
                 After a failed ``multi`` nothing was written: read and plan again.
             arm_watches: after the writes, arm a data watch on every node created (a
                 watched read sent right behind the writes, so it adds a request but no
                 round trip of latency) and remember what it read, like a watched :meth:`read`.
             require: preconditions checked in the same ``multi`` as the writes (ZooKeeper's
                 ``check``); with nothing to write nothing is checked. A batch with a
-                :class:`SetAcl` checks them with a read first (not atomic).
+                :class:`~zkop.zookeeper.actions.SetAcl` checks them with a read first (not atomic).
 
         Raises:
             ConcurrentModification: the node changed since it was read; read and plan again.

@@ -5,7 +5,7 @@ is absent). Until that watch fires — the node changed, was created or deleted 
 Programmer's Guide, "ZooKeeper Watches") — or the session is lost, the result is still what
 the server holds, so the next watched read may be answered from memory. Exact, not a TTL
 cache: an entry is dropped the moment its watch fires, and a read that raced with the watch
-(:meth:`WatchCache.generation` taken before the read, compared in :meth:`WatchCache.remember`)
+(:meth:`WatchCache.lookup` hands out a generation before the read, compared in :meth:`WatchCache.remember`)
 is not stored. A bounded age (:attr:`WatchCache.known_max_age`) is added on top because ACL
 changes fire no watch.
 

@@ -46,7 +46,8 @@ class ConnectionOptions:
         sasl_service: the server's SASL service name (ZooKeeper's ``zookeeper.sasl.client.username``).
         credentials_check_period: seconds between checks of the TLS and SASL files for rotation
             (:class:`~zkop.zookeeper.security.RotationWatcher`); a change opens a new session.
-        connect_timeout: seconds to wait for the first session in :meth:`Session.start`.
+        connect_timeout: seconds to wait for the first session in
+            :meth:`~zkop.zookeeper.session.Session.start`.
         parent_acl: ACL for parent znodes zkop creates (default: the open ACL).
         session_expiration_percent: a session SUSPENDED for this percentage of
             ``session_timeout`` is declared LOST and a new one is made from scratch (Curator's

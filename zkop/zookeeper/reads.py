@@ -62,7 +62,7 @@ class PendingRead:
     """A :meth:`Reads.read_async` in flight; :meth:`result` waits for it.
 
     Not built directly. ``result()`` may be called once per read; it raises what
-    :meth:`Reads.read` raises.
+    :meth:`ZooKeeperAdapter.read <zkop.zookeeper.adapter.ZooKeeperAdapter.read>` raises.
     """
 
     def __init__(self, reads: Reads, path: str, *, cached: Observed | None = None,

@@ -6,6 +6,7 @@ import logging
 
 import pytest
 
+from zkop.ownership.oldest import oldest
 from zkop.services.fullsync import (
     BREAKER_RECHECK,
     CONFLICT_RECHECK,
@@ -15,7 +16,7 @@ from zkop.services.fullsync import (
     next_full_sync,
     postpone_until_synced,
 )
-from zkop.services.naming import oldest, port_name, squash
+from zkop.services.naming import port_name, squash
 from zkop.services.policy import Changes, apply_policy
 from zkop.services.reporting import ReportOnce
 

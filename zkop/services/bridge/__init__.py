@@ -7,7 +7,7 @@ module              role
 ==================  ==============================================================
 ``options``         :class:`BridgeOptions` and fixed names (annotations, defaults)
 ``cli``             ``zkop run`` flags → options
-``records``         selection rules; Service → format-neutral :class:`ServiceRecord`
+``records``         selection rules; Service → format-neutral :class:`~zkop.services.codecs.base.ServiceRecord`
 ``naming``          layouts (flat / nested key paths) and the collision rule
 ``formats``         record formats (``json``, ``curator``) over the shared codecs
 ``plan``            pure planning: per-Service plan, garbage-collection sweep, breaker

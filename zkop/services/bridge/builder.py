@@ -105,6 +105,6 @@ def build_service_bridge(
                     controller.queue.add_after(key, delay)
 
         slices.add_event_handler(FuncHandler(on_slice))
-        controller.informers.append(slices)
+        controller.wait_for(slices)
     controller.queue.add(FULL_SYNC_KEY)
     return ServiceBridge(informers, [controller], reconciler)

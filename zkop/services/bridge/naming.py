@@ -14,7 +14,7 @@ format, the Curator service node (parent of the instances) for the Curator forma
 Collision rule (:func:`winner`): among the selected Services that share a key path, the one
 with the oldest ``metadata.creationTimestamp`` keeps it, ties broken by ``namespace/name``
 (lexicographic). It depends only on the informer cache, so every reconcile and every replica
-computes the same winner and ownership never flaps (:func:`zkop.services.naming.oldest`, the rule
+computes the same winner and ownership never flaps (:func:`zkop.ownership.oldest.oldest`, the rule
 the importer applies too).
 """
 
@@ -23,9 +23,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from zkop.kube.client import JSON
+from zkop.ownership.oldest import oldest
 from zkop.services.bridge.options import Layout
 from zkop.services.bridge.records import creation_millis
-from zkop.services.naming import oldest
 
 __all__ = ["key_path", "namespace_container", "service_node_name", "winner"]
 

@@ -63,6 +63,7 @@ from zkop.services.fullsync import (
 from zkop.services.reporting import ReportOnce
 from zkop.zookeeper.actions import Action, CreateNode, DeleteNode, Observed, SetData, operation
 from zkop.zookeeper.errors import ConcurrentModification
+from zkop.zookeeper.replan import with_replans
 
 __all__ = [
     "FULL_SYNC_KEY",
@@ -83,8 +84,6 @@ FULL_SYNC_KEY = "service-bridge:full-sync"
 KEY_INDEX = "zookeeper-key"
 #: EndpointSlices informer index: slice → ``namespace/service``.
 SLICE_INDEX = "service"
-#: Plans re-made after a concurrent change before giving up to the rate limiter.
-MAX_REPLANS = 3
 #: Levels below the root the full sync scans (Curator instances of the nested layout are 3 deep).
 SCAN_DEPTH = 3
 
@@ -243,11 +242,10 @@ class ServiceBridgeReconciler(FullSyncReconciler):
         return observed, children
 
     def _converge(self, key: str, desired: Sequence[DesiredNode], key_path: str) -> tuple[ServicePlan, bool]:
-        """Read, plan, execute; re-plan on a concurrent change up to :data:`MAX_REPLANS` times."""
-        last: ConcurrentModification | None = None
-        for attempt in range(MAX_REPLANS):
+        """Read, plan, execute; re-plan on a concurrent change (:func:`~zkop.zookeeper.replan.with_replans`)."""
+        def attempt(n: int) -> tuple[ServicePlan, bool]:
             observed, children = self._observe(desired, key_path)
-            had_record = any(n.ours(self.cluster_id) and n.is_record for n in [*observed.values(), *children])
+            had_record = any(node.ours(self.cluster_id) and node.is_record for node in [*observed.values(), *children])
             plan = plan_service(desired, observed, children, cluster_id=self.cluster_id, policy=self.options.policy)
             for note in plan.suppressed:
                 log.debug("service-bridge %s: not done: %s", key, note)
@@ -255,14 +253,13 @@ class ServiceBridgeReconciler(FullSyncReconciler):
                 for action in plan.actions:
                     dryrun.planned(log, CONTROLLER, key, operation(action), describe(action))
                 return plan, had_record
-            try:
-                self._execute(plan.actions)
-                return plan, had_record
-            except ConcurrentModification as err:
-                log.info("service-bridge %s: znode changed during reconcile (attempt %d): %s", key, attempt + 1, err)
-                last = err
-        assert last is not None
-        raise last
+            self._execute(plan.actions)
+            return plan, had_record
+
+        def on_conflict(n: int, err: ConcurrentModification) -> None:
+            log.info("service-bridge %s: znode changed during reconcile (attempt %d): %s", key, n + 1, err)
+
+        return with_replans(attempt, on_conflict)
 
     def _execute(self, actions: Sequence[Action]) -> None:
         for action in actions:

@@ -3,12 +3,12 @@
 ==================  ================================================================
 module              wire format
 ==================  ================================================================
-``base``            owner stamps, compact JSON, the encode input (:class:`ServiceRecord`)
-                    and the decode output (:class:`ImportedInstance`, :class:`Skipped`)
+``base``            owner stamps, compact JSON, the encode input (``ServiceRecord``)
+                    and the decode output (``ImportedInstance``, ``Skipped``)
 ``json_record``     zkop's JSON service record (the original bridge script's)
 ``curator``         Apache Curator ``ServiceInstance`` JSON (also Spring Cloud Zookeeper)
 ``dubbo``           Apache Dubbo provider URLs (the URL-encoded node *name*)
-``owners``          whose node is this, whatever the format (:func:`parse_owner`)
+``owners``          whose node is this, whatever the format (``parse_owner``)
 ==================  ================================================================
 
 The bridge (:mod:`zkop.services.bridge.formats`) encodes with them, the importer

@@ -21,7 +21,7 @@ the one created first (lowest ``czxid``, the zxid of the transaction that create
 ties cannot happen (zxids are unique) but would fall back to the path. It depends only on what
 ZooKeeper holds, so every reconcile and every replica picks the same winner and a newcomer never
 takes a name over from an established service (the forward bridge's "oldest wins" rule,
-:func:`zkop.services.naming.oldest`).
+:func:`zkop.ownership.oldest.oldest`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ from collections.abc import Iterable
 from typing import Protocol, TypeVar
 
 from zkop.kube.validation import DNS1035_LABEL_MAX
-from zkop.services.naming import oldest, port_name, squash
+from zkop.ownership.oldest import oldest
+from zkop.services.naming import port_name, squash
 
 __all__ = [
     "MAX_LABEL",

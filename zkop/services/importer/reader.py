@@ -3,16 +3,16 @@
 Watches are one-shot (ZooKeeper Programmer's Guide, "ZooKeeper Watches"), so every read here arms
 one again, and the reconcile that a watch triggers is the read that re-arms it:
 
-* child lists use :meth:`ZooKeeperAdapter.list_watched`, a *child watch* (fires when a child is
+* child lists use :meth:`~zkop.zookeeper.adapter.ZooKeeperAdapter.list_watched`, a *child watch* (fires when a child is
   created or deleted, or the node itself is deleted). A node that does not exist cannot carry a
   child watch, so an *exists watch* is armed instead, which fires when it is created;
-* node bytes use :meth:`ZooKeeperAdapter.read` with ``watch=True``, a *data watch* (or an exists
+* node bytes use :meth:`~zkop.zookeeper.adapter.ZooKeeperAdapter.read` with ``watch=True``, a *data watch* (or an exists
   watch if absent); the adapter answers repeated reads of an unchanged node from memory.
 
 Both go through the adapter's session: waits bounded by the session timeout, kazoo's errors
 mapped to :mod:`zkop.zookeeper.errors`, requests timed in ``zkop_zookeeper_request_*``.
 Every watch event is handed to ``on_change(path)`` — for data watches through the adapter's
-:meth:`~ZooKeeperAdapter.add_watch_listener`, which the builder wires to the same function. The
+:meth:`~zkop.zookeeper.adapter.ZooKeeperAdapter.add_watch_listener`, which the builder wires to the same function. The
 callbacks run on kazoo's event thread and must only enqueue a key. Events without a path (kazoo
 fires every watcher with one when the session is lost) are dropped: the manager's session
 listener re-reads everything after a new session (``ServiceImporter.on_session_reconnected``).

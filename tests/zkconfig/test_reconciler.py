@@ -1,0 +1,196 @@
+"""The ZooKeeperConfig reconciler against a real ZooKeeper and a real API server, with a hand-filled cache.
+
+Modelled on ``tests/services/bridge/test_bridge_reconciler.py``: the test puts the objects into the
+informer's :class:`~zkop.runtime.cache.Indexer` itself and calls ``reconcile(key)``, so the passes
+that end-to-end tests only reach by chance (an ephemeral znode, a replan after a concurrent change,
+the finalizer written while the reads are in flight, a dry run) are pinned one by one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kazoo.client import KazooClient
+from zkop_testing.controlplane import ControlPlane
+from zkop_testing.waiting import wait_for
+
+from zkop.kube.client import JSON, ApiException, KubeClient, resource_path
+from zkop.kube.events import EventRecorder
+from zkop.runtime.cache import Indexer
+from zkop.runtime.controller import RetryableError
+from zkop.zkconfig import reconciler as zkc
+from zkop.zkconfig.spec import FINALIZER, GROUP, KIND, PLURAL, VERSION
+from zkop.zookeeper.adapter import ZooKeeperAdapter
+
+REGISTRY = "/zkop/owners"
+
+
+class Reconciler:
+    """A ZooKeeperConfig reconciler over an Indexer the test fills from the API server's answers."""
+
+    def __init__(self, kube: KubeClient, zookeeper: ZooKeeperAdapter, namespace: str, **options: Any) -> None:
+        self.kube, self.namespace = kube, namespace
+        self.cache = Indexer({zkc.PATH_INDEX: zkc.index_by_path, zkc.REF_INDEX: zkc.index_by_ref})
+        self.recorder = EventRecorder(None)
+        self.options = zkc.ReconcilerOptions(cluster_id="test", registry_root=REGISTRY, **options)
+        self.reconciler = zkc.ZooKeeperConfigReconciler(self.cache, kube, zookeeper, self.recorder, self.options)
+
+    def create(self, name: str, spec: dict[str, Any]) -> str:
+        """Create the object in the API server and put it into the cache; its key."""
+        obj = self.kube.request("POST", resource_path(GROUP, VERSION, PLURAL, self.namespace), body={
+            "apiVersion": f"{GROUP}/{VERSION}", "kind": KIND, "metadata": {"name": name}, "spec": spec})
+        self.cache.upsert(obj)
+        return f"{self.namespace}/{name}"
+
+    def get(self, key: str) -> JSON:
+        """The object as the API server has it now."""
+        namespace, name = key.split("/")
+        return self.kube.request("GET", resource_path(GROUP, VERSION, PLURAL, namespace, name))
+
+    def refresh(self, key: str) -> JSON:
+        """Put the API server's current object into the cache (what the informer would do); return it."""
+        obj = self.get(key)
+        self.cache.upsert(obj)
+        return obj
+
+    def reconcile(self, key: str) -> None:
+        self.reconciler.reconcile(key)
+
+    def events(self, key: str) -> list[tuple[str, str]]:
+        """``(type, reason)`` of every Event recorded about ``key``."""
+        return [(type_, reason) for k, type_, reason, _ in self.recorder.recorded if k == key]
+
+
+@pytest.fixture
+def kube(control_plane: ControlPlane) -> Iterator[KubeClient]:
+    with control_plane.admin() as client:
+        yield client
+
+
+def record_of(zk: KazooClient, base: str, path: str) -> bytes | None:
+    with contextlib.suppress(Exception):
+        return bytes(zk.get(f"{base}{REGISTRY}{path}")[0])
+    return None
+
+
+def test_an_ephemeral_znode_is_neither_claimed_nor_adopted_and_a_warning_says_why(
+        kube: KubeClient, namespace: str, adapter: ZooKeeperAdapter, zk: KazooClient, zk_base: str) -> None:
+    """docs/operations.md, ``EphemeralNode``: Stalled, a Warning Event; zkop claims nothing it does not manage."""
+    zk.create(f"{zk_base}/app/session-lock", b"held", ephemeral=True, makepath=True)
+    r = Reconciler(kube, adapter, namespace)
+    key = r.create("lock", {"path": "/app/session-lock", "stringData": "mine"})
+    r.reconcile(key)
+    status = r.get(key)["status"]
+    ready = {c["type"]: c for c in status["conditions"]}
+    assert status["state"] == "Error"
+    assert (ready["Ready"]["status"], ready["Ready"]["reason"]) == ("False", "EphemeralNode")
+    assert ready["Stalled"]["status"] == "True"
+    assert r.events(key) == [("Warning", "EphemeralNode")]
+    assert zk.exists(f"{zk_base}{REGISTRY}/app/session-lock") is None
+    assert zk.get(f"{zk_base}/app/session-lock")[0] == b"held"
+    # Once the session that held it is gone, the path is zkop's like any other.
+    zk.delete(f"{zk_base}/app/session-lock")
+    wait_for(lambda: "/app/session-lock" not in adapter.cache, timeout=30, message="the data watch fires")
+    r.refresh(key)
+    r.reconcile(key)
+    assert zk.get(f"{zk_base}/app/session-lock")[0] == b"mine"
+    assert record_of(zk, zk_base, "/app/session-lock") is not None
+    assert r.events(key)[1:] == [("Normal", "Created")]
+    assert FINALIZER in r.get(key)["metadata"]["finalizers"]
+
+
+def conditions(obj: JSON) -> dict[str, tuple[str, str]]:
+    return {c["type"]: (c["status"], c["reason"]) for c in (obj.get("status") or {}).get("conditions", [])}
+
+
+def test_the_first_pass_adds_the_finalizer_and_writes_the_claim_and_the_znode(
+        kube: KubeClient, namespace: str, adapter: ZooKeeperAdapter, zk: KazooClient, zk_base: str) -> None:
+    r = Reconciler(kube, adapter, namespace)
+    key = r.create("flag", {"path": "/app/flag", "stringData": "on"})
+    r.reconcile(key)
+    obj = r.get(key)
+    assert obj["metadata"]["finalizers"] == [FINALIZER]
+    assert obj["status"]["state"] == "Synced" and obj["status"]["znodeVersion"] == 0
+    assert zk.get(f"{zk_base}/app/flag")[0] == b"on"
+    assert record_of(zk, zk_base, "/app/flag") is not None
+    assert r.events(key) == [("Normal", "Created")]
+    reads = adapter.reads
+    r.refresh(key)
+    r.reconcile(key)  # a resync: answered from the watch-validated cache, nothing written
+    assert adapter.reads == reads and r.get(key)["metadata"]["resourceVersion"] == obj["metadata"]["resourceVersion"]
+
+
+def test_a_path_owned_by_an_older_object_is_decided_before_any_read(
+        kube: KubeClient, namespace: str, adapter: ZooKeeperAdapter, zk: KazooClient, zk_base: str) -> None:
+    r = Reconciler(kube, adapter, namespace)
+    first = r.create("a", {"path": "/app/shared", "stringData": "a"})
+    second = r.create("b", {"path": "/app/shared", "stringData": "b"})  # same second: namespace/name decides
+    reads = adapter.reads
+    r.reconcile(second)
+    assert adapter.reads == reads
+    assert conditions(r.get(second))["Stalled"] == ("True", "PathConflict")
+    assert r.events(second) == [("Warning", "PathConflict")]
+    r.reconcile(first)
+    assert zk.get(f"{zk_base}/app/shared")[0] == b"a"
+
+
+def test_a_znode_created_behind_a_learned_absence_is_replanned_and_adopted(
+        kube: KubeClient, namespace: str, adapter: ZooKeeperAdapter, zk: KazooClient, zk_base: str,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The create planned from the absence fails as a whole (NodeExists); the pass reads again and adopts."""
+    r = Reconciler(kube, adapter, namespace)
+    key = r.create("a", {"path": "/app/a", "stringData": "mine"})
+    r.create("b", {"path": "/app/b", "stringData": "b"})
+    zk.ensure_path(f"{zk_base}/app")
+    zk.ensure_path(f"{zk_base}{REGISTRY}/app")
+    assert r.reconciler.learn_absent() == 4
+    zk.create(f"{zk_base}/app/a", b"by hand")
+    with caplog.at_level("INFO", logger="zkop.zkconfig.reconciler"):
+        r.reconcile(key)
+    assert any("changed during reconcile (attempt 1)" in m for m in caplog.messages)
+    assert zk.get(f"{zk_base}/app/a")[0] == b"mine"
+    assert record_of(zk, zk_base, "/app/a") is not None
+    assert r.events(key) == [("Normal", "Adopted"), ("Normal", "Updated")]
+    assert r.get(key)["status"]["state"] == "Synced"
+
+
+def test_a_deletion_waits_for_the_children_and_a_children_watch_wakes_it(
+        kube: KubeClient, namespace: str, adapter: ZooKeeperAdapter, zk: KazooClient, zk_base: str) -> None:
+    r = Reconciler(kube, adapter, namespace)
+    key = r.create("tree", {"path": "/app/tree", "stringData": "t"})
+    r.reconcile(key)
+    zk.create(f"{zk_base}/app/tree/leaf", b"")
+    fired: list[str] = []
+    adapter.add_watch_listener(fired.append)
+    kube.request("DELETE", resource_path(GROUP, VERSION, PLURAL, namespace, "tree"))
+    r.refresh(key)
+    with pytest.raises(RetryableError, match="never deletes recursively"):
+        r.reconcile(key)
+    assert conditions(r.get(key))["Ready"] == ("False", "HasChildren")
+    zk.delete(f"{zk_base}/app/tree/leaf")
+    wait_for(lambda: "/app/tree" in fired, timeout=30, message="the children watch fires")
+    r.refresh(key)
+    r.reconcile(key)
+    assert zk.exists(f"{zk_base}/app/tree") is None
+    assert zk.exists(f"{zk_base}{REGISTRY}/app/tree") is None or record_of(zk, zk_base, "/app/tree") == b""
+    assert ("Normal", "Deleted") in r.events(key)
+    with pytest.raises(ApiException) as gone:
+        r.get(key)
+    assert gone.value.status == 404
+
+
+def test_a_dry_run_plans_reads_and_writes_nothing_but_its_status(
+        kube: KubeClient, namespace: str, adapter: ZooKeeperAdapter, zk: KazooClient, zk_base: str) -> None:
+    adapter.refuse_writes = "dry run"  # the safety net: a write that got through would raise
+    r = Reconciler(kube, adapter, namespace, dry_run=True)
+    key = r.create("flag", {"path": "/app/flag", "stringData": "on"})
+    r.reconcile(key)
+    obj = r.get(key)
+    assert "finalizers" not in obj["metadata"]
+    assert obj["status"]["state"] == "Pending" and conditions(obj)["Ready"] == ("False", "DryRun")
+    assert "would create /app/flag" in obj["status"]["message"]
+    assert zk.exists(f"{zk_base}/app/flag") is None and zk.exists(f"{zk_base}{REGISTRY}/app/flag") is None
+    assert r.events(key) == []
