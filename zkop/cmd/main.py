@@ -288,6 +288,9 @@ def build_parser() -> argparse.ArgumentParser:
     from zkop.cmd.gitops import add_commands
 
     add_commands(sub)
+    from zkop.cmd.fetch import add_command as add_fetch
+
+    add_fetch(sub)
     return parser
 
 
