@@ -128,3 +128,30 @@ def test_rule_partial_mirror_is_ready_with_a_warning() -> None:
 def test_rule_a_missing_root_mirrors_nothing() -> None:
     decision = decide(MIRROR, SPEC, Snapshot(False, ()), None)
     assert decision.reason == "RootNotFound" and decision.write is not None and decision.write[1]["data"] == {}
+
+
+def test_the_loop_check_reads_the_annotations_the_mirror_writes() -> None:
+    from zkop.mirror import decide as mirror_decide
+    from zkop.zkconfig import refs
+
+    assert (refs.MIRRORED_FROM, refs.MIRRORED_RECURSIVE) == (mirror_decide.ANNOTATION_PATH,
+                                                             mirror_decide.ANNOTATION_RECURSIVE)
+
+
+@pytest.mark.parametrize(("recursive", "path", "loop"), [
+    (True, "/legacy/app/db", True), (True, "/legacy/app", True), (True, "/legacy/other", False),
+    (False, "/legacy/app", True), (False, "/legacy/app/db", False), (True, "/legacy/application", False)])
+def test_a_zookeeperconfig_written_from_a_mirror_of_its_own_path_is_refused(recursive: bool, path: str,
+                                                                             loop: bool) -> None:
+    from zkop.zkconfig.refs import ref_data
+    from zkop.zkconfig.spec import DataRef, InvalidSpec
+
+    spec = MirrorSpec("/legacy/app", recursive, "legacy")
+    config_map = desired_config_map(MIRROR, spec, contents(spec, tree(("db", b"1"))))
+    ref = DataRef("ConfigMap", "legacy", "db")
+    if loop:
+        with pytest.raises(InvalidSpec, match="loop"):
+            ref_data(config_map, ref, writes_to=path)
+    else:
+        assert ref_data(config_map, ref, writes_to=path) == (b"1" if recursive else None)
+    assert ref_data({"data": {"db": "1"}}, ref, writes_to=path) == b"1"  # not a mirror's: no loop

@@ -49,7 +49,8 @@ JSON = dict[str, Any]
 MAX_CONFIGMAP_BYTES = 1024 * 1024
 #: On every ConfigMap a mirror fills (its informer selects them by it).
 MANAGED_LABEL = "platform.example.com/zookeeper-mirror"
-#: The root a ConfigMap is mirrored from, and whether recursively (for the ZooKeeperConfig loop check).
+#: The root a ConfigMap is mirrored from, and whether recursively: ZooKeeperConfigs refuse a ``dataFrom`` that
+#: would write what the mirror reads (``zkop.zkconfig.refs.mirror_loop`` reads the same two names).
 ANNOTATION_PATH = "platform.example.com/mirrored-from"
 ANNOTATION_RECURSIVE = "platform.example.com/mirrored-recursive"
 API_VERSION = "platform.example.com/v1alpha1"
