@@ -31,8 +31,9 @@ def mirror_loop(source: dict[str, Any] | None, ref: DataRef, path: str) -> str |
         return None
     recursive = annotations.get(MIRRORED_RECURSIVE) == "true"
     if path == root or (recursive and path.startswith(root.rstrip("/") + "/")):
-        return (f"ConfigMap {ref.name} is filled by a ZooKeeperMirror from {root}{' (recursive)' if recursive else ''}, "
-                f"which holds {path}: writing {path} from it would write what it reads (a loop)")
+        scope = " (recursive)" if recursive else ""
+        return (f"ConfigMap {ref.name} is filled by a ZooKeeperMirror from {root}{scope}, which holds {path}"
+                f": writing {path} from it would write what it reads (a loop)")
     return None
 
 
