@@ -141,3 +141,25 @@ def test_a_subtree_is_mirrored_kept_up_to_date_and_collected_with_its_mirror(
         kube.request("DELETE", resource_path(*ZKM, ns, "legacy"))
         wait_for(lambda: config_map(kube, "legacy", ns) is None, message="ConfigMap collected with its mirror")
         assert proc.probe("/readyz") == 200
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ({"path": "relative"}, "path must be absolute"),
+    ({"path": "/a/"}, "must not end with '/'"),
+    ({"path": "/a", "recursive": True, "key": "k"}, "spec.key is only for a mirror of one znode"),
+    ({"path": "/a", "key": "..k"}, "key must be a ConfigMap key"),
+    ({"path": "/a", "configMap": "Not_A_Name"}, "DNS-1123 subdomain"),
+])
+def test_the_crd_refuses_bad_mirrors_at_apply_time(installed: list[Any], kube: KubeClient, namespace: str,
+                                                    spec: dict[str, Any], message: str) -> None:
+    with pytest.raises(ApiException) as refused:
+        kube.request("POST", resource_path(*ZKM, namespace), body=mirror("bad", spec.pop("path"), namespace, **spec))
+    assert refused.value.status == 422 and message in str(refused.value.body)
+
+
+def test_the_configmap_of_a_mirror_cannot_change(installed: list[Any], kube: KubeClient, namespace: str) -> None:
+    kube.request("POST", resource_path(*ZKM, namespace), body=mirror("m", "/a", namespace, configMap="one"))
+    with pytest.raises(ApiException) as refused:
+        kube.request("PATCH", resource_path(*ZKM, namespace, "m"), body={"spec": {"configMap": "two"}},
+                     content_type="application/merge-patch+json")
+    assert refused.value.status == 422 and "cannot change" in str(refused.value.body)
