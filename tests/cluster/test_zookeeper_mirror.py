@@ -163,3 +163,16 @@ def test_the_configmap_of_a_mirror_cannot_change(installed: list[Any], kube: Kub
         kube.request("PATCH", resource_path(*ZKM, namespace, "m"), body={"spec": {"configMap": "two"}},
                      content_type="application/merge-patch+json")
     assert refused.value.status == 422 and "cannot change" in str(refused.value.body)
+
+
+def test_a_dry_run_plans_the_configmap_and_writes_nothing(zkop_kubeconfig: str, kube: KubeClient, namespace: str,
+                                                          zk_server: ZooKeeperServer, zk_base: str,
+                                                          zk: KazooClient) -> None:
+    zk.create(f"{zk_base}/dry/k", b"v", makepath=True)
+    args = ["--zookeeper-mirrors", "--namespace", namespace, "--dry-run"]
+    with OperatorProcess(zkop_kubeconfig, f"{zk_server.hosts}{zk_base}", args) as proc:
+        kube.request("POST", resource_path(*ZKM, namespace), body=mirror("dry", "/dry", namespace, recursive=True))
+        wait_for(lambda: f"dry-run zookeeper-mirror {namespace}/dry: would create ConfigMap" in proc.log_tail(200),
+                 message="the create planned")
+        assert config_map(kube, "dry", namespace) is None
+        assert status(kube, "dry", namespace) == {}
