@@ -87,7 +87,7 @@ def _run_fetch(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     try:
         if args.watch:
-            adapter.watch_subtrees("fetch", [args.path])
+            adapter.watch_subtrees("fetch", [args.path], whole=True)
 
             def on_signal(signum: int, frame: FrameType | None) -> None:
                 stop.set()

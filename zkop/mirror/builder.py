@@ -71,7 +71,7 @@ def build_mirrors(client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: Eve
     reader = TreeReader(zookeeper, on_change)
     reconciler = MirrorReconciler(
         mirrors.indexer, config_maps.indexer, reader, ApiWriter(client, recorder, dry_run=dry_run),
-        watch_roots=lambda roots: zookeeper.watch_subtrees(CONTROLLER_NAME, roots))
+        watch_roots=lambda roots: zookeeper.watch_subtrees(CONTROLLER_NAME, roots, whole=True))
     controller = Controller(CONTROLLER_NAME, reconciler, workers=workers, queue=queue)
     controller.watch(mirrors)
     controller.watch(config_maps, reconciler.keys_for_config_map)

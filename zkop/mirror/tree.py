@@ -4,7 +4,8 @@ Only reads: :class:`ReadOnlyZooKeeper` is the adapter surface the mirror and ``z
 (no ``execute``), so neither can write to ZooKeeper.
 
 Data is read with :meth:`ZooKeeperAdapter.read` ``watch=True``: a data watch (none of its own
-under a persistent recursive watch, :meth:`ZooKeeperAdapter.watch_subtrees`), answered from the
+under a persistent recursive watch, :meth:`ZooKeeperAdapter.watch_subtrees` with ``whole``, which
+also reports a change racing with a node's first read), answered from the
 watch-validated cache while nothing changed. Children are listed with
 :meth:`ZooKeeperAdapter.list_watched` (a child watch; an exists watch if the node is absent) and
 remembered here until that watch fires, the same exact rule as the adapter's cache (a listing
