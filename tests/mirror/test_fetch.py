@@ -50,6 +50,14 @@ def test_fetch_exits_1_when_a_znode_is_left_out(zk_server: ZooKeeperServer, zk_b
     assert visible(out) == {"c": b"3"}
 
 
+def test_fetch_of_a_missing_znode_fails_and_writes_nothing(zk_server: ZooKeeperServer, zk_base: str,
+                                                           tmp_path: Path) -> None:
+    out = tmp_path / "config"
+    assert main(["fetch", "--zk-hosts", f"{zk_server.hosts}{zk_base}", "--path", "/absent", "-r",
+                 "--dir", str(out)]) == 1
+    assert not out.exists()
+
+
 def test_atomic_write_replaces_the_set_and_removes_old_payloads(tmp_path: Path) -> None:
     assert write_atomically(tmp_path, {"a": b"1", "b": b"1"})
     first = os.readlink(tmp_path / DATA_DIR)

@@ -36,7 +36,7 @@ def add_command(sub: Any) -> None:
         "fetch", help="write a znode or subtree into a directory (once, or kept up to date with --watch)",
         description="Write the znode at --path (with --recursive, every znode below it) into --dir as files named "
                     "like a ZooKeeperMirror's ConfigMap keys, atomically as the kubelet updates a ConfigMap "
-                    "volume. Exit 0 ok, 1 some znodes left out, 2 error.")
+                    "volume. Exit 0 ok, 1 some znodes left out or --path missing, 2 error.")
     add_zookeeper_flags(fetch, writes=False)
     fetch.add_argument("--path", required=True, type=znode_path, metavar="PATH", help="the znode or subtree root")
     fetch.add_argument("--dir", required=True, metavar="DIRECTORY", help="directory to write into")
@@ -52,8 +52,15 @@ def add_command(sub: Any) -> None:
 
 
 def fetch_files(reader: TreeReader, spec: MirrorSpec, directory: str) -> tuple[bool, int]:
-    """Read ``spec``'s znodes and write them into ``directory``; returns (written, znodes left out)."""
-    wanted = contents(spec, reader.snapshot(spec.path, recursive=spec.recursive))
+    """Read ``spec``'s znodes and write them into ``directory``; returns (written, znodes left out).
+
+    Raises:
+        FileNotFoundError: ``spec.path`` does not exist (nothing written).
+    """
+    snapshot = reader.snapshot(spec.path, recursive=spec.recursive)
+    if not snapshot.root_exists:
+        raise FileNotFoundError(f"znode {spec.path} does not exist")
+    wanted = contents(spec, snapshot)
     for skipped in wanted.skipped:
         log.warning("left out: %s", skipped.message)
     files = {**{k: v.encode("utf-8") for k, v in wanted.data.items()},
@@ -108,6 +115,11 @@ def _run_fetch(args: argparse.Namespace) -> int:
                 log.warning("ZooKeeper unavailable (%s); retrying", err)
                 stop.wait(1.0)
                 changed.set()
+            except FileNotFoundError as err:
+                if not args.watch:
+                    log.error("%s; nothing written", err)
+                    return 1
+                log.warning("%s yet; waiting for it", err)
             except (ZooKeeperError, OSError) as err:
                 log.error("%s", err)
                 return EXIT_ERROR
