@@ -177,3 +177,47 @@ def test_a_dry_run_plans_the_configmap_and_writes_nothing(zkop_kubeconfig: str, 
                  message="the create planned")
         assert config_map(kube, "dry", namespace) is None
         assert status(kube, "dry", namespace) == {}
+
+
+@pytest.mark.parametrize("watch_mode", ["auto", "per-node"])
+def test_a_mirror_follows_changes_after_its_zookeeper_session_expired(
+        zkop_clients: Any, kube: KubeClient, namespace: str, zk_server: ZooKeeperServer, zk_base: str,
+        zk: KazooClient, watch_mode: str) -> None:
+    """In-process as ``zkop run`` wires it (zkop's ServiceAccount): every watch goes with the session; the
+    new session's resync re-arms them, so a later change, a new znode and a delete are all mirrored again."""
+    from zkop_testing.controllers import running
+    from zkop_testing.zookeeper import expire_session
+
+    from zkop.kube.events import EventRecorder
+    from zkop.mirror.builder import build_mirrors
+    from zkop.zookeeper.adapter import ConnectionOptions, ZooKeeperAdapter
+
+    zk.create(f"{zk_base}/s/a", b"1", makepath=True)
+    adapter = ZooKeeperAdapter(ConnectionOptions(hosts=f"{zk_server.hosts}{zk_base}", connect_timeout=10,
+                                                 watch_mode=watch_mode))
+    adapter.start()
+    client = KubeClient(zkop_clients.api_client())
+    recorder = EventRecorder(client, component="zkop")
+    recorder.start()
+    try:
+        mirrors = build_mirrors(client, adapter, recorder, namespaces=[namespace], workers=2, dry_run=False,
+                                resync_period=600.0, inactivity_timeout=10.0)
+        with running(mirrors.informers, mirrors.controllers, zookeeper=adapter,
+                     on_new_session=[mirrors.on_session_reconnected]):
+            kube.request("POST", resource_path(*ZKM, namespace), body=mirror("s", "/s", namespace, recursive=True))
+
+            def data() -> dict[str, str]:
+                return dict((config_map(kube, "s", namespace) or {}).get("data") or {})
+
+            wait_for(lambda: data() == {"a": "1"}, message="mirrored")
+            expire_session(adapter.client, zk_server.hosts)
+            wait_for(lambda: adapter.connected, message="a new session")
+            zk.set(f"{zk_base}/s/a", b"2")
+            zk.create(f"{zk_base}/s/b", b"new")
+            wait_for(lambda: data() == {"a": "2", "b": "new"}, message="changes after the new session mirrored")
+            zk.delete(f"{zk_base}/s/a")
+            wait_for(lambda: data() == {"b": "new"}, message="a delete after the new session mirrored")
+    finally:
+        recorder.stop()
+        client.close()
+        adapter.stop()
