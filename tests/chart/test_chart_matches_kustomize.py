@@ -29,8 +29,10 @@ CASES = {
     "bridge-and-importer": (("serviceBridge.enabled=true", "serviceImport.enabled=true"),
                             ("service-bridge", "service-import")),
     "prometheus": (("metrics.serviceMonitor.enabled=true", "metrics.prometheusRule.enabled=true"), ("prometheus",)),
-    "everything": (("serviceBridge.enabled=true", "serviceImport.enabled=true", "metrics.serviceMonitor.enabled=true",
-                    "metrics.prometheusRule.enabled=true"), ("service-bridge", "service-import", "prometheus")),
+    "mirrors": (("zookeeperMirrors.enabled=true",), ("zookeeper-mirror",)),
+    "everything": (("serviceBridge.enabled=true", "serviceImport.enabled=true", "zookeeperMirrors.enabled=true",
+                    "metrics.serviceMonitor.enabled=true", "metrics.prometheusRule.enabled=true"),
+                   ("service-bridge", "service-import", "zookeeper-mirror", "prometheus")),
 }
 
 
@@ -65,11 +67,14 @@ def test_helm_labels_are_the_only_additions(home: Path) -> None:
         assert labels["app.kubernetes.io/managed-by"] == "Helm"
         assert labels["app.kubernetes.io/instance"] == "zkop"
         assert labels["helm.sh/chart"].startswith("zkop-")
-    (crd,) = find(template(home), "CustomResourceDefinition")
-    flux = {"kustomize.toolkit.fluxcd.io/prune": "disabled"}  # the CRD file's own
-    assert crd["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep", **flux}
-    (crd,) = find(template(home, "crds.keep=false"), "CustomResourceDefinition")
-    assert crd["metadata"]["annotations"] == flux
+    flux = {"kustomize.toolkit.fluxcd.io/prune": "disabled"}  # the CRD files' own
+    crds = find(template(home), "CustomResourceDefinition")
+    assert sorted(crd["metadata"]["name"] for crd in crds) == [
+        "zookeeperconfigs.platform.example.com", "zookeepermirrors.platform.example.com"]
+    for crd in crds:
+        assert crd["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep", **flux}
+    for crd in find(template(home, "crds.keep=false"), "CustomResourceDefinition"):
+        assert crd["metadata"]["annotations"] == flux
     assert not find(template(home, "crds.install=false"), "CustomResourceDefinition")
 
 
@@ -87,6 +92,7 @@ def test_chart_version_is_the_release_version() -> None:
 def test_the_crd_and_the_alerts_are_the_manifests_files(home: Path, tmp_path: Path) -> None:
     """The chart's files/ are symlinks to manifests/, and ``helm package`` packs their contents."""
     links = {"zookeeperconfigs.yaml": REPO / "manifests/crd/zookeeperconfigs.yaml",
+             "zookeepermirrors.yaml": REPO / "manifests/crd/zookeepermirrors.yaml",
              "prometheusrule.yaml": REPO / "manifests/components/prometheus/prometheusrule.yaml"}
     for name, target in links.items():
         assert (CHART / "files" / name).is_symlink() and (CHART / "files" / name).resolve() == target

@@ -47,7 +47,8 @@ def kubectl(plane: ControlPlane, *args: str, input: str | None = None) -> str:
 
 
 def rendered_install(tmp_path: Path) -> list[Obj]:
-    """``kubectl kustomize`` of manifests/default with the service-bridge and service-import components."""
+    """``kubectl kustomize`` of manifests/default with the service-bridge, service-import and zookeeper-mirror
+    components."""
     overlay = tmp_path / "overlay"
     overlay.mkdir()
     def relative(path: str) -> str:  # kustomize refuses absolute paths to bases and components
@@ -57,7 +58,8 @@ def rendered_install(tmp_path: Path) -> list[Obj]:
         "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
         f"resources: [{relative('manifests/default')}]\n"
         f"components: [{relative('manifests/components/service-bridge')}, "
-        f"{relative('manifests/components/service-import')}]\n")
+        f"{relative('manifests/components/service-import')}, "
+        f"{relative('manifests/components/zookeeper-mirror')}]\n")
     out = subprocess.run([venv_kubectl(), "kustomize", str(overlay)], capture_output=True, text=True, timeout=60,
                          check=True).stdout
     return [doc for doc in yaml.safe_load_all(out) if doc]
@@ -71,7 +73,7 @@ def install(plane: ControlPlane, directory: Path) -> list[Obj]:
     kubectl(plane, "apply", "--server-side", "--force-conflicts", "--field-manager=zkop-tests", "-f", "-",
             input=yaml.safe_dump_all(applied))
     kubectl(plane, "wait", "--for=condition=Established", "crd/zookeeperconfigs.platform.example.com",
-            "--timeout=60s")
+            "crd/zookeepermirrors.platform.example.com", "--timeout=60s")
     return objects
 
 

@@ -2,7 +2,7 @@
 
 One ``zkop run`` with every feature on (leader election, ZooKeeperConfigs with data, ConfigMap
 and Secret references, an invalid spec, a path conflict, drift, deletion; the service bridge; the
-service importer; ``--metrics-secure`` scraped by a ServiceAccount bound to the shipped reader role,
+service importer; a ZooKeeperMirror; ``--metrics-secure`` scraped by a ServiceAccount bound to the shipped reader role,
 so zkop sends TokenReviews and SubjectAccessReviews) authenticates as ``zkop-system/zkop`` with a
 token from the TokenRequest API. kube-apiserver's RBAC authorizer decides every request, and its
 audit log (``Metadata`` level) records each one with the verb and resource RBAC saw. A request it
@@ -25,7 +25,7 @@ from zkop_testing.resources import ZKC, create, create_service_with_endpoints, g
 from zkop_testing.waiting import wait_for
 from zkop_testing.zookeeper import ZooKeeperServer
 
-from zkop.kube.client import MERGE_PATCH, KubeClient, resource_path
+from zkop.kube.client import MERGE_PATCH, ApiException, KubeClient, resource_path
 
 ZKOP_USER = "system:serviceaccount:zkop-system:zkop"
 #: Permissions the API server checks in admission, not per request: setting finalizers on an
@@ -70,7 +70,7 @@ def test_rbac_covers_exactly_what_zkop_sends(plane: ControlPlane, installed: lis
     args = ["--leader-elect", "--leader-election-namespace", "zkop-system", "--service-bridge",
             "--service-bridge-endpoints", "--service-bridge-endpoints-debounce", "0.1",
             "--import-services", "--import-root", "/services", "--import-namespace", ns,
-            "--sync-period", "2s", "--metrics-secure"]
+            "--zookeeper-mirrors", "--sync-period", "2s", "--metrics-secure"]
     audit_mark = len(_audited(plane, ZKOP_USER))
     with OperatorProcess(zkop_kubeconfig, f"{zk_server.hosts}{zk_base}", args) as proc:
         create(kube, zkc("flag", "/app/flag", b"on", namespace=ns))
@@ -128,6 +128,22 @@ def test_rbac_covers_exactly_what_zkop_sends(plane: ControlPlane, installed: lis
         wait_for(lambda: port() == 9001, message="imported service updated")
         zk.delete(zk_base + "/services/legacy-orders", recursive=True)
         wait_for(lambda: not imported(), message="imported service removed")
+        # ZooKeeperMirror: a subtree mirrored into a ConfigMap, then a change of it.
+        zk.create(zk_base + "/mirrored/k", b"1", makepath=True)
+        kube.request("POST", resource_path("platform.example.com", "v1alpha1", "zookeepermirrors", ns), body={
+            "apiVersion": "platform.example.com/v1alpha1", "kind": "ZooKeeperMirror", "metadata": {"name": "m"},
+            "spec": {"path": "/mirrored", "recursive": True}})
+
+        def mirrored() -> str | None:
+            try:
+                cm = kube.request("GET", resource_path("", "v1", "configmaps", ns, "m"))
+            except ApiException:
+                return None
+            return str((cm.get("data") or {}).get("k"))
+
+        wait_for(lambda: mirrored() == "1", message="subtree mirrored")
+        zk.set(zk_base + "/mirrored/k", b"2")
+        wait_for(lambda: mirrored() == "2", message="change mirrored")
         assert proc.probe("/readyz") == 200
 
         # Secure metrics: a scraper bound to the shipped reader role (TokenReview + SubjectAccessReview).
@@ -144,9 +160,23 @@ def test_rbac_covers_exactly_what_zkop_sends(plane: ControlPlane, installed: lis
     used = {_triple(e) for e in events}
     # ConfigMaps and Secrets: only the ones ZooKeeperConfigs name, one by one (GET, and WATCH with
     # fieldSelector=metadata.name=, which kube-apiserver authorizes as that name); never a LIST.
+    # The mirror's ConfigMap informer lists and watches only its own label; it writes only its own ConfigMap.
+    config_maps = [e for e in events if e.get("objectRef", {}).get("resource") in ("configmaps", "secrets")]
+    mirror_reads = [e for e in config_maps if e["verb"] in ("list", "watch") and not e["objectRef"].get("name")]
+    assert mirror_reads and all(e["objectRef"]["resource"] == "configmaps" and
+                                "labelSelector=platform.example.com%2Fzookeeper-mirror" in e["requestURI"]
+                                for e in mirror_reads), sorted(e["requestURI"] for e in mirror_reads)
+    # (A cluster-wide zkop also mirrors what earlier tests' namespaces, still being deleted, hold.)
+    writes = {(e["verb"], e["objectRef"].get("namespace")) for e in config_maps if e["verb"] in ("create", "patch")}
+    assert {("create", ns), ("patch", ns)} <= writes, writes
+    assert {e["objectRef"].get("name") for e in config_maps
+            if e["verb"] == "patch" and e["objectRef"].get("namespace") == ns} == {"m"}
     reads = {(e["verb"], e["objectRef"]["resource"], e["objectRef"].get("namespace"), e["objectRef"].get("name"))
-             for e in events if e.get("objectRef", {}).get("resource") in ("configmaps", "secrets")}
-    assert reads == {(verb, resource, ns, name) for verb in ("get", "watch")
-                     for resource, name in (("configmaps", "cm"), ("secrets", "s"))}, sorted(reads)
+             for e in config_maps if e not in mirror_reads and e["verb"] not in ("create", "patch")}
+    # Outside this test's namespace only a mirror's look at a ConfigMap its create found taken (a GET).
+    assert {(verb, resource) for verb, resource, where, _ in reads if where != ns} <= {("get", "configmaps")}
+    assert {r for r in reads if r[2] == ns} == {(verb, resource, ns, name) for verb in ("get", "watch")
+                                                for resource, name in (("configmaps", "cm"), ("secrets", "s"))}, \
+        sorted(reads)
     rules = rbac_rules(installed)
     assert rules - used - ADMISSION_ONLY == set(), f"granted but never used: {sorted(rules - used - ADMISSION_ONLY)}"

@@ -25,3 +25,9 @@ def test_no_other_copy_of_the_crd_in_the_repository() -> None:
     holders = sorted(name for name in tracked if not (REPO / name).is_symlink()
                      and declaration.search((REPO / name).read_text(errors="replace")))
     assert holders == ["manifests/crd/zookeeperconfigs.yaml", "zkop/crds/zookeeperconfigs.yaml"]
+
+
+def test_package_mirror_crd_equals_manifest() -> None:
+    packaged = resources.files("zkop.crds").joinpath("zookeepermirrors.yaml").read_bytes()
+    assert packaged == (CRD_FILE.parent / "zookeepermirrors.yaml").read_bytes(), \
+        "run: cp manifests/crd/zookeepermirrors.yaml zkop/crds/"

@@ -25,6 +25,13 @@ def _run_parser() -> argparse.ArgumentParser:
     return run
 
 
+def _fetch_parser() -> argparse.ArgumentParser:
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    fetch: argparse.ArgumentParser = sub.choices["fetch"]
+    return fetch
+
+
 def _long_flags(parser: argparse.ArgumentParser) -> set[str]:
     return {opt for action in parser._actions for opt in action.option_strings
             if opt.startswith("--") and opt != "--help"}
@@ -53,12 +60,18 @@ def test_every_service_bridge_flag_is_documented() -> None:
     assert not missing, f"docs/operations.md does not document {missing}"
 
 
+def test_zkop_fetch_flags_of_its_own_are_documented() -> None:
+    own = {"--path", "--dir", "--recursive", "--key", "--watch", "--debounce"}
+    assert own <= _long_flags(_fetch_parser())
+    assert sorted(own - _documented() - {"--key"}) == []
+
+
 def test_documented_flags_exist() -> None:
     from zkop.cmd.bridge_flags import add_flags
 
     parser = argparse.ArgumentParser()
     add_flags(parser)
-    known = _long_flags(_run_parser()) | _long_flags(parser)
+    known = _long_flags(_run_parser()) | _long_flags(parser) | _long_flags(_fetch_parser())
     # kubectl's own flags that the guide's commands use
     kubectl_flags = {"--from-literal", "--previous", "--field-selector"}
     assert sorted(_documented() - known - kubectl_flags) == [], "docs/operations.md names flags zkop does not have"

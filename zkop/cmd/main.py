@@ -274,6 +274,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "none: nothing is written to ZooKeeper, Services or EndpointSlices; ZooKeeperConfig "
                           "status shows Ready=False, reason DryRun, with the planned changes, and no finalizer "
                           "is added")
+    run.add_argument("--zookeeper-mirrors", action="store_true",
+                     help="reconcile ZooKeeperMirror objects: a znode or subtree mirrored read-only into a ConfigMap "
+                          "(default off; needs the zookeeper-mirror component's RBAC)")
     run.set_defaults(func=_run)
     from zkop.cmd.bridge_flags import add_flags as add_bridge_flags
 
@@ -288,6 +291,9 @@ def build_parser() -> argparse.ArgumentParser:
     from zkop.cmd.gitops import add_commands
 
     add_commands(sub)
+    from zkop.cmd.fetch import add_command as add_fetch
+
+    add_fetch(sub)
     return parser
 
 
@@ -331,7 +337,8 @@ def _run(args: argparse.Namespace) -> int:
         retry_period=args.leader_election_retry_period, sync_period=args.sync_period,
         graceful_shutdown_timeout=args.graceful_shutdown_timeout, max_data_bytes=args.max_data_bytes,
         cluster_id=args.cluster_id, registry_root=args.registry_root, acl_check_period=args.acl_check_period,
-        bridge=bridge, importer=importer, dry_run=args.dry_run, metrics_secure=args.metrics_secure,
+        bridge=bridge, importer=importer, mirrors=args.zookeeper_mirrors, dry_run=args.dry_run,
+        metrics_secure=args.metrics_secure,
         metrics_cert_dir=args.metrics_cert_dir, metrics_cert_name=args.metrics_cert_name,
         metrics_key_name=args.metrics_cert_key, kube_api_qps=args.kube_api_qps, kube_api_burst=args.kube_api_burst,
     )

@@ -98,6 +98,7 @@ class OperatorOptions:
     startup_probe: bool = True
     bridge: BridgeOptions | None = None
     importer: ImportOptions | None = None
+    mirrors: bool = False
     dry_run: bool = False
 
 
@@ -316,6 +317,18 @@ class Operator:
 
             importer = self._add_service_sync(build_service_importer, options.importer)
             on_new_session.append(importer.on_session_reconnected)
+        if options.mirrors:
+            from zkop.mirror.builder import build_mirrors
+
+            mirrors = build_mirrors(self.client, self.zookeeper, self.recorder, namespaces=namespaces,
+                                    workers=options.workers, dry_run=options.dry_run,
+                                    resync_period=options.sync_period,
+                                    inactivity_timeout=options.watch_inactivity_timeout)
+            for informer in mirrors.informers:
+                self.manager.add(informer, needs_leader=False)
+            for controller in mirrors.controllers:
+                self.manager.add(controller, needs_leader=True)
+            on_new_session.append(mirrors.on_session_reconnected)
         resync_on_new_session(self.zookeeper, on_new_session)
         self.manager.add_healthz_check("ping", lambda: None)
         self.manager.add_healthz_check("workers", self.manager.runnables_healthy)

@@ -247,9 +247,10 @@ class ZooKeeperConfigReconciler:
         session's identities, :attr:`ZooKeeperAdapter.identities`) is an :class:`InvalidSpec`.
         """
         namespace = str((obj.get("metadata") or {}).get("namespace"))
+        path = str((obj.get("spec") or {}).get("path"))
 
         def lookup(ref: DataRef) -> bytes | None:
-            return self._lookup(namespace, ref)
+            return self._lookup(namespace, ref, writes_to=path)
 
         def identities() -> frozenset[AclId]:
             return self.zookeeper.identities
@@ -260,10 +261,11 @@ class ZooKeeperConfigReconciler:
         except (InvalidSpec, RefNotFound) as err:
             return err
 
-    def _lookup(self, namespace: str, ref: DataRef) -> bytes | None:
-        """The bytes of ``ref`` from the ConfigMap/Secret caches."""
+    def _lookup(self, namespace: str, ref: DataRef, *, writes_to: str | None = None) -> bytes | None:
+        """The bytes of ``ref`` from the ConfigMap/Secret caches (``InvalidSpec`` for a mirror loop: ``ref_data``)."""
         cache = self.secrets if ref.secret else self.configmaps
-        return ref_data(cache.get(f"{namespace}/{ref.name}") if cache is not None else None, ref)
+        return ref_data(cache.get(f"{namespace}/{ref.name}") if cache is not None else None, ref,
+                        writes_to=writes_to)
 
     def _cluster_owner(self, desired: DesiredZnode | None) -> str | None:
         """The key of the oldest ZooKeeperConfig in the cache declaring ``desired.path``."""

@@ -209,15 +209,18 @@ class ZooKeeperAdapter:
         """Reads answered from an absence learned by :meth:`learn_absent`."""
         return self.cache.absent_hits
 
-    def watch_subtrees(self, owner: str, paths: Iterable[str]) -> None:
+    def watch_subtrees(self, owner: str, paths: Iterable[str], *, whole: bool = False) -> None:
         """Keep ``owner``'s ``paths`` under persistent recursive watches (replacing its earlier ones).
+
+        With ``whole`` the watch listeners hear of every node created, changed or deleted below
+        ``paths``, not only of nodes registered or remembered (a mirrored subtree).
 
         The roots are :func:`~zkop.zookeeper.watches.covering_roots` of every owner's paths; a read
         or write below an active root needs no watch of its own, and the cache is filled from
         zkop's own writes. No-op with ``watch_mode`` ``per-node`` or on a server < 3.6 (then every
         watched read arms one watch per znode, as before). Never blocks; see :meth:`wait_watches`.
         """
-        self.watches.watch(owner, paths)
+        self.watches.watch(owner, paths, whole=whole)
 
     def wait_watches(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds until the server watches every root; False if not (or not in use)."""

@@ -169,6 +169,8 @@ class PersistentWatches:
         self._cond = threading.Condition(threading.Lock())
         self._wanted: dict[str, frozenset[str]] = {}  # owner -> paths
         self._managed: frozenset[str] = frozenset()
+        self._whole_owners: set[str] = set()
+        self._whole: frozenset[str] = frozenset()  # roots whose every node's events are wanted
         self._roots: frozenset[str] = frozenset()  # wanted roots
         self._active: frozenset[str] = frozenset()  # answered on this connection (copy-on-write)
         self._pending: dict[str, float] = {}  # root -> monotonic time its addWatch was sent
@@ -199,16 +201,23 @@ class PersistentWatches:
         """The roots the server watches on the current connection."""
         return self._active
 
-    def watch(self, owner: str, paths: Iterable[str]) -> None:
+    def watch(self, owner: str, paths: Iterable[str], *, whole: bool = False) -> None:
         """Keep ``owner``'s ``paths`` (and everything below) under persistent recursive watches.
 
         Replaces ``owner``'s earlier paths. New roots are added at once (if connected); roots no
         longer wanted are removed once the new ones are active, and what the cache remembers below
         them, not covered by another root, is dropped. Events for paths under a root that nobody
-        registered and the cache does not hold are dropped on the reader thread. Never blocks.
+        registered and the cache does not hold are dropped on the reader thread, unless an owner
+        registered it with ``whole`` (it wants every node below its paths: a mirrored subtree).
+        Never blocks.
         """
         with self._cond:
             self._wanted[owner] = frozenset(paths)
+            if whole:
+                self._whole_owners.add(owner)
+            else:
+                self._whole_owners.discard(owner)
+            self._whole = frozenset().union(*(self._wanted[o] for o in self._whole_owners))
             self._managed = frozenset().union(*self._wanted.values())
             roots = covering_roots(self._managed)
             added, removed = roots - self._roots, self._roots - roots
@@ -345,7 +354,8 @@ class PersistentWatches:
                 path = client.unchroot(full_path)
                 if covered(path, active):
                     own, was_known = self.cache.on_event(path, event_type)
-                    if not own and (was_known or path in self._managed) and not client._stopped.is_set():
+                    wanted = was_known or path in self._managed or covered(path, self._whole)
+                    if not own and wanted and not client._stopped.is_set():
                         client.handler.dispatch_callback(Callback("watch", self.cache.notify, (path,)))
             if full_path not in client._data_watchers and full_path not in client._child_watchers:
                 return  # no one-shot watcher for kazoo to fire

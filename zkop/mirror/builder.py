@@ -1,0 +1,79 @@
+"""Wire the ZooKeeperMirror controller: informers, the ``zookeeper-mirror`` controller, its reconciler and watches.
+
+The same shape as the service importer (:mod:`zkop.services.importer.builder`): the manager starts
+the informers on every replica, the controller only while leading, and calls
+:meth:`ZooKeeperMirrors.on_session_reconnected` after a new ZooKeeper session.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from zkop.kube.client import KubeClient
+from zkop.kube.events import EventRecorder
+from zkop.mirror.decide import MANAGED_LABEL
+from zkop.mirror.reconciler import MirrorReconciler
+from zkop.mirror.tree import TreeReader
+from zkop.mirror.writer import GROUP, PLURAL, VERSION, ApiWriter
+from zkop.runtime.cache import Informer, ResourceRef
+from zkop.runtime.controller import Controller
+from zkop.runtime.workqueue import RateLimitingQueue
+from zkop.zookeeper.adapter import ZooKeeperAdapter
+
+__all__ = ["CONTROLLER_NAME", "MIRRORS", "ZooKeeperMirrors", "build_mirrors"]
+
+log = logging.getLogger(__name__)
+
+CONTROLLER_NAME = "zookeeper-mirror"
+MIRRORS = ResourceRef(GROUP, VERSION, PLURAL)
+CONFIGMAPS = ResourceRef("", "v1", "configmaps")
+
+
+@dataclass
+class ZooKeeperMirrors:
+    """The mirror feature's parts for the manager: ``informers`` (every replica), ``controllers`` (leader)."""
+
+    informers: list[Informer]
+    controllers: list[Controller]
+    reconciler: MirrorReconciler
+    reader: TreeReader
+
+    def on_session_reconnected(self) -> None:
+        """A new ZooKeeper session (every watch is gone): forget the listings, re-read every mirror."""
+        self.reader.forget_all()
+        for key in self.reconciler.all_keys():
+            self.controllers[0].queue.add(key)
+
+
+def build_mirrors(client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: EventRecorder, *,
+                  namespaces: Sequence[str] | None, workers: int, dry_run: bool, resync_period: float,
+                  inactivity_timeout: float) -> ZooKeeperMirrors:
+    """Build (not start) the mirror controller; ZooKeeper is only read (:class:`~zkop.mirror.tree.ReadOnlyZooKeeper`).
+
+    Args:
+        namespaces: the namespaces watched (``None``: all).
+        dry_run: the writer plans and logs instead of writing.
+        resync_period: seconds between re-reads of every mirror (the informers' resync).
+        inactivity_timeout: seconds a silent API watch is kept before it is reopened.
+    """
+    queue: RateLimitingQueue[str] = RateLimitingQueue(CONTROLLER_NAME)
+
+    def on_change(path: str) -> None:
+        for key in reconciler.keys_for_path(path):
+            queue.add(key)
+
+    mirrors = Informer(client, MIRRORS, namespaces=namespaces, resync_period=resync_period, name="zookeepermirrors",
+                       inactivity_timeout=inactivity_timeout)
+    config_maps = Informer(client, CONFIGMAPS, namespaces=namespaces, resync_period=0, name="mirror-configmaps",
+                           label_selector=MANAGED_LABEL, inactivity_timeout=inactivity_timeout)
+    reader = TreeReader(zookeeper, on_change)
+    reconciler = MirrorReconciler(
+        mirrors.indexer, config_maps.indexer, reader, ApiWriter(client, recorder, dry_run=dry_run),
+        watch_roots=lambda roots: zookeeper.watch_subtrees(CONTROLLER_NAME, roots, whole=True))
+    controller = Controller(CONTROLLER_NAME, reconciler, workers=workers, queue=queue)
+    controller.watch(mirrors)
+    controller.watch(config_maps, reconciler.keys_for_config_map)
+    zookeeper.add_watch_listener(on_change)
+    return ZooKeeperMirrors([mirrors, config_maps], [controller], reconciler, reader)

@@ -1,0 +1,179 @@
+"""Reconcile one ZooKeeperMirror: pre-check, gather, decide once, apply.
+
+1. pure pre-check: the spec (:func:`~zkop.mirror.decide.parse_spec`); nothing is read for an
+   invalid one;
+2. gather: the znodes under the root (:class:`~zkop.mirror.tree.TreeReader`, watched) and the
+   ConfigMap from the label-selected cache; if the create then answers AlreadyExists, the
+   ConfigMap is read once from the API server (a foreign one is not in that cache) and the
+   pass decided again with it;
+3. :func:`~zkop.mirror.decide.decide`;
+4. apply through the injected :class:`~zkop.mirror.writer.ApiWriter`: the ConfigMap write, the
+   status (only when it differs), Warning Events when the reported outcome changes.
+
+Watch events (kazoo's thread) map a path to the mirrors whose root covers it
+(:meth:`MirrorReconciler.keys_for_path`) and only enqueue.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from zkop.kube.client import JSON
+from zkop.kube.events import now_rfc3339
+from zkop.mirror.decide import Decision, MirrorSpec, SpecError, decide, parse_spec
+from zkop.mirror.tree import TreeReader
+from zkop.mirror.writer import AlreadyExists, ApiWriter
+from zkop.runtime.cache import Indexer
+from zkop.runtime.controller import Result, RetryableError
+from zkop.zookeeper.adapter import ZooKeeperError
+
+__all__ = ["MirrorReconciler", "desired_status", "mirror_covers"]
+
+log = logging.getLogger(__name__)
+
+#: At most this many left-out znodes are listed in ``status.skipped``.
+MAX_SKIPPED_IN_STATUS = 20
+
+
+def mirror_covers(spec: MirrorSpec, path: str) -> bool:
+    """Whether a change of ``path`` can change what ``spec`` mirrors."""
+    if path == spec.path:
+        return True
+    return spec.recursive and path.startswith(spec.path.rstrip("/") + "/")
+
+
+def _condition(old: list[JSON], type_: str, status: str, reason: str, message: str, generation: int,
+               now: str) -> JSON:
+    previous = next((c for c in old if c.get("type") == type_), {})
+    transition = previous.get("lastTransitionTime") if previous.get("status") == status else None
+    return {"type": type_, "status": status, "reason": reason, "message": message,
+            "observedGeneration": generation, "lastTransitionTime": transition or now}
+
+
+def desired_status(old: JSON, decision: Decision, generation: int, config_map: str | None, now: str) -> JSON:
+    """The mirror's status after ``decision`` (``lastChange`` moves only when the ConfigMap's contents do)."""
+    conditions = old.get("conditions") or []
+    ready = _condition(conditions, "Ready", "True" if decision.ready else "False", decision.reason,
+                       decision.message, generation, now)
+    new: JSON = {
+        "observedGeneration": generation, "conditions": [ready], "mirrored": decision.mirrored,
+        "skipped": [{"path": s.path, "reason": s.reason, "message": s.message}
+                    for s in decision.skipped[:MAX_SKIPPED_IN_STATUS]],
+        "configMap": config_map, "lastChange": now if decision.changed else old.get("lastChange"),
+    }
+    if decision.stalled:
+        new["conditions"].append(_condition(conditions, "Stalled", "True", decision.reason, decision.message,
+                                            generation, now))
+    return {k: v for k, v in new.items() if v is not None}
+
+
+def _same(old: JSON, new: JSON) -> bool:
+    """Whether patching ``new`` over ``old`` would change nothing."""
+    return all(old.get(k) == v for k, v in new.items())
+
+
+class MirrorReconciler:
+    """Reconciles ZooKeeperMirrors (keys ``namespace/name``).
+
+    Args:
+        mirrors: the mirrors informer's indexer.
+        config_maps: the indexer of ConfigMaps carrying :data:`~zkop.mirror.decide.MANAGED_LABEL`.
+        reader: watched, read-only ZooKeeper reads.
+        writer: every API write (the dry-run seam).
+        watch_roots: ``f(roots)`` keeps persistent recursive watches on the mirrors' roots.
+    """
+
+    def __init__(self, mirrors: Indexer, config_maps: Indexer, reader: TreeReader, writer: ApiWriter, *,
+                 watch_roots: Callable[[list[str]], None] = lambda roots: None) -> None:
+        self.mirrors = mirrors
+        self.config_maps = config_maps
+        self.reader = reader
+        self.writer = writer
+        self.watch_roots = watch_roots
+        self._roots: frozenset[str] = frozenset()
+
+    def _specs(self) -> list[tuple[str, MirrorSpec]]:
+        specs = []
+        for obj in self.mirrors.list():
+            try:
+                spec = parse_spec(obj)
+            except SpecError:
+                continue
+            meta = obj.get("metadata") or {}
+            specs.append((f"{meta.get('namespace')}/{meta.get('name')}", spec))
+        return specs
+
+    def keys_for_path(self, path: str) -> list[str]:
+        """The mirrors a change of ``path`` concerns (kazoo's thread: no I/O)."""
+        return [key for key, spec in self._specs() if mirror_covers(spec, path)]
+
+    def keys_for_config_map(self, obj: JSON) -> list[str]:
+        """ConfigMaps informer mapping: the mirrors that own the ConfigMap."""
+        meta = obj.get("metadata") or {}
+        return [f"{meta.get('namespace')}/{ref.get('name')}" for ref in meta.get("ownerReferences") or []
+                if ref.get("kind") == "ZooKeeperMirror"]
+
+    def all_keys(self) -> list[str]:
+        """Every mirror's key."""
+        return [f"{(o.get('metadata') or {}).get('namespace')}/{(o.get('metadata') or {}).get('name')}"
+                for o in self.mirrors.list()]
+
+    def _keep_roots_watched(self) -> None:
+        roots = frozenset(spec.path for _, spec in self._specs())
+        if roots != self._roots:
+            self._roots = roots
+            self.watch_roots(sorted(roots))
+
+    def reconcile(self, key: str) -> Result:
+        """One pass for mirror ``key`` (see the module docstring).
+
+        Raises:
+            RetryableError: ZooKeeper or the API server failed; the key is retried with backoff.
+        """
+        mirror = self.mirrors.get(key)
+        self._keep_roots_watched()
+        if mirror is None or (mirror.get("metadata") or {}).get("deletionTimestamp"):
+            return Result()  # the garbage collector deletes the owned ConfigMap
+        namespace = str(mirror["metadata"]["namespace"])
+        spec: MirrorSpec | SpecError
+        try:
+            spec = parse_spec(mirror)
+        except SpecError as err:
+            spec = err
+        snapshot = None
+        existing = None
+        if isinstance(spec, MirrorSpec):
+            try:
+                snapshot = self.reader.snapshot(spec.path, recursive=spec.recursive)
+            except ZooKeeperError as err:
+                raise RetryableError(f"{key}: {err}") from err
+            existing = self.config_maps.get(f"{namespace}/{spec.config_map}")
+        decision = decide(mirror, spec, snapshot, existing)
+        write = decision.write
+        if write is not None and isinstance(spec, MirrorSpec):
+            try:
+                self.writer.write_config_map(namespace, spec.config_map, write)
+            except AlreadyExists:
+                existing = self.writer.get_config_map(namespace, spec.config_map)
+                decision = decide(mirror, spec, snapshot, existing)
+                if decision.write is not None:
+                    raise RetryableError(f"{key}: ConfigMap {spec.config_map} changed meanwhile") from None
+            else:
+                if write[0] == "create":
+                    self.writer.event(mirror, "Normal", "Created",
+                                      f"ConfigMap {spec.config_map} created from {spec.path}")
+        self._report(mirror, decision, spec.config_map if isinstance(spec, MirrorSpec) else None)
+        return Result()
+
+    def _report(self, mirror: JSON, decision: Decision, config_map: str | None) -> None:
+        old = mirror.get("status") or {}
+        new = desired_status(old, decision, int(mirror["metadata"].get("generation") or 0), config_map,
+                             now_rfc3339())
+        if _same(old, new):
+            return
+        previous: JSON = next((c for c in old.get("conditions") or [] if c.get("type") == "Ready"), {})
+        if (previous.get("reason"), previous.get("message")) != (decision.reason, decision.message):
+            for reason, message in decision.warnings:
+                self.writer.event(mirror, "Warning", reason, message)
+        self.writer.patch_status(mirror, new)

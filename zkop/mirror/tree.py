@@ -1,0 +1,135 @@
+"""Read a znode or a subtree for a mirror, read-only, with every change watched.
+
+Only reads: :class:`ReadOnlyZooKeeper` is the adapter surface the mirror and ``zkop fetch`` get
+(no ``execute``), so neither can write to ZooKeeper.
+
+Data is read with :meth:`~zkop.zookeeper.adapter.ZooKeeperAdapter.read` ``watch=True``: a data
+watch (none of its own under a persistent recursive watch,
+:meth:`~zkop.zookeeper.adapter.ZooKeeperAdapter.watch_subtrees` with ``whole``, which also reports
+a change racing with a node's first read), answered from the
+watch-validated cache while nothing changed. Children are listed with
+:meth:`~zkop.zookeeper.adapter.ZooKeeperAdapter.list_watched` (a child watch; an exists watch if the node is absent) and
+remembered here until that watch fires, the same exact rule as the adapter's cache (a listing
+whose watch fired while it was read is not stored). So a pass after one change costs the reads
+of what changed, not of the whole subtree.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from zkop.zookeeper.actions import Observed
+from zkop.zookeeper.adapter import Listing, ZooKeeperNoAuth
+
+__all__ = ["ReadOnlyZooKeeper", "Snapshot", "TreeReader", "Znode"]
+
+
+class ReadOnlyZooKeeper(Protocol):
+    """The reads the mirror may make (:class:`~zkop.zookeeper.adapter.ZooKeeperAdapter` has them)."""
+
+    def read(self, path: str, expected_acl: Any = ..., *, watch: bool = False) -> Observed | None: ...
+
+    def list_watched(self, path: str, on_change: Callable[[str], None]) -> Listing | None: ...
+
+
+@dataclass(frozen=True)
+class Znode:
+    """A znode read: its ``path``, the path ``relative`` to the root (``""`` for the root) and its ``data``."""
+
+    path: str
+    relative: str
+    data: bytes
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A root read at one moment: whether it exists, the znodes mirrored, the paths ZooKeeper refused (NoAuth)."""
+
+    root_exists: bool
+    nodes: tuple[Znode, ...]
+    unreadable: tuple[str, ...] = ()
+
+
+def _join(parent: str, name: str) -> str:
+    return f"{parent.rstrip('/')}/{name}"
+
+
+class TreeReader:
+    """Watched reads of roots; ``on_change(path)`` runs on kazoo's thread for every fired child watch.
+
+    Thread-safe. A recursive read mirrors every znode below the root that holds data or has no
+    children (an empty interior znode is structure, not a value); the root itself only when not
+    recursive. ``/zookeeper`` is never read.
+    """
+
+    def __init__(self, zookeeper: ReadOnlyZooKeeper, on_change: Callable[[str], None]) -> None:
+        self.zookeeper = zookeeper
+        self.on_change = on_change
+        self._lock = threading.Lock()
+        self._listings: dict[str, Listing | None] = {}
+        self._generations: dict[str, int] = {}
+        self._epoch = 0
+
+    def forget_all(self) -> None:
+        """Drop every remembered listing (a new session: every watch is gone)."""
+        with self._lock:
+            self._epoch += 1
+            self._listings.clear()
+
+    def _fired(self, path: str) -> None:
+        with self._lock:
+            self._generations[path] = self._generations.get(path, 0) + 1
+            self._listings.pop(path, None)
+        self.on_change(path)
+
+    def _list(self, path: str) -> Listing | None:
+        with self._lock:
+            if path in self._listings:
+                return self._listings[path]
+            generation = (self._epoch, self._generations.get(path, 0))
+        listing = self.zookeeper.list_watched(path, self._fired)
+        with self._lock:
+            if (self._epoch, self._generations.get(path, 0)) == generation:
+                self._listings[path] = listing
+        return listing
+
+    def snapshot(self, root: str, *, recursive: bool) -> Snapshot:
+        """Read ``root`` (and, if ``recursive``, its subtree), arming the watches.
+
+        Raises:
+            ZooKeeperUnavailable: the session is not connected (the caller retries).
+        """
+        if not recursive:
+            try:
+                observed = self.zookeeper.read(root, watch=True)
+            except ZooKeeperNoAuth:
+                return Snapshot(True, (), (root,))
+            if observed is None:
+                return Snapshot(False, ())
+            return Snapshot(True, (Znode(root, "", observed.data),))
+        nodes: list[Znode] = []
+        unreadable: list[str] = []
+        try:
+            top = self._list(root)
+        except ZooKeeperNoAuth:
+            return Snapshot(True, (), (root,))
+        if top is None:
+            return Snapshot(False, ())
+        pending = [(_join(root, c), c) for c in top.children if not (root == "/" and c == "zookeeper")]
+        while pending:
+            path, relative = pending.pop(0)
+            try:
+                listing = self._list(path)
+                observed = self.zookeeper.read(path, watch=True) if listing is not None else None
+            except ZooKeeperNoAuth:
+                unreadable.append(path)
+                continue
+            if listing is None or observed is None:
+                continue  # deleted while being read; its parent's child watch brings the next pass
+            if observed.data or not listing.children:
+                nodes.append(Znode(path, relative, observed.data))
+            pending.extend((_join(path, c), f"{relative}/{c}") for c in listing.children)
+        return Snapshot(True, tuple(sorted(nodes, key=lambda n: n.path)), tuple(sorted(unreadable)))
