@@ -64,6 +64,7 @@ class EventRecorder:
         self.client = client
         self._normal_budget = TokenBucket(normal_qps, normal_burst)
         self._normal_dropped = metrics.EVENTS_DROPPED.labels("Normal")  # looked up once
+        metrics.EVENTS_DROPPED.labels("Warning").inc(0)  # both series from the start, at 0
         self.component = component
         self.correlator = correlator or EventCorrelator()
         self._queue: queue.Queue[tuple[JSON, EventType, str, str] | None] = queue.Queue(max_pending)
