@@ -45,6 +45,19 @@ def test_probes_and_metrics_use_controller_runtime_names(kubeconfig: str, kube: 
         assert "_created" not in text
 
 
+def test_counters_known_up_front_are_exported_at_zero_from_the_start(kubeconfig: str, kube: KubeClient,
+                                                                      zk_server: ZooKeeperServer, zk_base: str) -> None:
+    """Prometheus' instrumentation advice: a labelled counter that first appears at 1 is missed by
+    ``increase()``, so the first hand edit after a start would not fire ``ZkopDriftCorrected``."""
+    with OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}") as proc:
+        text = proc.metrics()
+    for series in ('zkop_drift_corrections_total{controller="zookeeperconfig"} 0.0',
+                   'zkop_zookeeper_quiet_retries_total{controller="zookeeperconfig"} 0.0',
+                   'zkop_events_dropped_total{type="Normal"} 0.0',
+                   'zkop_events_dropped_total{type="Warning"} 0.0'):
+        assert series in text, series
+
+
 def test_fresh_object_is_in_progress_for_flux_until_synced(kubeconfig: str, kube: KubeClient,
                                                            zk_server: ZooKeeperServer, zk_base: str) -> None:
     obj = create(kube, zkc("fresh", "/app/fresh", b"1"))

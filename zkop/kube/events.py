@@ -1,15 +1,16 @@
 """Kubernetes Events for the objects zkop manages (``kubectl describe`` shows them).
 
 Events are ``core/v1`` Events written from a background thread so a slow API
-never stalls a reconcile; repeats of the same (object, type, reason, message)
-within ``dedupe_window`` seconds are folded into one Event whose ``count`` goes
-up, like client-go's ``EventCorrelator``. Messages must never carry secret data.
+never stalls a reconcile, correlated as client-go's ``EventCorrelator`` does
+(:mod:`zkop.kube.correlator`): a repeat is a patch of the earlier Event's ``count``
+and ``lastTimestamp``, ten or more messages of one reason about one object within
+10 minutes become one aggregate Event, and every object has a budget of 25 Events
+per type refilled one every 5 minutes (both types; skipped Events are counted in
+``zkop_events_dropped_total``). Messages must never carry secret data.
 
-``Normal`` Events share one token bucket (``normal_qps``, ``normal_burst``): a
+``Normal`` Events also share one token bucket (``normal_qps``, ``normal_burst``): a
 cold start over thousands of objects would otherwise double the API write load
-with ``Created`` Events. Over budget they are dropped and counted
-(``zkop_events_dropped_total``), as client-go's spam filter drops Events;
-``Warning`` Events are never dropped.
+with ``Created`` Events. Over budget they are dropped and counted too.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any, Literal
 
 from zkop.kube import metrics
 from zkop.kube.client import JSON, ApiException, KubeClient, resource_path
+from zkop.kube.correlator import EventCorrelator, EventFields
 from zkop.kube.flowcontrol import TokenBucket
 
 __all__ = ["EventRecorder"]
@@ -51,20 +53,21 @@ class EventRecorder:
     Args:
         client: JSON client; ``None`` makes a recorder that only logs (``zkop sync``).
         component: ``source.component`` / ``reportingController``.
-        dedupe_window: seconds within which identical events are folded.
+        correlator: aggregation, counting and the per-object spam filter (client-go's defaults if ``None``).
         max_pending: events waiting to be written; more are dropped (and logged).
         normal_qps, normal_burst: budget of ``Normal`` Events, per second and at once.
     """
 
-    def __init__(self, client: KubeClient | None, component: str = "zkop", *, dedupe_window: float = 600.0,
-                 max_pending: int = 1000, normal_qps: float = 1.0, normal_burst: int = 50) -> None:
+    def __init__(self, client: KubeClient | None, component: str = "zkop", *,
+                 correlator: EventCorrelator | None = None, max_pending: int = 1000, normal_qps: float = 1.0,
+                 normal_burst: int = 50) -> None:
         self.client = client
         self._normal_budget = TokenBucket(normal_qps, normal_burst)
         self._normal_dropped = metrics.EVENTS_DROPPED.labels("Normal")  # looked up once
+        metrics.EVENTS_DROPPED.labels("Warning").inc(0)  # both series from the start, at 0
         self.component = component
-        self.dedupe_window = dedupe_window
+        self.correlator = correlator or EventCorrelator()
         self._queue: queue.Queue[tuple[JSON, EventType, str, str] | None] = queue.Queue(max_pending)
-        self._seen: dict[tuple[str, str, str, str], tuple[str, str, int, float]] = {}
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
         self._stop_requested = False  # stop() began: the writer ends after the flush
@@ -140,44 +143,49 @@ class EventRecorder:
                 log.warning("could not record event: %s", err)
 
     def _write(self, obj: JSON, type_: EventType, reason: str, message: str) -> None:
+        """Write one Event as client-go's ``recordToSink`` does: correlate, then patch or create it.
+
+        A patch of an Event object that is gone (404) creates it again (client-go ``recordEvent``).
+        """
         assert self.client is not None
         meta = obj.get("metadata") or {}
         namespace = meta.get("namespace") or "default"
-        key = (str(meta.get("uid")), type_, reason, message)
+        fields = EventFields(self.component, str(obj.get("kind")), str(meta.get("namespace")), str(meta.get("name")),
+                             str(meta.get("uid")), str(obj.get("apiVersion")), type_, reason, message[:1024])
+        result = self.correlator.correlate(fields, f"{meta.get('name')}.{time.time_ns():x}")
+        if result is None:
+            metrics.EVENTS_DROPPED.labels(type_).inc()
+            return
         now = now_rfc3339()
-        seen = self._seen.get(key)
-        mono = time.monotonic()
-        if seen is not None and mono - seen[3] < self.dedupe_window:
-            name, first, count, _ = seen
+        first = result.first_timestamp or now
+        if result.count > 1:
             try:
                 self.client.request(
-                    "PATCH", resource_path("", "v1", "events", namespace, name),
-                    body={"count": count + 1, "lastTimestamp": now}, content_type="application/merge-patch+json",
+                    "PATCH", resource_path("", "v1", "events", namespace, result.name),
+                    body={"count": result.count, "lastTimestamp": now, "message": result.message},
+                    content_type="application/merge-patch+json",
                 )
-                self._seen[key] = (name, first, count + 1, mono)
+                self.correlator.update_state(result.key, result.name, result.count, first)
                 return
             except ApiException as err:
                 if err.status != 404:
                     raise
-        name = f"{meta.get('name')}.{time.time_ns():x}"
         body: dict[str, Any] = {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"name": name, "namespace": namespace},
+            "metadata": {"name": result.name, "namespace": namespace},
             "involvedObject": {
                 "apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "namespace": meta.get("namespace"),
                 "name": meta.get("name"), "uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion"),
             },
             "reason": reason,
-            "message": message[:1024],
+            "message": result.message,
             "type": type_,
             "source": {"component": self.component},
             "reportingComponent": self.component,
-            "firstTimestamp": now,
+            "firstTimestamp": first,
             "lastTimestamp": now,
-            "count": 1,
+            "count": result.count,
         }
         self.client.request("POST", resource_path("", "v1", "events", namespace), body=body)
-        if len(self._seen) > 10_000:
-            self._seen.clear()
-        self._seen[key] = (name, now, 1, mono)
+        self.correlator.update_state(result.key, result.name, result.count, first)

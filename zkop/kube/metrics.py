@@ -29,7 +29,7 @@ prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
 
 EVENTS_DROPPED = Counter(
     "zkop_events_dropped_total",
-    "Kubernetes Events not written because the Normal-event budget was spent.",
+    "Kubernetes Events not written: the Normal-event budget or the object's Event budget was spent.",
     ["type"],
 )
 REST_CLIENT_REQUESTS = Counter(

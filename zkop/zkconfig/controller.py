@@ -38,6 +38,7 @@ from zkop.runtime.controller import Controller
 from zkop.runtime.manager import Manager
 from zkop.runtime.ownwrites import OwnWrites
 from zkop.runtime.workqueue import RateLimitingQueue
+from zkop.zkconfig import metrics
 from zkop.zkconfig.aclcheck import AclCheck
 from zkop.zkconfig.reconciler import (
     PATH_INDEX,
@@ -199,6 +200,9 @@ def setup(
     Returns:
         The parts, e.g. for :meth:`ZooKeeperConfigController.on_session_reconnected`.
     """
+    # Series known up front start at 0 (Prometheus' advice), so ``increase()`` sees the first one.
+    for counter in (metrics.DRIFT_CORRECTIONS, metrics.ZOOKEEPER_QUIET_RETRIES):
+        counter.labels(CONTROLLER_NAME).inc(0)
     informer = Informer(
         client, ZOOKEEPERCONFIGS, name="zookeeperconfigs", namespaces=namespaces,
         indexers={PATH_INDEX: index_by_path, REF_INDEX: index_by_ref}, resync_period=sync_period,
