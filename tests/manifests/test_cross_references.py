@@ -145,7 +145,13 @@ def _architecture_references() -> tuple[list[str], list[str]]:
     names = []
     modules = {".".join(p.relative_to(ROOT / "zkop").with_suffix("").parts).removesuffix(".__init__")
                for p in (ROOT / "zkop").rglob("*.py")} - {"__init__"}
-    leaves = {m.rpartition(".")[2]: m for m in modules}
+    leaves: dict[str, str] = {}
+    ambiguous = set()
+    for m in sorted(modules):
+        leaf = m.rpartition(".")[2]
+        if leaf in leaves:
+            ambiguous.add(leaf)
+        leaves[leaf] = m
     for span in spans:
         if "/" in span or span.endswith(".py"):
             continue
@@ -155,6 +161,8 @@ def _architecture_references() -> tuple[list[str], list[str]]:
                 continue
             if f"zkop.{name}".rsplit(".", 1)[0] in {f"zkop.{m}" for m in modules} or head == "zkop":
                 names.append(name if head == "zkop" else f"zkop.{name}")
+            elif head in ambiguous:
+                names.append(f"ambiguous: {name} (qualify it: several zkop modules are called {head})")
             elif head in leaves:
                 names.append(f"zkop.{leaves[head]}.{name.partition('.')[2]}")
     return paths, sorted(set(names))
