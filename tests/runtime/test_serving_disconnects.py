@@ -14,7 +14,6 @@ import logging
 import socket
 import ssl
 import struct
-import sys
 import threading
 import urllib.error
 import urllib.request
@@ -51,17 +50,16 @@ def insecure() -> ssl.SSLContext:
     return context
 
 
-def request_threads() -> set[threading.Thread]:
-    """The live threads running a request in :mod:`zkop.runtime.serving` (not the API double's)."""
-    frames = sys._current_frames()
-    serving_threads = set()
+def request_threads(port: int) -> list[threading.Thread]:
+    """The live threads running a request of the server on ``port``: ``socketserver.ThreadingMixIn`` starts each
+    with its ``process_request_thread`` as target (until the thread ends, error handling included)."""
+    found = []
     for thread in threading.enumerate():
-        frame = frames.get(thread.ident or -1)
-        while frame is not None and frame.f_code.co_filename != serving.__file__:
-            frame = frame.f_back
-        if frame is not None and not thread.name.startswith(("health-", "metrics-")):  # not serve_forever's
-            serving_threads.add(thread)
-    return serving_threads
+        run = getattr(thread, "_target", None)
+        address = getattr(getattr(run, "__self__", None), "server_address", ("", -1))
+        if getattr(run, "__name__", "") == "process_request_thread" and address[1] == port:
+            found.append(thread)
+    return found
 
 
 class _Blocking:
@@ -184,10 +182,10 @@ def debug_log(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
     return caplog
 
 
-def assert_quiet(before: set[threading.Thread], capfd: pytest.CaptureFixture[str],
+def assert_quiet(port: int, capfd: pytest.CaptureFixture[str],
                  debug_log: pytest.LogCaptureFixture) -> None:
     """Once the request's thread has ended: nothing on stderr, no handler error, one debug line."""
-    wait_for(lambda: not (request_threads() - before), message="the request's thread ended")
+    wait_for(lambda: not request_threads(port), message="the request's thread ended")
     err = capfd.readouterr().err
     assert "Traceback" not in err and "Exception occurred" not in err, err
     assert server_errors.take() == []
@@ -201,26 +199,24 @@ def still_serving(target: Target) -> bool:
 
 def test_a_client_that_resets_mid_request_is_logged_at_debug(target: Target, capfd: pytest.CaptureFixture[str],
                                                              debug_log: pytest.LogCaptureFixture) -> None:
-    before = request_threads()
     sock = target.connect()
     sock.sendall(f"GET {target.path} HTTP/1.1\r\nHost: loc".encode())  # the headers never end
-    wait_for(lambda: bool(request_threads() - before), message="the server reads the request")
+    wait_for(lambda: request_threads(target.port), message="the server reads the request")
     reset(sock)
-    assert_quiet(before, capfd, debug_log)
+    assert_quiet(target.port, capfd, debug_log)
     assert still_serving(target)
 
 
 def test_a_client_that_resets_before_its_answer_is_logged_at_debug(target: Target,
                                                                    capfd: pytest.CaptureFixture[str],
                                                                    debug_log: pytest.LogCaptureFixture) -> None:
-    before = request_threads()
     sock = target.connect()
     sock.sendall(f"GET {target.path} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {TOKEN}\r\n\r\n"
                  .encode())
     assert target.blocking.entered.wait(EVENTUALLY), "the server works on the answer"
     reset(sock)  # on loopback the RST has arrived when close returns: the server's write fails
     target.blocking.release()
-    assert_quiet(before, capfd, debug_log)
+    assert_quiet(target.port, capfd, debug_log)
     assert still_serving(target)
 
 
@@ -234,13 +230,12 @@ def test_a_tls_client_that_never_sends_its_request_is_logged_at_debug(capfd: pyt
         def idle_after_the_handshake() -> bool:
             """One connection that completes its handshake and then says nothing; False if the handshake
             itself ran out of time (a busy machine), which the server logs differently: try again."""
-            before = request_threads()
             debug_log.clear()
             try:
                 sock = tls_target.connect()
             except OSError:  # ssl.SSLError is one
                 sock = None
-            wait_for(lambda: not (request_threads() - before), message="the request's thread ended")
+            wait_for(lambda: not request_threads(tls_target.port), message="the request's thread ended")
             if sock is not None:
                 sock.close()
             return any("went away" in r.getMessage() for r in debug_log.records)
