@@ -19,23 +19,27 @@
   test, no CRDs installed; ``kube``: a :class:`~zkop.kube.client.KubeClient` on it (10 s timeout)
   for the test's own requests. Directories override ``kube`` where they need more (CRDs, a namespace).
 
+A request handler's unexpected exception in any server of the test process (the doubles', zkop's own, a
+test's own ``http.server``) fails the test phase it happened in (the plugin :mod:`zkop_testing.server_errors`);
+a client that disconnects mid-response is no error.
+
 Missing ``java``/ZooKeeper fails the tests (never skips): ``apt-get install -y zookeeper``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import getpass
 import os
 import re
+import shutil
 import tempfile
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
+from zkop_testing import server_errors
 from zkop_testing.apiserver import ApiServer
 from zkop_testing.controlplane import ControlPlane, ControlPlaneError, binaries, fresh_namespace, minors_under_test
 from zkop_testing.crds import install_crds
@@ -50,22 +54,27 @@ from zkop_testing.zookeeper import (
 from zkop.kube.client import KubeClient
 from zkop.zookeeper.adapter import ConnectionOptions, ZooKeeperAdapter
 
+pytest_plugins = ["pytester"]
 
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's tmp_path plugin reads --basetemp
 def pytest_configure(config: pytest.Config) -> None:
-    """Without ``--basetemp`` pytest makes ``<tmp>/pytest-of-<user>`` for its numbered base directories and,
-    once ``tmp_path_retention_policy = "none"`` has removed them, leaves it behind empty. Remove it at the
-    end if this run made it and it is empty (a concurrent run still using it keeps it)."""
-    if config.option.basetemp is not None or os.environ.get("PYTEST_DEBUG_TEMPROOT"):
+    """Give this session a base temporary directory of its own and remove it at the end.
+
+    Without ``--basetemp`` pytest numbers its base directories in ``<tmp>/pytest-of-<user>`` and removes all
+    but the newest 3 -- a concurrent session's among them. So a run without one gets
+    ``<tmp>/zkop-pytest-<random>`` (``<tmp>``: ``PYTEST_DEBUG_TEMPROOT``, else :func:`tempfile.gettempdir`),
+    removed when the session ends; a given ``--basetemp`` is the caller's and left alone.
+
+    Registers :mod:`zkop_testing.server_errors` (a handler's traceback fails the test): as a module object, since
+    this file imported it already (``pytest_plugins`` would warn that it cannot be assertion-rewritten)."""
+    config.pluginmanager.register(server_errors, "zkop-server-errors")
+    if config.option.basetemp is not None:
         return
-    with contextlib.suppress(KeyError, OSError):  # pytest itself falls back to pytest-of-unknown then
-        root = Path(tempfile.gettempdir()).resolve() / f"pytest-of-{getpass.getuser()}"
-        if not root.exists():
-            config.add_cleanup(lambda: _remove_if_empty(root))
-
-
-def _remove_if_empty(directory: Path) -> None:
-    with contextlib.suppress(OSError):
-        directory.rmdir()
+    root = os.environ.get("PYTEST_DEBUG_TEMPROOT") or tempfile.gettempdir()
+    basetemp = tempfile.mkdtemp(prefix="zkop-pytest-", dir=root)
+    config.option.basetemp = basetemp
+    config.add_cleanup(lambda: shutil.rmtree(basetemp, ignore_errors=True))
 
 
 _build_errors: dict[str, str] = {}

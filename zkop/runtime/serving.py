@@ -15,6 +15,10 @@ zkop.  Both are WSGI servers on daemon threads, built the same way (:class:`Serv
   ``[-]name failed: reason`` line per failing check; ``?verbose`` lists every check, like
   kube-apiserver [CR pkg/healthz/healthz.go].  A check that raises counts as failing.
 
+A client that goes away mid-request or mid-response (connection reset, broken pipe, TLS EOF, idle past
+the TLS deadline) is logged at debug; any other exception a request raises is logged at error with its
+traceback on this module's logger -- never printed to stderr by ``socketserver``/``wsgiref``.
+
 Bind addresses follow controller-runtime: ``":8080"`` (every interface, IPv4 and IPv6),
 ``"127.0.0.1:8080"``, ``"[::1]:0"`` (``0`` = any free port), or ``"0"`` to disable.
 """
@@ -25,12 +29,13 @@ import logging
 import os
 import socket
 import ssl
+import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
-from wsgiref.simple_server import WSGIRequestHandler, make_server
+from wsgiref.simple_server import ServerHandler, WSGIRequestHandler, make_server
 
 from prometheus_client import REGISTRY
 from prometheus_client.exposition import ThreadingWSGIServer, make_wsgi_app
@@ -81,12 +86,82 @@ def parse_bind_address(bind_address: str) -> tuple[str, int] | None:
     return host, port
 
 
+#: What a client that went away makes a server read or write raise: a reset or closed connection, a TLS
+#: connection ended without ``close_notify``, a connection idle past :data:`HANDSHAKE_TIMEOUT`.
+DISCONNECTS: tuple[type[BaseException], ...] = (ConnectionError, ssl.SSLEOFError, ssl.SSLZeroReturnError,
+                                                TimeoutError)
+
+
+def _log_failure(error: BaseException | None, client_address: Any) -> None:
+    """Debug for a client that went away (:data:`DISCONNECTS`), error with the traceback for anything else."""
+    if isinstance(error, DISCONNECTS):
+        log.debug("client %s went away: %s", client_address, error)
+    elif error is not None:
+        log.error("unexpected error serving a request from %s", client_address,
+                  exc_info=(type(error), error, error.__traceback__))
+
+
+class _ServerHandler(ServerHandler):
+    """wsgiref's handler with its errors logged (:func:`_log_failure`) instead of printed to stderr."""
+
+    client_address: Any = None
+
+    def _write(self, data: bytes) -> None:
+        """Write to the client; one that went away is logged at debug and ends the request quietly (wsgiref's
+        ``BaseHandler.run`` returns on ``ConnectionAbortedError``)."""
+        try:
+            super()._write(data)
+        except DISCONNECTS as err:
+            _log_failure(err, self.client_address)
+            raise ConnectionAbortedError(str(err)) from err
+
+    def log_exception(self, exc_info: Any) -> None:
+        """Log the application's exception (:func:`_log_failure`) instead of printing it to stderr."""
+        _log_failure(exc_info[1], self.client_address)
+
+    def handle_error(self) -> None:
+        """As ``wsgiref.handlers.BaseHandler.handle_error`` (log, then a 500 page if no header was sent yet),
+        except that a client that went away gets no error page: there is no one to read it."""
+        error = sys.exc_info()[1]
+        if isinstance(error, DISCONNECTS):
+            _log_failure(error, self.client_address)
+            return
+        super().handle_error()
+
+
 class _QuietHandler(WSGIRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         """Do not write one access-log line per request to stderr."""
 
+    def handle(self) -> None:
+        """Handle one request as ``wsgiref.simple_server.WSGIRequestHandler.handle`` does, through
+        :class:`_ServerHandler`."""
+        self.raw_requestline = self.rfile.readline(65537)
+        if len(self.raw_requestline) > 65536:
+            self.requestline = ""
+            self.request_version = ""
+            self.command = ""
+            self.send_error(414)
+            return
+        if not self.parse_request():  # an error response has been sent
+            return
+        handler = _ServerHandler(self.rfile, self.wfile, self.get_stderr(), self.get_environ(),  # type: ignore[arg-type]
+                                 multithread=False)
+        handler.request_handler = self  # type: ignore[attr-defined]  # wsgiref's back-pointer for logging
+        handler.client_address = self.client_address
+        app = self.server.get_app()  # type: ignore[attr-defined]
+        handler.run(app)
 
-class _DualStackServer(ThreadingWSGIServer):
+
+class _WSGIServer(ThreadingWSGIServer):
+    """prometheus_client's threading WSGI server, a request's failure logged (:func:`_log_failure`)."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Log instead of ``socketserver.BaseServer.handle_error``'s traceback on stderr."""
+        _log_failure(sys.exc_info()[1], client_address)
+
+
+class _DualStackServer(_WSGIServer):
     address_family = socket.AF_INET6
 
     def server_bind(self) -> None:
@@ -94,7 +169,7 @@ class _DualStackServer(ThreadingWSGIServer):
         super().server_bind()
 
 
-class _IPv6Server(ThreadingWSGIServer):
+class _IPv6Server(_WSGIServer):
     address_family = socket.AF_INET6
 
 
@@ -127,7 +202,7 @@ class _TLSMixin:
         super().finish_request(request, client_address)  # type: ignore[misc]
 
 
-class _TLSServer(_TLSMixin, ThreadingWSGIServer):
+class _TLSServer(_TLSMixin, _WSGIServer):
     pass
 
 
@@ -142,7 +217,7 @@ class _TLSIPv6Server(_TLSMixin, _IPv6Server):
 def _make_server(host: str, port: int, app: WsgiApp,
                  tls_context: Callable[[], ssl.SSLContext] | None = None) -> ThreadingWSGIServer:
     """Bind a threading WSGI server; with ``tls_context`` every connection is wrapped in TLS."""
-    plain: type[ThreadingWSGIServer] = ThreadingWSGIServer if tls_context is None else _TLSServer
+    plain: type[ThreadingWSGIServer] = _WSGIServer if tls_context is None else _TLSServer
     dual: type[ThreadingWSGIServer] = _DualStackServer if tls_context is None else _TLSDualStackServer
     ipv6: type[ThreadingWSGIServer] = _IPv6Server if tls_context is None else _TLSIPv6Server
     if host == "":

@@ -108,6 +108,7 @@ from zkop_testing.apiserver_auth import AuthRegistry
 from zkop_testing.apiserver_errors import ApiError
 from zkop_testing.apiserver_kinds import ResourceType
 from zkop_testing.apiserver_store import Store, Watcher
+from zkop_testing.server_errors import QuietDisconnects
 from zkop_testing.waiting import EVENTUALLY
 
 __all__ = ["ApiServer", "RequestRecord", "main"]
@@ -184,7 +185,7 @@ class _Route(NamedTuple):
     subresource: str | None
 
 
-class _HTTPServer(ThreadingHTTPServer):
+class _HTTPServer(QuietDisconnects, ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     # listen(2) backlog: a Go listener asks for the kernel maximum (golang/go net/sock_linux.go

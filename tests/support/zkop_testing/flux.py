@@ -33,7 +33,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import urllib.error
@@ -50,6 +49,7 @@ import yaml
 
 from zkop.kube.client import MERGE_PATCH, ApiException, KubeClient, resource_path
 from zkop_testing.controlplane import REPO, ControlPlane
+from zkop_testing.server_errors import QuietDisconnects
 from zkop_testing.waiting import EVENTUALLY, wait_for
 from zkop_testing.zookeeper import LOOPBACK, free_port
 
@@ -112,23 +112,16 @@ def git(*args: str, cwd: Path) -> str:
                           timeout=60).stdout
 
 
-class _GitHTTPServer(ThreadingHTTPServer):
-    """The HTTP side of :class:`GitServer`: one thread a request, what was served and what broke kept."""
+class _GitHTTPServer(QuietDisconnects, ThreadingHTTPServer):
+    """The HTTP side of :class:`GitServer`: one thread a request, what was served kept; a handler's exception
+    fails the test (:mod:`zkop_testing.server_errors`), a client that hung up does not."""
 
     daemon_threads = True
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self.requests: list[tuple[str, str, int]] = []
-        self.errors: list[BaseException] = []
         super().__init__((LOOPBACK, 0), _GitHandler)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """Keep a handler's exception in :attr:`errors` instead of printing socketserver's traceback; a client
-        that went away mid-response (its connection reset or closed) is no error at all."""
-        error = sys.exc_info()[1]
-        if error is not None and not isinstance(error, ConnectionError):
-            self.errors.append(error)
 
 
 class _GitHandler(BaseHTTPRequestHandler):
@@ -211,11 +204,6 @@ class GitServer:
     def requests(self) -> list[tuple[str, str, int]]:
         """Every request served so far: (method, path with query, status)."""
         return list(self._server.requests) if self._server is not None else []
-
-    @property
-    def errors(self) -> list[BaseException]:
-        """Exceptions raised while serving a request (a broken handler, not a client that hung up)."""
-        return list(self._server.errors) if self._server is not None else []
 
     def url(self, name: str) -> str:
         """The clone URL of repository ``name`` (``http://127.0.0.1:<port>/<name>.git``)."""

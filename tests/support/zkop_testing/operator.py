@@ -7,6 +7,7 @@ to a file so a failing test can show it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import ssl
@@ -22,7 +23,25 @@ from types import TracebackType
 from zkop_testing.waiting import EVENTUALLY, wait_for
 from zkop_testing.zookeeper import free_port
 
-__all__ = ["OperatorProcess"]
+__all__ = ["OperatorProcess", "OperatorStartError", "OperatorStartTimeout"]
+
+
+class OperatorStartError(RuntimeError):
+    """``zkop run`` could not be started or exited before it was ready; the message has its output.
+
+    Attributes:
+        returncode: its exit code (``None`` if it never ran or was killed for being late).
+        output: what it wrote to stdout and stderr.
+    """
+
+    def __init__(self, message: str, returncode: int | None, output: str) -> None:
+        super().__init__(message)
+        self.returncode = returncode
+        self.output = output
+
+
+class OperatorStartTimeout(OperatorStartError, TimeoutError):
+    """``zkop run`` did not answer ``/readyz`` 200 in time; it has been killed."""
 
 
 class OperatorProcess:
@@ -68,23 +87,33 @@ class OperatorProcess:
         The metrics and probe ports are picked free beforehand, but another process may take one
         before zkop binds it; zkop then exits 2 ("Address already in use") and, with
         ``wait_ready``, is started again on fresh ports (at most three times), like the ZooKeeper
-        harness does.
+        harness does. A start that fails leaves nothing behind: the process (group) is killed and
+        the log file this object made removed (its text is in the error and in :meth:`log_tail`).
 
         Raises:
-            TimeoutError: not ready within ``timeout`` seconds (the log tail is in the message).
-            RuntimeError: the process exited early.
+            OperatorStartTimeout: not ready within ``timeout`` seconds (a ``TimeoutError``).
+            OperatorStartError: the command could not be run, or zkop exited before it was ready
+                (a ``RuntimeError``).
         """
-        for attempt in range(3):
-            self._launch()
-            if not wait_ready:
-                return self
-            try:
-                self.wait_ready(timeout)
-                return self
-            except RuntimeError as err:
-                if attempt == 2 or "Address already in use" not in str(err):
+        try:
+            for attempt in range(3):
+                self._launch()
+                if not wait_ready:
+                    return self
+                try:
+                    self.wait_ready(timeout)
+                    return self
+                except OperatorStartTimeout:
                     raise
-                self.metrics_port, self.health_port = free_port(), free_port()
+                except OperatorStartError as err:
+                    if attempt == 2 or "Address already in use" not in err.output:
+                        raise
+                    self.metrics_port, self.health_port = free_port(), free_port()
+        except BaseException as err:
+            self.stop(timeout=5)
+            if isinstance(err, OperatorStartError):
+                raise type(err)(f"{err}\n{self.log_tail()}", err.returncode, self.log_tail(10**6)) from None
+            raise
         return self
 
     def _launch(self) -> None:
@@ -97,8 +126,11 @@ class OperatorProcess:
         env = {**os.environ, **self.env}
         env.pop("KUBECONFIG", None)
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                         start_new_session=True)
+            try:
+                self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                             start_new_session=True)
+            except OSError as err:
+                raise OperatorStartError(f"cannot run {cmd[0]}: {err}", None, "") from err
 
     def probe(self, path: str = "/readyz") -> int:
         """HTTP status of a probe endpoint, 0 if it does not answer."""
@@ -146,17 +178,23 @@ class OperatorProcess:
         return body
 
     def wait_ready(self, timeout: float = EVENTUALLY) -> None:
-        """Block until ``/readyz`` is 200."""
+        """Block until ``/readyz`` is 200.
+
+        Raises:
+            OperatorStartError: the process exited first (its output in the message).
+            OperatorStartTimeout: not ready within ``timeout`` seconds (the process is left running).
+        """
 
         def ready() -> bool:
             if self.proc is not None and self.proc.poll() is not None:
-                raise RuntimeError(f"zkop exited with {self.proc.returncode}:\n{self.log_tail()}")
+                raise OperatorStartError(f"zkop exited with {self.proc.returncode} before it was ready",
+                                         self.proc.returncode, self.log_tail(10**6))
             return self.probe() == 200
 
         try:
             wait_for(ready, timeout=timeout, interval=0.05, message="zkop /readyz")
         except TimeoutError as err:
-            raise TimeoutError(f"{err}\n{self.log_tail()}") from None
+            raise OperatorStartTimeout(str(err), None, self.log_tail(10**6)) from None
 
     def signal(self, signum: int) -> None:
         """Send ``signum`` to the process."""
@@ -178,7 +216,8 @@ class OperatorProcess:
             try:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)  # its own session: a command prefix's children too
                 self.proc.wait()
         self._collect_log()
         return self.proc.returncode
