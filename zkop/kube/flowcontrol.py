@@ -6,7 +6,7 @@ starts full.  Two ways to take a token, as in ``x/time/rate.Limiter``:
 * :meth:`TokenBucket.reserve` always takes one (the balance may go negative) and returns how
   long, in seconds, the caller must wait before using it -- ``Reserve().Delay()``
   [x/time/rate rate.go ``reserveN``]; the work queue's bucket rate limiter is built on it
-  [CG util/workqueue/default_rate_limiters.go:58-78].
+  [CG util/workqueue/default_rate_limiters.go ``TypedBucketRateLimiter.When``].
 * :meth:`TokenBucket.allow` takes one only if it is available now and never waits --
   ``Allow()`` [x/time/rate rate.go ``AllowN``]; the Events budget uses it (client-go's
   ``EventSourceObjectSpamFilter`` drops over budget).

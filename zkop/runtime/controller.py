@@ -221,7 +221,7 @@ class Controller:
         Then the worker threads are joined, all within :data:`WORKER_JOIN` seconds more (they only
         skip what is still queued; a reconcile that outlived the drain keeps its worker running),
         as controller-runtime's ``Start`` waits for its workers once the context ends
-        [CR pkg/internal/controller/controller.go:296-330]; the queue's own shutdown has joined
+        [CR pkg/internal/controller/controller.go ``Controller.Start``]; the queue's own shutdown has joined
         its delaying thread. Idempotent; never joins the calling thread (a stop from a reconcile).
 
         Returns:

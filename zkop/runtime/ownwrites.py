@@ -41,8 +41,8 @@ def _resource_version(obj: JSON) -> str:
 
 
 class _Writing:
-    """The context manager :meth:`OwnWrites.writing` returns (a small class: a generator-based one costs
-    about three times as much, and every finalizer and status write of zkop goes through it)."""
+    """The context manager :meth:`OwnWrites.writing` returns (a small class, not a generator: every
+    finalizer and status write of zkop goes through it)."""
 
     __slots__ = ("_base_rv", "_key", "_owner", "_response")
 

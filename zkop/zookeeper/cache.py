@@ -77,10 +77,8 @@ class WatchCache:
         absent_max_age: seconds an absence learned from a listing may stand in for a read
             (default 1800). A stale hint costs no correctness: it only stands in for the read
             before a create, which is conditional (``NodeExists`` → read and plan again), and with
-            persistent watches a creation notification drops it. So the bound is generous: a cold
-            sync of 50,000 objects takes about 300 s here, and with the former 120 s every object
-            reconciled later read its znode and ownership record again (1.8 ZooKeeper requests per
-            new object instead of 1.0; ``docs/performance.md``, "Scale run").
+            persistent watches a creation notification drops it. So the bound is generous: it must
+            outlast a cold sync (``docs/performance.md``, "Scale run").
         cache_hits, absent_hits: reads answered from memory, from a learned absence.
     """
 

@@ -389,7 +389,7 @@ class Session:
 
 class _Mapped:
     """The context manager of :meth:`Session.mapped`: a plain class, not a ``contextmanager`` generator,
-    since it wraps every ZooKeeper request (about 1 µs less per request)."""
+    since it wraps every ZooKeeper request."""
 
     __slots__ = ("histogram", "operation", "path", "started")
 

@@ -9,7 +9,7 @@ lives in :mod:`zkop.runtime.metrics`, which installs itself when imported (as co
 
 ``register_in_flight`` replaces client-go's two settable gauges (unfinished work, longest running
 processor): the provider pulls ``(unfinished_seconds, longest_seconds)`` from the queue when it
-needs them, instead of a 500 ms updater goroutine [CG util/workqueue/queue.go:184].
+needs them, instead of a 500 ms updater goroutine [CG util/workqueue/queue.go ``updateUnfinishedWorkLoop``].
 """
 
 from __future__ import annotations
