@@ -1,30 +1,13 @@
 """The plain work queue: client-go ``util/workqueue/queue.go``.
 
-Guarantees [CG util/workqueue/doc.go, the package comment]: **fair** (FIFO), **stingy** (an item is never
-handed to two workers at once, and repeated adds before pickup collapse into one), an item added
-again while it is processed is processed once more after :meth:`WorkQueue.done`, and workers
-learn about shutdown from :meth:`WorkQueue.get`.
+Guarantees [CG util/workqueue/doc.go, the package comment]: **fair** (FIFO), **stingy** (an item
+is never handed to two workers at once, and repeated adds before pickup collapse into one), an
+item added again while processed is processed once more after :meth:`WorkQueue.done`, and workers
+learn about shutdown from :meth:`WorkQueue.get`. A queue with a ``name`` records the
+``workqueue_*`` metrics [CG util/workqueue/metrics.go ``newQueueMetrics``].
 
-Items must be hashable (typically a ``namespace/name`` key).  Times are ``float`` seconds.  A
-queue with a non-empty ``name`` records the ``workqueue_*`` metrics through the provider
-installed with :func:`zkop.runtime.workqueue.metrics.set_provider`; an unnamed queue records none
-[CG util/workqueue/metrics.go ``newQueueMetrics``].
-
-Typical worker loop (controller-runtime's ``processNextWorkItem``
-[CR pkg/internal/controller/controller.go])::
-
-    while True:
-        key, shutdown = queue.get()
-        if shutdown:
-            return
-        try:
-            reconcile(key)
-        except Exception:
-            queue.add_rate_limited(key)
-        else:
-            queue.forget(key)
-        finally:
-            queue.done(key)
+A worker loops ``get`` → reconcile → ``forget`` or ``add_rate_limited`` → ``done`` (controller-runtime's
+``processNextWorkItem``, :class:`zkop.runtime.controller.Controller`).
 """
 
 from __future__ import annotations
