@@ -1,23 +1,10 @@
 """The ZooKeeper adapter: the one object through which zkop reads and writes znodes.
 
-A thin facade over the layer's parts, one concept a module:
-
-=====================  ==========================================================================
-:mod:`.session`        the kazoo session: lifecycle, states and listeners, bounded waits, metrics
-:mod:`.errors`         zkop's error types and the one mapping from kazoo's exceptions
-:mod:`.cache`          the watch-validated cache (served only while its watch has not fired)
-:mod:`.reads`          pipelined reads through the cache, children, listings as hints, watched listings
-:mod:`.bulk`           uncached pipelined reads of many znodes: the ACL check, the tree walk, ``read_many``
-:mod:`.writer`         plan actions: the atomic ``multi`` path and the sequential path
-:mod:`.watches`        persistent recursive watches (``addWatch``) on the roots of what is managed
-:mod:`.probe`          zkop's identities on the ensemble, the parent ACL check, the start-up probe
-=====================  ==========================================================================
-
-It plans nothing: :mod:`zkop.zookeeper.actions` are planned by the features and executed here
-with compare-and-set semantics. Session states follow the ZooKeeper Programmer's Guide
-("ZooKeeper Sessions") and kazoo's ``KazooState``: CONNECTED, SUSPENDED and LOST; writes and
-reads are refused while not CONNECTED (the walks wait for a reconnect, at most the session
-timeout per request).
+A thin facade over :mod:`.session`, :mod:`.errors`, :mod:`.cache`, :mod:`.reads`, :mod:`.bulk`,
+:mod:`.writer`, :mod:`.watches` and :mod:`.probe` (docs/architecture.md, "Where things live"). It
+plans nothing: it executes :mod:`zkop.zookeeper.actions` with compare-and-set. Session states are
+kazoo's ``KazooState`` (Programmer's Guide, "ZooKeeper Sessions"); reads and writes are refused
+while not CONNECTED (the walks wait for a reconnect, at most the session timeout per request).
 """
 
 from __future__ import annotations

@@ -9,13 +9,11 @@ instead of decoding the line when -- and only when -- the line provably is that 
 object:
 
 * it is a ``MODIFIED`` event in kube-apiserver's compact JSON (``{"type":"MODIFIED",...``);
-* the bytes ``"resourceVersion":"`` occur exactly once in it, so they are ``metadata``'s (a
-  ``resourceVersion`` key anywhere else, e.g. an annotation, adds an occurrence; inside a JSON
-  string the quotes would be escaped), and the value carries no escape;
-* that value is the version a write of ours returned (a ``resourceVersion`` names one write of
-  one object: Kubernetes API conventions, "Concurrency Control and Consistency");
-* the cached object is still at the version that write was computed from (the event is the
-  transition ``base → written`` and nothing came in between).
+* the bytes ``"resourceVersion":"`` occur exactly once in it, so they are ``metadata``'s (any
+  other such key adds an occurrence; inside a JSON string the quotes are escaped), unescaped;
+* that value is the version a write of ours returned (a ``resourceVersion`` names one write of one
+  object: Kubernetes API conventions, "Concurrency Control and Consistency");
+* the cached object is still at the version that write was computed from.
 
 Anything else is decoded as before. Handlers see the same update either way.
 """

@@ -1,24 +1,17 @@
 """Trim objects before they enter a cache: client-go ``SharedIndexInformer.SetTransform``.
 
-client-go (``tools/cache/shared_informer.go``, ``TransformFunc``) runs an informer's transform on
-every object from a LIST or a watch event *before* it is stored or handed to a handler, so what
-no controller reads never occupies memory. controller-runtime ships
-``cache.TransformStripManagedFields`` (``pkg/cache/cache.go``) for exactly this, to be set as
-``cache.Options.DefaultTransform``. zkop's informers all use :func:`default_transform` unless told
-otherwise (:class:`~zkop.runtime.cache.informer.Informer` ``transform``): :func:`strip_unused_fields`,
-then :func:`compact`.
+Like client-go's ``TransformFunc`` (``tools/cache/shared_informer.go``), the transform runs on every
+object of a LIST or a watch event before it is stored or handed to a handler. zkop's informers use
+:func:`default_transform` unless told otherwise: :func:`strip_unused_fields`, then :func:`compact`.
 
-Dropped, because no part of zkop reads them from a cached object (zkop writes with JSON merge
-patches that name only its own fields, and never sends a cached object back with PUT):
-
-* ``metadata.managedFields`` (kube-apiserver records them on every write, ``fieldmanager.UpdateNoErrors``);
-* the ``kubectl.kubernetes.io/last-applied-configuration`` annotation -- a full JSON copy of the
-  object for everything ever ``kubectl apply``'d client-side;
-* ``metadata.selfLink`` (no longer set since 1.20, harmless to drop).
+Dropped, as nothing of zkop reads them from a cache (its writes are merge patches of its own
+fields, never a PUT of a cached object): ``metadata.managedFields`` (controller-runtime's
+``cache.TransformStripManagedFields``), the ``kubectl.kubernetes.io/last-applied-configuration``
+annotation, ``metadata.selfLink``.
 
 :func:`compact` rebuilds the object with interned keys and short values, so that all cached
-objects share one copy of each (:mod:`json` shares keys only within one document, and every
-watch event is its own document) -- what Go gets from decoding into typed structs.
+objects share one copy of each (:mod:`json` shares keys only within one document) -- what Go gets
+from decoding into typed structs.
 """
 
 from __future__ import annotations
