@@ -14,9 +14,7 @@ success                ``forget``                                 ``success``
 =====================  =========================================  ==========================
 
 ``done`` is always called. An ``Exception`` never kills a worker; a ``BaseException`` escaping a
-reconcile does, and :meth:`Controller.health_check` says so, on which the Manager ends the run
-(:mod:`zkop.runtime.manager`). The ZooKeeperConfig controller and the service bridge are two
-instances of :class:`Controller`.
+reconcile does, and :meth:`Controller.health_check` reports it to the Manager.
 """
 
 from __future__ import annotations
