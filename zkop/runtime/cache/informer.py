@@ -2,8 +2,7 @@
 
 :class:`Informer` owns one :class:`~.indexer.Indexer`, one :class:`~.reflector.Reflector` per
 namespace, the event handlers and the periodic resync, which re-delivers every cached object as
-an update without any API call (client-go ``DeltaFIFO.Resync``).  See ``docs/architecture.md``
-and ``shared/reference/controller-conventions.md`` §3.
+an update without any API call (client-go ``DeltaFIFO.Resync``).
 
 Handlers run on the reflector thread and must not block or do I/O: they only enqueue keys.
 Objects are plain dicts as the API server sent them; treat them as read-only.
