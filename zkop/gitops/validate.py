@@ -205,7 +205,6 @@ def validate_manifests(manifests: Manifests, checker: SchemaChecker, *,
     Args:
         manifests: as loaded by :func:`zkop.gitops.manifests.load_manifests` (load
             problems become problems without an object).
-        checker: the CRD schema.
         max_data_bytes: the operator's ``--max-data-bytes``.
         strict: unknown fields are errors (the default: server-side apply answers "field not
             declared in schema" for them, whatever ``fieldValidation`` says -- structured-merge-diff

@@ -109,7 +109,6 @@ class Controller:
         """Enqueue keys for every event of ``informer``.
 
         Args:
-            informer: the source.
             map_func: maps an object to the keys to reconcile (default: its own ``namespace/name``),
                 like controller-runtime's ``handler.EnqueueRequestsFromMapFunc``.
             update_filter: ``(old, new) -> bool``; False drops an update event (a predicate,

@@ -142,7 +142,6 @@ def delete_unless_wanted(
         actions: the deletions, in order.
         wanted_again: asked right before each one with fresh data; a log message (the action is
             skipped, the sync is incomplete) or ``None`` (go ahead).
-        delete: executes one deletion.
         lost_race: the errors that mean the object changed since it was read (the deletion is
             skipped, the sync is incomplete); others propagate.
         lost: the log message for a lost race, from the action and the error.
@@ -182,7 +181,6 @@ class FullSyncReconciler:
 
     Args:
         who, log, breaker_gauge, closed_message: the breaker's (see :class:`DeleteCircuitBreaker`).
-        recorder: Kubernetes Events.
         synced: True once every informer the reconciler reads has listed.
         request_full_sync: ``f(delay_seconds)`` enqueues the full-sync key.
         full_sync_period: seconds between full syncs.

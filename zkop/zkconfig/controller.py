@@ -181,7 +181,6 @@ def setup(
         manager: where informers (non-leader) and the controller (leader) go.
         client: JSON client the informers list and watch with, and the reconciler writes with.
         zookeeper: the adapter; its watch listener gets :meth:`ZooKeeperConfigController.on_znode_changed`.
-        recorder: Kubernetes Events.
         options: reconciler settings (size limit, cluster id, registry root).
         namespaces: namespaces to watch, ``None`` for all.
         workers: concurrent reconciles.

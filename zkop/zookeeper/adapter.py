@@ -58,7 +58,6 @@ class ZooKeeperAdapter:
     Thread-safe: kazoo multiplexes calls from many worker threads over one session.
 
     Args:
-        options: connection settings.
         client: an already built :class:`KazooClient` (tests); built from ``options`` if ``None``.
 
     Attributes:

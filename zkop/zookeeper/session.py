@@ -59,7 +59,6 @@ class Session:
     Thread-safe: kazoo multiplexes calls from many worker threads over one session.
 
     Args:
-        options: connection settings.
         client: an already built :class:`KazooClient` (tests); built from ``options`` if ``None``.
         on_lost: called inside kazoo's state callback when the session is LOST (every watch is
             gone with it); must not block or call ZooKeeper.

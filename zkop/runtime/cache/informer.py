@@ -69,12 +69,9 @@ class Informer:
     """A cache of one resource kind, kept current by reflectors, with event handlers.
 
     Args:
-        client: the JSON client.
-        resource: group/version/plural.
         namespaces: namespaces to watch (one reflector each), or ``None`` for all.
         indexers: secondary indexes, see :class:`Indexer`.
         resync_period: seconds between re-deliveries of every cached object (jittered ±10 %); 0 disables.
-        name: for logs.
         transform: applied by the reflectors to every object from a LIST page or watch event, before
             it is cached or handed to a handler (client-go ``SetTransform``); default
             :func:`~.transform.default_transform`, ``None`` keeps objects whole.

@@ -85,7 +85,6 @@ class NamedObjectInformer(Informer):
     """An :class:`~.informer.Informer` over the objects named by :meth:`track` (see the module docstring).
 
     Args:
-        client: the JSON client.
         resource: group/version/plural (namespaced).
         name: for logs and thread names.
         get_ttl: seconds an on-demand GET answers later :meth:`get` calls of a not yet synced object.

@@ -173,20 +173,11 @@ class CuratorFormat(RecordFormat):
     ExternalName: the external name; headless: the ready endpoint addresses (only with
     ``--service-bridge-endpoints``, else no instance). The instance id is the address.
 
-    Instance JSON, fields in ``ServiceInstance`` declaration order, as Curator's
-    ``JsonInstanceSerializer`` writes them: ``name``, ``id``, ``address``, ``port`` (the port
-    named by the ``platform.example.com/zookeeper-port`` annotation, else the first port),
-    ``sslPort`` (a port named ``https``, else ``null``), ``payload`` (Spring Cloud
-    Zookeeper's ``ZookeeperInstance`` with its ``@class``, so Spring consumers deserialize it;
-    ``metadata`` holds the owner stamp, the Service's identity, named ports and selected
-    labels), ``registrationTimeUTC`` (the Service's creation time, ms, so bytes stay stable),
-    ``serviceType``, ``uriSpec`` (Spring's default ``{scheme}://{address}:{port}``) and
-    ``enabled`` (``false`` when ``--service-bridge-endpoints`` sees no ready endpoint).
-
-    ``serviceType`` is ``PERMANENT``: zkop's nodes are persistent and never re-registered, and
-    Curator's discovery server (``InstanceCleanup``) purges ``STATIC`` instances whose
-    ``registrationTimeUTC`` is older than its refresh interval, while ``PERMANENT`` ones are
-    left alone. Only ``DYNAMIC`` means ephemeral (``ServiceDiscoveryImpl.internalRegisterService``).
+    The instance JSON is :func:`zkop.services.codecs.curator.encode_instance`'s: ``port`` is the port
+    named by the ``platform.example.com/zookeeper-port`` annotation, else the first; ``sslPort`` a
+    port named ``https``; ``payload.metadata`` holds the owner stamp, the Service's identity, named
+    ports and selected labels; ``registrationTimeUTC`` is the Service's creation time (stable
+    bytes); ``enabled`` is ``false`` when ``--service-bridge-endpoints`` sees no ready endpoint.
     """
 
     name = "curator"
