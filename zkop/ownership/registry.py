@@ -176,18 +176,12 @@ def plan_release(record_path: str, ours: OwnerStamp, record: Observed | None) ->
 class OwnershipRegistry:
     """Reads and writes ownership records through the adapter.
 
-    Records are read with a watch and remembered until it fires (or the session is
-    lost), so a record changed or released behind zkop's back is noticed at once:
-    the objects declaring the path are reconciled and a conflict is reported, and a
-    released record wakes the objects waiting for it. On top of that every write of
-    a managed znode carries a ``check`` of the record's version in the same
-    ``multi`` (:func:`claim_requires`), so a write planned from a record that changed in
-    the meantime is refused as a whole. The version alone cannot tell a record
-    deleted and re-created at version 0 from the one read; the watch does, which
-    is why it is kept.
+    Records are read with a watch, so a record changed or released behind zkop's back wakes the
+    objects declaring the path at once. The watch is kept although every managed write also checks
+    the record's version (:func:`claim_requires`): the version alone cannot tell a record deleted
+    and re-created at version 0 from the one read.
 
     Args:
-        adapter: the ZooKeeper adapter.
         root: registry root, e.g. ``/zkop/owners``.
     """
 

@@ -36,12 +36,9 @@ class WorkQueue(Generic[T]):
     need work) and ``processing`` (items handed out by :meth:`get` and not yet :meth:`done`; an
     item can be dirty at the same time).
 
-    ``name`` -- non-empty to record the ``workqueue_*`` metrics under that name.
-    ``clock`` -- monotonic seconds, used for metrics and (in :class:`DelayingQueue`) ready times;
-    blocking waits always use real time.
-    ``metrics_provider`` -- where the metrics go; defaults to the one installed with
-    :func:`~zkop.runtime.workqueue.metrics.set_provider` (no-op unless something installed one).
-    Ignored (no metrics) when ``name`` is empty.
+    ``name`` -- non-empty to record the ``workqueue_*`` metrics under that name, through
+    ``metrics_provider`` (default: the one :func:`~zkop.runtime.workqueue.metrics.set_provider`
+    installed). ``clock`` -- monotonic seconds for metrics and ready times; blocking waits use real time.
     """
 
     def __init__(

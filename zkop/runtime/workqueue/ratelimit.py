@@ -134,17 +134,13 @@ class ItemFastSlowRateLimiter(Generic[T]):
 class BucketRateLimiter:
     """One token bucket shared by every item: an overall retry-speed cap, not per item.
 
-    The bucket (:class:`zkop.kube.flowcontrol.TokenBucket`) holds at most ``burst`` tokens and
-    refills at ``qps`` tokens per second; it starts full.  :meth:`when` always *reserves* a token
-    (the balance may go negative) and returns how long the caller must wait for it, which is
-    ``golang.org/x/time/rate``'s ``Reserve().Delay()`` as used by ``TypedBucketRateLimiter.When``
-    [CG util/workqueue/default_rate_limiters.go].  With the defaults (10 qps, burst 100) and
-    no time passing: 100 calls return 0, then 0.1 s, 0.2 s, ...
+    :meth:`when` always *reserves* a token of a :class:`zkop.kube.flowcontrol.TokenBucket` (``burst``
+    tokens, ``qps`` per second, starts full) and returns how long to wait for it: with 10 qps and
+    burst 100, 100 calls return 0, then 0.1 s, 0.2 s, ... (``TypedBucketRateLimiter.When``
+    [CG util/workqueue/default_rate_limiters.go]). :meth:`forget` does nothing and
+    :meth:`num_requeues` is always 0, as in client-go.
 
-    :meth:`forget` does nothing and :meth:`num_requeues` is always 0, as in client-go.
-
-    ``clock`` returns monotonic seconds; inject a fake one in tests.  Raises :class:`ValueError`
-    if ``qps <= 0`` or ``burst < 1``.
+    ``clock`` returns monotonic seconds. Raises :class:`ValueError` if ``qps <= 0`` or ``burst < 1``.
     """
 
     def __init__(
