@@ -1,21 +1,15 @@
 """Giving up a session that cannot come back: Curator's rule, the zxid refusal, and a session from scratch.
 
-A session SUSPENDED for longer than the session timeout is declared LOST and replaced by a
-brand-new one (no session id, zxid 0). That is Curator's rule (``ConnectionStateManager.
-processEvents``/``checkSessionExpiration``, ``sessionExpirationPercent`` 100: once
-``elapsedMs >= sessionTimeoutMs`` while SUSPENDED it injects a session expiration, and
-``ConnectionState.handleExpiredSession`` → ``HandleHolder.closeAndReset`` makes a new handle).
-By then the servers have expired the session anyway (``SessionTrackerImpl`` expires a session
-not heard from for its timeout), so nothing is given up after an ordinary outage.
+A session SUSPENDED for longer than the session timeout is declared LOST and replaced by a new one
+(no session id, zxid 0): Curator's ``ConnectionStateManager.checkSessionExpiration``
+(``sessionExpirationPercent`` 100) and ``HandleHolder.closeAndReset``. The servers have expired it
+by then anyway (``SessionTrackerImpl``).
 
-It is the only way out when the ensemble lost its data (servers wiped, or restored from a backup
-older than what the client has seen): a server whose last zxid is older than the client's refuses
-the handshake (``ZooKeeperServer.processConnectRequest``: "Refusing session request for client …
-as it has seen zxid … our last zxid is … client must try another server"; the socket is closed
-without a reply), and kazoo, like the Java client, retries that handshake forever in SUSPENDED.
-On the wire the refusal looks like a server that is not serving yet (a leader election also
-closes the socket), so :func:`zxid_refused` asks the ensemble directly: it accepts a new session
-but refuses one that has seen our zxid. Then the session is reset at once, not after the timeout.
+It is also the way out when the ensemble lost its data: a server whose last zxid is older than the
+client's refuses the handshake (``ZooKeeperServer.processConnectRequest``, "Refusing session
+request for client … as it has seen zxid …") by closing the socket, which looks like a server not
+serving yet, and kazoo retries forever. :func:`zxid_refused` tells the two apart by asking the
+ensemble for a new session and for one that has seen our zxid; on a refusal the session is reset at once.
 """
 
 from __future__ import annotations
