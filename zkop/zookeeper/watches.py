@@ -12,11 +12,10 @@ kazoo 2.11 has no API for them (python-zk/kazoo#715), so they are added here in 
   ``ConnectionHandler._read_watch_event``), in server order: the server sends a change's
   notification before the reply to any later request of the session
   (``FinalRequestProcessor.processRequest``), so the cache drops a value before a later reply
-  arrives. kazoo's own one-shot watchers still get the event.
+  arrives. kazoo's own one-shot watchers still get the event. Paths are un-chrooted
+  (``KazooClient.unchroot``).
 - A server < 3.6 answers ``UNIMPLEMENTED`` and closes the connection
   (``UnimplementedRequestProcessor``); the session then falls back to per-node watches.
-
-Notifications carry the server's full path, un-chrooted (``KazooClient.unchroot``) before use.
 """
 
 from __future__ import annotations
