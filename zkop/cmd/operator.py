@@ -146,7 +146,8 @@ class ZooKeeperStartup:
     """Non-leader runnable: opens the ZooKeeper session and runs the start-up probe; closes it on stop.
 
     Retries while ZooKeeper is unavailable (an ensemble electing a leader), waiting 0.5 s doubling
-    to 10 s; only a probe ZooKeeper refuses (credentials that cannot read what they write) is fatal:
+    to 10 s, and logs each distinct reason once (docs/operations.md, "Connecting to a secured ensemble");
+    only a probe ZooKeeper refuses (credentials that cannot read what they write) is fatal:
     ``on_fatal(2, reason)``.  :meth:`has_synced` is True once the session is up and the probe passed,
     so the Manager starts leader election only then.
 
@@ -185,11 +186,18 @@ class ZooKeeperStartup:
         return self.zookeeper.health_check()
 
     def readiness(self) -> str | None:
-        """``None`` when ready, else why ZooKeeper is not (with the last connection error, e.g. an untrusted
-        certificate or a rejected SASL login)."""
+        """``None`` when ready, else why ZooKeeper is not, with the last connection error (an untrusted
+        certificate, a rejected SASL login), as docs/operations.md ("Connecting to a secured ensemble") shows.
+
+        Before the first session: ``ZooKeeper session not connected: <reason>``, then, connected but not yet
+        probed, ``ZooKeeper start-up probe not complete``. Later the session's own reason (how long it has
+        been SUSPENDED, a reset in progress) followed by ``: <reason>``.
+        """
         reason = self.zookeeper.last_connect_error
         if not self._ready.is_set():
-            return "ZooKeeper start-up (session and probe) not complete" + (f": {reason}" if reason else "")
+            if not self.zookeeper.connected:
+                return "ZooKeeper session not connected" + (f": {reason}" if reason else "")
+            return "ZooKeeper start-up probe not complete"
         unavailable = self.zookeeper.unavailable_reason  # None while connected; names a session reset in progress
         if unavailable is None:
             return None
@@ -202,6 +210,18 @@ class ZooKeeperStartup:
 
     def _connect(self) -> None:
         started = threading.Event()
+        logged: set[str] = set()
+
+        def log_once(error: BaseException | None) -> None:
+            """Log why an attempt failed once per distinct reason, not at every retry; a connection error
+            the connect guard logged already (``ZooKeeper connection failed: …``) only at debug."""
+            text = str(error or "")
+            guarded = self.zookeeper.last_connect_error
+            if text in logged or (guarded and text.endswith(guarded)):
+                log.debug("ZooKeeper not reachable yet: %s", text)
+                return
+            logged.add(text)
+            log.warning("ZooKeeper not reachable yet: %s", text)
 
         def connect_and_probe() -> None:
             if not started.is_set():
@@ -219,8 +239,7 @@ class ZooKeeperStartup:
             stop=stop_any(_StopWhenSet(self._stop)),
             sleep=self._sleep,
             reraise=True,
-            before_sleep=lambda rs: log.warning("ZooKeeper not reachable yet: %s", rs.outcome.exception()
-                                                if rs.outcome else ""),
+            before_sleep=lambda rs: log_once(rs.outcome.exception() if rs.outcome else None),
         )
         try:
             for attempt in retrying:
