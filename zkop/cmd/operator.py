@@ -283,17 +283,11 @@ class Operator:
         limiter = client_rate_limiter(options.kube_api_qps, options.kube_api_burst)
         self.client = KubeClient(load_api_client(options.kubeconfig, pool_size=options.workers + 10),
                                  user_agent=f"zkop-operator/{__version__}", rate_limiter=limiter)
-        if limiter is None:
-            log.info("Kubernetes API client: no client-side rate limit (--kube-api-qps %g)", options.kube_api_qps)
-        else:
-            log.info("Kubernetes API client: at most %g requests/s, bursts of %d", options.kube_api_qps,
-                     options.kube_api_burst)
+        self._rate_limited = limiter is not None
         self.zookeeper = ZooKeeperAdapter(options.zookeeper)
         if options.dry_run:
             # The net under the controllers' own dry-run handling: a write that gets here raises.
             self.zookeeper.refuse_writes = "zkop run --dry-run"
-            log.warning("dry run: changes are planned and logged; nothing is written to ZooKeeper, Services or "
-                        "EndpointSlices, and the start-up write probe is skipped")
         # Each periodic resync (jittered ±10 %) re-reads every znode once, catching ACL drift.
         self.zookeeper.known_max_age = options.sync_period * 0.5
         election = None
@@ -382,11 +376,28 @@ class Operator:
             return f"informers not synced: {', '.join(unsynced)}"
         return self.startup.readiness()
 
+    def bind(self) -> None:
+        """Bind the probe and metrics addresses before anything starts (:meth:`zkop.runtime.manager.Manager.bind`).
+
+        Raises:
+            OSError: an address cannot be bound (its ``strerror`` names the server and the address).
+            zkop.runtime.certs.CertificateError: no usable metrics serving certificate.
+        """
+        self.manager.bind()
+
     def run(self) -> int:
         """Run until :meth:`stop` (SIGTERM/SIGINT), a lost Lease or a fatal probe; return the exit code.
 
         No usable metrics serving certificate is a configuration error: logged, exit code 2.
         """
+        if self._rate_limited:
+            log.info("Kubernetes API client: at most %g requests/s, bursts of %d", self.options.kube_api_qps,
+                     self.options.kube_api_burst)
+        else:
+            log.info("Kubernetes API client: no client-side rate limit (--kube-api-qps %g)", self.options.kube_api_qps)
+        if self.options.dry_run:
+            log.warning("dry run: changes are planned and logged; nothing is written to ZooKeeper, Services or "
+                        "EndpointSlices, and the start-up write probe is skipped")
         try:
             return self.manager.run()
         except CertificateError as err:
