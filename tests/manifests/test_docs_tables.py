@@ -204,6 +204,36 @@ def test_the_status_reason_table_is_every_reason_the_code_reports() -> None:
     assert set(_ticked(successful.group(1))) == {r for r, (state, _, _) in outcomes.items() if state == "Synced"}
 
 
+def _every_event() -> set[tuple[str, str]]:
+    """``(type, reason)`` of every Event zkop sends with a reason written in its source: ``recorder.event(obj,
+    type, reason, …)`` and ``Event(type, reason, …)`` calls, the mirror's ``warnings=((reason, …),)``, and the
+    ZooKeeperConfig's reasons (:func:`_normal_event_reasons`; its Warnings carry the status reasons)."""
+    package = Path(zkop.__file__).parent
+    found = {("Normal", reason) for reason in _normal_event_reasons()}
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call):
+                name = getattr(node.func, "attr", getattr(node.func, "id", None))
+                args = node.args[1:3] if name == "event" else node.args[:2] if name == "Event" else []
+                if len(args) == 2 and all(isinstance(a, ast.Constant) for a in args):
+                    found.add((str(args[0].value), str(args[1].value)))  # type: ignore[attr-defined]
+            if isinstance(node, ast.keyword) and node.arg == "warnings":
+                found |= {("Warning", str(t.elts[0].value)) for t in ast.walk(node.value)
+                          if isinstance(t, ast.Tuple) and t.elts and isinstance(t.elts[0], ast.Constant)}
+    return found
+
+
+def test_the_event_table_is_every_event_zkop_sends() -> None:
+    table: set[tuple[str, str]] = set()
+    for cells in _rows(_section("## Events")):
+        if cells[0].startswith("the `Error` reasons"):
+            table |= {("Warning", r) for r, (state, _, _) in _outcomes().items() if state == "Error"}
+            continue
+        table |= {(cells[1], reason) for reason in _ticked(cells[0])}
+    zkconfig_warnings = {("Warning", r) for r, (state, _, _) in _outcomes().items() if state == "Error"}
+    assert table == _every_event() | zkconfig_warnings
+
+
 def test_the_normal_event_reasons_are_the_code_s() -> None:
     section = _section("## Troubleshooting by status reason")
     events = re.search(r"; Events (.*?)\.\n", section, re.S)
