@@ -4,10 +4,12 @@
 # flux/kustomize-controller/go.mod (a module each, so that each keeps its release's dependency versions).
 # Test tooling only: nothing here is part of what zkop ships.
 #
-#   hack/control-plane/build-flux.sh
+#   hack/control-plane/build-flux.sh [--cached]
 #
 # Prints, as its last line, the directory holding source-controller, kustomize-controller and crds/ (the
 # CRDs of both, copied from config/crd/bases of the module sources the binaries were built from).
+# --cached builds nothing: it prints the directory if the build is there, else exits 1 silently.
+# Concurrent runs take turns on a lock file beside the cache, as build.sh's do.
 # Like build.sh (a sibling script, so that changing one does not rebuild the other's cache), it builds into
 #   ${ZKOP_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/zkop}/control-plane/flux-<sc>-<kc>-<go>-<hash>/
 # where <hash> covers both go.mod/go.sum files and this script. Built as the controllers' Dockerfiles
@@ -17,9 +19,11 @@
 # with Go's caches warm 40 s; a cache hit returns at once.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+cached_only=
 case "${1:-}" in
   "") ;;
-  -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  --cached) cached_only=1 ;;
+  -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "build-flux.sh: unknown argument: $1" >&2; exit 2 ;;
 esac
 command -v go >/dev/null || { echo "build-flux.sh: go is not on PATH (Go 1.26 builds Flux's controllers)" >&2; exit 1; }
@@ -36,7 +40,16 @@ hash=$(cat "$here"/flux/source-controller/go.{mod,sum} "$here"/flux/kustomize-co
 cache=${ZKOP_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/zkop}/control-plane
 bin="$cache/flux-sc$sc_release-kc$kc_release-$go_version-$hash"
 
-if [ -x "$bin/source-controller" ] && [ -x "$bin/kustomize-controller" ] && [ -d "$bin/crds" ]; then
+built() { [ -x "$bin/source-controller" ] && [ -x "$bin/kustomize-controller" ] && [ -d "$bin/crds" ]; }
+if built; then
+  echo "$bin"
+  exit 0
+fi
+[ -z "$cached_only" ] || exit 1
+mkdir -p "$cache"
+exec 9>"$cache/.build-flux.lock"
+flock 9
+if built; then  # another run built it while this one waited
   echo "$bin"
   exit 0
 fi

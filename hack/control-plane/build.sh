@@ -3,9 +3,12 @@
 # kube-controller-manager from k8s.io/kubernetes at the release pinned in kubernetes-<minor>/go.mod, and
 # etcd from etcd/go.mod. Test and build tooling only: nothing here is part of what zkop ships.
 #
-#   hack/control-plane/build.sh [--version MINOR]   # MINOR: 1.37 (default) or 1.35
+#   hack/control-plane/build.sh [--version MINOR] [--cached]   # MINOR: 1.37 (default) or 1.35
 #
 # Prints the directory holding kube-apiserver, kube-controller-manager and etcd as its last line.
+# --cached builds nothing: it prints the directory if the binaries are there, else exits 1 silently.
+# Concurrent runs for one minor (two test sessions, CI's background build) take turns on a lock file
+# beside the cache, so the second finds what the first built instead of clobbering its work.
 # Binaries land in a version-keyed cache outside the repository,
 #   ${ZKOP_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/zkop}/control-plane/<minor>-<release>-<go>-<hash>/
 # where <hash> covers the go.mod/go.sum files and this script, so a changed pin builds anew and an
@@ -14,11 +17,13 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 minor=1.37
+cached_only=
 while [ $# -gt 0 ]; do
   case "$1" in
+    --cached) cached_only=1; shift ;;
     --version) minor=${2:?--version needs a minor such as 1.37}; shift 2 ;;
     --version=*) minor=${1#--version=}; shift ;;
-    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "build.sh: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -35,8 +40,17 @@ go_version=$(go env GOVERSION)
 hash=$(cat "$k8s_mod/go.mod" "$k8s_mod/go.sum" "$here/etcd/go.mod" "$here/etcd/go.sum" "$0" | sha256sum | cut -c1-12)
 cache=${ZKOP_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/zkop}/control-plane
 bin="$cache/$minor-$release-etcd$etcd_release-$go_version-$hash"
+built() { [ -x "$bin/kube-apiserver" ] && [ -x "$bin/kube-controller-manager" ] && [ -x "$bin/etcd" ]; }
 
-if [ -x "$bin/kube-apiserver" ] && [ -x "$bin/kube-controller-manager" ] && [ -x "$bin/etcd" ]; then
+if built; then
+  echo "$bin"
+  exit 0
+fi
+[ -z "$cached_only" ] || exit 1
+mkdir -p "$cache"
+exec 9>"$cache/.build-$minor.lock"
+flock 9
+if built; then  # another run built it while this one waited
   echo "$bin"
   exit 0
 fi

@@ -55,6 +55,8 @@ from zkop.kube.client import ApiException, KubeClient
 PREVIOUS_RELEASE = "e8bfb8859e270cefb7a79bc5acdff4c30c85fce3"
 NAMESPACE = "zkop-system"
 CRD = "zookeeperconfigs.platform.example.com"
+#: Every CRD the install makes; each is kept by helm uninstall and a Flux prune (docs/operations.md, "Uninstall").
+CRDS = [CRD, "zookeepermirrors.platform.example.com"]
 #: examples/acl.yaml's identity: zkop must authenticate as it to manage the znode once its ACL is on.
 OPS_CREDENTIALS = "ops:ops-password"
 FINALIZER = "zookeeperconfigs.platform.example.com/finalizer"
@@ -137,12 +139,12 @@ def delete_examples_while_zkop_runs(cluster: ControlPlane, kube: KubeClient, zk:
 
 
 def nothing_of_zkop_left(kube: KubeClient, *, crd: bool = False) -> None:
-    """No object labelled ``app.kubernetes.io/part-of=zkop`` of the kinds the install makes (the CRD only if
+    """No object labelled ``app.kubernetes.io/part-of=zkop`` of the kinds the install makes (the CRDs only if
     ``crd``), and no namespace zkop-system."""
     query = {"labelSelector": "app.kubernetes.io/part-of=zkop"}
     rbac = "/apis/rbac.authorization.k8s.io/v1"
     for path, left in ((f"{rbac}/clusterroles", []), (f"{rbac}/clusterrolebindings", []),
-                       ("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", [CRD] if crd else [])):
+                       ("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", CRDS if crd else [])):
         names = [o["metadata"]["name"] for o in kube.request("GET", path, query=query)["items"]]
         assert names == left, (path, names)
     namespaces = [n["metadata"]["name"] for n in kube.request("GET", "/api/v1/namespaces")["items"]]
@@ -240,7 +242,7 @@ def test_helm_install_uninstall(cluster: ControlPlane, admin: KubeClient, zk_ser
     # CRD (resource-policy keep); both go by hand, as docs/operations.md says.
     kubectl(cluster, "delete", "namespace", NAMESPACE, "--wait=true", "--timeout=120s")
     nothing_of_zkop_left(admin, crd=True)
-    kubectl(cluster, "delete", "crd", CRD, "--wait=true", "--timeout=60s")
+    documented(cluster, "kubectl delete crd")
     nothing_of_zkop_left(admin)
 
 
@@ -426,7 +428,7 @@ def test_flux_installs_zkop_from_git_and_prunes_it(cluster: ControlPlane, admin:
             assert kept == (obj["spec"].get("deletionPolicy") == "Orphan"), obj["metadata"]["name"]
     wait_for(lambda: namespace_gone(admin), message="zkop-system pruned")
     nothing_of_zkop_left(admin, crd=True)  # kustomize.toolkit.fluxcd.io/prune: disabled
-    kubectl(cluster, "delete", "crd", CRD, "--wait=true", "--timeout=60s")
+    documented(cluster, "kubectl delete crd")
     nothing_of_zkop_left(admin)
 
 

@@ -1,19 +1,10 @@
 """Flag plumbing shared by every ``zkop`` subcommand: value types, usage errors, exit codes.
 
-Exit codes (documented once, in ``docs/operations.md`` "Exit codes"):
-
-- ``0`` success (``diff``: no differences);
-- ``1`` the command ran and found or hit problems (``validate``: invalid manifests; ``diff``:
-  differences, as ``diff`` and ``kubectl diff``; ``export``/``sync``: some znodes failed;
-  ``run``: the Lease was lost or a runtime failure ended the run — a restart helps);
-- ``2`` usage or configuration error, nothing done: a bad flag value (argparse's own errors and
-  zkop's checks alike, one line on stderr, no traceback), unreadable input, ZooKeeper
-  unreachable for a GitOps command, or ``run``'s start-up probe refused.
-
-Value types raise :class:`argparse.ArgumentTypeError`, so argparse reports
-``zkop run: error: argument --sync-period: …`` and exits 2 (it also applies them to string
-defaults, such as those taken from environment variables). Checks that need several flags raise
-:class:`UsageError`, which ``zkop.cmd.main.main`` reports the same way.
+Exit codes are documented once, in docs/operations.md, "Exit codes" (0 success; 1 ran and found
+or hit problems; 2 usage or configuration error, nothing done). Value types raise
+:class:`argparse.ArgumentTypeError`, so argparse reports ``zkop run: error: argument --sync-period: …``
+and exits 2 (also for string defaults taken from environment variables); checks over several flags
+raise :class:`UsageError`, which ``zkop.cmd.main.main`` reports the same way.
 """
 
 from __future__ import annotations

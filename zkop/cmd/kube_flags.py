@@ -1,25 +1,14 @@
 """``zkop run``'s client-side flow control flags: ``--kube-api-qps`` and ``--kube-api-burst``.
 
-The names and meaning are kube-controller-manager's and Flux's (``rest.Config.QPS`` and
-``Burst``: one token bucket for every request of the process's API client, client-go
-``flowcontrol.NewTokenBucketRateLimiter``; a request waits for a token, it is never dropped), and a
-negative QPS turns the limiter off as in controller-runtime's ``GetConfig`` (``QPS = -1``: rely on
-the API server's Priority and Fairness). ``zkop run`` is the only zkop command that talks to the API
-server (the GitOps commands talk to ZooKeeper only), so these are ``run``'s alone.
+Names and meaning as kube-controller-manager's and Flux's: ``rest.Config.QPS`` and ``Burst``, one
+token bucket for every request of the API client (client-go ``flowcontrol.NewTokenBucketRateLimiter``);
+a negative QPS turns it off, as controller-runtime's ``GetConfig`` (``QPS = -1``). Defaults 50/100
+are Flux's (``fluxcd/pkg`` ``runtime/client.Options.BindFlags``); docs/operations.md, "Kubernetes
+API flow control", says why.
 
-Defaults: 50 requests per second with a burst of 100, the defaults of Flux's controllers
-(``fluxcd/pkg`` ``runtime/client.Options.BindFlags``), whose applies zkop follows: a Flux apply of
-up to about 50 ZooKeeperConfigs (finalizer and status patch each) goes out without waiting; a cold
-start over 2,000 new objects (about two writes each, Events budgeted apart) is paced to about 80 s
-instead of hitting the API server with everything at once; an idle or warm-restarted
-zkop writes nothing, so the bucket is full whenever changes come. Well below what one API server
-takes (kube-controller-manager gives each of its controllers 20/30), far above what zkop needs at rest
-(a Lease renewal every 2 s, informer relists).
-
-Values, checked as component-base ``ValidateClientConnectionConfiguration`` does and a little more:
-a burst below 1 is refused (component-base refuses negative bursts; client-go reads 0 as its
-default 10, and x/time/rate lets nothing through a 0 burst), and so is a QPS of 0 (client-go reads
-0 as its default 5), NaN or infinity: say ``-1`` to turn the limiter off.
+Values are checked as component-base ``ValidateClientConnectionConfiguration`` does, and also
+refused: a burst below 1 (x/time/rate lets nothing through a 0 burst), a QPS of 0 (client-go would
+read it as its default 5), NaN or infinity.
 """
 
 from __future__ import annotations

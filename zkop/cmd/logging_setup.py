@@ -18,9 +18,8 @@ TEXT_FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
 class TextFormatter(logging.Formatter):
     """:class:`logging.Formatter` whose default ``asctime`` is converted once per second.
 
-    The stock ``formatTime`` calls ``time.localtime`` and ``time.strftime`` for every record,
-    which costs about as much as the rest of the line; the text is the same
-    (``2006-01-02 15:04:05,000``). A ``datefmt`` is formatted the stock way.
+    The stock ``formatTime`` calls ``time.localtime`` and ``time.strftime`` for every record;
+    the text is the same (``2006-01-02 15:04:05,000``). A ``datefmt`` is formatted the stock way.
     """
 
     def __init__(self, fmt: str | None = TEXT_FORMAT, datefmt: str | None = None) -> None:
@@ -62,7 +61,7 @@ def configure_logging(level: str = "info", fmt: str = "text") -> Callable[[], No
     Besides the root logger's handler and level and the ``kazoo`` and ``urllib3`` levels, this
     switches off, process-wide, what no format of zkop prints: the caller's file, line and
     function and the process id and name, otherwise looked up for every record (the logging
-    HOWTO's "Optimization"; a quarter of a line's cost on the operator's hot path).
+    HOWTO's "Optimization").
 
     Args:
         level: ``debug``, ``info``, ``warning`` or ``error`` (case-insensitive).

@@ -1,27 +1,15 @@
 """``zkop export``: a live znode subtree as ZooKeeperConfig manifests.
 
-Which znodes become objects (:func:`plan_export`):
+Exported (:func:`plan_export`): every leaf, and every interior node with data or a non-open ACL
+(``include_empty``: every interior node). Never: ``/``, ``/zookeeper``, excluded subtrees, the
+ownership registry, ephemeral and sequential nodes with their subtrees (each skipped one gets a
+note). A redacted ACL (``digest:user:x``, ZOOKEEPER-1392) is a problem, never a manifest with a
+fake id.
 
-* every *leaf* — a node with no exported descendant — empty or not;
-* every interior node holding data or an ACL other than the open ACL (an empty,
-  open interior node comes back anyway as a parent; ``include_empty`` exports it too);
-* never: the root ``/``, ``/zookeeper``, excluded subtrees, zkop's ownership
-  registry, ephemeral nodes (``ephemeralOwner != 0``) and sequential nodes (10-digit
-  suffix) with their subtrees — they belong to running clients, not to Git. Each
-  skipped ephemeral or sequential node gets a note.
-
-Each manifest is plain ZooKeeperConfig YAML (``apiVersion``, ``kind``,
-``metadata.name`` [, ``namespace``], ``spec``): ``stringData`` for printable
-UTF-8, else base64 ``data`` with ``encoding: binary``; ``spec.acl`` unless the
-ACL is the open ACL. A node whose ACL ZooKeeper returned redacted (``digest:user:x``: the
-caller has no ADMIN on it, ZOOKEEPER-1392) is a problem, never a manifest with a fake id.
-Before anything is written, every rendered manifest is read back and put through the same
-checks as ``zkop validate`` (CRD schema and
-:func:`zkop.zkconfig.spec.parse_spec`), and its bytes and ACL compared with the
-live node; a node failing this is reported as a problem instead of exported.
-
-Layout (:func:`zkop.gitops.names.manifest_file`): ``<dir>/app/features/x.yaml``
-for ``/app/features/x``, plus ``<dir>/kustomization.yaml`` listing every file.
+Each manifest (``stringData`` for printable UTF-8, else base64 ``data`` with ``encoding: binary``;
+``spec.acl`` unless open) is read back and checked as ``zkop validate`` does, and compared with the
+live node, before anything is written; one that fails is reported instead. Files are laid out by
+:func:`zkop.gitops.names.manifest_file`, with a ``kustomization.yaml`` listing them.
 """
 
 from __future__ import annotations

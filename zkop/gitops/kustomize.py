@@ -1,16 +1,10 @@
 """Building a kustomization the way Flux's kustomize-controller does, with the user's own kustomize.
 
-Flux builds the directory a ``Kustomization`` points at with kustomize: a directory that holds a
-kustomization file is built (only what it lists, with its patches and transformers), and a
-directory without one gets a generated kustomization that lists every manifest below it, where a
-sub-directory holding its own kustomization file stands for its built output
-(fluxcd/kustomize-controller ``generator.go``, fluxcd/pkg ``kustomize/kustomize_generator.go``).
-Flux builds with ``LoadRestrictionsNone`` (files outside the kustomization's directory may be
-referenced) and without plugins.
-
-zkop does not reimplement kustomize: :func:`build` runs ``kustomize build`` or, where only kubectl is
-installed, ``kubectl kustomize`` (kubectl embeds kustomize), found on ``PATH`` or beside the running
-Python interpreter (a virtualenv's ``bin/``).
+A directory with a kustomization file is built as it says; one without gets a generated
+kustomization listing every manifest below it, a sub-directory with its own kustomization file
+standing for its built output (fluxcd/kustomize-controller ``generator.go``, fluxcd/pkg
+``kustomize/kustomize_generator.go``); ``LoadRestrictionsNone``, no plugins. :func:`build` runs
+``kustomize build`` or ``kubectl kustomize``, found on ``PATH`` or beside the running interpreter.
 """
 
 from __future__ import annotations

@@ -1,25 +1,16 @@
 """Names derived from znode paths: Kubernetes object names and export file paths.
 
-Object names follow Kubernetes "Object Names and IDs": a custom resource's
-``metadata.name`` must be a *DNS-1123 subdomain* — at most 253 characters,
-lowercase alphanumerics, ``-`` and ``.``, starting and ending with an
-alphanumeric (apimachinery ``IsDNS1123Subdomain``). Namespaces are
-*DNS-1123 labels* (the same without ``.``, at most 63 characters). Both checks live in
-:mod:`zkop.kube.validation` and are re-exported here for the gitops callers.
+Object names must be DNS-1123 subdomains, namespaces DNS-1123 labels (Kubernetes "Object Names
+and IDs"; the checks are :mod:`zkop.kube.validation`'s, re-exported here). :func:`object_name` is
+a pure function of the path:
 
-:func:`object_name` is a pure function of the path, so the same tree always
-exports the same names, whatever else the tree holds:
+* a path whose every segment is a dash-separated run of ``[a-z0-9]`` maps to its segments joined
+  by ``.``: ``/app/features/new-engine/enabled`` → ``app.features.new-engine.enabled``;
+* any other path is slugged and gets ``--`` plus the first 10 hex digits of the SHA-256 of the
+  path: ``/App/Some.Name`` → ``app.some-name--3b1f…``.
 
-* a path whose every segment is already a dash-separated run of ``[a-z0-9]``
-  (no ``--``, no leading/trailing ``-``) maps to its segments joined by ``.``:
-  ``/app/features/new-engine/enabled`` → ``app.features.new-engine.enabled``;
-* any other path (upper case, ``_``, ``.``, non-ASCII, ``--`` …, or longer
-  than 253 characters) is slugged and gets ``--`` plus the first 10 hex digits
-  of the SHA-256 of the path: ``/App/Some.Name`` → ``app.some-name--3b1f…``.
-
-Names of the first kind never contain ``--`` and names of the second kind
-always do, exactly once, just before the digest; so two paths get the same
-name only if their digests collide (40 bits).
+Only names of the second kind contain ``--``, once, so two paths share a name only if their
+digests collide (40 bits).
 """
 
 from __future__ import annotations

@@ -1,27 +1,17 @@
 """Which znodes ``sync --prune`` deletes (and ``diff --prune`` shows as deletions).
 
-The rule, precisely. Given the prune roots ``R…`` (``--prune-root``, required,
-explicit) and the set ``D`` of paths declared by the input manifests (valid
-ones, ``dataFrom`` ones included), a znode ``n`` is deleted only if all hold:
+Given the prune roots (``--prune-root``, required) and the set ``D`` of paths the valid input
+manifests declare, a znode ``n`` is deleted only if all hold:
 
-1. ``n`` is strictly below some prune root (a root itself is never deleted);
-2. ``n`` is not in ``D`` and is not an ancestor of a path in ``D``;
-3. ``n`` is persistent (``ephemeralOwner == 0``) and its name is not sequential
-   (10-digit suffix): those belong to running clients;
-4. ``n`` is not under ``/zookeeper``, zkop's ownership registry, or an
-   ``--exclude`` glob (those subtrees are not even read);
-5. every child of ``n`` is deleted by this same rule — deletion is never
-   recursive: a znode keeping one child (ephemeral, excluded, unreadable,
-   declared, or created meanwhile) is kept.
+1. ``n`` is strictly below a prune root;
+2. ``n`` is neither in ``D`` nor an ancestor of a path in ``D``;
+3. ``n`` is persistent and not sequential (10-digit suffix): those belong to running clients;
+4. ``n`` is not under ``/zookeeper``, the ownership registry or an ``--exclude`` glob (not even read);
+5. every child of ``n`` is deleted by this rule: deletion is never recursive.
 
-Deletions run after all creates and updates, leaves first, each one
-conditional on the version just read (``delete(path, version)``), so a node
-edited or given a child in the meantime is not deleted.
-
-Refused outright (nothing written): a prune root that is not a valid, manageable
-path (``/`` and ``/zookeeper`` included), lies in a reserved subtree, or under
-which no manifest declares any path — an empty or wrong input must not empty a
-subtree.
+Deletions run after all creates and updates, leaves first, each conditional on the version just
+read. Refused outright, nothing written: a prune root that is not a manageable path, lies in a
+reserved subtree, or has no declared path below it (an empty or wrong input must not empty a subtree).
 """
 
 from __future__ import annotations

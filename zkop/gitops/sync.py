@@ -1,17 +1,11 @@
 """``zkop sync``: apply manifests straight to ZooKeeper, as the operator would.
 
-Each object goes through the operator's own steps: :func:`zkop.zkconfig.spec.parse_spec`
-(done by validation), read, :func:`zkop.zkconfig.plan.plan_sync`, and
-:meth:`ZooKeeperAdapter.execute` (compare-and-set; a concurrent change is read
-and planned again, up to :data:`MAX_REPLANS` times). So ``syncPolicy``
-(``createOnly`` never overwrites), ACLs, size and path rules are the operator's.
-Objects are applied parents first. The ACL is always read, so an ACL set by
-hand at creation (``aversion`` 0) is seen and restored too.
-
-Not done: ownership records (``sync`` has no Kubernetes object to stamp and
-writes none), ``deletionPolicy`` (nothing is deleted except by ``--prune``,
-see :mod:`zkop.gitops.prune`), ``dataFrom`` (cannot be resolved without a
-cluster: reported as skipped, never read or printed).
+Each object goes through the operator's own steps (:func:`zkop.zkconfig.spec.parse_spec`, read,
+:func:`zkop.zkconfig.plan.plan_sync`, :meth:`ZooKeeperAdapter.execute` with up to :data:`MAX_REPLANS`
+replans), parents first, so ``syncPolicy``, ACL, size and path rules are the operator's. The ACL is
+always read, so an ACL set by hand at creation is restored too. Not done: ownership records (no
+Kubernetes object to stamp), ``deletionPolicy`` (only ``--prune`` deletes: :mod:`zkop.gitops.prune`),
+``dataFrom`` (reported as skipped, never read or printed).
 """
 
 from __future__ import annotations

@@ -152,7 +152,6 @@ def walk(zookeeper: ZooKeeperAdapter, root: str, *, skip: Callable[[str], bool] 
     """Read ``root`` and its subtree: data, stat, ACL and child names of every node.
 
     Args:
-        zookeeper: a started adapter.
         root: absolute path to start at (``/`` allowed).
         skip: nodes (and their subtrees) not to read at all, e.g. :meth:`PathFilter.excluded`.
         descend: whether to read the children of a node that was read.

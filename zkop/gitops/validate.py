@@ -1,26 +1,15 @@
 """``zkop validate``: manifests against the CRD schema and zkop's own rules, offline.
 
-Checks, per ZooKeeperConfig object (after the CRD's defaults are applied):
+Per ZooKeeperConfig, after the CRD's defaults: the ``apiVersion``; ``metadata.name`` a DNS-1123
+subdomain and ``namespace`` a label (Kubernetes "Object Names and IDs"); the CRD's schema
+(:mod:`zkop.gitops.schema`, CEL rules not evaluated); :func:`zkop.zkconfig.spec.parse_spec`, which
+states every CEL rule too. A ``dataFrom`` ConfigMap in the same input is resolved from it; other
+references are checked, their bytes are not. Across objects: no path declared twice, no
+``namespace/name`` defined twice.
 
-1. ``apiVersion`` is ``platform.example.com/v1alpha1``;
-2. ``metadata.name`` is a DNS-1123 subdomain and ``metadata.namespace`` (if set) a
-   DNS-1123 label (Kubernetes "Object Names and IDs");
-3. the CRD's ``openAPIV3Schema`` (:mod:`zkop.gitops.schema`; its CEL rules are not evaluated here);
-4. :func:`zkop.zkconfig.spec.parse_spec` — the operator's own rules, which include every CEL rule of the
-   CRD with the same words: ZooKeeper path rules, exactly one data source, strict base64, UTF-8 for
-   ``encoding: utf-8``, ``--max-data-bytes``, ACL entries.
-   ``dataFrom`` of a ConfigMap in the same input is resolved from it (as the cluster the input
-   is applied to would); any other reference (a Secret, a ConfigMap not in the input) cannot be
-   resolved offline: it is checked, its bytes are not;
-5. across all objects: no znode path declared twice, no ``namespace/name`` defined twice.
-
-Fields the schema does not declare are errors (``strict``, the default), as the cluster treats
-them on the paths GitOps takes: server-side apply (Flux's kustomize-controller) answers "field
-not declared in schema", kubectl apply ``--validate=strict`` (its default) refuses them. With
-``strict=False`` (``zkop validate --no-strict``) they are warnings, for manifests applied with
-``kubectl --validate=false``, where the API server prunes them.
-
-``diff`` and ``sync`` run the same checks first and refuse invalid input.
+Undeclared fields are errors (``strict``), as server-side apply (Flux) and ``kubectl apply
+--validate=strict`` treat them; with ``--no-strict`` warnings, for ``kubectl --validate=false``,
+where the API server prunes them. ``diff`` and ``sync`` run the same checks first.
 """
 
 from __future__ import annotations
@@ -216,7 +205,6 @@ def validate_manifests(manifests: Manifests, checker: SchemaChecker, *,
     Args:
         manifests: as loaded by :func:`zkop.gitops.manifests.load_manifests` (load
             problems become problems without an object).
-        checker: the CRD schema.
         max_data_bytes: the operator's ``--max-data-bytes``.
         strict: unknown fields are errors (the default: server-side apply answers "field not
             declared in schema" for them, whatever ``fieldValidation`` says -- structured-merge-diff

@@ -1,32 +1,17 @@
-"""A thin JSON client over the official ``kubernetes`` Python client.
+"""A thin JSON client over the official ``kubernetes`` Python client: plain dicts, not generated models.
 
-zkop talks to the API server through :class:`kubernetes.client.ApiClient`
-(its configuration, authentication, TLS and urllib3 connection pool) but keeps
-objects as plain ``dict`` values instead of the generated Pydantic models, and
-sends requests straight to the urllib3 connection pool the official client
-configured (no per-request URL parsing, serialisation hooks or token refresh):
-the models of client 37.x reject unknown fields and cost memory and CPU per
-object (see docs/performance.md). Every call goes through :meth:`KubeClient.request`
-or :meth:`KubeClient.watch`, which is also where API request counts are taken.
+It uses :class:`kubernetes.client.ApiClient` for configuration, authentication and TLS, and sends
+requests straight to its urllib3 pool. Every call goes through :meth:`KubeClient.request` or
+:meth:`KubeClient.watch`, which apply client-go's ``rest.Request`` flow control once, for every
+verb (rest/request.go ``request``, ``Watch``, ``tryThrottleWithInfo``; rest/with_retry.go):
 
-Flow control is client-go's ``rest.Request`` (``request``, ``Watch``, ``tryThrottleWithInfo`` in
-rest/request.go; ``withRetry`` in rest/with_retry.go), once, here, for every verb:
-
-* **Client-side rate limit.** With a ``rate_limiter`` (``rest.Config.QPS``/``Burst``, see
-  :func:`zkop.kube.flowcontrol.client_rate_limiter`) every request waits for a token of that one
-  bucket before it is sent; it waits, it is never dropped. A watch's first request takes no
-  token (client-go ``Watch``: "We specifically don't want to rate limit watches"); every retry
-  below does, a watch's too (``withRetry.Before``). The wait is observed in
-  ``rest_client_rate_limiter_duration_seconds``.
-* **Retry-After.** An answer 429, or 5xx, that carries ``Retry-After: <seconds>`` is retried after
-  that many seconds, up to :data:`MAX_RETRIES` times (``checkWait``, ``retryAfterSeconds``,
-  ``IsNextRetry``); every body zkop sends is bytes it can send again, so this holds for every verb.
-  One bound more than client-go's ``ctx``: no retry whose wait would end after the request's
-  ``timeout`` has run out since the first attempt (client-go bounds the loop by the request's
-  context deadline). Then, or after the last retry, the caller gets the last answer as its
-  :class:`ApiException`. Retries are counted in ``rest_client_request_retries_total``; every
-  attempt in ``rest_client_requests_total``. urllib3's own ``Retry-After`` handling is turned off,
-  so there is one retry layer.
+* **Client-side rate limit**: with a ``rate_limiter`` every request waits for a token (never
+  dropped); a watch's first request takes none ("We specifically don't want to rate limit
+  watches"), its retries do (``withRetry.Before``).
+* **Retry-After**: a 429 or 5xx carrying ``Retry-After: <seconds>`` is retried after that long, up
+  to :data:`MAX_RETRIES` times (``checkWait``, ``IsNextRetry``), but never past the request's
+  ``timeout`` (client-go: the context deadline); then the caller gets the last answer as
+  :class:`ApiException`. urllib3's own ``Retry-After`` handling is off: one retry layer.
 """
 
 from __future__ import annotations

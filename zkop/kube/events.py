@@ -1,16 +1,9 @@
-"""Kubernetes Events for the objects zkop manages (``kubectl describe`` shows them).
+"""Kubernetes Events for the objects zkop manages, written from a thread of their own (a slow API stalls no reconcile).
 
-Events are ``core/v1`` Events written from a background thread so a slow API
-never stalls a reconcile, correlated as client-go's ``EventCorrelator`` does
-(:mod:`zkop.kube.correlator`): a repeat is a patch of the earlier Event's ``count``
-and ``lastTimestamp``, ten or more messages of one reason about one object within
-10 minutes become one aggregate Event, and every object has a budget of 25 Events
-per type refilled one every 5 minutes (both types; skipped Events are counted in
-``zkop_events_dropped_total``). Messages must never carry secret data.
-
-``Normal`` Events also share one token bucket (``normal_qps``, ``normal_burst``): a
-cold start over thousands of objects would otherwise double the API write load
-with ``Created`` Events. Over budget they are dropped and counted too.
+Correlated as client-go's ``EventCorrelator`` (:mod:`zkop.kube.correlator`). ``Normal`` Events also
+share one token bucket (``normal_qps``, ``normal_burst``), so a cold start over thousands of objects
+does not double the API write load; over budget they are dropped and counted in
+``zkop_events_dropped_total``. Messages never carry secret data.
 """
 
 from __future__ import annotations

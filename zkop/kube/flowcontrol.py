@@ -1,21 +1,15 @@
-"""A token bucket: client-go ``util/flowcontrol`` on ``golang.org/x/time/rate``.
+"""A token bucket: client-go ``util/flowcontrol`` on ``golang.org/x/time/rate``; thread-safe.
 
-:class:`TokenBucket` holds at most ``burst`` tokens, refills at ``qps`` tokens per second and
-starts full.  Two ways to take a token, as in ``x/time/rate.Limiter``:
+:class:`TokenBucket` holds at most ``burst`` tokens, refills at ``qps`` per second and starts full:
 
-* :meth:`TokenBucket.reserve` always takes one (the balance may go negative) and returns how
-  long, in seconds, the caller must wait before using it -- ``Reserve().Delay()``
-  [x/time/rate rate.go ``reserveN``]; the work queue's bucket rate limiter is built on it
-  [CG util/workqueue/default_rate_limiters.go:58-78].
-* :meth:`TokenBucket.allow` takes one only if it is available now and never waits --
-  ``Allow()`` [x/time/rate rate.go ``AllowN``]; the Events budget uses it (client-go's
-  ``EventSourceObjectSpamFilter`` drops over budget).
+* :meth:`TokenBucket.reserve` always takes one (the balance may go negative) and returns the
+  seconds to wait -- ``Reserve().Delay()`` [x/time/rate rate.go ``reserveN``]; the work queue's
+  bucket rate limiter [CG util/workqueue/default_rate_limiters.go ``TypedBucketRateLimiter.When``];
+* :meth:`TokenBucket.allow` takes one only if available now -- ``Allow()`` [x/time/rate rate.go
+  ``AllowN``]; the Events budget (client-go's ``EventSourceObjectSpamFilter``).
 
-:func:`client_rate_limiter` turns ``rest.Config``'s ``QPS``/``Burst`` into the bucket that
-:class:`~zkop.kube.client.KubeClient` waits on before each request (client-go
-``NewTokenBucketRateLimiter``, whose ``Wait`` is ``reserve`` then sleep).
-
-Thread-safe.  Imports nothing else of zkop.
+:func:`client_rate_limiter` is client-go's ``NewTokenBucketRateLimiter`` for ``rest.Config``'s
+``QPS``/``Burst``. Imports nothing else of zkop.
 """
 
 from __future__ import annotations

@@ -1,41 +1,20 @@
 """Kubernetes structural schemas: what kube-apiserver does to a custom resource, without a server.
 
-One implementation of the OpenAPI v3 (structural) schema handling of
-apiextensions-apiserver, used by ``zkop validate``/``zkop export`` (through
-:mod:`zkop.gitops.schema`), by the in-memory API server of the tests and by the
-manifest tests. It follows ``k8s.io/apiextensions-apiserver``:
+The one implementation, used by ``zkop validate``/``zkop export`` (:mod:`zkop.gitops.schema`), the
+tests' in-memory API server and the manifest tests. It follows ``k8s.io/apiextensions-apiserver``:
 
-* ``pkg/apiserver/schema/defaulting/algorithm.go`` (:func:`default`): a missing
-  property, or a ``null`` where the schema is not ``nullable``, gets a deep copy
-  of its ``default``; also inside ``additionalProperties`` and array ``items``;
-* ``pkg/apiserver/schema/defaulting/prunenulls.go`` (:func:`prune_nulls`): a ``null``
-  where the schema is neither ``nullable`` nor has a ``default`` is dropped before
-  validation (so ``acl:`` with no value is no error);
-* ``pkg/apiserver/schema/pruning/algorithm.go`` (:func:`prune`): fields the schema
-  does not specify are dropped, except below ``x-kubernetes-preserve-unknown-fields``
-  (declared properties below it are still pruned) and ``apiVersion``/``kind``/
-  ``metadata`` of the root and of ``x-kubernetes-embedded-resource`` objects;
-* ``pkg/apiserver/validation/validation.go`` (:func:`to_json_schema`,
-  ``ConvertJSONSchemaPropsWithPostProcess``): the schema is translated into JSON
-  Schema Draft 7 and checked with ``jsonschema``:
+* :func:`default` -- ``pkg/apiserver/schema/defaulting/algorithm.go``: a missing property, or a
+  ``null`` where not ``nullable``, gets a copy of its ``default``, also in ``additionalProperties``
+  and ``items``;
+* :func:`prune_nulls` -- ``pkg/apiserver/schema/defaulting/prunenulls.go``;
+* :func:`prune` -- ``pkg/apiserver/schema/pruning/algorithm.go``: unspecified fields go, except below
+  ``x-kubernetes-preserve-unknown-fields`` and ``apiVersion``/``kind``/``metadata`` of the root and
+  of embedded resources;
+* :func:`to_json_schema` -- ``pkg/apiserver/validation/validation.go``
+  ``ConvertJSONSchemaPropsWithPostProcess``: JSON Schema Draft 7, checked with ``jsonschema``.
 
-  - ``x-kubernetes-int-or-string: true`` becomes ``type: [integer, string]``;
-  - ``nullable: true`` adds ``null`` to ``type`` (and to ``enum``);
-  - other ``x-kubernetes-*`` extensions are ignored: CEL rules in ``x-kubernetes-validations``
-    are not evaluated here (zkop's CRD states its rules there, and
-    :func:`zkop.zkconfig.spec.parse_spec` checks each of them too; ``tests/validation`` keeps
-    the two in agreement on kube-apiserver);
-  - OpenAPI's boolean ``exclusiveMinimum``/``exclusiveMaximum`` become Draft 7 numbers;
-  - formats ``byte`` (standard base64), ``date-time`` (strfmt ``IsDateTime``: ``t``/``z``
-    in either case, no space), ``date``, ``int32``, ``int64``,
-    ``uuid``, ``ipv4``, ``ipv6``, ``cidr`` and ``hostname`` are checked (kube-openapi ``strfmt``).
-
-:class:`StructuralSchema` bundles the three for one ``openAPIV3Schema``; its
-:meth:`~StructuralSchema.check` renders violations as short sentences
-(:class:`FieldProblem`). The in-memory API server renders the same
-``jsonschema`` errors the way kube-apiserver does.
-
-Imports nothing else of zkop.
+:class:`StructuralSchema` bundles the three for one ``openAPIV3Schema`` and renders violations as
+short sentences (:class:`FieldProblem`). Imports nothing else of zkop.
 """
 
 from __future__ import annotations
@@ -200,7 +179,17 @@ FORMATS = _format_checker()
 
 
 def to_json_schema(schema: Any) -> Any:
-    """A JSON Schema Draft 7 copy of a Kubernetes structural schema (see the module doc for the rules).
+    """A JSON Schema Draft 7 copy of a Kubernetes structural schema.
+
+    - ``x-kubernetes-int-or-string: true`` becomes ``type: [integer, string]``;
+    - ``nullable: true`` adds ``null`` to ``type`` (and to ``enum``);
+    - other ``x-kubernetes-*`` extensions are ignored: CEL rules in ``x-kubernetes-validations`` are
+      not evaluated (:func:`zkop.zkconfig.spec.parse_spec` checks each of zkop's; ``tests/validation``
+      keeps the two in agreement on kube-apiserver);
+    - OpenAPI's boolean ``exclusiveMinimum``/``exclusiveMaximum`` become Draft 7 numbers;
+    - ``format`` stays; :data:`FORMATS` checks ``byte`` (standard base64), ``date-time`` (strfmt
+      ``IsDateTime``: ``t``/``z`` in either case, no space), ``date``, ``int32``, ``int64``, ``uuid``,
+      ``ipv4``, ``ipv6``, ``cidr`` and ``hostname`` (kube-openapi ``strfmt``).
 
     Args:
         schema: an ``openAPIV3Schema`` or any node of one; non-mappings are returned as they are.

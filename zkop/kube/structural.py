@@ -1,34 +1,20 @@
 """The rules kube-apiserver applies to a CRD version's ``openAPIV3Schema`` when the CRD is created or updated.
 
-A port of what apiextensions-apiserver checks before it accepts a schema (so a CRD that
-passes here is not refused by a cluster for these reasons):
+A schema that passes here is not refused by a cluster for these reasons. Ported from
+apiextensions-apiserver:
 
-* ``pkg/apiserver/schema/validation.go`` ``ValidateStructural`` (structural invariants):
-  every specified property and array item has a ``type`` (unless
-  ``x-kubernetes-int-or-string`` or ``x-kubernetes-preserve-unknown-fields``), arrays
-  have ``items``, the root is ``type: object`` without ``additionalProperties``,
-  root ``metadata`` restricts at most ``name``/``generateName``, and inside
-  ``allOf``/``anyOf``/``oneOf``/``not`` no ``type``, ``additionalProperties``,
-  ``default``, ``title``, ``description``, ``nullable`` or ``x-kubernetes-*`` appears
-  (``validateNestedValueValidation``, with the int-or-string ``anyOf`` exception);
-* ``pkg/apiserver/schema/complete.go``: a property named inside a value validation
-  must also be specified outside of it;
+* ``pkg/apiserver/schema/validation.go`` ``ValidateStructural``, ``validateNestedValueValidation``:
+  the structural invariants;
+* ``pkg/apiserver/schema/complete.go``: a property named in a value validation is also specified
+  outside it;
 * ``pkg/apis/apiextensions/validation/validation.go``
   (``ValidateCustomResourceDefinitionOpenAPISchema``, ``specStandardValidatorV3``,
-  ``validateMapListKeysMapSet``): ``additionalProperties`` and ``properties`` are
-  mutually exclusive, no ``default`` in top-level ``metadata``/``apiVersion``/``kind``,
-  list-map keys are required or defaulted and not nullable, ``uniqueItems`` and the
-  unsupported JSON-Schema keywords are forbidden, ``nullable`` is not allowed at the root;
-* ``pkg/apiserver/schema/defaulting/validation.go`` ``ValidateDefaults``: (only once the
-  schema is structural) each ``default`` is pruned (no unknown fields) and valid
-  against its own schema — :func:`defaults` lists them for the caller to validate.
+  ``validateMapListKeysMapSet``);
+* ``pkg/apiserver/schema/defaulting/validation.go`` ``ValidateDefaults``: :func:`defaults` lists
+  the defaults for the caller to validate.
 
-Errors are :class:`SchemaRuleError` values: ``type`` is the ``field.ErrorType`` name
-(``Required``, ``Forbidden``, ``Invalid``, ``NotSupported``), ``field`` a path like
-``spec.versions[0].schema.openAPIV3Schema.properties[spec].type``, rendered as Go's
-``field.Path`` renders ``Key`` (``[name]``) and ``Index`` (``[0]``).
-
-Imports only :mod:`zkop.kube.schema`.
+Errors are :class:`SchemaRuleError` values whose ``type`` is the ``field.ErrorType`` name and whose
+``field`` renders as Go's ``field.Path`` (``properties[spec].type``, ``versions[0]``).
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """Read a znode or a subtree for a mirror, read-only, with every change watched.
 
-Only reads: :class:`ReadOnlyZooKeeper` is the adapter surface the mirror and ``zkop fetch`` get
-(no ``execute``), so neither can write to ZooKeeper.
-
-Data is read with :meth:`~zkop.zookeeper.adapter.ZooKeeperAdapter.read` ``watch=True``: a data
-watch (none of its own under a persistent recursive watch,
-:meth:`~zkop.zookeeper.adapter.ZooKeeperAdapter.watch_subtrees` with ``whole``, which also reports
-a change racing with a node's first read), answered from the
-watch-validated cache while nothing changed. Children are listed with
-:meth:`~zkop.zookeeper.adapter.ZooKeeperAdapter.list_watched` (a child watch; an exists watch if the node is absent) and
-remembered here until that watch fires, the same exact rule as the adapter's cache (a listing
-whose watch fired while it was read is not stored). So a pass after one change costs the reads
-of what changed, not of the whole subtree.
+:class:`ReadOnlyZooKeeper` is the adapter surface the mirror and ``zkop fetch`` get (no ``execute``).
+Data comes from watched reads (the adapter's watch-validated cache, under
+:meth:`~zkop.zookeeper.adapter.ZooKeeperAdapter.watch_subtrees` with ``whole``); children from
+:meth:`~zkop.zookeeper.adapter.ZooKeeperAdapter.list_watched`, remembered here until the child watch
+fires by the same exact rule. So a pass after one change reads what changed, not the whole subtree.
 """
 
 from __future__ import annotations

@@ -1,27 +1,20 @@
 """Ownership registry: which installation and which object own a managed znode.
 
-Like external-dns's TXT registry, zkop keeps ownership beside the data, in
-ZooKeeper itself, so it survives restarts and is visible to every
-installation sharing an ensemble: the znode ``/app/x`` is owned by whoever's
-stamp sits in ``<root>/app/x`` (default root ``/zkop/owners``). A stamp is JSON
-``{"clusterId", "managedBy": "zkop", "name", "namespace", "uid"}``.
+The owner of ``/app/x`` is the stamp in ``<root>/app/x`` (default root ``/zkop/owners``), JSON
+``{"clusterId", "managedBy": "zkop", "name", "namespace", "uid"}`` (external-dns's TXT registry,
+kept in ZooKeeper). :class:`OwnershipRegistry` only reads and writes records through the adapter.
 
 Claim rules (:func:`plan_claim`, pure):
 
-* no record → create ours (a pre-existing znode is thereby *adopted*);
-* our record (same cluster id, namespace and name) → nothing, or refresh the
-  uid if the object was re-created under the same name;
-* a record of our cluster for an object that no longer exists (its finalizer
-  was removed by hand) → take it over;
-* an empty record (a registry parent, or released) → nobody owns the path: claim it;
-* anything else — another cluster, another object that still exists, or
-  unreadable data — is a conflict: zkop writes nothing.
+* no record, or an empty one (a registry parent, or released) → claim it (an existing znode is
+  thereby *adopted*);
+* our record (same cluster id, namespace and name) → nothing, or refresh the uid of a re-created object;
+* a record of our cluster for an object that no longer exists → take it over;
+* anything else (another cluster, another live object, unreadable data) → conflict, write nothing.
 
-A write planned under a claim that writes no record is conditional on the record
-as read (:func:`claim_requires`: a ``check`` of its version in the same ``multi``).
-Release rules (:func:`plan_release`, pure): only our own record (same object) is
-released; a record that is also the parent of other records is emptied, not deleted.
-:class:`OwnershipRegistry` only reads and writes records through the adapter.
+A write under a claim that writes no record checks the record's version in the same ``multi``
+(:func:`claim_requires`). Release (:func:`plan_release`): only our own record; a record that is
+also the parent of other records is emptied, not deleted.
 """
 
 from __future__ import annotations
@@ -183,18 +176,12 @@ def plan_release(record_path: str, ours: OwnerStamp, record: Observed | None) ->
 class OwnershipRegistry:
     """Reads and writes ownership records through the adapter.
 
-    Records are read with a watch and remembered until it fires (or the session is
-    lost), so a record changed or released behind zkop's back is noticed at once:
-    the objects declaring the path are reconciled and a conflict is reported, and a
-    released record wakes the objects waiting for it. On top of that every write of
-    a managed znode carries a ``check`` of the record's version in the same
-    ``multi`` (:func:`claim_requires`), so a write planned from a record that changed in
-    the meantime is refused as a whole. The version alone cannot tell a record
-    deleted and re-created at version 0 from the one read; the watch does, which
-    is why it is kept.
+    Records are read with a watch, so a record changed or released behind zkop's back wakes the
+    objects declaring the path at once. The watch is kept although every managed write also checks
+    the record's version (:func:`claim_requires`): the version alone cannot tell a record deleted
+    and re-created at version 0 from the one read.
 
     Args:
-        adapter: the ZooKeeper adapter.
         root: registry root, e.g. ``/zkop/owners``.
     """
 

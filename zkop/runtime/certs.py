@@ -1,24 +1,16 @@
 """Serving certificates for the secure ``/metrics`` endpoint: mounted files, reloaded on change, or self-signed.
 
-controller-runtime [CR pkg/metrics/server/server.go ``createListener``] serves HTTPS with
-``<CertDir>/<CertName>`` and ``<CertDir>/<KeyName>`` (``tls.crt``/``tls.key``) through a
-``certwatcher`` [CR pkg/certwatcher/certwatcher.go] when both files exist, and otherwise with a
-self-signed certificate for ``localhost``/``127.0.0.1`` generated at start
-(``certutil.GenerateSelfSignedCertKeyWithFixtures``).  zkop does the same:
+As controller-runtime [CR pkg/metrics/server/server.go ``createListener``]: ``tls.crt``/``tls.key``
+in the certificate directory, reloaded on change [CR pkg/certwatcher/certwatcher.go], else a
+self-signed certificate for ``localhost``/``127.0.0.1`` (``certutil.GenerateSelfSignedCertKeyWithFixtures``).
 
-* :class:`WatchedCertificate` loads the pair into an :class:`ssl.SSLContext` and, before each new
-  connection (:meth:`WatchedCertificate.context`), compares the files' ``stat`` signature (device,
-  inode, size, mtime) with the loaded one; when it changed -- cert-manager rotated the Secret and
-  the kubelet swapped the volume's ``..data`` symlink -- the pair is loaded again.  A pair that
-  cannot be loaded (cert and key written one after the other, a mismatch for a moment) leaves the
-  previous context in use and is retried on the next connection; certwatcher also keeps the old
-  certificate on a failed read.  Checking per connection instead of polling on a timer means no
-  thread and a rotation seen by the very next scrape.
-* :func:`self_signed` writes an ECDSA P-256 key and a one-year self-signed certificate (SANs
-  ``DNS:localhost``, ``IP:127.0.0.1`` plus any given) with the ``openssl`` command line tool
-  into a private temporary directory, loads them and deletes the directory at once.  Python's
-  ``ssl`` module cannot create certificates, ``cryptography`` is not among zkop's dependencies,
-  and ``openssl`` is in every Debian-based Python image (``ca-certificates`` depends on it).
+* :class:`WatchedCertificate` compares the files' ``stat`` signature before each new connection
+  (no thread; the next scrape sees a rotation, e.g. the kubelet swapping ``..data``); a pair that
+  cannot be loaded yet (cert and key written one after the other) keeps the previous context, as
+  certwatcher does.
+* :func:`self_signed` makes an ECDSA P-256 key and a one-year certificate with the ``openssl``
+  command (Python's ``ssl`` cannot, and ``cryptography`` is not a dependency) in a private
+  temporary directory, deleted at once.
 """
 
 from __future__ import annotations

@@ -14,9 +14,7 @@ success                ``forget``                                 ``success``
 =====================  =========================================  ==========================
 
 ``done`` is always called. An ``Exception`` never kills a worker; a ``BaseException`` escaping a
-reconcile does, and :meth:`Controller.health_check` says so, on which the Manager ends the run
-(:mod:`zkop.runtime.manager`). The ZooKeeperConfig controller and the service bridge are two
-instances of :class:`Controller`.
+reconcile does, and :meth:`Controller.health_check` reports it to the Manager.
 """
 
 from __future__ import annotations
@@ -111,7 +109,6 @@ class Controller:
         """Enqueue keys for every event of ``informer``.
 
         Args:
-            informer: the source.
             map_func: maps an object to the keys to reconcile (default: its own ``namespace/name``),
                 like controller-runtime's ``handler.EnqueueRequestsFromMapFunc``.
             update_filter: ``(old, new) -> bool``; False drops an update event (a predicate,
@@ -221,7 +218,7 @@ class Controller:
         Then the worker threads are joined, all within :data:`WORKER_JOIN` seconds more (they only
         skip what is still queued; a reconcile that outlived the drain keeps its worker running),
         as controller-runtime's ``Start`` waits for its workers once the context ends
-        [CR pkg/internal/controller/controller.go:296-330]; the queue's own shutdown has joined
+        [CR pkg/internal/controller/controller.go ``Controller.Start``]; the queue's own shutdown has joined
         its delaying thread. Idempotent; never joins the calling thread (a stop from a reconcile).
 
         Returns:

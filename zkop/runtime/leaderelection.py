@@ -1,22 +1,16 @@
 """Leader election through a ``coordination.k8s.io/v1`` Lease, after client-go ``tools/leaderelection``.
 
-Why not the official client's ``LeaseLock``: in 37.x it writes no
-``leaseTransitions``, judges expiry from the local configured duration instead
-of the record's ``leaseDurationSeconds``, has no jitter, cannot release, and
-leaves the leading thread running after it loses (see
-``shared/reference/controller-conventions.md`` §4). This module closes those gaps:
+Not the official client's ``LeaseLock`` (docs/architecture.md, "Own leader election"). As client-go:
 
-* expiry is judged from the *local* monotonic time at which the record was last
-  seen to change, plus the record's ``leaseDurationSeconds`` — never by comparing
-  another pod's timestamps with our clock (client-go ``tryAcquireOrRenew``);
-* every write is a PUT carrying the ``resourceVersion`` last read, so two
-  candidates racing get one 200 and one 409 Conflict (the loser stays a standby);
-* ``leaseTransitions`` is incremented on every takeover, ``acquireTime`` kept on
-  renewal, times are RFC 3339 micro-time in UTC;
-* a leader that cannot renew within ``renew_deadline`` calls ``on_stopped_leading``
-  (zkop stops its workers and exits 1); :meth:`LeaderElector.release` writes an
-  empty holder with ``leaseDurationSeconds: 1`` so a standby takes over within
-  about one retry period (client-go ``ReleaseOnCancel``).
+* expiry is judged from the local monotonic time at which the record was last seen to change plus
+  the record's ``leaseDurationSeconds``, never from another pod's timestamps (``tryAcquireOrRenew``);
+* every write is a PUT with the ``resourceVersion`` last read, so of two racing candidates one
+  gets 409 Conflict and stays a standby;
+* ``leaseTransitions`` counts takeovers, ``acquireTime`` is kept on renewal, times are RFC 3339
+  micro-time in UTC;
+* a leader that cannot renew within ``renew_deadline`` calls ``on_stopped_leading``;
+  :meth:`LeaderElector.release` writes an empty holder with ``leaseDurationSeconds: 1``
+  (``ReleaseOnCancel``).
 """
 
 from __future__ import annotations

@@ -1,52 +1,27 @@
 """The Manager: runs runnables, serves probes and metrics, elects a leader (controller-runtime ``pkg/manager``).
 
-It knows no feature.  Features add what they build -- informers, controllers, anything with
-``start()`` and ``stop(timeout)`` -- with :meth:`Manager.add`, and name health and readiness
-checks with :meth:`Manager.add_healthz_check` / :meth:`Manager.add_readyz_check`.
+It knows no feature: features :meth:`Manager.add` what they build (anything with ``start()`` and
+``stop(timeout)``) and name their health and readiness checks.
 
-Start order [CR pkg/manager/internal.go ``Start``]:
+Start order [CR pkg/manager/internal.go ``Start``]: the servers; the ``needs_leader=False``
+runnables in the order added (so standbys keep warm caches); wait until each one with
+``has_synced()`` has synced (``WaitForCacheSync``); leader election, if configured; once leading,
+the ``needs_leader=True`` runnables in order.
 
-1. the ``/metrics`` and ``/healthz`` + ``/readyz`` servers (:mod:`zkop.runtime.serving`);
-2. the runnables added with ``needs_leader=False``, in the order added (informers, so standbys
-   keep a warm cache; the Events writer; start-up probes);
-3. wait until every such runnable that has a ``has_synced()`` reports True (``WaitForCacheSync``;
-   a :meth:`Manager.stop` or :meth:`Manager.fail` meanwhile ends the run);
-4. leader election, when configured (:mod:`zkop.runtime.leaderelection`);
-5. once leading (or at once without election), the ``needs_leader=True`` runnables, in order.
+Shutdown [CR pkg/manager/internal.go ``engageStopProcedure``]: a standby stops campaigning first;
+the leader runnables stop together within ``graceful_shutdown_timeout`` **while the Lease is
+still renewed** (controller-runtime cancels leader election "only after we waited"); then renewal
+stops, the Lease is released after a clean stop, the other runnables stop in reverse order and the
+servers close. When :meth:`Manager.run` returns, no thread the Manager started runs (each wait is
+bounded). A lost Lease stops the leader runnables at once and ends the run with exit code 1.
 
-Shutdown [CR pkg/manager/runnable_group.go, internal.go ``engageStopProcedure``]: a standby stops
-its election first, so it cannot acquire the Lease now; wait for the thread starting the leader
-runnables, so none starts after this; stop the leader runnables (controllers: stop taking work,
-drain in-flight reconciles, join their workers) all at once within ``graceful_shutdown_timeout``
-seconds **while the Lease is still renewed** -- controller-runtime cancels leader election "only
-after we waited" for the runnables, so no standby takes over while the last reconciles still write
-(the drain may last longer than the Lease); then stop renewing and wait for the election thread
-(``<-cm.leaderElectionStopped``); release the Lease (only after a clean stop); stop the other
-runnables in reverse order; close the servers (their serving threads joined). When
-:meth:`Manager.run` returns, no thread the Manager started runs (each wait is bounded; one still
-running is logged).  A leader that cannot renew its Lease -- also while it drains -- stops its
-leader runnables at once and the run ends with exit code 1, so it never acts after another replica
-may have taken over ("leader election lost" in controller-runtime).
-
-A runnable that stops working ends the run too, as a runnable whose ``Start`` returns an error
-ends controller-runtime's manager [CR pkg/manager/runnable_group.go ``reconcile``: the error goes
-to ``errChan``; internal.go ``Start`` returns it and ``engageStopProcedure`` stops everything;
-the caller exits 1]. In Python a thread ends quietly where a Go panic would end the process
-(:mod:`zkop.runtime.threads`), so every ``options.liveness_period`` seconds the Manager asks each
-started runnable that is a :class:`HealthChecker` (controllers: their workers and the queue's
-delaying thread; informers: their reflectors; the Events writer; the ZooKeeper session's threads
-...) and checks its own threads (leader election; the one starting the leader runnables); a
-runnable whose ``start()`` raises counts as well. On the first answer that is not ``None``, it
-logs one line at error (``<what> stopped working (<why>); …, exit code 1``) and shuts down as on
-:meth:`Manager.stop`, but the leader runnables get at most half the renew deadline (and never
-more than ``graceful_shutdown_timeout``) to finish what is in flight, the Lease renewed
-meanwhile; then renewal stops -- within the renew deadline of the failure, since checks are at
-most a quarter of it apart -- and the Lease is released if every leader runnable stopped in time
-(as ``ReleaseOnCancel`` does once the guarded work has ended [client-go
-tools/leaderelection/leaderelection.go ``renew``, ``release``]), else left to expire. The run
-ends with exit code 1; a standby (or a process still waiting for its caches) ends the same way,
-having stopped campaigning first. A dead election thread is a lost Lease: the leader runnables
-stop at once, nothing is released.
+A runnable that stopped working (its :class:`HealthChecker` answer, asked every
+``liveness_period`` seconds, or a ``start()`` that raised; also the Manager's own threads) ends the
+run with exit code 1, as a runnable's error ends controller-runtime's manager
+[CR pkg/manager/runnable_group.go ``reconcile``]: the leader runnables get at most half the renew
+deadline (never more than ``graceful_shutdown_timeout``) to drain, the Lease renewed meanwhile; the
+Lease is released only if they all stopped in time [client-go tools/leaderelection/leaderelection.go
+``release``].
 """
 
 from __future__ import annotations

@@ -1,29 +1,20 @@
-"""The runtime's Prometheus metrics: work queue, controller and leader election.
+"""The runtime's Prometheus metrics, named, typed, labelled and bucketed as controller-runtime's.
 
-All metric objects are created once, at import, on the default ``prometheus_client.REGISTRY``.
-Importing this module also calls :func:`prometheus_client.disable_created_metrics`, so no
-``<name>_created`` series are exported (prometheus-client 0.26 would otherwise add one per
-counter/histogram child) [reference doc section 2, PC prometheus_client/metrics.py:34, 44-52].
+Created at import on the default registry; importing also calls
+:func:`prometheus_client.disable_created_metrics` (no ``<name>_created`` series, which
+prometheus-client would add per counter/histogram child).
 
-Names, types, labels and buckets copy controller-runtime so existing dashboards work:
-
-* work queue -- ``workqueue_*`` with labels ``name`` and ``controller`` (both the queue name) and
-  ``priority=""`` on ``workqueue_depth`` only; histogram buckets ``1e-8 .. 1e3`` s
-  [CR pkg/internal/metrics/workqueue.go:46-129].  The queue feeds them through
-  :data:`WORKQUEUE_METRICS_PROVIDER`, which importing this module installs with
-  :func:`zkop.runtime.workqueue.metrics.set_provider` (controller-runtime: ``pkg/metrics/workqueue.go``).
-* controller -- ``controller_runtime_*`` [CR pkg/internal/controller/metrics/metrics.go:28-112];
-  call :func:`init_controller_metrics` when a controller starts
-  [CR pkg/internal/controller/controller.go:451-461].
-* leader election -- ``leader_election_master_status{name}`` [CR pkg/metrics/leaderelection.go:28-42].
-* ``zkop_own_write_echoes_dropped_total`` (:mod:`zkop.runtime.ownwrites`). The kube, ZooKeeper and
-  feature packages define their own metrics in their ``metrics`` modules.
+* work queue -- ``workqueue_*``, labels ``name`` and ``controller`` (both the queue name),
+  ``priority=""`` on ``workqueue_depth`` only [CR pkg/internal/metrics/workqueue.go]; fed through
+  :data:`WORKQUEUE_METRICS_PROVIDER`, installed at import.
+* controller -- ``controller_runtime_*`` [CR pkg/internal/controller/metrics/metrics.go];
+  :func:`init_controller_metrics` when a controller starts.
+* leader election -- ``leader_election_master_status{name}`` [CR pkg/metrics/leaderelection.go].
 
 ``workqueue_unfinished_work_seconds`` and ``workqueue_longest_running_processor_seconds`` are
-**computed at scrape time** by a custom collector (:data:`WORKQUEUE_IN_FLIGHT`) instead of by a
-per-queue goroutine every 500 ms as in client-go [CG util/workqueue/queue.go:184]: same names,
-labels and meaning, values are never stale and no thread is needed.  A queue's series stay
-exported while the queue object is alive (the collector holds it weakly).
+computed at scrape time (:data:`WORKQUEUE_IN_FLIGHT`), not by client-go's updater goroutine
+[CG util/workqueue/queue.go ``updateUnfinishedWorkLoop``]; a queue's series last as long as the
+queue object.
 """
 
 from __future__ import annotations
@@ -125,7 +116,7 @@ class WorkqueueInFlightCollector(Collector):
     Each named queue registers a source (:meth:`register`) returning
     ``(sum of ages of in-flight items, age of the oldest one)`` in seconds; the collector calls
     the sources when Prometheus scrapes.  This replaces client-go's 500 ms updater goroutine
-    (``updateUnfinishedWorkLoop`` [CG util/workqueue/queue.go:184]).  Sources are held weakly;
+    ([CG util/workqueue/queue.go ``updateUnfinishedWorkLoop``]).  Sources are held weakly;
     when several live queues share a name their figures are combined (sum of unfinished work,
     max of longest runner), matching how they would share one Prometheus child.
     """
@@ -187,8 +178,8 @@ REGISTRY.register(WORKQUEUE_IN_FLIGHT)
 class PrometheusWorkqueueMetricsProvider:
     """Hands a named work queue its label children, like controller-runtime's ``WorkqueueMetricsProvider``.
 
-    [CR pkg/internal/metrics/workqueue.go:107-129]: ``name`` and ``controller`` both carry the queue
-    name; ``workqueue_depth`` also gets ``priority=""``.  Satisfies
+    [CR pkg/internal/metrics/workqueue.go]: ``name`` and ``controller`` both carry the queue name;
+    ``workqueue_depth`` also gets ``priority=""``.  Satisfies
     :class:`zkop.runtime.workqueue.metrics.MetricsProvider`.  Creating a child makes its series appear
     at 0 immediately, as ``WithLabelValues`` does in Go.
     """
@@ -234,7 +225,7 @@ RESULT_REQUEUE_AFTER = "requeue_after"
 #: Every value of the ``result`` label of ``controller_runtime_reconcile_total``.
 RECONCILE_RESULTS: tuple[str, ...] = (RESULT_SUCCESS, RESULT_ERROR, RESULT_REQUEUE, RESULT_REQUEUE_AFTER)
 
-#: [CR pkg/internal/controller/metrics/metrics.go:61-66]
+#: [CR pkg/internal/controller/metrics/metrics.go ``ReconcileTime``]
 RECONCILE_TIME_BUCKETS: tuple[float, ...] = (
     0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0,
     1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60,
@@ -289,7 +280,7 @@ def init_controller_metrics(controller: str, max_concurrent: int) -> None:
     Every ``controller_runtime_reconcile_total{result=...}`` series and the error, terminal
     error, panic and timeout counters are created at 0 (``Add(0)``);
     ``controller_runtime_max_concurrent_reconciles`` is set to ``max_concurrent`` and
-    ``controller_runtime_active_workers`` to 0 [CR pkg/internal/controller/controller.go:451-461].
+    ``controller_runtime_active_workers`` to 0 [CR pkg/internal/controller/controller.go ``initMetrics``].
     The reconcile-time histogram is left alone (Go does not pre-create it either).  Idempotent
     except that it resets ``active_workers`` to 0: call it before starting workers.
 
@@ -308,7 +299,7 @@ def init_controller_metrics(controller: str, max_concurrent: int) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Leader election [CR pkg/metrics/leaderelection.go:28-42]
+# Leader election [CR pkg/metrics/leaderelection.go ``leaderGauge``]
 # --------------------------------------------------------------------------------------------
 
 #: 1 = this process holds the lease ``name``, 0 = backup.  Set it to 0 when the elector starts.

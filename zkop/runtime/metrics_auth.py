@@ -1,29 +1,17 @@
-"""Authentication and authorisation of ``/metrics`` requests through the API server.
+"""Authentication and authorisation of ``/metrics`` requests through the API server (``--metrics-secure``).
 
-controller-runtime's ``filters.WithAuthenticationAndAuthorization``
-[CR pkg/metrics/filters/filters.go], which kubebuilder scaffolds behind ``--metrics-secure``,
-delegates both decisions to kube-apiserver, as kube-rbac-proxy did before it:
+controller-runtime's ``filters.WithAuthenticationAndAuthorization`` [CR pkg/metrics/filters/filters.go]:
 
-1. **Authentication** -- the request's ``Authorization: Bearer <token>`` is sent in a
-   ``TokenReview`` (``POST /apis/authentication.k8s.io/v1/tokenreviews``) [k8s.io/apiserver
-   pkg/authentication/request/bearertoken, plugin/pkg/authenticator/token/webhook].  No header,
-   another scheme, an empty token or ``status.authenticated: false`` answer **401**
-   ``Unauthorized``.  Results, positive and negative, are cached for ``token_ttl`` seconds (CR:
-   ``CacheTTL: 1 * time.Minute``), keyed by the token's SHA-256.
-2. **Authorisation** -- a ``SubjectAccessReview`` (``POST
-   /apis/authorization.k8s.io/v1/subjectaccessreviews``) for the authenticated user, uid, groups
-   and extra, with ``nonResourceAttributes`` ``{path: <request path>, verb: <lower-case HTTP
-   method>}`` (CR passes ``strings.ToLower(req.Method)``, so a scrape asks for ``get`` on
-   ``/metrics``).  Anything but ``status.allowed: true`` answers **403** ``Authorization denied
-   for user <name>``.  Allowed decisions are cached ``allow_ttl`` seconds, denied ones
-   ``deny_ttl`` (CR: ``AllowCacheTTL: 5m``, ``DenyCacheTTL: 30s``).
-3. An API server that cannot be reached or answers an error (after ``attempts`` tries, waiting
-   0.5 s growing ×1.5 -- CR's ``WebhookRetryBackoff``) answers **500** (``Authentication failed``
-   or ``Authorization for user <name> failed``); errors are never cached.
+1. **Authentication**: the bearer token in a ``TokenReview`` [k8s.io/apiserver
+   pkg/authentication/request/bearertoken, plugin/pkg/authenticator/token/webhook]; none or not
+   authenticated → **401**. Results cached ``token_ttl`` seconds (CR ``CacheTTL``), keyed by the
+   token's SHA-256.
+2. **Authorisation**: a ``SubjectAccessReview`` with ``nonResourceAttributes`` ``{path, verb:
+   lower-case method}`` (CR ``strings.ToLower(req.Method)``); not allowed → **403**. Cached
+   ``allow_ttl``/``deny_ttl`` (CR ``AllowCacheTTL``, ``DenyCacheTTL``).
+3. An API server error after ``attempts`` tries (CR ``WebhookRetryBackoff``) → **500**, never cached.
 
-The ServiceAccount zkop runs as needs ``create`` on ``tokenreviews`` and
-``subjectaccessreviews`` (``manifests/rbac/metrics_auth_role.yaml``); a scraper needs ``get`` on
-the non-resource URL ``/metrics`` (``manifests/rbac/metrics_reader_role.yaml``).
+RBAC: ``manifests/rbac/metrics_auth_role.yaml`` (zkop), ``metrics_reader_role.yaml`` (a scraper).
 """
 
 from __future__ import annotations

@@ -1,26 +1,13 @@
 """Own writes: recognise the watch events that only echo a write this process made.
 
-A reconciler that writes an object (a finalizer, its status) gets the result of
-the write in the response and carries on with it; the informer then delivers the
-same change again as an update event. Enqueuing that event costs a second
-reconcile per write that can only find what the first one already saw. client-go
-and controller-runtime leave this to predicates (``GenerationChangedPredicate``
-drops every update that leaves ``metadata.generation`` alone, status changes by
-anyone included); :class:`OwnWrites` is narrower: it drops an update only when the
-object went from exactly the version a write of ours was computed from to exactly
-the version that write returned. Every other change, a concurrent one included,
-arrives as a transition from or to a version we did not write and is delivered.
-After a relist (410 Gone) the informer diffs against the list, so the transition
-it reports spans every change it missed and is delivered whenever it is more than
-our write alone.
+:class:`OwnWrites` drops an update only when the object went from exactly the version a write of
+ours was computed from to exactly the version that write returned; any other transition (a
+concurrent change, a relist spanning more than our write) is delivered. That is narrower than
+controller-runtime's ``GenerationChangedPredicate``, which drops every status-only change.
+:meth:`OwnWrites.newest` answers the reverse question, "is the cache behind a write of ours?"
+(client-go's ``MutationCache``), so a reconcile never writes the same status or finalizer twice.
 
-The same record answers the reverse question, "is the cache behind a write of
-ours?" (:meth:`OwnWrites.newest`, the idea of client-go's ``MutationCache``): a
-reconcile that reads an object the informer has not yet updated with our write
-goes on with the response of that write instead, so it never writes the same
-status or finalizer twice.
-
-Kubernetes API conventions, "Concurrency Control and Consistency": every write
+Rests on the Kubernetes API conventions, "Concurrency Control and Consistency": every write
 produces a new ``resourceVersion`` and a watch reports each version once, in order.
 """
 
@@ -41,8 +28,8 @@ def _resource_version(obj: JSON) -> str:
 
 
 class _Writing:
-    """The context manager :meth:`OwnWrites.writing` returns (a small class: a generator-based one costs
-    about three times as much, and every finalizer and status write of zkop goes through it)."""
+    """The context manager :meth:`OwnWrites.writing` returns (a small class, not a generator: every
+    finalizer and status write of zkop goes through it)."""
 
     __slots__ = ("_base_rv", "_key", "_owner", "_response")
 

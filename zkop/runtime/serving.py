@@ -1,26 +1,20 @@
 """The manager's HTTP endpoints: ``/metrics`` on one port, ``/healthz`` and ``/readyz`` on another.
 
-controller-runtime serves the two on ``--metrics-bind-address`` [CR pkg/metrics/server/server.go]
-and ``--health-probe-bind-address`` [CR pkg/manager/internal.go ``addHealthProbeServer``]; so does
-zkop.  Both are WSGI servers on daemon threads, built the same way (:class:`Server`).
+As controller-runtime's ``--metrics-bind-address`` [CR pkg/metrics/server/server.go] and
+``--health-probe-bind-address`` [CR pkg/manager/internal.go ``addHealthProbeServer``]: WSGI servers
+on daemon threads (:class:`Server`).
 
-* ``/metrics`` serves ``prometheus_client.REGISTRY``; every other path on that port is 404.
-  With :class:`SecureServing` (``--metrics-secure``) it is HTTPS
-  [CR pkg/metrics/server/server.go ``SecureServing``] with a mounted, reloaded certificate or a
-  self-signed one (:mod:`zkop.runtime.certs`), and each request is authenticated and authorised
-  through the API server (:mod:`zkop.runtime.metrics_auth`); the probes stay plain HTTP (the
-  kubelet probes them without credentials).
-* ``/healthz`` (alias ``/livez``) and ``/readyz`` run named checks -- functions returning
-  ``None`` when healthy or a short reason -- and answer 200 ``ok`` or 500 with one
-  ``[-]name failed: reason`` line per failing check; ``?verbose`` lists every check, like
-  kube-apiserver [CR pkg/healthz/healthz.go].  A check that raises counts as failing.
+* ``/metrics`` serves ``prometheus_client.REGISTRY`` (anything else on that port is 404); with
+  :class:`SecureServing` it is HTTPS [CR ``SecureServing``] (:mod:`zkop.runtime.certs`) and
+  authenticated through the API server (:mod:`zkop.runtime.metrics_auth`). The probes stay plain
+  HTTP for the kubelet.
+* ``/healthz`` (alias ``/livez``) and ``/readyz`` answer 200 ``ok`` or 500 with one
+  ``[-]name failed: reason`` line per failing check (a check that raises fails); ``?verbose``
+  lists every check [CR pkg/healthz/healthz.go].
 
-A client that goes away mid-request or mid-response (connection reset, broken pipe, TLS EOF, idle past
-the TLS deadline) is logged at debug; any other exception a request raises is logged at error with its
-traceback on this module's logger -- never printed to stderr by ``socketserver``/``wsgiref``.
-
-Bind addresses follow controller-runtime: ``":8080"`` (every interface, IPv4 and IPv6),
-``"127.0.0.1:8080"``, ``"[::1]:0"`` (``0`` = any free port), or ``"0"`` to disable.
+A client that goes away mid-request is logged at debug, any other exception at error with its
+traceback on this module's logger, never printed by ``socketserver``. Bind addresses as
+controller-runtime's: ``":8080"``, ``"127.0.0.1:8080"``, ``"[::1]:0"`` (any free port), ``"0"`` (off).
 """
 
 from __future__ import annotations

@@ -1,26 +1,18 @@
 """The full sync both service directions run: the synced gate, the delete circuit breaker, the
 "wanted again" guard and the re-check schedule.
 
-A full sync (garbage collection) compares everything that is wanted with everything zkop owns and
-deletes the difference. It is the most dangerous thing the services do, so it follows three rules
-(the failures consul-k8s and external-dns users met first):
+A full sync deletes what zkop owns and nothing wants, so it follows three rules (the failures
+consul-k8s and external-dns users met first):
 
-* never on a partial cache — :func:`postpone_until_synced`: until every informer has listed, the
-  sync is postponed (a half-listed cache looks like mass deletion);
-* never too much at once — :func:`breaker_trips` and :class:`DeleteCircuitBreaker`: a sync that
-  would delete the objects of more than ``max_deletes`` services deletes none, logs, counts and
-  sends an Event, until someone raises the limit or the services come back;
-* never what is wanted again — :func:`delete_unless_wanted`: right before each delete, the
-  candidate is checked against a fresh view of what is wanted (a service re-created after the plan
-  keeps its objects); each delete is also conditional on what was read (a version, a uid and
-  resourceVersion), so a lost race fails instead of removing something new.
+* never on a partial cache (:func:`postpone_until_synced`): a half-listed cache looks like mass deletion;
+* never too much at once (:func:`breaker_trips`, :class:`DeleteCircuitBreaker`): above
+  ``max_deletes`` services nothing is deleted; it logs, counts and sends an Event;
+* never what is wanted again (:func:`delete_unless_wanted`): each candidate is checked against a
+  fresh view right before its delete, which is also conditional on what was read.
 
-The first full sync after a start also waits for the first pass of every service it knows
-(:class:`FirstPass`), so the state gauges it sets (``zkop_service_bridge_records``,
-``zkop_service_import_services``) count what the passes published, not an empty start.
-
-:func:`next_full_sync` then says when the next sync runs: soon while the breaker is open or a race
-was lost, else after the period (and only then is the last-full-sync timestamp set).
+The first full sync after a start waits for every known service's first pass (:class:`FirstPass`),
+so the state gauges it sets count what the passes published. :func:`next_full_sync` says when the
+next one runs: soon while the breaker is open or a race was lost, else after the period.
 """
 
 from __future__ import annotations
@@ -153,7 +145,6 @@ def delete_unless_wanted(
         actions: the deletions, in order.
         wanted_again: asked right before each one with fresh data; a log message (the action is
             skipped, the sync is incomplete) or ``None`` (go ahead).
-        delete: executes one deletion.
         lost_race: the errors that mean the object changed since it was read (the deletion is
             skipped, the sync is incomplete); others propagate.
         lost: the log message for a lost race, from the action and the error.
@@ -247,7 +238,6 @@ class FullSyncReconciler:
 
     Args:
         who, log, breaker_gauge, closed_message: the breaker's (see :class:`DeleteCircuitBreaker`).
-        recorder: Kubernetes Events.
         synced: True once every informer the reconciler reads has listed.
         request_full_sync: ``f(delay_seconds)`` enqueues the full-sync key.
         full_sync_period: seconds between full syncs.

@@ -1,15 +1,11 @@
-"""The periodic ACL check of managed znodes (ZooKeeper fires no watch on ``setACL``).
+"""The periodic ACL check of managed znodes, since ZooKeeper fires no watch on ``setACL``.
 
-Data drift is noticed within a second: every managed znode carries a data watch. An ACL
-change fires none (Programmer's Guide, "ZooKeeper Watches"), so without this check a hand
-``setAcl`` would last until the next full resync (``--sync-period``, 600 s by default). Every
-``--acl-check-period`` seconds (60 by default) the leader reads the ACL of every managed znode
-whose owner declares ``spec.acl`` — one pipelined ``getACL`` per znode, no data, through the
-adapter's reads — and hands the owners of the znodes that differ (:func:`~zkop.zkconfig.acldrift.decide_acl_drift`)
-to the controller's queue, after forgetting what the watch cache remembers of them (a
-remembered node would hide the drift from the pass). The pass restores the ACL with a
-``DriftCorrected`` Event. Znodes with the open ACL are not read: their ``aversion`` comes with
-every data read.
+(Programmer's Guide, "ZooKeeper Watches".) Every ``--acl-check-period`` seconds the leader reads,
+with one pipelined ``getACL`` each, the ACL of every managed znode whose owner declares
+``spec.acl`` (open-ACL znodes need no read: their ``aversion`` comes with every data read),
+forgets what the watch cache holds of the ones that differ
+(:func:`~zkop.zkconfig.acldrift.decide_acl_drift`) and enqueues their owners, whose pass restores
+the ACL with a ``DriftCorrected`` Event.
 """
 
 from __future__ import annotations

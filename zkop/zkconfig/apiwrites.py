@@ -30,7 +30,6 @@ class ObjectWriter:
 
     Args:
         client: JSON client.
-        recorder: Kubernetes Events.
         own_writes: where the writes are announced (shared with the controller's update filter).
     """
 

@@ -1,27 +1,19 @@
 """Wire the ZooKeeperConfig controller into a Manager (controller-runtime's ``SetupWithManager``).
 
-:func:`setup` builds and adds to the :class:`~zkop.runtime.manager.Manager`:
+:func:`setup` adds:
 
-* three informers (non-leader: every replica keeps a warm cache) -- ZooKeeperConfigs, indexed by
-  declared path (:data:`~zkop.zkconfig.reconciler.PATH_INDEX`) and by referenced ConfigMap /
-  Secret (:data:`~zkop.zkconfig.reconciler.REF_INDEX`), and the ConfigMaps and Secrets that feed
-  ``spec.dataFrom``: *only those a ZooKeeperConfig names*, each fetched and watched on its own
-  (:class:`~zkop.runtime.cache.NamedObjectInformer`; :class:`_TrackReferences` keeps the set in step
-  with the ZooKeeperConfig cache). The cluster's other Secrets and ConfigMaps are never listed,
-  watched or held (``docs/performance.md``, "Real-cluster footprint", has the measurement);
-* the key mappers: an event on a ZooKeeperConfig enqueues it and every other object declaring
-  the same path (ownership may move); a ConfigMap or Secret event enqueues the objects
-  referencing it (controller-runtime ``handler.EnqueueRequestsFromMapFunc``);
-* the znode-change listener: a ZooKeeper watch on a managed path (or its ownership record)
-  enqueues the objects declaring that path;
-* the watched roots (:class:`~zkop.zkconfig.watchroots.WatchRoots`, leader-only): every declared
-  path and its record are registered with the adapter, which keeps persistent recursive watches
-  on the fewest roots covering them (ZooKeeper ≥ 3.6), before the workers start;
-* the ``zookeeperconfig`` controller (leader-only), preceded by one pass of
-  :meth:`~zkop.zkconfig.reconciler.ZooKeeperConfigReconciler.learn_absent` once caches synced;
-* the periodic ACL check (:class:`~zkop.zkconfig.aclcheck.AclCheck`, leader-only), since
-  ZooKeeper fires no watch on ``setACL``;
-* the ``zkop_zookeeperconfig_*`` status collector, registered while the manager runs.
+* informers (every replica, warm caches): ZooKeeperConfigs, indexed by declared path and by
+  referenced ConfigMap/Secret; and only the ConfigMaps and Secrets a ZooKeeperConfig names, each
+  watched on its own (:class:`~zkop.runtime.cache.NamedObjectInformer`, kept in step by
+  :class:`_TrackReferences`): the cluster's other Secrets are never listed or held;
+* key mappers (``handler.EnqueueRequestsFromMapFunc``): an object's event also enqueues every other
+  object declaring its path (ownership may move); a ConfigMap/Secret event, its referrers; a znode
+  or ownership-record change, the objects declaring that path;
+* leader-only: the watched roots (:class:`~zkop.zkconfig.watchroots.WatchRoots`), registered before
+  the workers start; the ``zookeeperconfig`` controller, after one
+  :meth:`~zkop.zkconfig.reconciler.ZooKeeperConfigReconciler.learn_absent` pass; the periodic ACL
+  check (:class:`~zkop.zkconfig.aclcheck.AclCheck`: ZooKeeper fires no watch on ``setACL``);
+* the ``zkop_zookeeperconfig_*`` status collector, while the manager runs.
 """
 
 from __future__ import annotations
@@ -189,7 +181,6 @@ def setup(
         manager: where informers (non-leader) and the controller (leader) go.
         client: JSON client the informers list and watch with, and the reconciler writes with.
         zookeeper: the adapter; its watch listener gets :meth:`ZooKeeperConfigController.on_znode_changed`.
-        recorder: Kubernetes Events.
         options: reconciler settings (size limit, cluster id, registry root).
         namespaces: namespaces to watch, ``None`` for all.
         workers: concurrent reconciles.

@@ -1,11 +1,9 @@
 """Every rule of the ZooKeeperConfig reconciler, as pure functions from facts to a :class:`Decision`.
 
-The reconciler (:mod:`zkop.zkconfig.reconciler`) makes one pass in four steps, as external-dns's
-``Controller.RunOnce`` does: the pre-checks (:func:`precheck_sync`, :func:`precheck_delete`) need
-no read; then it gathers the facts (the ownership record and the znode, started together; the
-ACL and the children only when :func:`needs_acl` or :func:`needs_children` says so); then one
-:func:`decide_sync` or :func:`decide_delete` over the complete facts; then it applies the
-:class:`Decision`. Nothing here does I/O or reads a clock.
+Pre-checks before any read (:func:`precheck_sync`, :func:`precheck_delete`), what to gather
+(:func:`needs_znode`, :func:`needs_acl`, :func:`needs_children`), then one :func:`decide_sync` or
+:func:`decide_delete` over the complete facts (docs/architecture.md, "One reconcile shape"). No I/O,
+no clock.
 
 Rules of a live object, in order:
 
@@ -23,10 +21,9 @@ Rules of a live object, in order:
 6. :func:`zkop.zkconfig.plan.plan_sync` plans the znode; the claim and the plan are written in one
    ``multi``, conditional on the record as read (:func:`zkop.ownership.registry.claim_requires`):
    a record changed behind our back fails the write as a whole and the pass is planned again;
-7. every change is an Event (``Created``/``Updated``; ``DriftCorrected`` when the spec did not
-   change since the last sync and the znode is not at the version zkop last synced, so a new
-   value of the referenced ConfigMap or Secret is ``Updated``, naming its source); failures are
-   Warning Events, sent only when the status changes.
+7. every change is an Event (``Created``/``Updated``; ``DriftCorrected`` only when the spec is
+   unchanged since the last sync and the znode is not at the version zkop last synced, so a new
+   referenced value is ``Updated``); failures are Warning Events, sent only when the status changes.
 
 Rules of an object being deleted: no finalizer of ours → nothing; an invalid spec → the
 finalizer goes (nothing was ever written); the znode is deleted only if this object owns the

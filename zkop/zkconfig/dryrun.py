@@ -1,21 +1,11 @@
 """What a ZooKeeperConfig pass does under ``zkop run --dry-run``, as pure functions over a :class:`Decision`.
 
-The reconciler decides exactly as in a real run (:mod:`zkop.zkconfig.decide`), reads what the
-decision asks for, and then, instead of writing, turns the decision into its dry-run form:
-
-* **a live object** — the ZooKeeper writes (the ownership claim and the znode) become planned
-  changes (:func:`planned_changes`), logged and counted; the status says so: ``state: Pending``,
-  ``Ready=False`` with reason ``DryRun`` and a message listing them (:func:`dry_run_sync`). No
-  finalizer is added: nothing was written, so there is nothing to clean up, a deletion during the
-  dry run never waits for zkop, and a later real run starts from scratch (its first pass adds the
-  finalizer, claims, writes, and reports ``Synced``). A pass with nothing to write (the znode and
-  the record already match, an invalid spec, a path conflict) reports what a real run would.
-  Events that would announce a change (``Created``, ``Updated``, ``Adopted``, ``DriftCorrected``) are
-  not sent: nothing changed.
-* **an object being deleted** — without zkop's finalizer: nothing, as in a real run. With it
-  (left by an earlier real run): the znode delete and the record release are planned, logged and
-  counted, and the finalizer is removed (:func:`dry_run_delete`), so the deletion never blocks;
-  the znode and its ownership record stay in ZooKeeper, as with ``deletionPolicy: Orphan``.
+The decision is made exactly as in a real run (:mod:`zkop.zkconfig.decide`); its writes then
+become planned changes (:func:`planned_changes`) and its status the dry-run one: for a live object
+:func:`dry_run_sync` (with changes planned ``Pending``, ``Ready=False``/``DryRun``, else what a real
+run reports; no finalizer, no change Events), for
+one being deleted with zkop's finalizer :func:`dry_run_delete` (the finalizer goes, the znode and
+record stay). docs/operations.md, "Dry run", is the user's contract.
 """
 
 from __future__ import annotations

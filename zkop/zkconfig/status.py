@@ -1,19 +1,14 @@
 """``status`` of a ZooKeeperConfig: the prototype's fields plus kstatus conditions.
 
-Fields: ``state`` (Pending|Synced|Error|OutOfSync), ``message``,
-``lastSyncedTime``, ``observedGeneration`` (all from the prototype) and
-``conditions`` in ``metav1.Condition`` shape:
+Fields: ``state`` (Pending|Synced|Error|OutOfSync), ``message``, ``lastSyncedTime``,
+``observedGeneration`` and ``conditions`` (``metav1.Condition``): ``Ready`` (True/False with a
+CamelCase reason), ``Reconciling`` (only while a retry is queued), ``Stalled`` (only for failures
+retrying cannot fix).
 
-* ``Ready`` — True/False with a CamelCase reason (``Synced``, ``InvalidSpec``, …).
-* ``Reconciling`` — present (True) only while work is pending (a retry is queued).
-* ``Stalled`` — present (True) only for failures retrying cannot fix.
-
-Rules from apimachinery ``meta.SetStatusCondition``: ``lastTransitionTime``
-changes only when a condition's status flips. kstatus (cli-utils
-``pkg/kstatus/status``) reads Reconciling → InProgress, Stalled → Failed,
-Ready=True → Current. ``lastSyncedTime`` moves only when something is written,
-so an unchanged outcome never produces a status write (the prototype refreshed
-it every pass — a write storm and a watch-event loop).
+``lastTransitionTime`` changes only when a condition's status flips (apimachinery
+``meta.SetStatusCondition``); kstatus (cli-utils ``pkg/kstatus/status``) reads Reconciling →
+InProgress, Stalled → Failed, Ready=True → Current. ``lastSyncedTime`` moves only when something
+is written, so an unchanged outcome writes no status.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
-"""Keep the persistent recursive watches on the roots of every path ZooKeeperConfigs declare.
+"""Keep the persistent recursive watches on the roots of every path ZooKeeperConfigs declare (leader only).
 
-The ZooKeeper adapter (:meth:`~zkop.zookeeper.adapter.ZooKeeperAdapter.watch_subtrees`) turns a
-set of paths into the fewest roots that cover them and watches those
-(:mod:`zkop.zookeeper.watches`); this runnable tells it which paths: every valid ``spec.path`` in
-the informer cache and its ownership record. It registers them once before the controller's
-workers start (and waits, bounded, for the server to watch the roots, so the first reads already
-go without a watch of their own), then again whenever an object declares a path not registered
-yet or an object goes away (roots may shrink), at most every :data:`DEBOUNCE` seconds -- except
-for a path no wanted root covers yet: that is registered at once, from the informer's event
-handler, so the root's ``addWatch`` is on the wire before the object's first reconcile reaches
-ZooKeeper (the writer waits for a root in flight instead of arming one-shot watches that would
-stay on the server). Leader-only: standbys read nothing and watch nothing.
+It tells the adapter (:meth:`~zkop.zookeeper.adapter.ZooKeeperAdapter.watch_subtrees`) every valid
+``spec.path`` in the informer cache and its ownership record: once before the workers start
+(waiting, bounded, until the roots are watched), then at most every :data:`DEBOUNCE` seconds as
+paths come and go. A path no wanted root covers yet is registered at once, from the event
+handler, so its root's ``addWatch`` is on the wire before the object's first reconcile.
 """
 
 from __future__ import annotations

@@ -1,32 +1,19 @@
-"""ZooKeeper ACL semantics, evaluated client-side: who zkop is, what an ACL grants it, redaction.
+"""ZooKeeper ACL semantics, replayed client-side so zkop never writes an ACL that locks itself out.
 
-zkop must never write an ACL that locks itself out (it could then neither read, restore nor
-delete the znode; only a ZooKeeper superuser could) and never write an ACL id that ZooKeeper
-redacted. This module is the ZooKeeper 3.8 server's logic, replayed on the client:
+The ZooKeeper 3.8 server's rules:
 
-* **Identities** (:class:`AclId`): what a session is authenticated as. ``addauth digest
-  user:password`` makes ``digest:user:base64(sha1("user:password"))``
-  (``DigestAuthenticationProvider.generateDigest``, kazoo's ``make_digest_acl_credential``);
-  every connection is also ``ip:<client address>`` (``NIOServerCnxn``/``NettyServerCnxn``
-  add it on accept). A TLS client certificate makes ``x509:<subject DN>``
-  (``X509AuthenticationProvider``) and a SASL login ``sasl:<principal>``
-  (``SASLAuthenticationProvider``): :func:`identities` takes those as arguments, for the
-  connection options that will carry them.
-* **Evaluation** (:func:`granted`): ``ZooKeeperServer.checkACL`` — an empty ACL allows
-  everything; an entry counts if ``world:anyone``, or if an identity of the same scheme
-  ``matches`` it: digest, x509 and sasl by equality, ip by address/prefix
-  (``IPAuthenticationProvider.matches``). ``auth`` entries are replaced at create/setACL
-  time by every *authenticated* identity of the writing session (digest, x509, sasl; not ip)
-  — ``PrepRequestProcessor.fixupACL`` — so they grant their permissions to zkop itself, and
-  are refused (``InvalidACL``) when zkop has no authenticated identity.
-* **Redaction**: ``getACL`` answers a caller without ADMIN on the node with every digest id
-  rewritten to ``user:x`` (ZOOKEEPER-1392, ``FinalRequestProcessor`` ``OpCode.getACL``); such
-  an id is a *redaction marker*, never a real one (:func:`is_redacted`). A real digest id
-  holds the 28-character base64 of a SHA-1 (:func:`valid_digest_id`).
+* **Identities** (:class:`AclId`, :func:`identities`): ``digest`` as
+  ``DigestAuthenticationProvider.generateDigest``; ``ip:<client address>`` on every connection
+  (``NIOServerCnxn``/``NettyServerCnxn``); ``x509`` (``X509AuthenticationProvider``) and ``sasl``
+  (``SASLAuthenticationProvider``) passed in by the connection options.
+* **Evaluation** (:func:`granted`): ``ZooKeeperServer.checkACL``, with ``auth`` entries expanded to
+  every authenticated identity as ``PrepRequestProcessor.fixupACL`` does (``InvalidACL`` without one).
+* **Redaction**: ``getACL`` without ADMIN rewrites digest ids to ``user:x`` (ZOOKEEPER-1392,
+  ``FinalRequestProcessor``); such a marker is never a real id (:func:`is_redacted`,
+  :func:`valid_digest_id`).
 
-Not modelled: a ``super`` identity (``zookeeper.DigestAuthenticationProvider.superDigest``)
-passes every check on the server, but a client cannot tell that it is one; zkop then refuses
-ACLs the server would let it manage (the safe side). ``skipACL=yes`` likewise.
+Not modelled: a ``super`` identity or ``skipACL=yes``, which a client cannot see; zkop then refuses
+ACLs the server would let it manage (the safe side).
 """
 
 from __future__ import annotations

@@ -184,7 +184,6 @@ def describe(action: Action, *, zkcli: bool = False) -> str:
     ========== =============================================== ==================================================
 
     Args:
-        action: the action.
         zkcli: the form of ``zkop sync``, whose user wrote the manifests and knows ``zkCli.sh``:
             zkCli's verbs (``set``, ``setAcl``), the version as the write's condition, and the ACL
             entries (:func:`describe_acl`) of an ACL change and of a create whose ACL is not

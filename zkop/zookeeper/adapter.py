@@ -1,23 +1,10 @@
 """The ZooKeeper adapter: the one object through which zkop reads and writes znodes.
 
-A thin facade over the layer's parts, one concept a module:
-
-=====================  ==========================================================================
-:mod:`.session`        the kazoo session: lifecycle, states and listeners, bounded waits, metrics
-:mod:`.errors`         zkop's error types and the one mapping from kazoo's exceptions
-:mod:`.cache`          the watch-validated cache (served only while its watch has not fired)
-:mod:`.reads`          pipelined reads through the cache, children, listings as hints, watched listings
-:mod:`.bulk`           uncached pipelined reads of many znodes: the ACL check, the tree walk, ``read_many``
-:mod:`.writer`         plan actions: the atomic ``multi`` path and the sequential path
-:mod:`.watches`        persistent recursive watches (``addWatch``) on the roots of what is managed
-:mod:`.probe`          zkop's identities on the ensemble, the parent ACL check, the start-up probe
-=====================  ==========================================================================
-
-It plans nothing: :mod:`zkop.zookeeper.actions` are planned by the features and executed here
-with compare-and-set semantics. Session states follow the ZooKeeper Programmer's Guide
-("ZooKeeper Sessions") and kazoo's ``KazooState``: CONNECTED, SUSPENDED and LOST; writes and
-reads are refused while not CONNECTED (the walks wait for a reconnect, at most the session
-timeout per request).
+A thin facade over :mod:`.session`, :mod:`.errors`, :mod:`.cache`, :mod:`.reads`, :mod:`.bulk`,
+:mod:`.writer`, :mod:`.watches` and :mod:`.probe` (docs/architecture.md, "Where things live"). It
+plans nothing: it executes :mod:`zkop.zookeeper.actions` with compare-and-set. Session states are
+kazoo's ``KazooState`` (Programmer's Guide, "ZooKeeper Sessions"); reads and writes are refused
+while not CONNECTED (the walks wait for a reconnect, at most the session timeout per request).
 """
 
 from __future__ import annotations
@@ -71,7 +58,6 @@ class ZooKeeperAdapter:
     Thread-safe: kazoo multiplexes calls from many worker threads over one session.
 
     Args:
-        options: connection settings.
         client: an already built :class:`KazooClient` (tests); built from ``options`` if ``None``.
 
     Attributes:
@@ -260,23 +246,15 @@ class ZooKeeperAdapter:
              watch: bool = False, max_age: float | None = None, watch_absent: bool = True) -> Observed | None:
         """Read a znode's data and stat, and its ACL when it may differ from ``expected_acl``.
 
-        The ACL costs a second round trip, so it is read only when the stat's
-        ``aversion`` shows it changed since creation or a non-default ACL is
-        expected; otherwise ``Observed.acl`` is ``None`` ("as created"). Pass
-        ``expected_acl=None`` to always read it.
+        The ACL (a second round trip) is read only when the stat's ``aversion`` shows it changed
+        since creation or a non-default ACL is expected; otherwise ``Observed.acl`` is ``None`` ("as
+        created"). ``expected_acl=None`` always reads it.
 
-        With ``watch=True`` the read arms a ZooKeeper watch on the path (a data
-        watch, or an exists watch if the node is absent) and remembers the
-        result: until the watch fires (the node changed, was created or
-        deleted — ZooKeeper Programmer's Guide, "ZooKeeper Watches") or the
-        session is lost, the next watched read of the path is answered from
-        memory without a round trip. Watch events are passed to the
-        listeners of :meth:`add_watch_listener`. ``max_age`` (seconds, default
-        :attr:`known_max_age`) bounds how long a remembered result is trusted.
-        ``watch_absent=False`` skips the exists watch (one round trip) when the node
-        is missing and the caller is about to create it; the caller then arms a
-        data watch after the create (:meth:`execute` with ``arm_watches=True``), and
-        "absent" is not remembered.
+        ``watch=True`` arms a watch and remembers the result in the watch-validated cache
+        (:mod:`zkop.zookeeper.cache`) for at most ``max_age`` seconds (default :attr:`known_max_age`);
+        fired watches reach the :meth:`add_watch_listener` listeners. ``watch_absent=False`` arms no
+        exists watch on a missing node the caller is about to create (it arms a data watch with
+        :meth:`execute` ``arm_watches=True``), and "absent" is not remembered.
 
         Returns:
             The znode, or ``None`` if it does not exist.
@@ -290,11 +268,8 @@ class ZooKeeperAdapter:
                    watch: bool = False, max_age: float | None = None, watch_absent: bool = True) -> PendingRead:
         """Start :meth:`read` and return at once; :meth:`PendingRead.result` waits for it.
 
-        ZooKeeper answers one session's requests in the order they were sent
-        (Programmer's Guide, "ZooKeeper guarantees": sequential consistency), so
-        several reads started back to back cost one round trip of latency instead
-        of one each, and a caller can do other I/O (an API request) meanwhile.
-        A remembered result (see :meth:`read`) completes at once, without a request.
+        Reads started back to back cost one round trip of latency (a session's requests are answered
+        in order: Programmer's Guide, "ZooKeeper guarantees"); a remembered result completes at once.
 
         Raises:
             ZooKeeperUnavailable: not connected (raised here, not by ``result()``).
@@ -304,26 +279,19 @@ class ZooKeeperAdapter:
     def settle(self, pending: Sequence[PendingRead]) -> None:
         """Wait (at most the session timeout) until the last of ``pending`` in flight is answered.
 
-        ZooKeeper answers one session's requests in the order they were sent, so the
-        earlier ones are answered by then too: their ``result()`` no longer blocks, and a
-        worker wakes up once for a batch instead of once per request. Raises nothing;
-        errors surface from ``result()``.
+        The earlier ones are answered by then too (in order), so a worker wakes once per batch.
+        Raises nothing; errors surface from ``result()``.
         """
         self._reads.settle(pending)
 
     def learn_absent(self, paths: Iterable[str], *, min_per_parent: int = 2, max_children: int = 10_000) -> int:
         """Batch the first reads of a cold start: list each parent once and remember which paths are absent.
 
-        For every parent directory holding at least ``min_per_parent`` of ``paths``,
-        one ``exists`` (for ``numChildren``) and one ``getChildren`` — all sent back to
-        back — replace a ``getData`` per path. A path found absent is answered
-        ``None`` by the next :meth:`read_async` with ``watch=True, watch_absent=False``
-        (the caller is about to create it), once, within :attr:`absent_max_age`
-        seconds. That is only ever a hint for a create, and a create is conditional
-        on absence by nature: if the node appeared meanwhile the create fails with
-        ``NodeExists`` (:class:`ConcurrentModification`), and the caller reads again.
-        Parents with more than ``max_children`` children are not listed (a reply
-        that large is not worth it). Nothing is watched.
+        For every parent holding at least ``min_per_parent`` of ``paths`` (and at most
+        ``max_children`` children), one ``exists`` and one ``getChildren`` replace a ``getData`` per
+        path. A path found absent is answered ``None`` once, within :attr:`absent_max_age` seconds,
+        by the next :meth:`read_async` with ``watch=True, watch_absent=False``: only ever a hint for a
+        create, which fails with :class:`ConcurrentModification` if the node appeared. Nothing is watched.
 
         Returns:
             How many paths were learned absent.
@@ -340,9 +308,7 @@ class ZooKeeperAdapter:
     def watch_children(self, path: str) -> list[str] | None:
         """List the children of ``path`` and arm a child watch on it.
 
-        When the children change the watch fires and the listeners of
-        :meth:`add_watch_listener` get ``path`` — used to retry a deletion that
-        waits for its children to go, without waiting for backoff.
+        When the children change the listeners of :meth:`add_watch_listener` get ``path``.
 
         Returns:
             The children's names, or ``None`` if ``path`` does not exist.
@@ -407,19 +373,15 @@ class ZooKeeperAdapter:
                 require: Sequence[CheckVersion] = ()) -> None:
         """Execute plan actions in order, each conditional on the version it was planned from.
 
-        Idempotent under retries after a lost reply: a create that finds the node
-        holding the intended bytes succeeds; a delete that finds nothing succeeds.
+        Idempotent under retries after a lost reply (:mod:`zkop.zookeeper.writer`).
 
         Args:
             actions: the writes, in order.
-            atomic: run several actions as one ZooKeeper ``multi`` (all succeed or none
-                does, one round trip; Programmer's Guide, "multi"), creating missing
-                parents and retrying once if a create finds no parent. ``multi`` has no
-                setACL operation, so a batch with a :class:`~zkop.zookeeper.actions.SetAcl` runs one by one.
-                After a failed ``multi`` nothing was written: read and plan again.
-            arm_watches: after the writes, arm a data watch on every node created (a
-                watched read sent right behind the writes, so it adds a request but no
-                round trip of latency) and remember what it read, like a watched :meth:`read`.
+            atomic: one ZooKeeper ``multi`` (all or nothing), creating missing parents and retrying
+                once if a create finds none. ``multi`` has no setACL, so a batch with a
+                :class:`~zkop.zookeeper.actions.SetAcl` runs one by one.
+            arm_watches: then arm a data watch on every node created and remember it, as a
+                watched :meth:`read` (a read sent right behind the writes: no extra round trip).
             require: preconditions checked in the same ``multi`` as the writes (ZooKeeper's
                 ``check``); with nothing to write nothing is checked. A batch with a
                 :class:`~zkop.zookeeper.actions.SetAcl` checks them with a read first (not atomic).

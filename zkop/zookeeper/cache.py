@@ -1,26 +1,17 @@
 """The watch-validated cache: what a watched read saw, served while its watch has not fired.
 
-A watched read arms a ZooKeeper watch on its path (a data watch, or an exists watch if the node
-is absent). Until that watch fires — the node changed, was created or deleted (ZooKeeper
-Programmer's Guide, "ZooKeeper Watches") — or the session is lost, the result is still what
-the server holds, so the next watched read may be answered from memory. Exact, not a TTL
-cache: an entry is dropped the moment its watch fires, and a read that raced with the watch
-(:meth:`WatchCache.lookup` hands out a generation before the read, compared in :meth:`WatchCache.remember`)
-is not stored. A bounded age (:attr:`WatchCache.known_max_age`) is added on top because ACL
-changes fire no watch.
+Exact, not a TTL cache: an entry is dropped the moment its watch fires (ZooKeeper Programmer's
+Guide, "ZooKeeper Watches") or the connection is lost (:meth:`WatchCache.forget_all`: kazoo 2.11
+re-sends no watch after a reconnect), and a read that raced with its watch is not stored
+(:meth:`WatchCache.lookup` hands out a generation that :meth:`WatchCache.remember` compares). A
+bounded age (:attr:`WatchCache.known_max_age`) is added because ACL changes fire no watch.
+Absences learned from parent listings (:meth:`WatchCache.learn_absent`) stand in only for the read
+before a create, which is conditional anyway.
 
-Hints from parent listings (:meth:`WatchCache.learn_absent`) are kept apart: they stand in
-only for a read that precedes a create, which is conditional on absence anyway.
-
-With persistent recursive watches (:mod:`zkop.zookeeper.watches`) the invalidation is done on
-kazoo's reader thread (:meth:`WatchCache.on_event`), in the order ZooKeeper sent the
-notifications and replies, so a value is dropped before the reply to any later request of the
-session reaches its caller. That makes two more things exact: an entry filled from zkop's own
-write (:meth:`WatchCache.expect`, :meth:`WatchCache.settle`: the write's own notification is
-recognised and neither drops the filled value nor wakes the listeners), and a remembered absence
-without an exists watch. Every server-side watch lives on the connection (kazoo 2.11 re-sends
-none after a reconnect), so :meth:`WatchCache.forget_all` runs whenever the connection is lost;
-it moves an epoch that is part of every read's generation, so no read begun before it is stored.
+Under persistent recursive watches (:mod:`zkop.zookeeper.watches`) invalidation runs on kazoo's
+reader thread (:meth:`WatchCache.on_event`), in server order, so a value is dropped before the reply
+to any later request reaches its caller; that also makes an entry filled from zkop's own write
+(:meth:`WatchCache.expect`, :meth:`WatchCache.settle`) exact.
 """
 
 from __future__ import annotations
@@ -77,10 +68,8 @@ class WatchCache:
         absent_max_age: seconds an absence learned from a listing may stand in for a read
             (default 1800). A stale hint costs no correctness: it only stands in for the read
             before a create, which is conditional (``NodeExists`` → read and plan again), and with
-            persistent watches a creation notification drops it. So the bound is generous: a cold
-            sync of 50,000 objects takes about 300 s here, and with the former 120 s every object
-            reconciled later read its znode and ownership record again (1.8 ZooKeeper requests per
-            new object instead of 1.0; ``docs/performance.md``, "Scale run").
+            persistent watches a creation notification drops it. So the bound is generous: it must
+            outlast a cold sync (``docs/performance.md``, "Scale run").
         cache_hits, absent_hits: reads answered from memory, from a learned absence.
     """
 

@@ -12,9 +12,8 @@ Callers above this package see four outcomes of a ZooKeeper request besides succ
 * :class:`NodeNotFound` — a walk's root does not exist.
 
 :class:`WriteRefused` is not a ZooKeeper outcome but a bug caught: a write attempted through an
-adapter that refuses writes (``zkop run --dry-run``). It is deliberately *not* a
-:class:`ZooKeeperError`, so no caller mistakes it for a conflict or an outage and handles it
-quietly: it reaches the controller, which logs it with its traceback.
+adapter that refuses writes (``--dry-run``); not a :class:`ZooKeeperError`, so no caller handles
+it quietly as a conflict or an outage.
 
 Codes follow ``org.apache.zookeeper.KeeperException.Code`` (ZooKeeper 3.8) as kazoo names them.
 """

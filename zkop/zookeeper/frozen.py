@@ -1,14 +1,10 @@
 """A cheaper ``__init__`` for the frozen dataclasses built once or more per reconcile.
 
 ``@dataclass(frozen=True)`` generates an ``__init__`` that sets each field through
-``object.__setattr__(self, name, value)`` (CPython ``Lib/dataclasses.py``, ``_field_assign``),
-because the class's own ``__setattr__`` raises. That call costs about 1,000 instructions per
-field; a reconcile builds values of up to 16 fields (``Decision``) several times per object.
-:func:`fast_init` replaces the generated ``__init__`` with one that stores the same values, in
-the same order, straight into the instance ``__dict__`` (what ``object.__setattr__`` ends in
-for a class without slots or data descriptors): the same object, about half the cost.
-Everything else the dataclass generated (``__eq__``, ``__hash__``, ``__repr__``, the frozen
-``__setattr__``, ``dataclasses.replace``/``fields``/``asdict``) is left as it is.
+``object.__setattr__`` (CPython ``Lib/dataclasses.py``, ``_field_assign``). :func:`fast_init`
+replaces it with one that stores the same values, in the same order, straight into the instance
+``__dict__`` (where ``object.__setattr__`` ends for a class without slots or data descriptors):
+the same object, built for less. Everything else the dataclass generated is left as it is.
 """
 
 from __future__ import annotations

@@ -1,21 +1,15 @@
 """Giving up a session that cannot come back: Curator's rule, the zxid refusal, and a session from scratch.
 
-A session SUSPENDED for longer than the session timeout is declared LOST and replaced by a
-brand-new one (no session id, zxid 0). That is Curator's rule (``ConnectionStateManager.
-processEvents``/``checkSessionExpiration``, ``sessionExpirationPercent`` 100: once
-``elapsedMs >= sessionTimeoutMs`` while SUSPENDED it injects a session expiration, and
-``ConnectionState.handleExpiredSession`` → ``HandleHolder.closeAndReset`` makes a new handle).
-By then the servers have expired the session anyway (``SessionTrackerImpl`` expires a session
-not heard from for its timeout), so nothing is given up after an ordinary outage.
+A session SUSPENDED for longer than the session timeout is declared LOST and replaced by a new one
+(no session id, zxid 0): Curator's ``ConnectionStateManager.checkSessionExpiration``
+(``sessionExpirationPercent`` 100) and ``HandleHolder.closeAndReset``. The servers have expired it
+by then anyway (``SessionTrackerImpl``).
 
-It is the only way out when the ensemble lost its data (servers wiped, or restored from a backup
-older than what the client has seen): a server whose last zxid is older than the client's refuses
-the handshake (``ZooKeeperServer.processConnectRequest``: "Refusing session request for client …
-as it has seen zxid … our last zxid is … client must try another server"; the socket is closed
-without a reply), and kazoo, like the Java client, retries that handshake forever in SUSPENDED.
-On the wire the refusal looks like a server that is not serving yet (a leader election also
-closes the socket), so :func:`zxid_refused` asks the ensemble directly: it accepts a new session
-but refuses one that has seen our zxid. Then the session is reset at once, not after the timeout.
+It is also the way out when the ensemble lost its data: a server whose last zxid is older than the
+client's refuses the handshake (``ZooKeeperServer.processConnectRequest``, "Refusing session
+request for client … as it has seen zxid …") by closing the socket, which looks like a server not
+serving yet, and kazoo retries forever. :func:`zxid_refused` tells the two apart by asking the
+ensemble for a new session and for one that has seen our zxid; on a refusal the session is reset at once.
 """
 
 from __future__ import annotations
@@ -47,19 +41,13 @@ def restart_from_scratch(client: KazooClient) -> None:
     """Close ``client``'s session and start a brand-new one: no session id, last zxid 0.
 
     Curator's ``HandleHolder.closeAndReset`` with kazoo's public API only (``stop`` then
-    ``start_async``). What it relies on, kazoo 2.11.0 (``kazoo/client.py``,
-    ``kazoo/protocol/connection.py``; ``tests/zookeeper/test_session_reset.py`` checks it):
-
-    - ``KazooClient.stop`` (client.py 708-728) sets ``_stopped``, wakes the connection thread
-      and joins it (``_safe_close``, at most max(10 s, session timeout)), also while it is
-      retrying a refused handshake;
-    - the connection thread ends with ``_session_callback(KeeperState.CLOSED)``
-      (connection.py ``zk_loop`` 544-546), which moves the client to ``KazooState.LOST`` and
-      calls ``_reset`` (client.py 405-413): ``_session_id = None``, the password zeroed,
-      ``last_zxid = 0``, pending requests failed, watchers dropped;
-    - ``start_async`` (client.py 681-706) starts a new connection thread whose ``_connect``
-      (connection.py 712-719) sends ``Connect(0, last_zxid, timeout, session_id or 0, passwd)``:
-      a new session any server accepts, whatever zxid it is at.
+    ``start_async``). It relies on kazoo 2.11.0 (``tests/zookeeper/test_session_reset.py`` checks it):
+    ``KazooClient.stop`` joins the connection thread (``_safe_close``), even one retrying a refused
+    handshake; that thread ends with
+    ``_session_callback(KeeperState.CLOSED)`` (``ConnectionHandler.zk_loop``), whose
+    ``KazooClient._reset`` clears the session id, password and ``last_zxid``; ``start_async``'s new
+    thread then sends ``Connect`` with session id 0 and zxid 0 (``ConnectionHandler._connect``): a new
+    session any server accepts.
 
     Must not be called on one of kazoo's own threads (``stop`` joins them).
 
@@ -83,10 +71,9 @@ def _one_pass(make_client: ClientFactory, last_zxid: int, timeout: float) -> boo
     host closed the connection or refused it, ``None`` if neither happened within ``timeout``
     seconds. kazoo 2.11.0 gives no signal when a pass fails (the state stays LOST), so the end of
     the first pass is seen through the retry policy's public ``sleep_func``: ``KazooRetry.__call__``
-    (retry.py 126-157) calls it before the second pass; ``KazooClient.__init__`` (client.py 287-292)
-    wants the handler's ``sleep_func`` (an ``IHandler`` attribute) to be the same function.
-    ``last_zxid`` is the public attribute ``_connect`` sends (connection.py 712-719); a new client
-    starts from 0 (client.py ``_reset``).
+    calls it before the second pass; ``KazooClient.__init__`` wants the handler's ``sleep_func`` (an
+    ``IHandler`` attribute) to be the same function. ``last_zxid`` is the public attribute
+    ``ConnectionHandler._connect`` sends; a new client starts from 0 (``KazooClient._reset``).
     """
     done = threading.Event()
 

@@ -208,7 +208,6 @@ class RotationWatcher:
     each connection attempt, so a reconnect uses and absorbs the new files); a lock serialises them.
 
     Args:
-        files: the files to watch.
         period: seconds between checks (> 0).
         on_change: called with the changed paths, outside the lock.
     """

@@ -1,18 +1,13 @@
 """The kazoo session: lifecycle, connection states, bounded waits, error mapping and request metrics.
 
-Session states follow the ZooKeeper Programmer's Guide ("ZooKeeper Sessions") and kazoo's
-``KazooState``: CONNECTED, SUSPENDED (connection lost, session may still be alive) and LOST
-(session expired). Listeners registered with :meth:`Session.add_listener` are called from a
-separate thread, never inside kazoo's own state callback.
+States are kazoo's ``KazooState`` (Programmer's Guide, "ZooKeeper Sessions"): CONNECTED, SUSPENDED
+(connection lost, session may be alive), LOST (expired). :meth:`Session.add_listener` listeners run
+on a thread of their own, never inside kazoo's state callback.
 
 Every request of the ZooKeeper layer runs inside :meth:`Session.mapped` (kazoo errors become
-:mod:`zkop.zookeeper.errors`, the request is timed in ``zkop_zookeeper_request_duration_seconds``)
-and waits through :meth:`Session.wait` (at most the session timeout: kazoo's synchronous calls
-wait without a bound, and a request queued while the connection is down would wait as long as
-the server stays away).
-
-A session SUSPENDED for longer than the session timeout, or refused by an ensemble that lost
-its data, is declared LOST and made anew from scratch: :mod:`zkop.zookeeper.reset`.
+:mod:`zkop.zookeeper.errors`; timed in ``zkop_zookeeper_request_duration_seconds``) and waits
+through :meth:`Session.wait`, at most the session timeout (kazoo's synchronous calls wait without a
+bound). A session that cannot come back is made anew: :mod:`zkop.zookeeper.reset`.
 """
 
 from __future__ import annotations
@@ -59,7 +54,6 @@ class Session:
     Thread-safe: kazoo multiplexes calls from many worker threads over one session.
 
     Args:
-        options: connection settings.
         client: an already built :class:`KazooClient` (tests); built from ``options`` if ``None``.
         on_lost: called inside kazoo's state callback when the session is LOST (every watch is
             gone with it); must not block or call ZooKeeper.
@@ -389,7 +383,7 @@ class Session:
 
 class _Mapped:
     """The context manager of :meth:`Session.mapped`: a plain class, not a ``contextmanager`` generator,
-    since it wraps every ZooKeeper request (about 1 µs less per request)."""
+    since it wraps every ZooKeeper request."""
 
     __slots__ = ("histogram", "operation", "path", "started")
 

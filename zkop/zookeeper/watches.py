@@ -1,36 +1,21 @@
 """Persistent recursive watches (ZooKeeper ≥ 3.6 ``addWatch``) at zkop's session layer.
 
-kazoo 2.11 has no API for them (python-zk/kazoo#715), so the request and the dispatch are added
-here, in kazoo's own style, without forking it:
+kazoo 2.11 has no API for them (python-zk/kazoo#715), so they are added here in kazoo's style:
 
-- :class:`AddWatch` is ZooKeeper's ``AddWatchRequest{path, mode}`` (opcode 106, ``ZooDefs.OpCode.
-  addWatch``; ``zookeeper.jute``), serialized like kazoo's requests (``kazoo/protocol/
-  serialization.py``) and sent through the client's normal request path (``KazooClient._call``);
-  :class:`RemoveWatches` is ``RemoveWatchesRequest{path, type}`` (opcode 18). The server answers
-  an empty reply (``FinalRequestProcessor`` case ``addWatch``: ``ErrorResponse(0)``).
-- A PERSISTENT_RECURSIVE watch on ``R`` sends NodeCreated, NodeDeleted and NodeDataChanged for
-  ``R`` and every node below it, and stays after firing (``server/watch/WatchManager.
-  triggerWatch``: ``PathParentIterator`` over the parents, ``hasMode(PERSISTENT_RECURSIVE)``);
-  it lives on the connection and goes when it closes. kazoo re-sends no watch on reconnect (its
-  ``ConnectionHandler._connect`` sends no ``SetWatches``), so every root is added again on every
-  new connection (:meth:`PersistentWatches._on_state`), and whatever changed meanwhile is caught
-  by the resync that follows a reconnect (the cache is dropped first: :meth:`WatchCache.forget_all`).
-- Notifications are handled on kazoo's reader thread (an instance hook over ``ConnectionHandler.
-  _read_watch_event``, ``kazoo/protocol/connection.py``), in the order the server sent them: the
-  server sends the notification of a change before the reply to any later request of the session
-  (``FinalRequestProcessor.processRequest``: ``zks.processTxn`` fires the watches, then the reply
-  is queued on the same connection). So the cache drops a value before the caller of a later
-  request gets its reply, and zkop's own write is recognised (:meth:`WatchCache.expect`). kazoo's
-  own one-shot watchers still get the event (the original method runs when it has any for the path).
-- A server < 3.6 answers the unknown opcode with ``UNIMPLEMENTED`` and closes the connection
-  (``ZooKeeperServer.submitRequest``: ``Request.isValid`` false → ``UnimplementedRequestProcessor``:
-  error reply, then ``cnxn.sendCloseSession()``). The first such answer switches the session to
-  per-node watches (logged once); a new session asks again.
-- Removal uses ``RemoveWatches`` type ``Any`` (3): 3.6–3.8 know only Children/Data/Any
-  (``Watcher.WatcherType``; ``DataTree.removeWatch`` ``Any`` removes every mode of the path).
-
-Chroot: requests carry the chrooted path; notifications carry the server's full path, which is
-un-chrooted (``KazooClient.unchroot``) before use.
+- :class:`AddWatch` is ``AddWatchRequest{path, mode}`` (``ZooDefs.OpCode.addWatch``,
+  ``zookeeper.jute``), sent through ``KazooClient._call``; :class:`RemoveWatches` is
+  ``RemoveWatchesRequest`` with type ``Any`` (``DataTree.removeWatch`` removes every mode).
+- A PERSISTENT_RECURSIVE watch on ``R`` fires for ``R`` and every node below, and stays
+  (``WatchManager.triggerWatch``); it lives on the connection, and kazoo re-sends no watch on
+  reconnect, so every root is added again on every new connection (:meth:`PersistentWatches._on_state`).
+- Notifications are handled on kazoo's reader thread (a hook over
+  ``ConnectionHandler._read_watch_event``), in server order: the server sends a change's
+  notification before the reply to any later request of the session
+  (``FinalRequestProcessor.processRequest``), so the cache drops a value before a later reply
+  arrives. kazoo's own one-shot watchers still get the event. Paths are un-chrooted
+  (``KazooClient.unchroot``).
+- A server < 3.6 answers ``UNIMPLEMENTED`` and closes the connection
+  (``UnimplementedRequestProcessor``); the session then falls back to per-node watches.
 """
 
 from __future__ import annotations

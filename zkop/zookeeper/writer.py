@@ -1,29 +1,21 @@
 """Writes: plan actions executed with compare-and-set, atomically (``multi``) or one by one.
 
-Every write is conditional on the version it was planned from (ZooKeeper Programmer's Guide,
-"Conditional updates"), and idempotent under retries after a lost reply: a create that finds
-the node holding the intended bytes succeeds, a delete that finds nothing succeeds. Missing
-parents are created (empty, with ``ConnectionOptions.parent_acl``). Preconditions
-(:class:`~zkop.zookeeper.actions.CheckVersion`) ride in the same ``multi`` as the writes they
-guard (ZooKeeper's ``check`` operation).
+Every write is conditional on the version it was planned from (Programmer's Guide, "Conditional
+updates") and idempotent when retried after a lost reply (a create that finds the intended bytes, a
+delete that finds nothing, succeed). Missing parents are created with
+``ConnectionOptions.parent_acl``; :class:`~zkop.zookeeper.actions.CheckVersion` preconditions ride
+in the same ``multi`` (ZooKeeper's ``check``).
 
-A create whose node zkop then cannot read (``NoAuth`` on the read right behind it: an ACL that
-does not grant zkop's identity READ, despite :mod:`zkop.zookeeper.acls` checks upstream) is
-undone: the nodes created in that step — the node, and the parents this step created — are
-deleted again, so nothing is left that only a ZooKeeper superuser could remove. An ACL holding
-a redaction marker (``user:x``, :func:`~zkop.zookeeper.acls.is_redacted`) is never sent.
+Not obvious from a single function:
 
-A writer told to :attr:`Writer.refuse_writes` (``zkop run --dry-run``) sends nothing: every
-batch with a write raises :class:`~zkop.zookeeper.errors.WriteRefused`, logged at ERROR. The
-reconcilers never get here in a dry run; this is the net under a code path that forgot to ask.
-
-Under persistent recursive watches (:mod:`zkop.zookeeper.watches`) every write of a covered path
-registers the notification it will cause (:meth:`WatchCache.expect`) before it is sent. The
-server sends that notification before the write's reply, and kazoo's reader thread matches it,
-so once the reply is in the cache is filled with what was written — the bytes sent, version 0
-for a fresh create, the ``Stat`` a ``setData`` returned — instead of being read back, and the
-notification wakes nobody. Any other notification for the path meanwhile (someone else's change)
-still invalidates it, cancels the fill and wakes the listeners.
+* a create that zkop then cannot read (``NoAuth``) is undone, with the parents that step created,
+  so nothing is left that only a superuser could remove; a redaction marker
+  (:func:`~zkop.zookeeper.acls.is_redacted`) is never sent;
+* :attr:`Writer.refuse_writes` (``--dry-run``) raises :class:`~zkop.zookeeper.errors.WriteRefused`
+  for any batch with a write: the net under a code path that forgot to ask;
+* under persistent watches each write first registers the notification it will cause
+  (:meth:`WatchCache.expect`), so the cache is filled with what was written instead of read back,
+  while anyone else's change to the path still invalidates it.
 """
 
 from __future__ import annotations

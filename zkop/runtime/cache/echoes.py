@@ -1,31 +1,21 @@
-"""Own-write echoes an informer applies without decoding their watch event.
+"""Own-write echoes an informer caches from the write's response instead of decoding their watch event.
 
-A controller that writes an object (a finalizer, its status) holds the response of that write:
-the object at the ``resourceVersion`` the write produced. The watch then delivers the same object
-again as a ``MODIFIED`` event -- the *echo* -- which an informer would read, JSON-decode and
-transform only to cache what the writer already holds (and, in zkop, to have the update dropped as
-an echo by :class:`~zkop.runtime.ownwrites.OwnWrites`). Decoding is the largest per-event cost of
-a Python informer (about 130,000 instructions for a 1.6 KB object), and a cold sync causes two
-echoes per object.
-
-:class:`EchoRegistry` remembers, per key, the transformed response of the latest write and the
-version it was computed from. The reflector shows each raw event line to the informer first; the
-informer recognises an echo by its ``resourceVersion`` alone (:func:`modified_resource_version`)
-and caches the remembered object instead of decoding the line, when -- and only when -- the line
-provably is that version of that object:
+The *echo* is the ``MODIFIED`` event that delivers an object this process just wrote (a finalizer,
+its status) and already holds as the write's response; decoding it is the informer's largest
+per-event cost. :class:`EchoRegistry` remembers, per key, the transformed response of the latest
+write and the version it was computed from; the informer recognises an echo by its
+``resourceVersion`` alone (:func:`modified_resource_version`) and caches the remembered object
+instead of decoding the line when -- and only when -- the line provably is that version of that
+object:
 
 * it is a ``MODIFIED`` event in kube-apiserver's compact JSON (``{"type":"MODIFIED",...``);
-* the bytes ``"resourceVersion":"`` occur exactly once in it, so they are ``metadata``'s (a
-  ``resourceVersion`` key anywhere else, e.g. an annotation, adds an occurrence; inside a JSON
-  string the quotes would be escaped), and the value carries no escape;
-* that value is the version a write of ours returned (a ``resourceVersion`` names one write of
-  one object: Kubernetes API conventions, "Concurrency Control and Consistency");
-* the cached object is still at the version that write was computed from (the event is the
-  transition ``base → written`` and nothing came in between).
+* the bytes ``"resourceVersion":"`` occur exactly once in it, so they are ``metadata``'s (any
+  other such key adds an occurrence; inside a JSON string the quotes are escaped), unescaped;
+* that value is the version a write of ours returned (a ``resourceVersion`` names one write of one
+  object: Kubernetes API conventions, "Concurrency Control and Consistency");
+* the cached object is still at the version that write was computed from.
 
-Anything else -- an event before the write's response is in, another format, a relist -- is
-decoded as before. The fast path changes no event a handler sees: the transition is dispatched
-as an update from the cached object to the remembered one, exactly as the decoded event would be.
+Anything else is decoded as before. Handlers see the same update either way.
 """
 
 from __future__ import annotations

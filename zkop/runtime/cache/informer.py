@@ -2,8 +2,7 @@
 
 :class:`Informer` owns one :class:`~.indexer.Indexer`, one :class:`~.reflector.Reflector` per
 namespace, the event handlers and the periodic resync, which re-delivers every cached object as
-an update without any API call (client-go ``DeltaFIFO.Resync``).  See ``docs/architecture.md``
-and ``shared/reference/controller-conventions.md`` §3.
+an update without any API call (client-go ``DeltaFIFO.Resync``).
 
 Handlers run on the reflector thread and must not block or do I/O: they only enqueue keys.
 Objects are plain dicts as the API server sent them; treat them as read-only.
@@ -70,12 +69,9 @@ class Informer:
     """A cache of one resource kind, kept current by reflectors, with event handlers.
 
     Args:
-        client: the JSON client.
-        resource: group/version/plural.
         namespaces: namespaces to watch (one reflector each), or ``None`` for all.
         indexers: secondary indexes, see :class:`Indexer`.
         resync_period: seconds between re-deliveries of every cached object (jittered ±10 %); 0 disables.
-        name: for logs.
         transform: applied by the reflectors to every object from a LIST page or watch event, before
             it is cached or handed to a handler (client-go ``SetTransform``); default
             :func:`~.transform.default_transform`, ``None`` keeps objects whole.

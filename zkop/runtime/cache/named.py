@@ -1,39 +1,20 @@
 """A cache of a changing set of *named* objects: one GET + WATCH per object, GET on demand.
 
-What it is for: zkop reads a ConfigMap or Secret only when a ZooKeeperConfig names it in
-``spec.dataFrom``. Listing and watching every Secret in the cluster (what a plain informer
-does) costs memory and start-up LIST load proportional to the *cluster* (Helm keeps every
-release revision in a Secret of tens to hundreds of KB) and needs RBAC ``list`` on all Secrets.
 :class:`NamedObjectInformer` holds only the objects :meth:`~NamedObjectInformer.track` was told
-about:
+about (the ConfigMaps and Secrets ZooKeeperConfigs name), so it needs RBAC ``get`` and ``watch``,
+never ``list``; docs/performance.md, "Real-cluster footprint", compares the alternatives.
 
-* per tracked object one :class:`SingleObjectReflector`: a ``GET`` of the object (its "list"),
-  then a ``WATCH`` with ``fieldSelector=metadata.name=<name>`` and ``resourceVersion`` *unset*:
-  "Get State and Start at Most Recent" (kubernetes.io "Resource versions"; kube-apiserver
-  ``staging/src/k8s.io/apiserver/pkg/storage/cacher/cacher.go``), which opens with a synthetic
-  ``ADDED`` of the object as it is then, so a change between the GET and the WATCH is not lost.
-  Not from the object's own ``resourceVersion``: that is the RV of its last *change*, which for a
-  Secret untouched for an hour is long compacted out of the watch cache -- every watch would
-  answer 410 Gone and the reflector would GET again in a loop (a LIST answers the *collection's*
-  current RV, which is why client-go's reflector can watch from it; a GET cannot). Later watches
-  resume from the last event's or bookmark's RV; bookmarks, the inactivity timeout and
-  relist-on-410 are the :class:`~.reflector.Reflector`'s;
-* :meth:`~NamedObjectInformer.get` of an object whose reflector has not completed its first GET
-  yet does that GET itself (the answer is kept for ``get_ttl`` seconds, so a cold start where a
-  hundred ZooKeeperConfigs read the same Secret sends one GET) and starts tracking it.
+* Per tracked object one :class:`SingleObjectReflector`: a ``GET``, then a ``WATCH`` with
+  ``fieldSelector=metadata.name=<name>`` and ``resourceVersion`` *unset* ("Get State and Start at
+  Most Recent", kubernetes.io "Resource versions"), which opens with a synthetic ``ADDED``, so a
+  change between the two is not lost. Not from the object's own ``resourceVersion``: that of an
+  object untouched for an hour is compacted out of the watch cache, and every watch would answer
+  410 (a GET, unlike a LIST, returns no collection version to watch from). Later watches resume
+  from the last event or bookmark, as the :class:`~.reflector.Reflector` does.
+* :meth:`~NamedObjectInformer.get` of an object not yet fetched does the GET itself (kept for
+  ``get_ttl`` seconds, so a hundred objects naming one Secret send one GET) and starts tracking it.
 
-RBAC: ``get`` and ``watch``, no ``list``. kube-apiserver's ``RequestInfoFactory``
-(``staging/src/k8s.io/apiserver/pkg/endpoints/request/requestinfo.go``) turns a LIST or WATCH
-carrying ``fieldSelector=metadata.name=<name>`` into a request *for that name*, so the
-authorizer checks verb ``watch`` with that resource name (a Role may even restrict
-``resourceNames``); a watch without the selector would need ``watch`` on the whole collection
-too -- the verb is the same, which is why RBAC cannot stop a holder of ``watch`` from
-watching every Secret: the narrowing is in what zkop asks for, and the RBAC test proves it
-never asks for a LIST.
-
-Cost: one watch connection and one thread per tracked object -- fine for the hundreds of
-referenced objects a cluster has, not for tens of thousands (then a label-selected informer
-is the better trade).
+One watch and one thread per tracked object: fine for hundreds, not for tens of thousands.
 """
 
 from __future__ import annotations
@@ -104,7 +85,6 @@ class NamedObjectInformer(Informer):
     """An :class:`~.informer.Informer` over the objects named by :meth:`track` (see the module docstring).
 
     Args:
-        client: the JSON client.
         resource: group/version/plural (namespaced).
         name: for logs and thread names.
         get_ttl: seconds an on-demand GET answers later :meth:`get` calls of a not yet synced object.

@@ -73,7 +73,6 @@ class Reflector:
     """Keeps the part of an :class:`Indexer` for one list-watch in sync with the API server.
 
     Args:
-        client: the JSON client.
         resource: what to list and watch.
         namespace: a namespace, or ``None`` for all.
         store: where LIST results and watch events go (the informer), see :class:`Store`.

@@ -1,29 +1,17 @@
 """Trim objects before they enter a cache: client-go ``SharedIndexInformer.SetTransform``.
 
-client-go (``tools/cache/shared_informer.go``, ``TransformFunc``) runs an informer's transform on
-every object from a LIST or a watch event *before* it is stored or handed to a handler, so what
-no controller reads never occupies memory. controller-runtime ships
-``cache.TransformStripManagedFields`` (``pkg/cache/cache.go``) for exactly this, to be set as
-``cache.Options.DefaultTransform``. zkop's informers all use :func:`default_transform` unless told
-otherwise (:class:`~zkop.runtime.cache.informer.Informer` ``transform``): :func:`strip_unused_fields`,
-then :func:`compact`.
+Like client-go's ``TransformFunc`` (``tools/cache/shared_informer.go``), the transform runs on every
+object of a LIST or a watch event before it is stored or handed to a handler. zkop's informers use
+:func:`default_transform` unless told otherwise: :func:`strip_unused_fields`, then :func:`compact`.
 
-Dropped, because no part of zkop reads them from a cached object (zkop writes with JSON merge
-patches that name only its own fields, and never sends a cached object back with PUT):
+Dropped, as nothing of zkop reads them from a cache (its writes are merge patches of its own
+fields, never a PUT of a cached object): ``metadata.managedFields`` (controller-runtime's
+``cache.TransformStripManagedFields``), the ``kubectl.kubernetes.io/last-applied-configuration``
+annotation, ``metadata.selfLink``.
 
-* ``metadata.managedFields`` -- on a real cluster ~1 KB of JSON per object and manager
-  (kube-apiserver records them on every write, ``fieldmanager.UpdateNoErrors``);
-* the ``kubectl.kubernetes.io/last-applied-configuration`` annotation -- a full JSON copy of the
-  object for everything ever ``kubectl apply``'d client-side;
-* ``metadata.selfLink`` (no longer set since 1.20, harmless to drop).
-
-:func:`compact` is the Python half of what Go gets from decoding into typed structs: there a
-field name costs nothing per object; a dict decoded by :mod:`json` holds its own copy of every
-key (the decoder shares keys only within one document, and every watch event is its own
-document), plus short values repeated across objects (``apiVersion``, ``kind``, namespaces,
-condition types and reasons, timestamps written in the same second). Rebuilding the object with
-interned keys and short values lets all cached objects share one copy, and the rebuilt dicts are
-sized exactly. Measured on 10,000 watch-decoded ZooKeeperConfigs: 43.6 MB → 20.2 MB of RSS.
+:func:`compact` rebuilds the object with interned keys and short values, so that all cached
+objects share one copy of each (:mod:`json` shares keys only within one document) -- what Go gets
+from decoding into typed structs.
 """
 
 from __future__ import annotations

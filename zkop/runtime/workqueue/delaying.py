@@ -16,7 +16,7 @@ __all__ = ["MAX_WAIT", "SHUTDOWN_JOIN", "DelayingQueue"]
 
 T = TypeVar("T", bound=Hashable)
 
-#: The delaying loop wakes at least this often (seconds) [CG util/workqueue/delaying_queue.go:273].
+#: The delaying loop wakes at least this often (seconds) [CG util/workqueue/delaying_queue.go ``maxWait``].
 MAX_WAIT = 10.0
 
 #: Seconds a shutdown waits for the delaying thread to end (it only ever waits on its condition or
@@ -41,16 +41,13 @@ class _WaitFor(Generic[T]):
 class DelayingQueue(WorkQueue[T]):
     """A :class:`WorkQueue` that can add an item later: :meth:`add_after`.
 
-    Waiting items sit in a min-heap ordered by ready time, with at most one entry per item.  A
-    daemon thread (started on the first delayed add) moves ready items into the queue, waking when
-    the earliest one is due, on every new delayed add, and at least every :data:`MAX_WAIT` (10 s)
-    seconds [CG util/workqueue/delaying_queue.go:273].  Items still waiting at shutdown are
+    A daemon thread (started on the first delayed add) moves ready items into the queue, waking
+    when the earliest is due, on every delayed add, and at least every :data:`MAX_WAIT` seconds
+    [CG util/workqueue/delaying_queue.go ``waitingLoop``]. Items still waiting at shutdown are
     dropped, and every shutdown call returns only once that thread has ended (at most
-    :data:`SHUTDOWN_JOIN` seconds; never when called on that thread itself).  client-go only
-    closes the loop's stop channel [CG delaying_queue.go ``ShutDown``]; zkop joins the thread so
-    a stopped controller leaves nothing running, the order of controller-runtime's shutdown
-    (stop the sources, drain the queue, wait for the workers) [CR pkg/manager/internal.go
-    ``engageStopProcedure``; pkg/internal/controller/controller.go ``Start``].
+    :data:`SHUTDOWN_JOIN` seconds; never on that thread itself): client-go only closes the loop's
+    stop channel, zkop joins it so a stopped controller leaves nothing running (controller-runtime's
+    shutdown order [CR pkg/manager/internal.go ``engageStopProcedure``]).
     """
 
     def __init__(
@@ -74,7 +71,7 @@ class DelayingQueue(WorkQueue[T]):
         Ignored while shutting down.  Otherwise counts one ``workqueue_retries_total`` (every
         call, as client-go does) and: ``delay <= 0`` -> :meth:`add` now; else if ``item`` is
         already waiting, the **earlier** of the two ready times wins
-        [CG util/workqueue/delaying_queue.go:249-266, 355-369].  A waiting item can still be
+        [CG util/workqueue/delaying_queue.go ``AddAfter``, ``insert``].  A waiting item can still be
         added directly with :meth:`add`; the delayed add then fires too (usually a dedup no-op).
         """
         if self.shutting_down():

@@ -1,15 +1,11 @@
-"""How a work queue reports metrics: client-go's ``MetricsProvider`` and ``SetProvider``.
+"""How a work queue reports metrics: client-go's ``MetricsProvider`` and ``SetProvider`` [CG util/workqueue/metrics.go].
 
-[CG util/workqueue/metrics.go]: a *named* queue asks the provider installed with
-:func:`set_provider` for its depth gauge, adds and retries counters and latency / work-duration
-histograms when it is created; an unnamed queue records nothing.  The default provider is
-:class:`NoopMetricsProvider`.  This package imports no metrics library: the Prometheus provider
-lives in :mod:`zkop.runtime.metrics`, which installs itself when imported (as controller-runtime's
-``pkg/metrics/workqueue.go`` ``init`` does [CR pkg/metrics/workqueue.go]).
-
-``register_in_flight`` replaces client-go's two settable gauges (unfinished work, longest running
-processor): the provider pulls ``(unfinished_seconds, longest_seconds)`` from the queue when it
-needs them, instead of a 500 ms updater goroutine [CG util/workqueue/queue.go:184].
+A named queue asks the installed provider (:func:`set_provider`; default
+:class:`NoopMetricsProvider`) for its metrics when it is created. The Prometheus provider is
+:mod:`zkop.runtime.metrics`, which installs itself on import, as controller-runtime's
+``pkg/metrics/workqueue.go`` ``init`` does. ``register_in_flight`` replaces client-go's two
+settable gauges: the provider pulls ``(unfinished_seconds, longest_seconds)`` from the queue at
+scrape time [CG util/workqueue/queue.go ``updateUnfinishedWorkLoop``].
 """
 
 from __future__ import annotations

@@ -1,30 +1,13 @@
 """The plain work queue: client-go ``util/workqueue/queue.go``.
 
-Guarantees [CG util/workqueue/doc.go:17-27]: **fair** (FIFO), **stingy** (an item is never
-handed to two workers at once, and repeated adds before pickup collapse into one), an item added
-again while it is processed is processed once more after :meth:`WorkQueue.done`, and workers
-learn about shutdown from :meth:`WorkQueue.get`.
+Guarantees [CG util/workqueue/doc.go, the package comment]: **fair** (FIFO), **stingy** (an item
+is never handed to two workers at once, and repeated adds before pickup collapse into one), an
+item added again while processed is processed once more after :meth:`WorkQueue.done`, and workers
+learn about shutdown from :meth:`WorkQueue.get`. A queue with a ``name`` records the
+``workqueue_*`` metrics [CG util/workqueue/metrics.go ``newQueueMetrics``].
 
-Items must be hashable (typically a ``namespace/name`` key).  Times are ``float`` seconds.  A
-queue with a non-empty ``name`` records the ``workqueue_*`` metrics through the provider
-installed with :func:`zkop.runtime.workqueue.metrics.set_provider`; an unnamed queue records none
-[CG util/workqueue/metrics.go ``newQueueMetrics``].
-
-Typical worker loop (controller-runtime's ``processNextWorkItem``
-[CR pkg/internal/controller/controller.go:422-440])::
-
-    while True:
-        key, shutdown = queue.get()
-        if shutdown:
-            return
-        try:
-            reconcile(key)
-        except Exception:
-            queue.add_rate_limited(key)
-        else:
-            queue.forget(key)
-        finally:
-            queue.done(key)
+A worker loops ``get`` → reconcile → ``forget`` or ``add_rate_limited`` → ``done`` (controller-runtime's
+``processNextWorkItem``, :class:`zkop.runtime.controller.Controller`).
 """
 
 from __future__ import annotations
@@ -48,17 +31,14 @@ Clock = Callable[[], float]
 class WorkQueue(Generic[T]):
     """FIFO work queue with client-go's dedup / never-twice-at-once / requeue-on-done rules.
 
-    State, all guarded by one :class:`threading.Condition` [CG util/workqueue/queue.go:190-205]:
+    State, all guarded by one :class:`threading.Condition` (client-go's ``Typed`` struct):
     ``queue`` (order of pickup; every entry is dirty and not processing), ``dirty`` (items that
     need work) and ``processing`` (items handed out by :meth:`get` and not yet :meth:`done`; an
     item can be dirty at the same time).
 
-    ``name`` -- non-empty to record the ``workqueue_*`` metrics under that name.
-    ``clock`` -- monotonic seconds, used for metrics and (in :class:`DelayingQueue`) ready times;
-    blocking waits always use real time.
-    ``metrics_provider`` -- where the metrics go; defaults to the one installed with
-    :func:`~zkop.runtime.workqueue.metrics.set_provider` (no-op unless something installed one).
-    Ignored (no metrics) when ``name`` is empty.
+    ``name`` -- non-empty to record the ``workqueue_*`` metrics under that name, through
+    ``metrics_provider`` (default: the one :func:`~zkop.runtime.workqueue.metrics.set_provider`
+    installed). ``clock`` -- monotonic seconds for metrics and ready times; blocking waits use real time.
     """
 
     def __init__(
@@ -90,7 +70,7 @@ class WorkQueue(Generic[T]):
 
         Dropped while shutting down; a no-op if ``item`` is already dirty (waiting, or re-added
         while processing).  If ``item`` is being processed it is only marked dirty and goes back
-        in the queue on :meth:`done`.  [CG util/workqueue/queue.go:227-251]
+        in the queue on :meth:`done`.  [CG util/workqueue/queue.go ``Add``]
         """
         with self._cond:
             if self._shutting_down or item in self._dirty:
@@ -109,7 +89,7 @@ class WorkQueue(Generic[T]):
         the queue is empty *and* shutting down (queued items are still handed out after
         :meth:`shutdown`); the worker should then exit.  With ``timeout`` (seconds) it returns
         ``(None, False)`` if nothing arrived in time (``timeout=0`` polls).  The caller must
-        call :meth:`done` with the item when finished.  [CG util/workqueue/queue.go:265-285]
+        call :meth:`done` with the item when finished.  [CG util/workqueue/queue.go ``Get``]
         """
         with self._cond:
             if timeout is None:
@@ -134,7 +114,7 @@ class WorkQueue(Generic[T]):
         """Mark ``item`` as finished; if it was added again meanwhile, queue it (once) at the back.
 
         Calling it for an item that is not being processed is harmless.
-        [CG util/workqueue/queue.go:289-301]
+        [CG util/workqueue/queue.go ``Done``]
         """
         with self._cond:
             self._metrics.done(item)
@@ -155,7 +135,7 @@ class WorkQueue(Generic[T]):
         """Stop accepting adds; :meth:`get` hands out what is queued, then reports shutdown.
 
         Also ends any :meth:`shutdown_with_drain` wait.  Idempotent.
-        [CG util/workqueue/queue.go:304-319]
+        [CG util/workqueue/queue.go ``ShutDown``]
         """
         with self._cond:
             self._drain = False
@@ -170,7 +150,7 @@ class WorkQueue(Generic[T]):
         first or a concurrent :meth:`shutdown` cancelled the drain.  Items still waiting in the
         queue do not hold it up (workers keep receiving them from :meth:`get`).  Without a
         timeout a worker that never calls :meth:`done` blocks it forever, as in client-go.
-        [CG util/workqueue/queue.go:321-341]
+        [CG util/workqueue/queue.go ``ShutDownWithDrain``]
         """
         with self._cond:
             self._drain = True

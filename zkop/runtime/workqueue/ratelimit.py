@@ -1,19 +1,8 @@
-"""Work-queue rate limiters, ported from client-go ``util/workqueue/default_rate_limiters.go``.
+"""Work-queue rate limiters: how long an item waits before its retry, in seconds; thread-safe.
 
-A rate limiter answers "how long should this item wait before it is retried?".  All durations
-are ``float`` **seconds** (client-go uses ``time.Duration``).  Every limiter here is safe to use
-from many threads at once.
-
-The shapes follow client-go [CG util/workqueue/default_rate_limiters.go]:
-
-* :class:`ItemExponentialFailureRateLimiter` -- per item ``base_delay * 2**failures``, capped
-  at ``max_delay`` (lines 116-134).
-* :class:`BucketRateLimiter` -- one token bucket shared by *all* items, like
-  ``golang.org/x/time/rate.Limiter.Reserve().Delay()`` (lines 58-78).
-* :class:`ItemFastSlowRateLimiter` -- ``fast_delay`` for the first attempts, then ``slow_delay``
-  (lines 154-190).
-* :class:`MaxOfRateLimiter` -- the largest answer of its members (lines 222-250).
-* :func:`default_controller_rate_limiter` -- ``DefaultTypedControllerRateLimiter`` (lines 41-56).
+Each class ports the client-go limiter of the same name (``Typed…`` there), and
+:func:`default_controller_rate_limiter` ports ``DefaultTypedControllerRateLimiter``
+[CG util/workqueue/default_rate_limiters.go].
 """
 
 from __future__ import annotations
@@ -46,7 +35,7 @@ _MAX_EXPONENT = 1023
 class RateLimiter(Protocol[T_contra]):
     """What a :class:`~zkop.runtime.workqueue.ratelimiting.RateLimitingQueue` needs from a limiter.
 
-    Mirrors client-go's ``TypedRateLimiter[T]`` [CG util/workqueue/default_rate_limiters.go:27-39].
+    Mirrors client-go's ``TypedRateLimiter[T]`` [CG util/workqueue/default_rate_limiters.go].
     """
 
     def when(self, item: T_contra) -> float:
@@ -68,7 +57,7 @@ class ItemExponentialFailureRateLimiter(Generic[T]):
     The n-th call of :meth:`when` for an item (counting from 1) returns ``base_delay * 2**(n-1)``;
     with the defaults that is 5 ms, 10 ms, 20 ms, ... 655.36 s on the 18th call and ``max_delay``
     (1000 s) from the 19th on.  Follows ``ItemExponentialFailureRateLimiter.When``
-    [CG util/workqueue/default_rate_limiters.go:116-134], including its overflow guard (a huge
+    [CG util/workqueue/default_rate_limiters.go], including its overflow guard (a huge
     exponent returns ``max_delay`` instead of raising :class:`OverflowError`).
 
     Raises :class:`ValueError` if ``base_delay`` or ``max_delay`` is negative.
@@ -108,7 +97,7 @@ class ItemExponentialFailureRateLimiter(Generic[T]):
 class ItemFastSlowRateLimiter(Generic[T]):
     """``fast_delay`` seconds for the first ``max_fast_attempts`` failures of an item, then ``slow_delay``.
 
-    Follows ``ItemFastSlowRateLimiter`` [CG util/workqueue/default_rate_limiters.go:154-190]: the
+    Follows ``ItemFastSlowRateLimiter.When`` [CG util/workqueue/default_rate_limiters.go]: the
     failure count is incremented *before* the comparison, so attempt ``max_fast_attempts`` is
     still fast.  Raises :class:`ValueError` on negative delays or a negative attempt count.
     """
@@ -145,17 +134,13 @@ class ItemFastSlowRateLimiter(Generic[T]):
 class BucketRateLimiter:
     """One token bucket shared by every item: an overall retry-speed cap, not per item.
 
-    The bucket (:class:`zkop.kube.flowcontrol.TokenBucket`) holds at most ``burst`` tokens and
-    refills at ``qps`` tokens per second; it starts full.  :meth:`when` always *reserves* a token
-    (the balance may go negative) and returns how long the caller must wait for it, which is
-    ``golang.org/x/time/rate``'s ``Reserve().Delay()`` as used by ``TypedBucketRateLimiter.When``
-    [CG util/workqueue/default_rate_limiters.go:58-78].  With the defaults (10 qps, burst 100) and
-    no time passing: 100 calls return 0, then 0.1 s, 0.2 s, ...
+    :meth:`when` always *reserves* a token of a :class:`zkop.kube.flowcontrol.TokenBucket` (``burst``
+    tokens, ``qps`` per second, starts full) and returns how long to wait for it: with 10 qps and
+    burst 100, 100 calls return 0, then 0.1 s, 0.2 s, ... (``TypedBucketRateLimiter.When``
+    [CG util/workqueue/default_rate_limiters.go]). :meth:`forget` does nothing and
+    :meth:`num_requeues` is always 0, as in client-go.
 
-    :meth:`forget` does nothing and :meth:`num_requeues` is always 0, as in client-go.
-
-    ``clock`` returns monotonic seconds; inject a fake one in tests.  Raises :class:`ValueError`
-    if ``qps <= 0`` or ``burst < 1``.
+    ``clock`` returns monotonic seconds. Raises :class:`ValueError` if ``qps <= 0`` or ``burst < 1``.
     """
 
     def __init__(
@@ -183,7 +168,7 @@ class MaxOfRateLimiter(Generic[T]):
     """Combine limiters: the largest :meth:`when` and :meth:`num_requeues` of its members win.
 
     Every member sees every call (so each one's own state advances).  Follows
-    ``TypedMaxOfRateLimiter`` [CG util/workqueue/default_rate_limiters.go:222-250].  Raises
+    ``TypedMaxOfRateLimiter`` [CG util/workqueue/default_rate_limiters.go].  Raises
     :class:`ValueError` when given no limiters.
     """
 
@@ -215,9 +200,9 @@ def default_controller_rate_limiter(
     """``MaxOf(ItemExponentialFailure(base_delay, max_delay), Bucket(qps, burst))``.
 
     client-go's ``DefaultTypedControllerRateLimiter`` (alias ``DefaultControllerRateLimiter``)
-    [CG util/workqueue/default_rate_limiters.go:41-56]: per item 5 ms doubling up to 1000 s,
+    [CG util/workqueue/default_rate_limiters.go]: per item 5 ms doubling up to 1000 s,
     and overall no more than 10 retries per second after a burst of 100.  This is what
-    controller-runtime uses when its priority queue is off [CR pkg/controller/controller.go:271-288].
+    controller-runtime uses when its priority queue is off [CR pkg/controller/controller.go ``NewTypedUnmanaged``].
     """
     return MaxOfRateLimiter[Hashable](
         ItemExponentialFailureRateLimiter[Hashable](base_delay, max_delay),
@@ -226,8 +211,6 @@ def default_controller_rate_limiter(
 
 
 def default_item_based_rate_limiter() -> ItemExponentialFailureRateLimiter[Hashable]:
-    """Per-item exponential 1 ms .. 1000 s: client-go's ``DefaultTypedItemBasedRateLimiter``.
-
-    [CG util/workqueue/default_rate_limiters.go:108-114].
-    """
+    """Per-item exponential 1 ms .. 1000 s: client-go's ``DefaultTypedItemBasedRateLimiter``
+    [CG util/workqueue/default_rate_limiters.go]."""
     return ItemExponentialFailureRateLimiter[Hashable](0.001, 1000.0)

@@ -22,7 +22,7 @@ class RateLimitingQueue(DelayingQueue[T]):
     ``rate_limiter`` defaults to
     :func:`~zkop.runtime.workqueue.ratelimit.default_controller_rate_limiter` (5 ms doubling to 1000 s
     per item, max'ed with a shared 10 qps / burst 100 bucket) -- a fresh one per queue.
-    [CG util/workqueue/rate_limiting_queue.go:33-40, 137-147]
+    [CG util/workqueue/rate_limiting_queue.go ``TypedRateLimitingInterface``]
     """
 
     def __init__(

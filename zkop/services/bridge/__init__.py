@@ -1,22 +1,12 @@
 """The service bridge: publish Kubernetes Services into ZooKeeper for consumers outside the cluster.
 
-Pipeline (external-dns's source → plan → registry → provider):
-
-==================  ==============================================================
-module              role
-==================  ==============================================================
-``options``         :class:`BridgeOptions` and fixed names (annotations, defaults)
-``cli``             ``zkop run`` flags → options
-``records``         selection rules; Service → format-neutral :class:`~zkop.services.codecs.base.ServiceRecord`
-``naming``          layouts (flat / nested key paths) and the collision rule
-``formats``         record formats (``json``, ``curator``) over the shared codecs
-``plan``            pure planning: per-Service plan, garbage-collection sweep, breaker
-``reconciler``      reads cache and ZooKeeper, plans, executes through the adapter
-``builder``         informers + the ``service-bridge`` controller for the manager
-==================  ==============================================================
-
-Shared with the importer through the services core (:mod:`zkop.services`): the EndpointSlice
-view (``zkop.services.endpoints``), the codecs, the full-sync rules, policies and report-once memos.
+external-dns's source → plan → registry → provider, one module each: ``options`` and ``cli``
+(flags → :class:`BridgeOptions`), ``records`` (selection; Service →
+:class:`~zkop.services.codecs.base.ServiceRecord`), ``naming`` (layouts, the collision rule),
+``formats`` (over the shared codecs), ``plan`` (pure), ``reconciler`` (gather, plan, apply through
+the adapter), ``builder`` (informers and the ``service-bridge`` controller). The EndpointSlice
+view, the codecs, the full-sync rules, policies and report-once memos are shared with the importer
+(:mod:`zkop.services`).
 """
 
 from typing import TYPE_CHECKING

@@ -61,7 +61,6 @@ def build_service_bridge(
     Args:
         client: JSON client the informers list and watch with.
         zookeeper: the adapter every write goes through.
-        recorder: Kubernetes Events.
         options: bridge settings (:func:`zkop.cmd.bridge_flags.options_from_args`).
         cluster_id: the global ``--cluster-id``; stamped into every node as the owner.
         resync_period: seconds between informer resyncs, and between full syncs (garbage collection).

@@ -1,31 +1,15 @@
-"""The format layer: how a :class:`~zkop.services.bridge.records.ServiceRecord` becomes znodes, and how a
-znode's owner is recognised.
+"""The format layer: which znodes a :class:`~zkop.services.bridge.records.ServiceRecord` becomes, and whose a znode is.
 
-A format is a :class:`RecordFormat`. The reconciler only ever calls :meth:`RecordFormat.locate`
-(where a Service's nodes live), :meth:`RecordFormat.nodes` (the desired nodes, parents first) and
-:func:`parse_owner` (whose node is this?); it never looks inside the bytes. The bytes themselves
-are the codecs' (:mod:`zkop.services.codecs`), which the importer decodes with: a format here
-decides *which* records a Service gets (addresses chosen for reachability, the primary port), its
-codec *how* one record is written. Adding a format — e.g. Dubbo's provider URLs with
-:mod:`zkop.services.codecs.dubbo`, the owner stamp carried as URL parameters in the node *name* —
-means writing one subclass (its own ``locate`` reading an interface annotation, ``render`` and
-``owner_of``) and registering it in :data:`FORMATS`; the reconciler and the planner stay untouched.
+The reconciler only calls :meth:`RecordFormat.locate`, :meth:`RecordFormat.nodes` (parents first)
+and :func:`parse_owner`; the bytes of one record are the codecs' (:mod:`zkop.services.codecs`). A
+new format is one :class:`RecordFormat` subclass registered in :data:`FORMATS`.
 
-Ownership. Every node zkop writes carries an owner stamp:
-
-* records of the ``json`` format and every *container* node (the per-namespace node of the
-  nested layout, the Curator service node) hold ``"managedBy": "zkop"`` and
-  ``"owner": {"managedBy": "zkop", "clusterId": <--cluster-id>, "uid": <Service uid>}``
-  (containers have no ``uid``: they are shared);
-* Curator instances carry the same three values in ``payload.metadata`` (``managedBy``,
-  ``clusterId``, ``uid``) so the instance JSON stays exactly what Curator writes.
-
-A node is *ours* when the stamp says ``managedBy == "zkop"`` and ``clusterId`` is this
-installation's; everything else (no stamp, unparsable data, another cluster id, an ephemeral
-node) is *foreign* and is never changed or deleted.
-
-Bytes are deterministic (fixed key order, compact separators, no timestamps other than the
-Service's creation time), so an unchanged Service produces identical bytes and no write.
+Every node zkop writes carries an owner stamp: ``"managedBy": "zkop"`` and
+``"owner": {"managedBy", "clusterId", "uid"}`` in ``json`` records and every container node
+(containers, being shared, have no ``uid``); the same three values in ``payload.metadata`` of a
+Curator instance, so its JSON stays what Curator writes. A node is *ours* when ``managedBy`` is
+``zkop`` and ``clusterId`` is this installation's; anything else is foreign and never changed or
+deleted. Bytes are deterministic, so an unchanged Service produces no write.
 """
 
 from __future__ import annotations
@@ -189,20 +173,11 @@ class CuratorFormat(RecordFormat):
     ExternalName: the external name; headless: the ready endpoint addresses (only with
     ``--service-bridge-endpoints``, else no instance). The instance id is the address.
 
-    Instance JSON, fields in ``ServiceInstance`` declaration order, as Curator's
-    ``JsonInstanceSerializer`` writes them: ``name``, ``id``, ``address``, ``port`` (the port
-    named by the ``platform.example.com/zookeeper-port`` annotation, else the first port),
-    ``sslPort`` (a port named ``https``, else ``null``), ``payload`` (Spring Cloud
-    Zookeeper's ``ZookeeperInstance`` with its ``@class``, so Spring consumers deserialize it;
-    ``metadata`` holds the owner stamp, the Service's identity, named ports and selected
-    labels), ``registrationTimeUTC`` (the Service's creation time, ms, so bytes stay stable),
-    ``serviceType``, ``uriSpec`` (Spring's default ``{scheme}://{address}:{port}``) and
-    ``enabled`` (``false`` when ``--service-bridge-endpoints`` sees no ready endpoint).
-
-    ``serviceType`` is ``PERMANENT``: zkop's nodes are persistent and never re-registered, and
-    Curator's discovery server (``InstanceCleanup``) purges ``STATIC`` instances whose
-    ``registrationTimeUTC`` is older than its refresh interval, while ``PERMANENT`` ones are
-    left alone. Only ``DYNAMIC`` means ephemeral (``ServiceDiscoveryImpl.internalRegisterService``).
+    The instance JSON is :func:`zkop.services.codecs.curator.encode_instance`'s: ``port`` is the port
+    named by the ``platform.example.com/zookeeper-port`` annotation, else the first; ``sslPort`` a
+    port named ``https``; ``payload.metadata`` holds the owner stamp, the Service's identity, named
+    ports and selected labels; ``registrationTimeUTC`` is the Service's creation time (stable
+    bytes); ``enabled`` is ``false`` when ``--service-bridge-endpoints`` sees no ready endpoint.
     """
 
     name = "curator"

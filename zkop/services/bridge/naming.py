@@ -1,21 +1,13 @@
 """Where a Service's records live, and who wins when two Services want the same place.
 
-Layouts (``--service-bridge-layout``):
+Layouts (``--service-bridge-layout``): ``flat``, ``<root>/<namespace>-<name>``, the original
+script's key and the default, ambiguous (``team-a``/``web`` and ``team``/``a-web`` collide);
+``nested``, ``<root>/<namespace>/<name>``, collision-free. The *key path* identifies the Service:
+the JSON record itself, or the Curator service node above the instances.
 
-* ``flat`` — ``<root>/<namespace>-<name>``: the original bridge script's key, kept as the
-  default so existing clients keep working. It is ambiguous: both parts may contain ``-``
-  (namespaces are DNS-1123 labels, Service names DNS-1035 labels), so ``team-a``/``web`` and
-  ``team``/``a-web`` map to the same znode.
-* ``nested`` — ``<root>/<namespace>/<name>``: collision-free (``/`` can appear in neither part).
-
-The *key path* is the znode that identifies the Service: the record itself for the JSON
-format, the Curator service node (parent of the instances) for the Curator format.
-
-Collision rule (:func:`winner`): among the selected Services that share a key path, the one
-with the oldest ``metadata.creationTimestamp`` keeps it, ties broken by ``namespace/name``
-(lexicographic). It depends only on the informer cache, so every reconcile and every replica
-computes the same winner and ownership never flaps (:func:`zkop.ownership.oldest.oldest`, the rule
-the importer applies too).
+Collision rule (:func:`winner`): among selected Services sharing a key path the oldest wins
+(:func:`zkop.ownership.oldest.oldest`, as in the importer), from the informer cache alone, so every
+replica computes the same winner.
 """
 
 from __future__ import annotations

@@ -1,26 +1,15 @@
-"""Pure planning for the service bridge: desired nodes + observed nodes → actions.
+"""Pure planning for the service bridge: desired nodes + observed nodes → actions (external-dns's plan step).
 
-No I/O (the external-dns split: source → plan → provider). The reconciler reads the cache
-and ZooKeeper, calls these functions, and hands the actions to the ZooKeeper adapter, which
-executes each one conditionally on the version it was planned from.
+* :func:`plan_service` — one Service's containers, records and key-path children: creates what is
+  missing, rewrites *our* nodes whose bytes differ, deletes *our* children no longer wanted, never
+  touches a foreign node.
+* :func:`plan_sweep` — garbage collection under the root: an orphan is ours, outside every desired
+  key path and no ancestor of one; deleted deepest first, never recursively. The delete circuit
+  breaker counts the Services (owner uids) whose records would go, leaving out those still
+  published (being moved); above ``max_deletes`` the sweep deletes nothing.
 
-Two planners:
-
-* :func:`plan_service` — one Service's scope: its containers, its records, and the children
-  of its key path. Creates what is missing, rewrites *our* nodes whose bytes differ,
-  deletes *our* children of the key path that are no longer wanted (e.g. a Curator instance
-  whose address went away), and never touches a foreign node.
-* :func:`plan_sweep` — garbage collection over everything under the root. A node is an
-  orphan when it is ours and neither lies within a desired key path nor is an ancestor of
-  one. Orphans are deleted deepest first; a node is deleted only when all its children are
-  (ZooKeeper deletes are never recursive). The delete circuit breaker counts the Services
-  (distinct owner uids) whose records would go, leaving out uids of Services that are still
-  published (their old nodes are being moved, not lost); above ``max_deletes`` nothing at all
-  is deleted in that sweep.
-
-Policies (external-dns ``plan/policy.go``, :mod:`zkop.services.policy`): each planner classifies
-its actions into a :class:`~zkop.services.policy.Changes` value and the policy filters it —
-``sync`` creates, updates and deletes; ``upsert-only`` never deletes; ``create-only`` only creates.
+Each planner's :class:`~zkop.services.policy.Changes` go through the policy (external-dns
+``plan/policy.go``): ``sync``, ``upsert-only`` (no deletes) or ``create-only``.
 """
 
 from __future__ import annotations

@@ -1,17 +1,11 @@
-"""From a Service object (as the informer caches it) to a normalised :class:`ServiceRecord`.
+"""From a Service object (as the informer caches it) to a normalised :class:`ServiceRecord`; pure.
 
-Pure functions, no I/O. Two questions are answered here:
-
-* :func:`is_selected` — is this Service published at all (namespace filters, type filter,
-  the ``platform.example.com/zookeeper-sync`` annotation)?
-* :func:`service_record` — what is there to say about it (addresses, ports, labels, owner),
-  independent of the output format, which :mod:`zkop.services.bridge.formats` decides.
-  (:class:`ServiceRecord` and :class:`PortRecord` themselves are the codecs' encode input,
-  :mod:`zkop.services.codecs.base`; re-exported here.)
-
-Field meanings follow the core/v1 Service API reference: ``spec.clusterIP`` ``"None"`` marks a
-headless Service (published as ``null``); ExternalName Services have no cluster IP;
-``status.loadBalancer.ingress`` entries carry an ``ip`` and/or a ``hostname``.
+:func:`is_selected` says whether a Service is published at all; :func:`service_record` what there
+is to say about it, whatever the format (:mod:`zkop.services.bridge.formats`). :class:`ServiceRecord`
+and :class:`PortRecord` are the codecs' (:mod:`zkop.services.codecs.base`), re-exported. Fields as
+the core/v1 Service API reference: ``spec.clusterIP`` ``"None"`` marks a headless Service
+(published as ``null``); ExternalName Services have no cluster IP; ``status.loadBalancer.ingress``
+entries carry an ``ip`` and/or a ``hostname``.
 """
 
 from __future__ import annotations

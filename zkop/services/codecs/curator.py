@@ -6,12 +6,10 @@ fields in declaration order: ``name``, ``id``, ``address``, ``port``, ``sslPort`
 ``registrationTimeUTC``, ``serviceType``, ``uriSpec``, ``enabled``.
 
 Encoding (:func:`encode_instance`) writes Spring Cloud Zookeeper's payload
-(``ZookeeperInstance{id, name, metadata}`` with its ``@class``, so Spring consumers deserialize it),
-``serviceType`` ``PERMANENT`` (persistent nodes that Curator's ``InstanceCleanup`` leaves alone;
-``STATIC`` ones would be purged, only ``DYNAMIC`` means ephemeral) and Spring's default URI spec
-``{scheme}://{address}:{port}``. zkop's owner stamp lives in ``payload.metadata``
-(``managedBy``, ``clusterId``, ``uid``: :func:`owner_of`), so the instance JSON stays exactly what
-Curator writes.
+(``ZookeeperInstance{id, name, metadata}`` with its ``@class``), the owner stamp in
+``payload.metadata`` (:func:`owner_of`), ``serviceType`` ``PERMANENT`` (Curator's ``InstanceCleanup``
+purges ``STATIC`` ones; only ``DYNAMIC`` means ephemeral) and Spring's default URI spec
+``{scheme}://{address}:{port}``.
 
 Decoding (:func:`decode_instance`) uses ``address``, ``port`` and ``sslPort`` (either may be
 ``null``; exposed as ports named ``http`` and ``https``, the schemes Curator's ``UriSpec`` resolves
