@@ -183,9 +183,9 @@ class FirstPass:
 
     Right after a start the full-sync key and every service's key are queued together, so the first
     full sync would count the state of a ZooKeeper (bridge) or a namespace (importer) the passes have
-    not written yet, and its gauges would read 0 until the next full sync, ``--sync-period`` later
-    (issue 30). The first full sync therefore waits, polling every :data:`SYNC_POLL` seconds, until
-    every key it knows has ended one pass (successful or not: a failing key is retried with backoff
+    not written yet, and its gauges would read 0 until the next full sync, ``--sync-period`` later.
+    The first full sync therefore waits, polling every :data:`SYNC_POLL` seconds, until every key it
+    knows has ended one pass (successful or not: a failing key is retried with backoff
     and must not hold garbage collection back); later full syncs never wait. Thread-safe.
     """
 
