@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from zkop_testing.zookeeper import free_port
 
 from zkop.cmd.flags import UsageError
 from zkop.cmd.logging_setup import JsonFormatter, configure_logging
@@ -187,12 +188,16 @@ def test_an_address_in_use_is_named_in_the_error(flag: str, server: str, tmp_pat
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         address = f"127.0.0.1:{taken.getsockname()[1]}"
-        others = {"--metrics-bind-address": "0", "--health-probe-bind-address": "0", flag: address}
+        # The other server's address is free: neither may be listening when the error is reported.
+        others = {"--metrics-bind-address": f"127.0.0.1:{free_port()}",
+                  "--health-probe-bind-address": f"127.0.0.1:{free_port()}", flag: address}
         run = subprocess.run([sys.executable, "-m", "zkop", "run", "--kubeconfig", str(kubeconfig),
                               "--zk-hosts", "127.0.0.1:1", *[x for item in others.items() for x in item]],
                              capture_output=True, text=True, timeout=60)
     assert run.returncode == 2, run.stderr
-    assert f"cannot serve {server} on {address}: Address already in use" in run.stderr
+    # docs/operations.md, "Exit codes": a usage error, nothing started — the one line and nothing logged before it.
+    assert run.stderr.splitlines() == [
+        f"zkop run: error: cannot serve {server} on {address}: Address already in use (see 'zkop run --help')"]
 
 
 @pytest.mark.parametrize(("flags", "expected"), [

@@ -6,6 +6,7 @@ import urllib.request
 
 from kazoo.client import KazooClient
 from zkop_testing.kstatus import compute
+from zkop_testing.metrics import Metrics
 from zkop_testing.operator import OperatorProcess
 from zkop_testing.resources import conditions, create, get, read, synced, zkc
 from zkop_testing.waiting import EVENTUALLY, wait_for
@@ -116,3 +117,24 @@ def test_start_while_zookeeper_is_down_waits_not_ready_then_converges(kubeconfig
     finally:
         proc.stop()
         server.stop()
+
+
+def test_stalled_objects_are_a_result_not_a_reconcile_error(kubeconfig: str, kube: KubeClient,
+                                                            zk_server: ZooKeeperServer, chrooted: KazooClient,
+                                                            zk_base: str) -> None:
+    """docs/operations.md (metrics table): a ZooKeeperConfig zkop reports ``Stalled`` (``InvalidSpec``,
+    ``EphemeralNode``, ``PathConflict``) is the reconcile's result, not its failure, as in Flux's
+    ``ResultFinalizer`` (fluxcd/pkg runtime/reconcile): counted as ``success``, never in
+    ``controller_runtime_terminal_reconcile_errors_total``; ``zkop_zookeeperconfig_condition`` shows it."""
+    chrooted.create("/app/session", b"someone's", ephemeral=True, makepath=True)
+    with OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}", ["--max-data-bytes", "4"]) as proc:
+        create(kube, zkc("too-big", "/app/too-big", b"12345678"))
+        create(kube, zkc("ephemeral", "/app/session", b"1"))
+        wait_for(lambda: [conditions(get(kube, n)).get("Stalled", {}).get("reason") for n in ("too-big", "ephemeral")]
+                 == ["InvalidSpec", "EphemeralNode"], message="both objects stalled")
+        wait_for(lambda: Metrics(proc.metrics()).total("zkop_zookeeperconfig_condition", type="Stalled",
+                                                        status="True") == 2, message="two stalled in the gauge")
+        scrape = Metrics(proc.metrics())
+    for series in ("controller_runtime_terminal_reconcile_errors_total", "controller_runtime_reconcile_errors_total"):
+        assert scrape.by_label(series, "controller") == {"zookeeperconfig": 0.0}, series
+    assert scrape.reconciles("zookeeperconfig") >= 2

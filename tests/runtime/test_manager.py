@@ -4,6 +4,7 @@ runnables that stop working (a thread they need ends: the run ends with 1, the L
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 import urllib.error
 import urllib.request
@@ -166,6 +167,37 @@ def test_probes_serve_named_checks_and_runnable_health() -> None:
         worker.health = "worker threads died: w-0"
         assert get(f"{base}/healthz") == (500, "[+]ping ok\n[-]workers failed: worker threads died: w-0\n")
         assert get(f"{base}/nope")[0] == 404
+        assert get(manager.metrics_server.url)[0] == 200
+    finally:
+        manager.stop()
+        thread.join(EVENTUALLY)
+
+
+def test_bind_takes_both_addresses_before_either_server_listens() -> None:
+    """``zkop run`` binds before anything starts (docs/operations.md, "Exit codes": an address that cannot be
+    bound is a usage error, nothing started): bound is not yet listening, and a failed bind keeps nothing."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        failing = Manager(ManagerOptions(metrics_bind_address=f"127.0.0.1:{port}",
+                                         health_probe_bind_address="127.0.0.1:0"))
+        with pytest.raises(OSError, match=f"cannot serve metrics on 127.0.0.1:{port}: Address already in use"):
+            failing.bind()
+        assert failing.health is not None
+        with socket.socket() as again:  # the probe address it had bound is free again
+            again.bind(("127.0.0.1", failing.health.port))
+
+    manager = Manager(ManagerOptions(metrics_bind_address="127.0.0.1:0", health_probe_bind_address="127.0.0.1:0"))
+    manager.bind()
+    assert manager.health is not None and manager.metrics_server is not None
+    for bound in (manager.health.port, manager.metrics_server.port):
+        with socket.socket() as client, pytest.raises(ConnectionRefusedError):
+            client.connect(("127.0.0.1", bound))  # bound, not listening: nobody gets in before run()
+    thread, _ = run_in_thread(manager)
+    try:
+        assert manager.elected.wait(EVENTUALLY)  # after the servers started
+        assert get(f"http://127.0.0.1:{manager.health.port}/healthz")[0] == 200
         assert get(manager.metrics_server.url)[0] == 200
     finally:
         manager.stop()

@@ -258,10 +258,10 @@ SYNC: list[tuple[str, SyncFacts, dict[str, Any]]] = [
      {"writes": (SetAcl(PATH, OPS_ACL, 1),), "require": (CheckVersion(RECORD, 2),), "wrote": True, "drift": True,
       "znode_version": 3, "status": ("Synced", "Synced", False), "events": [("Normal", "DriftCorrected")]}),
     ("ACL read back redacted (zkop lost ADMIN, ZOOKEEPER-1392) → never taken for the desired one: "
-     "Error/AclRedacted, nothing written",
+     "Error/AclRedacted, nothing written, a Warning Event (docs/operations.md: every Error reason is one)",
      sync(spec=dataclasses.replace(DESIRED, acl=OPS_ACL), record=ours(),
           observed=Observed(b"true", 3, acl_version=1, acl=(AclEntry("digest", "ops:x", 31),))),
-     {"require": (CheckVersion(RECORD, 2),), "status": ("Error", "AclRedacted", False)}),
+     {"require": (CheckVersion(RECORD, 2),), "warn": True, "status": ("Error", "AclRedacted", False)}),
     ("an ephemeral znode is not zkop's → Stalled/EphemeralNode, a Warning Event, nothing written",
      sync(record=ours(), observed=Observed(b"x", 0, ephemeral_owner=0x99)),
      {"warn": True, "status": ("Error", "EphemeralNode", True)}),

@@ -194,3 +194,74 @@ def test_a_dry_run_plans_reads_and_writes_nothing_but_its_status(
     assert "would create /app/flag" in obj["status"]["message"]
     assert zk.exists(f"{zk_base}/app/flag") is None and zk.exists(f"{zk_base}{REGISTRY}/app/flag") is None
     assert r.events(key) == []
+
+
+def _documented_reasons() -> dict[str, tuple[str, str]]:
+    """docs/operations.md, "Troubleshooting by status reason": reason → (state, retried?)."""
+    from zkop_testing.kustomize import REPO
+
+    text = (REPO / "docs" / "operations.md").read_text(encoding="utf-8")
+    section = text.split("\n## Troubleshooting by status reason\n", 1)[1].split("\n## ", 1)[0]
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in section.splitlines()
+            if line.startswith("| `")]
+    return {r[0].strip("`"): (r[1], r[2]) for r in rows}
+
+
+def _locked(zk: KazooClient, path: str) -> None:
+    from kazoo.security import make_digest_acl
+
+    zk.create(path, b"theirs", makepath=True)
+    zk.set_acls(path, [make_digest_acl("other", "secret", all=True)])  # nobody but "other" may read it now
+
+
+#: reason → (how the znode is prepared, the specs created in order — the last one is looked at —, options)
+SCENARIOS: dict[str, tuple[Any, list[dict[str, Any]], dict[str, Any]]] = {
+    "InvalidSpec": (None, [{"path": "/app/r", "data": "dHJ1ZQ"}], {}),  # base64 without its padding
+    "PathConflict": (None, [{"path": "/app/r", "stringData": "a"}, {"path": "/app/r", "stringData": "b"}], {}),
+    "RefNotFound": (None, [{"path": "/app/r", "dataFrom": {"configMapKeyRef": {"name": "absent", "key": "k"}}}], {}),
+    "EphemeralNode": (lambda zk, path: zk.create(path, b"held", ephemeral=True, makepath=True),
+                      [{"path": "/app/r", "stringData": "mine"}], {}),
+    "CreateOnly": (lambda zk, path: zk.create(path, b"flipped", makepath=True),
+                   [{"path": "/app/r", "stringData": "on", "syncPolicy": "createOnly"}], {}),
+    "NoAuth": (_locked, [{"path": "/app/r", "stringData": "mine"}], {}),
+    "DryRun": (None, [{"path": "/app/r", "stringData": "on"}], {"dry_run": True}),
+}
+#: The documented reasons that need a deletion, an outage or a race, and the tests that produce them.
+ELSEWHERE = {
+    "HasChildren": "test_a_deletion_waits_for_the_children_and_a_children_watch_wakes_it (above)",
+    "ZooKeeperUnavailable": "tests/integration/test_zookeeper_blips.py, tests/cluster/test_event_storm.py",
+    "Conflict": "tests/zkconfig/test_decide.py (FAILURES)",
+    "AclRedacted": "tests/zkconfig/test_decide.py (SYNC)",
+}
+
+
+def test_every_documented_status_reason_is_produced_by_a_test() -> None:
+    assert set(SCENARIOS) | set(ELSEWHERE) == set(_documented_reasons())
+
+
+@pytest.mark.parametrize("reason", sorted(SCENARIOS))
+def test_a_status_reason_gives_the_documented_state_conditions_and_event(
+        reason: str, kube: KubeClient, namespace: str, adapter: ZooKeeperAdapter, zk: KazooClient,
+        zk_base: str) -> None:
+    """One row of docs/operations.md's reason table at a time: ``status.state``, ``Ready=False`` with the reason
+    (``True`` for ``CreateOnly``), ``Stalled=True`` iff the row says "no (Stalled)", ``Reconciling=True`` iff it
+    is retried, and a Warning Event of that reason iff the state is ``Error``."""
+    state, retried = _documented_reasons()[reason]
+    prepare, specs, options = SCENARIOS[reason]
+    if prepare is not None:
+        prepare(zk, f"{zk_base}/app/r")
+    r = Reconciler(kube, adapter, namespace, **options)
+    keys = [r.create(f"r{index}", spec) for index, spec in enumerate(specs)]
+    for key in keys:
+        with contextlib.suppress(RetryableError):  # a retried reason goes back to the queue
+            r.reconcile(key)
+    obj = r.get(keys[-1])
+    got = conditions(obj)
+    assert obj["status"]["state"] == state
+    assert got["Ready"] == ("True" if reason == "CreateOnly" else "False", reason)
+    assert (got.get("Stalled", ("False", ""))[0] == "True") == ("Stalled" in retried), got
+    assert (got.get("Reconciling", ("False", ""))[0] == "True") == retried.startswith("yes"), got
+    warnings = [e for e in r.events(keys[-1]) if e[0] == "Warning"]
+    assert warnings == ([("Warning", reason)] if state == "Error" else []), r.events(keys[-1])
+    if zk.exists(f"{zk_base}/app/r") is not None:
+        zk.delete(f"{zk_base}/app/r")  # NoAuth's node cannot be listed, only deleted (DELETE is the parent's)

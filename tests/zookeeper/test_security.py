@@ -226,3 +226,39 @@ def test_zkop_knows_its_x509_and_sasl_identities(tmp_path: Path) -> None:
     assert sasl_principals("DIGEST-MD5", str(tmp_path / "cred"), None) == ("ops",)
     assert sasl_principals("GSSAPI", None, "zkop/host@EXAMPLE.COM") == ("zkop/host@EXAMPLE.COM", "zkop")
     assert sasl_principals(None, None, None) == ()
+
+
+def test_start_up_logs_a_refused_certificate_once_and_names_it_in_readiness(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/operations.md ("Connecting to a secured ensemble"): ``zkop run`` logs a connection failure once per
+    distinct reason while it keeps retrying, and ``/readyz?verbose`` says ``ZooKeeper session not connected: TLS
+    to …``. The start-up used to log the same reason again at every retry (about every 10 s) and to say
+    ``ZooKeeper start-up (session and probe) not complete``."""
+    from zkop.cmd.operator import ZooKeeperStartup
+
+    ca = TestCA(tmp_path / "pki")
+    wrong = TestCA(tmp_path / "wrong", name="wrong CA")
+    with SecureZooKeeperServer(tmp_path, server_cert=ca.issue("zookeeper", dns=["localhost"]), trust=ca.cert) as server:
+        adapter = ZooKeeperAdapter(ConnectionOptions(hosts=server.secure_hosts("localhost"), use_tls=True,
+                                                     tls_ca_file=str(wrong.cert)))
+        fatal: list[str] = []
+        startup = ZooKeeperStartup(adapter, "/zkop/probe", probe=True, on_fatal=lambda code, why: fatal.append(why))
+        waits: list[float] = []
+
+        def quickly(seconds: float) -> None:  # the retries' waits (0.5 s doubling to 10 s), shortened
+            waits.append(seconds)
+            startup._stop.wait(0.05)
+
+        monkeypatch.setattr(startup, "_sleep", quickly)
+        caplog.set_level(logging.INFO, logger="zkop")
+        startup.start()
+        try:
+            wait_for(lambda: len(waits) >= 6, message="six connection attempts failed")
+            readiness = startup.readiness()
+        finally:
+            startup.stop(5.0)
+    reason = f"TLS to localhost:{server.secure_port}: the server certificate is not trusted"
+    assert readiness is not None and readiness.startswith(f"ZooKeeper session not connected: {reason}"), readiness
+    lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO and reason in r.getMessage()]
+    assert len(lines) == 1 and lines[0].startswith(f"ZooKeeper connection failed: {reason}"), lines
+    assert fatal == [] and not startup.has_synced()

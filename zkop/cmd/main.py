@@ -319,6 +319,7 @@ def _run(args: argparse.Namespace) -> int:
     from zkop.cmd.bridge_flags import options_from_args as bridge_options_from_args
     from zkop.cmd.import_flags import options_from_args as import_options_from_args
     from zkop.cmd.operator import Operator, OperatorOptions
+    from zkop.runtime.certs import CertificateError
 
     _check_leader_election(args)
     try:
@@ -352,14 +353,17 @@ def _run(args: argparse.Namespace) -> int:
         log.info("received %s; shutting down", signal.Signals(signum).name)
         operator.stop()
 
+    try:
+        operator.bind()  # before anything starts: an address in use is a usage error, no server listening
+    except OSError as err:  # the message names the server and the address
+        raise UsageError(err.strerror or str(err)) from None
+    except CertificateError as err:
+        log.error("cannot serve metrics securely: %s", err)
+        return EXIT_ERROR
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     log.info("zkop %s starting (identity %s)", __version__, operator.identity)
-    try:
-        code = operator.run()
-    except OSError as err:  # Manager.run: a server address that cannot be bound; the message names it
-        log.error("%s", err.strerror or err)
-        return EXIT_ERROR
+    code = operator.run()
     log.info("zkop stopped (exit code %d)", code)
     return code
 

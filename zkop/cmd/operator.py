@@ -146,7 +146,8 @@ class ZooKeeperStartup:
     """Non-leader runnable: opens the ZooKeeper session and runs the start-up probe; closes it on stop.
 
     Retries while ZooKeeper is unavailable (an ensemble electing a leader), waiting 0.5 s doubling
-    to 10 s; only a probe ZooKeeper refuses (credentials that cannot read what they write) is fatal:
+    to 10 s, and logs each distinct reason once (docs/operations.md, "Connecting to a secured ensemble");
+    only a probe ZooKeeper refuses (credentials that cannot read what they write) is fatal:
     ``on_fatal(2, reason)``.  :meth:`has_synced` is True once the session is up and the probe passed,
     so the Manager starts leader election only then.
 
@@ -185,11 +186,18 @@ class ZooKeeperStartup:
         return self.zookeeper.health_check()
 
     def readiness(self) -> str | None:
-        """``None`` when ready, else why ZooKeeper is not (with the last connection error, e.g. an untrusted
-        certificate or a rejected SASL login)."""
+        """``None`` when ready, else why ZooKeeper is not, with the last connection error (an untrusted
+        certificate, a rejected SASL login), as docs/operations.md ("Connecting to a secured ensemble") shows.
+
+        Before the first session: ``ZooKeeper session not connected: <reason>``, then, connected but not yet
+        probed, ``ZooKeeper start-up probe not complete``. Later the session's own reason (how long it has
+        been SUSPENDED, a reset in progress) followed by ``: <reason>``.
+        """
         reason = self.zookeeper.last_connect_error
         if not self._ready.is_set():
-            return "ZooKeeper start-up (session and probe) not complete" + (f": {reason}" if reason else "")
+            if not self.zookeeper.connected:
+                return "ZooKeeper session not connected" + (f": {reason}" if reason else "")
+            return "ZooKeeper start-up probe not complete"
         unavailable = self.zookeeper.unavailable_reason  # None while connected; names a session reset in progress
         if unavailable is None:
             return None
@@ -202,6 +210,18 @@ class ZooKeeperStartup:
 
     def _connect(self) -> None:
         started = threading.Event()
+        logged: set[str] = set()
+
+        def log_once(error: BaseException | None) -> None:
+            """Log why an attempt failed once per distinct reason, not at every retry; a connection error
+            the connect guard logged already (``ZooKeeper connection failed: …``) only at debug."""
+            text = str(error or "")
+            guarded = self.zookeeper.last_connect_error
+            if text in logged or (guarded and text.endswith(guarded)):
+                log.debug("ZooKeeper not reachable yet: %s", text)
+                return
+            logged.add(text)
+            log.warning("ZooKeeper not reachable yet: %s", text)
 
         def connect_and_probe() -> None:
             if not started.is_set():
@@ -219,8 +239,7 @@ class ZooKeeperStartup:
             stop=stop_any(_StopWhenSet(self._stop)),
             sleep=self._sleep,
             reraise=True,
-            before_sleep=lambda rs: log.warning("ZooKeeper not reachable yet: %s", rs.outcome.exception()
-                                                if rs.outcome else ""),
+            before_sleep=lambda rs: log_once(rs.outcome.exception() if rs.outcome else None),
         )
         try:
             for attempt in retrying:
@@ -264,17 +283,11 @@ class Operator:
         limiter = client_rate_limiter(options.kube_api_qps, options.kube_api_burst)
         self.client = KubeClient(load_api_client(options.kubeconfig, pool_size=options.workers + 10),
                                  user_agent=f"zkop-operator/{__version__}", rate_limiter=limiter)
-        if limiter is None:
-            log.info("Kubernetes API client: no client-side rate limit (--kube-api-qps %g)", options.kube_api_qps)
-        else:
-            log.info("Kubernetes API client: at most %g requests/s, bursts of %d", options.kube_api_qps,
-                     options.kube_api_burst)
+        self._rate_limited = limiter is not None
         self.zookeeper = ZooKeeperAdapter(options.zookeeper)
         if options.dry_run:
             # The net under the controllers' own dry-run handling: a write that gets here raises.
             self.zookeeper.refuse_writes = "zkop run --dry-run"
-            log.warning("dry run: changes are planned and logged; nothing is written to ZooKeeper, Services or "
-                        "EndpointSlices, and the start-up write probe is skipped")
         # Each periodic resync (jittered ±10 %) re-reads every znode once, catching ACL drift.
         self.zookeeper.known_max_age = options.sync_period * 0.5
         election = None
@@ -363,11 +376,28 @@ class Operator:
             return f"informers not synced: {', '.join(unsynced)}"
         return self.startup.readiness()
 
+    def bind(self) -> None:
+        """Bind the probe and metrics addresses before anything starts (:meth:`zkop.runtime.manager.Manager.bind`).
+
+        Raises:
+            OSError: an address cannot be bound (its ``strerror`` names the server and the address).
+            zkop.runtime.certs.CertificateError: no usable metrics serving certificate.
+        """
+        self.manager.bind()
+
     def run(self) -> int:
         """Run until :meth:`stop` (SIGTERM/SIGINT), a lost Lease or a fatal probe; return the exit code.
 
         No usable metrics serving certificate is a configuration error: logged, exit code 2.
         """
+        if self._rate_limited:
+            log.info("Kubernetes API client: at most %g requests/s, bursts of %d", self.options.kube_api_qps,
+                     self.options.kube_api_burst)
+        else:
+            log.info("Kubernetes API client: no client-side rate limit (--kube-api-qps %g)", self.options.kube_api_qps)
+        if self.options.dry_run:
+            log.warning("dry run: changes are planned and logged; nothing is written to ZooKeeper, Services or "
+                        "EndpointSlices, and the start-up write probe is skipped")
         try:
             return self.manager.run()
         except CertificateError as err:

@@ -169,6 +169,7 @@ class Manager:
         self.exit_code = 0
         self.health: HealthServer | None = None
         self.metrics_server: MetricsServer | None = None
+        self._bound = False
         self._entries: list[_Entry] = []
         self._healthz: dict[str, Check] = {}
         self._readyz: dict[str, Check] = {}
@@ -339,17 +340,30 @@ class Manager:
             then = "stopping and giving up the Lease"
         log.error("%s; %s, exit code 1", self.failure, then)
 
-    def _start_servers(self) -> None:
+    def bind(self) -> None:
+        """Bind the probe and metrics addresses, neither listening yet (:meth:`run` serves them); once.
+
+        ``zkop run`` calls it before anything starts, so an address that cannot be bound is a usage
+        error with no server listening and nothing else started (docs/operations.md, "Exit codes").
+
+        Raises:
+            ValueError: a server address is malformed.
+            OSError: a server address cannot be bound; ``strerror`` names the server and the address,
+                e.g. ``cannot serve metrics on :8080: Address already in use`` (``errno`` is the bind's).
+                Nothing stays bound.
+            zkop.runtime.certs.CertificateError: no usable metrics serving certificate.
+        """
+        if self._bound:
+            return
         bind = parse_bind_address(self.options.health_probe_bind_address)
         if bind is not None:
             self.health = HealthServer(*bind)
             self.health.liveness = self._healthz
             self.health.readiness = self._readyz
             try:
-                self.health.start()
+                self.health.bind()
             except OSError as err:
                 raise _bind_error("health probes", self.options.health_probe_bind_address, err) from err
-            log.info("health probes on %s:%d", bind[0], self.health.port)
         secure = None
         if self.options.metrics_secure:
             assert self.client is not None
@@ -357,15 +371,27 @@ class Manager:
                                    cert_name=self.options.metrics_cert_name,
                                    key_name=self.options.metrics_key_name)
         try:
-            self.metrics_server = start_metrics_server(self.options.metrics_bind_address, secure)
+            self.metrics_server = start_metrics_server(self.options.metrics_bind_address, secure, serve=False)
         except OSError as err:
             self._close_servers()
             raise _bind_error("metrics", self.options.metrics_bind_address, err) from err
         except BaseException:
             self._close_servers()
             raise
-        if self.metrics_server is not None:
-            log.info("metrics on %s (secure: %s)", self.metrics_server.url, self.options.metrics_secure)
+        self._bound = True
+
+    def _start_servers(self) -> None:
+        self.bind()
+        try:
+            if self.health is not None:
+                self.health.start()
+                log.info("health probes on %s:%d", self.health.host, self.health.port)
+            if self.metrics_server is not None:
+                self.metrics_server.serve()
+                log.info("metrics on %s (secure: %s)", self.metrics_server.url, self.options.metrics_secure)
+        except BaseException:
+            self._close_servers()
+            raise
 
     def _close_servers(self) -> None:
         if self.health is not None:

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
-from wsgiref.simple_server import ServerHandler, WSGIRequestHandler, make_server
+from wsgiref.simple_server import ServerHandler, WSGIRequestHandler
 
 from prometheus_client import REGISTRY
 from prometheus_client.exposition import ThreadingWSGIServer, make_wsgi_app
@@ -208,9 +208,26 @@ class _TLSIPv6Server(_TLSMixin, _IPv6Server):
     pass
 
 
+def _bind(server_class: type[ThreadingWSGIServer], host: str, port: int, app: WsgiApp) -> ThreadingWSGIServer:
+    """wsgiref's ``make_server`` without the ``listen``: the socket is bound, and nobody can connect before
+    :meth:`Server.serve` (so an address that cannot be bound fails before any server listens)."""
+    server = server_class((host, port), _QuietHandler, bind_and_activate=False)
+    try:
+        server.server_bind()
+    except BaseException:
+        server.server_close()
+        raise
+    server.set_app(app)
+    return server
+
+
 def _make_server(host: str, port: int, app: WsgiApp,
                  tls_context: Callable[[], ssl.SSLContext] | None = None) -> ThreadingWSGIServer:
-    """Bind a threading WSGI server; with ``tls_context`` every connection is wrapped in TLS."""
+    """Bind (not yet listen) a threading WSGI server; with ``tls_context`` every connection is wrapped in TLS.
+
+    Raises:
+        OSError: the address cannot be bound.
+    """
     plain: type[ThreadingWSGIServer] = _WSGIServer if tls_context is None else _TLSServer
     dual: type[ThreadingWSGIServer] = _DualStackServer if tls_context is None else _TLSDualStackServer
     ipv6: type[ThreadingWSGIServer] = _IPv6Server if tls_context is None else _TLSIPv6Server
@@ -218,31 +235,32 @@ def _make_server(host: str, port: int, app: WsgiApp,
         # Go's ":8080" listens on every interface, IPv4 and IPv6; fall back to IPv4 only where
         # IPv6 is unavailable (common in containers).
         try:
-            server = make_server("::", port, app, dual, handler_class=_QuietHandler)
+            server = _bind(dual, "::", port, app)
         except OSError:
-            server = make_server("0.0.0.0", port, app, plain, handler_class=_QuietHandler)
+            server = _bind(plain, "0.0.0.0", port, app)
     else:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
         family, _, _, _, sockaddr = infos[0]
         server_class = ipv6 if family == socket.AF_INET6 else plain
-        server = make_server(str(sockaddr[0]), port, app, server_class, handler_class=_QuietHandler)
+        server = _bind(server_class, str(sockaddr[0]), port, app)
     if isinstance(server, _TLSMixin) and tls_context is not None:
         server.tls_context = tls_context  # set before serve_forever accepts the first connection
     return server
 
 
 class Server:
-    """A running WSGI server on a daemon thread.
+    """A WSGI server on a daemon thread, from a bound socket (:func:`_make_server`).
 
     ``host`` and ``port`` are the address actually bound (``port`` is the real one when 0 was
-    asked for).  Usable as a context manager; :meth:`shutdown` is idempotent.
+    asked for). It listens and serves from :meth:`serve` on (at once unless ``serve=False``).
+    Usable as a context manager; :meth:`shutdown` is idempotent, also for a server never served.
     """
 
     path = "/"
     #: ``http`` or ``https``.
     scheme = "http"
 
-    def __init__(self, server: ThreadingWSGIServer, name: str) -> None:
+    def __init__(self, server: ThreadingWSGIServer, name: str, *, serve: bool = True) -> None:
         self._server = server
         address = server.server_address
         self.host: str = str(address[0])
@@ -250,7 +268,25 @@ class Server:
         self._thread = threading.Thread(target=server.serve_forever, name=f"{name}-{self.port}", daemon=True)
         self._closed = False
         self._lock = threading.Lock()
-        self._thread.start()
+        if serve:
+            self.serve()
+
+    def serve(self) -> None:
+        """Listen on the bound socket and serve from the daemon thread (once; a second call does nothing).
+
+        Raises:
+            OSError: ``listen`` failed (the socket is closed).
+        """
+        with self._lock:
+            if self._closed or self._thread.ident is not None:
+                return
+            try:
+                self._server.server_activate()
+            except BaseException:
+                self._closed = True
+                self._server.server_close()
+                raise
+            self._thread.start()
 
     @property
     def url(self) -> str:
@@ -266,9 +302,12 @@ class Server:
             if self._closed:
                 return
             self._closed = True
-        self._server.shutdown()
+            served = self._thread.ident is not None
+        if served:  # socketserver's shutdown waits for serve_forever to end: never for one that never ran
+            self._server.shutdown()
         self._server.server_close()
-        self._thread.join()
+        if served:
+            self._thread.join()
 
     def __enter__(self) -> Server:
         return self
@@ -335,8 +374,11 @@ class SecureServing:
         return lambda: context
 
 
-def start_metrics_server(bind_address: str, secure: SecureServing | None = None) -> MetricsServer | None:
+def start_metrics_server(bind_address: str, secure: SecureServing | None = None, *,
+                         serve: bool = True) -> MetricsServer | None:
     """Serve ``/metrics`` on ``bind_address`` from a daemon thread; ``None`` when it is ``"0"``.
+
+    ``serve=False`` only binds the address: the server listens from :meth:`Server.serve` on.
 
     With ``secure`` the server speaks HTTPS and ``/metrics`` requests need a bearer token the API
     server authenticates (else 401) and authorises for ``get`` on ``/metrics`` (else 403).
@@ -350,7 +392,7 @@ def start_metrics_server(bind_address: str, secure: SecureServing | None = None)
     if parsed is None:
         return None
     if secure is None:
-        return MetricsServer(_make_server(*parsed, _metrics_only_app), "metrics-server")
+        return MetricsServer(_make_server(*parsed, _metrics_only_app), "metrics-server", serve=serve)
     guarded = with_authentication_and_authorization(_PROMETHEUS_APP, secure.auth)
 
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
@@ -359,8 +401,10 @@ def start_metrics_server(bind_address: str, secure: SecureServing | None = None)
             return [b"404 page not found\n"]
         return guarded(environ, start_response)
 
-    server = MetricsServer(_make_server(*parsed, app, secure.tls_context()), "metrics-server")
+    server = MetricsServer(_make_server(*parsed, app, secure.tls_context()), "metrics-server", serve=False)
     server.scheme = "https"
+    if serve:
+        server.serve()
     return server
 
 
@@ -399,6 +443,7 @@ class HealthServer:
         self.readiness: dict[str, Check] = {}
         self._server: Server | None = None
         self._address = (host, port)
+        self.host = host
         self.port = port
 
     def _app(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
@@ -413,10 +458,22 @@ class HealthServer:
                        [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body)))])
         return [body]
 
+    def bind(self) -> None:
+        """Bind the address without listening yet (:meth:`start` listens); once.
+
+        Raises:
+            OSError: the address cannot be bound.
+        """
+        if self._server is None:
+            self._server = Server(_make_server(*self._address, self._app), "health", serve=False)
+            self.port = self._server.port
+
     def start(self) -> None:
-        """Bind and start serving.  Raises :class:`OSError` when the address cannot be bound."""
-        self._server = Server(_make_server(*self._address, self._app), "health")
-        self.port = self._server.port
+        """Bind (unless :meth:`bind` did) and start serving.  Raises :class:`OSError` when the address cannot be
+        bound."""
+        self.bind()
+        assert self._server is not None
+        self._server.serve()
 
     def shutdown(self) -> None:
         """Stop serving and close the socket (idempotent)."""

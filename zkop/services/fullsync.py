@@ -10,14 +10,16 @@ consul-k8s and external-dns users met first):
 * never what is wanted again (:func:`delete_unless_wanted`): each candidate is checked against a
   fresh view right before its delete, which is also conditional on what was read.
 
-:func:`next_full_sync` says when the next one runs: soon while the breaker is open or a race was
-lost, else after the period.
+The first full sync after a start waits for every known service's first pass (:class:`FirstPass`),
+so the state gauges it sets count what the passes published. :func:`next_full_sync` says when the
+next one runs: soon while the breaker is open or a race was lost, else after the period.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -32,6 +34,7 @@ __all__ = [
     "CONFLICT_RECHECK",
     "SYNC_POLL",
     "DeleteCircuitBreaker",
+    "FirstPass",
     "FullSyncReconciler",
     "Gauge",
     "Outcome",
@@ -175,6 +178,60 @@ def next_full_sync(period: float, *, breaker_open: bool, complete: bool, last_fu
     return Result(requeue_after=period)
 
 
+class FirstPass:
+    """Which services have had their first pass since the start, until the first full sync is done.
+
+    Right after a start the full-sync key and every service's key are queued together, so the first
+    full sync would count the state of a ZooKeeper (bridge) or a namespace (importer) the passes have
+    not written yet, and its gauges would read 0 until the next full sync, ``--sync-period`` later.
+    The first full sync therefore waits, polling every :data:`SYNC_POLL` seconds, until every key it
+    knows has ended one pass (successful or not: a failing key is retried with backoff
+    and must not hold garbage collection back); later full syncs never wait. Thread-safe.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._passed: set[str] = set()
+        self._over = False
+        self._waiting = False
+
+    def passed(self, key: str) -> None:
+        """Key ``key`` ended a pass (call it from the pass, also when it raised)."""
+        with self._lock:
+            if not self._over:
+                self._passed.add(key)
+
+    def pending(self, keys: Iterable[str]) -> list[str]:
+        """Those of ``keys`` whose first pass has not ended; always empty after :meth:`done`."""
+        with self._lock:
+            if self._over:
+                return []
+            return [key for key in keys if key not in self._passed]
+
+    def wait(self, pending: Sequence[str], log: logging.Logger, who: str) -> Result:
+        """The first full sync's answer while ``pending`` keys have not passed: poll again soon.
+
+        Logs (at info) once that the first full sync waits, and for how many keys.
+        """
+        with self._lock:
+            first, self._waiting = not self._waiting, True
+        if first:
+            log.info("%s: the first full sync waits for the first pass of %d service(s)", who, len(pending))
+        return Result(requeue_after=SYNC_POLL)
+
+    @property
+    def waiting(self) -> bool:
+        """True while the first full sync is waiting (it already did what it does once per sync)."""
+        with self._lock:
+            return self._waiting and not self._over
+
+    def done(self) -> None:
+        """The first full sync is done: no full sync waits any more, and nothing is tracked."""
+        with self._lock:
+            self._over, self._waiting = True, False
+            self._passed.clear()
+
+
 class FullSyncReconciler:
     """What a reconciler with a full sync holds: the synced gate, the full-sync request and period,
     and the delete circuit breaker with its Events' object. Both directions' reconcilers extend it.
@@ -185,6 +242,9 @@ class FullSyncReconciler:
         request_full_sync: ``f(delay_seconds)`` enqueues the full-sync key.
         full_sync_period: seconds between full syncs.
         event_object: what breaker Events are about (default :func:`default_event_object`).
+
+    Attributes:
+        first_pass: the first full sync's wait for every service's first pass (:class:`FirstPass`).
     """
 
     def __init__(self, *, who: str, log: logging.Logger, breaker_gauge: Gauge, closed_message: str,
@@ -197,6 +257,7 @@ class FullSyncReconciler:
         self.full_sync_period = full_sync_period
         self.event_object = event_object or default_event_object()
         self.breaker = DeleteCircuitBreaker(who, log, breaker_gauge, recorder, self.event_object, closed_message)
+        self.first_pass = FirstPass()
 
     @property
     def breaker_open(self) -> bool:

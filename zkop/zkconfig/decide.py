@@ -320,7 +320,7 @@ def decide_sync(facts: SyncFacts) -> Decision:
         add_finalizer=add_finalizer, claim=claim, writes=(*claim.actions, *plan.actions),
         require=claim_requires(facts.record_path, claim, facts.record), plan=plan, events=tuple(events),
         drift=drift, znode_version=version_after(spec.path, plan, observed), outcome=plan.outcome,
-        wrote=plan.writes,
+        wrote=plan.writes, warn=not plan.outcome.ready,  # AclRedacted: every Error reason is a Warning Event too
     )
 
 

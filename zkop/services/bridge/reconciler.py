@@ -12,7 +12,9 @@ machinery and counted under ``controller="service-bridge"``):
 * :data:`FULL_SYNC_KEY` — :meth:`ServiceBridgeReconciler.full_sync`: only once the informers
   have synced (never on a partial cache — the top failure of consul-k8s and external-dns),
   compute the desired key paths from the whole cache, scan the root, and
-  :func:`~zkop.services.bridge.plan.plan_sweep`. Repeats every ``full_sync_period`` seconds (sooner
+  :func:`~zkop.services.bridge.plan.plan_sweep`; the first one after a start only once every selected
+  Service had its first pass (:class:`~zkop.services.fullsync.FirstPass`), so its gauges count them.
+  Repeats every ``full_sync_period`` seconds (sooner
   after a lost race or while the circuit breaker is open; only a complete sync with the breaker
   closed sets the last-full-sync timestamp).
 
@@ -182,6 +184,12 @@ class ServiceBridgeReconciler(FullSyncReconciler):
         """Publish Service ``key`` if it is selected and wins its key path (see the module docstring)."""
         if not self.synced():
             return Result(requeue_after=1.0)
+        try:
+            return self._sync_service(key)
+        finally:
+            self.first_pass.passed(key)
+
+    def _sync_service(self, key: str) -> Result:
         obj = self.services.get(key)
         if obj is None or not is_selected(obj, self.options):
             with self._lock:
@@ -321,6 +329,9 @@ class ServiceBridgeReconciler(FullSyncReconciler):
         if postponed is not None:
             return postponed
         services = self.services.list()
+        pending = self.first_pass.pending(meta_namespace_key(o) for o in services if is_selected(o, self.options))
+        if pending:
+            return self.first_pass.wait(pending, log, "service-bridge")
         want = desired_set(services, self.options, self.format)
         with self._lock:
             self._tracked.update(meta_namespace_key(o) for o in services if is_selected(o, self.options))
@@ -358,6 +369,7 @@ class ServiceBridgeReconciler(FullSyncReconciler):
         metrics.SERVICE_BRIDGE_RECORDS.labels("foreign").set(plan.foreign)
         metrics.SERVICE_BRIDGE_RECORDS.labels("orphaned").set(orphaned)
         metrics.SERVICE_BRIDGE_RECORDS.labels("collided").set(len(want.collisions))
+        self.first_pass.done()
         return next_full_sync(self.full_sync_period, breaker_open=plan.breaker_open, complete=complete,
                               last_full_sync=metrics.SERVICE_BRIDGE_LAST_FULL_SYNC)
 

@@ -15,7 +15,9 @@ Three kinds of key share one rate-limited queue (controller ``service-import``):
   synced (never on a partial cache) and right after a successful listing of the root, enqueue
   every wanted name (the periodic safety net that re-reads everything) and collect owned objects
   of names no service node wants (:func:`~zkop.services.importer.plan.plan_gc`, with the delete circuit
-  breaker). Repeats every ``full_sync_period`` seconds.
+  breaker); the first one after a start only once every wanted name had its first pass
+  (:class:`~zkop.services.fullsync.FirstPass`), so its gauges count them. Repeats every
+  ``full_sync_period`` seconds.
 
 Watch events (kazoo's thread) map a path to a key with :meth:`ServiceImportReconciler.key_for_path`
 and only enqueue it. Deletes are guarded three ways: only owned objects are planned; right before
@@ -234,9 +236,24 @@ class ServiceImportReconciler(FullSyncReconciler):
     # --- one Service name ---------------------------------------------------------------------
 
     def sync_service(self, name: str) -> Result:
-        """Import the service(s) that map to Service ``name`` (see the module docstring)."""
+        """Import the service(s) that map to Service ``name`` (see the module docstring).
+
+        A pass that created the Service counts as the name's first pass (:class:`~zkop.services.fullsync.FirstPass`)
+        only at the next one, which the new Service's informer event enqueues: the first full sync counts
+        imported Services in the informer cache, which holds the new one by then.
+        """
         if not self.synced():
             return Result(requeue_after=1.0)
+        created = False
+        try:
+            result, created = self._sync_service(name)
+            return result
+        finally:
+            if not created:
+                self.first_pass.passed(service_key(name))
+
+    def _sync_service(self, name: str) -> tuple[Result, bool]:
+        """:meth:`sync_service` once the informers synced; the result, and whether it created the Service."""
         with self._lock:
             listed = self._listed
         if not listed:
@@ -262,7 +279,7 @@ class ServiceImportReconciler(FullSyncReconciler):
             if (existing is not None and is_owned(existing, self.cluster_id)) or any(
                     is_owned(s, self.cluster_id) for s in slices):
                 self.request_full_sync(self.options.gc_delay)
-            return Result()
+            return Result(), False
         step = plan_service(desired_service(best, name, namespace, self.cluster_id, existing), existing,
                             self.cluster_id)
         if step.foreign:
@@ -270,12 +287,14 @@ class ServiceImportReconciler(FullSyncReconciler):
             self._report_conflict(name, existing, best)
             # Endpoints zkop imported must never attach to someone else's Service.
             self.writer.execute(plan_slices([], slices, self.cluster_id).actions)
-            return Result()
+            return Result(), False
         self._conflicts.clear(name)
         live = existing
+        created = False
         if step.action is not None:
             live = self.writer.execute_one(step.action) or existing
             if isinstance(step.action, CreateObject) and not self.options.dry_run:
+                created = True
                 self.recorder.event(live or step.action.body, "Normal", "Imported",
                                     f"imported from ZooKeeper {best.path} "
                                     f"({len(best.instances)} instance(s))")
@@ -284,7 +303,7 @@ class ServiceImportReconciler(FullSyncReconciler):
         self._report_collision(name, best, found, event_target)
         self._report_skips(name, best, event_target)
         if step.terminating:
-            return Result()
+            return Result(), created
         uid = str(((live or {}).get("metadata") or {}).get("uid") or "") or None
         wanted = desired_slices(best, name, namespace, self.cluster_id, uid) if live is not None else []
         plan = plan_slices(wanted, slices, self.cluster_id)
@@ -295,7 +314,7 @@ class ServiceImportReconciler(FullSyncReconciler):
         if failures:
             raise RetryableError(f"service-import: {len(failures)} of {len(plan.actions)} EndpointSlice writes for "
                                  f"{namespace}/{name} failed; retrying: {'; '.join(failures)}")
-        return Result()
+        return Result(), created
 
     def _forget(self, name: str) -> None:
         self._collisions.clear(name)
@@ -366,8 +385,12 @@ class ServiceImportReconciler(FullSyncReconciler):
             return postponed
         listing = self.sync_root()
         wanted = self._wanted(listing)
-        for name in sorted(wanted):
-            self.enqueue(service_key(name))
+        if not self.first_pass.waiting:  # a poll of the first full sync enqueued them already
+            for name in sorted(wanted):
+                self.enqueue(service_key(name))
+        pending = self.first_pass.pending(service_key(name) for name in sorted(wanted))
+        if pending:
+            return self.first_pass.wait(pending, log, "service-import")
         plan = plan_gc(self.services.list(), self.slices.list(), wanted=wanted, cluster_id=self.cluster_id,
                        max_deletes=self.options.max_deletes)
         self.last_gc = plan
@@ -394,6 +417,7 @@ class ServiceImportReconciler(FullSyncReconciler):
         metrics.SERVICES.labels("foreign").set(len(self._conflicts))
         metrics.SERVICES.labels("collided").set(len(self._collisions))
         metrics.SERVICES.labels("orphaned").set(len(plan.orphaned) if plan.breaker_open else 0)
+        self.first_pass.done()
         return next_full_sync(self.full_sync_period, breaker_open=plan.breaker_open, complete=outcome.complete,
                               last_full_sync=metrics.LAST_FULL_SYNC)
 
