@@ -201,6 +201,7 @@ def test_unpinned_port_taken_by_another_server_is_retried(zk_server: ZooKeeperSe
 # ---------------------------------------------------------------------- session expiry
 
 
+@pytest.mark.zookeeper_semantics
 def test_expire_session_really_expires(zk_server: ZooKeeperServer, zk: KazooClient, zk_base: str) -> None:
     states: list[str] = []
     lock = threading.Lock()
