@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -21,7 +22,14 @@ from kazoo.client import KazooClient
 from kazoo.protocol.states import Callback
 from zkop_testing.tcpproxy import TcpProxy
 from zkop_testing.waiting import EVENTUALLY, wait_for
-from zkop_testing.zookeeper import ZooKeeperInstallation, ZooKeeperServer
+from zkop_testing.zookeeper import (
+    ZooKeeperEnsemble,
+    ZooKeeperError,
+    ZooKeeperInstallation,
+    ZooKeeperServer,
+    connected_client,
+)
+from zkop_testing.zookeeper_lines import installation
 
 from zkop.zookeeper.actions import CheckVersion, CreateNode, DeleteNode, Observed, SetData
 from zkop.zookeeper.adapter import ConnectionOptions, ZooKeeperAdapter
@@ -299,3 +307,93 @@ def test_roots_are_added_again_after_a_session_reset(adapter: ZooKeeperAdapter, 
         assert watched_paths(zk_server, adapter.session_id) == {zk_base + "/s/a"}
     zk.set(zk_base + "/s/a", b"hand edit")
     wait_for(lambda: "/s/a" in fired, message="hand edit notified in the new session")
+
+
+def _line(line: str) -> ZooKeeperInstallation:
+    try:
+        return installation(line)
+    except ZooKeeperError as exc:  # never skipped: the line is resolved from Maven Central like the others
+        pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def zk35() -> Iterator[ZooKeeperServer]:
+    """A real ZooKeeper 3.5 server (the newest 3.5 release, from Maven Central), whatever lines the run tests."""
+    with ZooKeeperServer(installation=_line("3.5")) as server:
+        yield server
+
+
+def test_auto_on_a_real_35_server_falls_back_and_keeps_watching(zk35: ZooKeeperServer,
+                                                                 caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="zkop.zookeeper.watches")
+    with connected_client(zk35.hosts) as zk:
+        base = f"/t-{uuid.uuid4().hex}"
+        zk.ensure_path(base)
+        with started(f"{zk35.hosts}{base}", "auto") as adapter:
+            fired: list[str] = []
+            adapter.add_watch_listener(fired.append)
+            states = session_states(adapter)
+            adapter.watch_subtrees("test", ["/fb/a", "/fb/b"])
+            assert not adapter.wait_watches(5)
+            wait_for_fallback(adapter, states)
+            session = adapter.session_id  # the server closed the connection, not the session
+            adapter.execute([CreateNode("/fb/a", b"a"), CreateNode("/fb/b", b"b")], atomic=True, arm_watches=True)
+            assert watched_paths(zk35, adapter.session_id) == {base + "/fb/a", base + "/fb/b"}
+            zk.set(base + "/fb/a", b"hand edit")
+            wait_for(lambda: "/fb/a" in fired, message="hand edit seen through the per-node watch")
+            observed = adapter.read("/fb/a", watch=True)
+            assert observed is not None and observed.data == b"hand edit"
+            assert adapter.session_id == session and adapter.watch_mode == "per-node"
+        zk.delete(base, recursive=True)
+    assert sum("does not support persistent watches" in r.getMessage() for r in caplog.records) == 1
+    assert "unknown type 106" in zk35.log_path.read_text()  # the server's own word for addWatch
+
+
+def test_a_rolling_upgrade_from_35_to_36(caplog: pytest.LogCaptureFixture) -> None:
+    """One three-member ensemble upgraded member by member from 3.5 to 3.6, zkop connected throughout.
+
+    What ``auto`` does: refused on the 3.5 ensemble, it uses one watch per znode for the rest of the session;
+    it does not ask again on a reconnect of the same session, so it stays on per-node watches after every member
+    runs 3.6 (and is never refused halfway); the next new session asks again and gets persistent watches."""
+    caplog.set_level(logging.WARNING, logger="zkop.zookeeper.watches")
+    v35, v36 = _line("3.5"), _line("3.6")
+    with ZooKeeperEnsemble(3, installation=v35) as ensemble, connected_client(ensemble.hosts) as zk:
+        zk.ensure_path("/up")
+        with started(ensemble.hosts, "auto") as adapter:
+            fired: list[str] = []
+            adapter.add_watch_listener(fired.append)
+            states = session_states(adapter)
+            adapter.watch_subtrees("test", ["/up/a", "/up/b"])
+            wait_for_fallback(adapter, states)
+            session = adapter.session_id
+            adapter.execute([CreateNode("/up/a", b"0"), CreateNode("/up/b", b"b")], atomic=True, arm_watches=True)
+            for step, member in enumerate(ensemble.members, start=1):
+                heard = len(states)
+                on_member = f"sid=0x{session:x}" in member.four_letter_word("cons")
+                member.stop()
+                member.installation = v36
+                member.start()
+                ensemble.wait_for_quorum()
+                assert f"Zookeeper version: {v36.name}" in member.srvr()
+                if on_member:  # zkop moves to another member; its watches went with the connection
+                    wait_for(lambda: "SUSPENDED" in states[heard:] and states[-1:] == ["CONNECTED"],
+                             message=f"zkop reconnected after member {member.myid} stopped (states {states[heard:]})")
+                # What a resync after a reconnect does: read the managed nodes again, arming their watches.
+                assert adapter.read("/up/a", watch=True) is not None
+                fired.clear()
+                zk.set("/up/a", str(step).encode())  # a hand edit in the mixed (then all-3.6) ensemble is seen
+                wait_for(lambda: "/up/a" in fired, message=f"hand edit seen after upgrading member {member.myid}")
+                observed = adapter.read("/up/a", watch=True)
+                assert observed is not None and observed.data == str(step).encode()
+                assert adapter.session_id == session and adapter.watch_mode == "per-node"
+            assert not adapter.watches.active  # every member runs 3.6, the session still uses per-node watches
+
+            adapter._session._reset("test: a new session")  # e.g. the session expired
+            wait_for(lambda: adapter.connected and adapter.session_id != session, message="a new session")
+            assert adapter.wait_watches(5) and adapter.watch_mode == "persistent"
+            assert adapter.watches.active == {"/up"}
+            fired.clear()
+            zk.set("/up/b", b"edit")
+            wait_for(lambda: "/up/b" in fired, message="hand edit seen through the persistent watch")
+    assert sum("does not support persistent watches" in r.getMessage() for r in caplog.records) == 1
+
