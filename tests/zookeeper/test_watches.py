@@ -11,6 +11,7 @@ persistent watches alone are skipped, naming why, and the others assert the fall
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import uuid
@@ -73,12 +74,17 @@ def session_states(adapter: ZooKeeperAdapter) -> list[str]:
     return seen
 
 
+def reconnected(states: list[str], heard: int) -> bool:
+    """``states[heard:]`` shows the connection lost (SUSPENDED) and a new one (CONNECTED, last)."""
+    return "SUSPENDED" in states[heard:] and states[-1:] == ["CONNECTED"]
+
+
 def wait_for_fallback(adapter: ZooKeeperAdapter, states: list[str], heard: int = 0) -> None:
     """On a server without ``addWatch``: wait until zkop heard UNIMPLEMENTED and the connection the server then
     closes (``UnimplementedRequestProcessor``) is replaced: ``states[heard:]`` shows SUSPENDED, then CONNECTED.
     A request sent before that is lost with the connection (ConnectionLoss)."""
     wait_for(lambda: adapter.watches.supported is False, message="addWatch refused")
-    wait_for(lambda: "SUSPENDED" in states[heard:] and states[-1:] == ["CONNECTED"] and adapter.connected,
+    wait_for(lambda: reconnected(states, heard) and adapter.connected,
              message=f"reconnected after the server closed the connection (states: {states[heard:]})")
     assert adapter.watch_mode == "per-node" and not adapter.watches.active
 
@@ -376,7 +382,7 @@ def test_a_rolling_upgrade_from_35_to_36(caplog: pytest.LogCaptureFixture) -> No
                 ensemble.wait_for_quorum()
                 assert f"Zookeeper version: {v36.name}" in member.srvr()
                 if on_member:  # zkop moves to another member; its watches went with the connection
-                    wait_for(lambda: "SUSPENDED" in states[heard:] and states[-1:] == ["CONNECTED"],
+                    wait_for(functools.partial(reconnected, states, heard),
                              message=f"zkop reconnected after member {member.myid} stopped (states {states[heard:]})")
                 # What a resync after a reconnect does: read the managed nodes again, arming their watches.
                 assert adapter.read("/up/a", watch=True) is not None
