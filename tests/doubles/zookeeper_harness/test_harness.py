@@ -239,6 +239,7 @@ def test_expire_session_needs_connected_client(zk_server: ZooKeeperServer) -> No
 # ---------------------------------------------------------------------------- ensemble
 
 
+@pytest.mark.zookeeper_semantics
 def test_ensemble_forms_quorum_with_one_leader(zk_ensemble: ZooKeeperEnsemble) -> None:
     modes = zk_ensemble.modes()
     assert sorted(m or "" for m in modes.values()) == ["follower", "follower", "leader"]
@@ -256,6 +257,7 @@ def test_ensemble_forms_quorum_with_one_leader(zk_ensemble: ZooKeeperEnsemble) -
             assert reader.get("/replicated")[0] == b"hello"
 
 
+@pytest.mark.zookeeper_semantics
 def test_ensemble_member_stop_start_keeps_quorum(zk_ensemble: ZooKeeperEnsemble) -> None:
     follower = next(i for i, mode in zk_ensemble.modes().items() if mode == "follower")
     member = zk_ensemble.member(follower)
@@ -276,6 +278,7 @@ def test_ensemble_member_stop_start_keeps_quorum(zk_ensemble: ZooKeeperEnsemble)
             zk_ensemble.heal()
 
 
+@pytest.mark.zookeeper_semantics
 def test_ensemble_without_quorum_is_not_serving(zk_ensemble: ZooKeeperEnsemble) -> None:
     followers = [i for i, mode in zk_ensemble.modes().items() if mode == "follower"]
     leader = zk_ensemble.leader()
@@ -298,6 +301,7 @@ def test_ensemble_without_quorum_is_not_serving(zk_ensemble: ZooKeeperEnsemble) 
     assert all(m.is_serving() for m in zk_ensemble.members)
 
 
+@pytest.mark.zookeeper_semantics
 def test_expire_session_on_ensemble(zk_ensemble: ZooKeeperEnsemble) -> None:
     with connected_client(zk_ensemble.hosts) as client:
         client.create("/ensemble-ephemeral", b"", ephemeral=True)
