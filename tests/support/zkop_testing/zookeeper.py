@@ -161,11 +161,18 @@ def find_zookeeper() -> ZooKeeperInstallation:
     """Locate ``java`` and the ZooKeeper jar.
 
     ``ZKOP_JAVA`` overrides the ``java`` found on ``PATH``; ``ZKOP_ZOOKEEPER_JAR``
-    overrides ``/usr/share/java/zookeeper.jar``.
+    overrides ``/usr/share/java/zookeeper.jar``. ``ZKOP_ZOOKEEPER_DEFAULT`` (a line such as ``3.9``, or a
+    release) makes a line from Maven Central the default of every server the tests start instead
+    (:func:`zkop_testing.zookeeper_lines.installation`), to try the whole suite on it.
 
     :raises ZooKeeperNotInstalledError: if either is missing; the message tells to run
         ``apt-get install -y zookeeper``.
     """
+    line = os.environ.get("ZKOP_ZOOKEEPER_DEFAULT", "").strip()
+    if line:
+        from zkop_testing.zookeeper_lines import installation  # imports this module: import when asked
+
+        return installation(line)
     java = os.environ.get("ZKOP_JAVA") or shutil.which("java")
     jar = os.environ.get("ZKOP_ZOOKEEPER_JAR") or DEFAULT_ZOOKEEPER_JAR
     missing = []

@@ -100,7 +100,7 @@ def installation(line: str) -> ZooKeeperInstallation:
     :raises ZooKeeperNotInstalledError: if ``java`` is missing (or Debian's jar, for ``default``).
     """
     if line == DEFAULT:
-        return find_zookeeper()
+        return find_zookeeper()  # Debian's jar, or the line ZKOP_ZOOKEEPER_DEFAULT names
     version = LINES.get(line, line)
     match = re.fullmatch(r"(3)\.(\d+)\.\d+", version)
     if match is None:
