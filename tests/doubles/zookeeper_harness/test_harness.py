@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient, KazooState
@@ -25,6 +26,7 @@ from zkop_testing.zookeeper import (
     free_ports,
     port_is_free,
 )
+from zkop_testing.zookeeper_lines import LINES, ZooKeeperLineError, installation, lines_under_test
 
 RETRYABLE = (ConnectionLoss, SessionExpiredError)
 
@@ -343,3 +345,28 @@ def test_kill_leader_elects_new_leader_and_clients_keep_working() -> None:
 def test_ensemble_rejects_bad_size() -> None:
     with pytest.raises(ValueError):
         ZooKeeperEnsemble(0)
+
+
+# ---------------------------------------------------------------------------- lines
+
+
+def test_lines_under_test_follow_zkop_zookeeper_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ZKOP_ZOOKEEPER_LINES", raising=False)
+    assert lines_under_test() == ("default",)  # a developer's run: the default server alone
+    monkeypatch.setenv("ZKOP_ZOOKEEPER_LINES", "all")
+    assert lines_under_test() == ("default", *LINES) and list(LINES) == ["3.5", "3.6", "3.7", "3.8", "3.9"]
+    monkeypatch.setenv("ZKOP_ZOOKEEPER_LINES", "3.9, 3.5,3.9")
+    assert lines_under_test() == ("default", "3.9", "3.5")
+    monkeypatch.setenv("ZKOP_ZOOKEEPER_LINES", "3.4")
+    with pytest.raises(ZooKeeperLineError, match=r"\['3\.4'\]"):
+        lines_under_test()
+
+
+def test_a_line_resolves_to_its_pinned_release_from_the_cache() -> None:
+    v35 = installation("3.5")
+    assert v35.name == LINES["3.5"] and v35.version == (3, 5) and v35.bundles_netty
+    assert {Path(jar).name for jar in v35.classpath} >= {f"zookeeper-{v35.name}.jar", f"zookeeper-jute-{v35.name}.jar"}
+    assert installation(v35.name) == v35  # a release names the same installation
+    assert not v35.at_least(3, 6) and installation("3.9").at_least(3, 6)
+    with pytest.raises(ZooKeeperLineError, match="not a ZooKeeper line"):
+        installation("latest")
