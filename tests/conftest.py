@@ -114,7 +114,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             _build_errors[minor] = str(err)
     needed = {param for item in session.items for param in re.findall(r"zk-(3\.\d+\.\d+)", item.nodeid)}
     for version in sorted(needed):
-        _zookeeper_installation(version)
+        _resolve_zookeeper(version)  # a failure fails the tests of that line
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -189,14 +189,19 @@ def namespace(control_plane: ControlPlane) -> Iterator[str]:
 _installations: dict[str, ZooKeeperInstallation | str] = {}
 
 
-def _zookeeper_installation(line: str) -> ZooKeeperInstallation:
-    """The installation of ``line`` (cached for the session); a missing ZooKeeper fails the test, never skips."""
+def _resolve_zookeeper(line: str) -> ZooKeeperInstallation | str:
+    """The installation of ``line``, or why there is none (cached for the session)."""
     if line not in _installations:
         try:
             _installations[line] = installation(line)
         except ZooKeeperError as exc:
             _installations[line] = str(exc)
-    found = _installations[line]
+    return _installations[line]
+
+
+def _zookeeper_installation(line: str) -> ZooKeeperInstallation:
+    """The installation of ``line``; a missing ZooKeeper fails the test, never skips."""
+    found = _resolve_zookeeper(line)
     if isinstance(found, str):
         pytest.fail(found, pytrace=False)
     return found
