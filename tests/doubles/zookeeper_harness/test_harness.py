@@ -79,6 +79,7 @@ def flaky_forever() -> bool:
 
 
 def test_missing_installation_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ZKOP_ZOOKEEPER_DEFAULT", raising=False)
     monkeypatch.setenv("ZKOP_ZOOKEEPER_JAR", "/nonexistent/zookeeper.jar")
     with pytest.raises(ZooKeeperNotInstalledError, match="apt-get install -y zookeeper"):
         find_zookeeper()
