@@ -10,6 +10,13 @@
 - ``adapter``: a started :class:`~zkop.zookeeper.adapter.ZooKeeperAdapter` whose ``/`` is ``zk_base``.
 - ``zk_ensemble``: a 3-member quorum shared by a module, started only if requested.
   Tests that stop members must call ``zk_ensemble.heal()`` (in a ``finally``).
+- ``zookeeper_line``/``zookeeper_installation``: the ZooKeeper line the test runs on and its
+  :class:`~zkop_testing.zookeeper.ZooKeeperInstallation` (for a test's own ``ZooKeeperServer(installation=…)``).
+  ``default`` (Debian's 3.8.0 jar) everywhere, except in tests marked ``zookeeper_semantics``: those run once per
+  line of :func:`~zkop_testing.zookeeper_lines.lines_under_test` (``ZKOP_ZOOKEEPER_LINES``, e.g. ``all``; ids
+  ``zk-default``, ``zk-3.5.10`` …), and ``zk_server``, ``zk``, ``adapter``, ``zk_ensemble`` are then of that line.
+  Unset, nothing is parametrized. Lines missing from the cache are resolved from Maven Central
+  (``hack/zookeeper-lines.sh``) before the first test runs.
 - ``control_plane``: a real Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager built
   from source, :mod:`zkop_testing.controlplane`) shared by the session, of the first minor ``ZKOP_K8S_MINORS``
   names (default: the newest tested); ``control_plane_each``: the same, parametrized over every tested minor.
@@ -45,11 +52,12 @@ from zkop_testing.controlplane import ControlPlane, ControlPlaneError, binaries,
 from zkop_testing.crds import install_crds
 from zkop_testing.zookeeper import (
     ZooKeeperEnsemble,
-    ZooKeeperNotInstalledError,
+    ZooKeeperError,
+    ZooKeeperInstallation,
     ZooKeeperServer,
     connected_client,
-    find_zookeeper,
 )
+from zkop_testing.zookeeper_lines import DEFAULT, LINES, installation, lines_under_test
 
 from zkop.kube.client import KubeClient
 from zkop.zookeeper.adapter import ConnectionOptions, ZooKeeperAdapter
@@ -95,7 +103,8 @@ def _minors_needed(items: list[pytest.Item]) -> list[str]:
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Build the control-plane binaries the collected tests need before the first runs (per-test timeouts
-    then never count a cold build, about 15 minutes a minor); a failed build fails those tests, not the run."""
+    then never count a cold build, about 15 minutes a minor); a failed build fails those tests, not the run.
+    The same for the ZooKeeper lines the ``zookeeper_semantics`` tests run on (under a minute, all lines cold)."""
     if session.config.option.collectonly:
         return
     for minor in _minors_needed(session.items):
@@ -103,6 +112,20 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             binaries(minor)
         except ControlPlaneError as err:
             _build_errors[minor] = str(err)
+    needed = {param for item in session.items for param in re.findall(r"zk-(3\.\d+\.\d+)", item.nodeid)}
+    for version in sorted(needed):
+        _resolve_zookeeper(version)  # a failure fails the tests of that line
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run each test marked ``zookeeper_semantics`` once per ZooKeeper line under test (``ZKOP_ZOOKEEPER_LINES``).
+
+    The parameter is session-scoped: pytest orders the run so that each line's server starts once."""
+    lines = lines_under_test()
+    if (len(lines) > 1 and "zookeeper_line" in metafunc.fixturenames
+            and metafunc.definition.get_closest_marker("zookeeper_semantics") is not None):
+        metafunc.parametrize("zookeeper_line", lines, indirect=True, scope="session",
+                             ids=lambda line: f"zk-{LINES.get(line, line)}")
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
@@ -163,18 +186,58 @@ def namespace(control_plane: ControlPlane) -> Iterator[str]:
     yield from fresh_namespace(control_plane)
 
 
-def _require_zookeeper() -> None:
-    try:
-        find_zookeeper()
-    except ZooKeeperNotInstalledError as exc:
-        pytest.fail(str(exc), pytrace=False)
+_installations: dict[str, ZooKeeperInstallation | str] = {}
+
+
+def _resolve_zookeeper(line: str) -> ZooKeeperInstallation | str:
+    """The installation of ``line``, or why there is none (cached for the session)."""
+    if line not in _installations:
+        try:
+            _installations[line] = installation(line)
+        except ZooKeeperError as exc:
+            _installations[line] = str(exc)
+    return _installations[line]
+
+
+def _zookeeper_installation(line: str) -> ZooKeeperInstallation:
+    """The installation of ``line``; a missing ZooKeeper fails the test, never skips."""
+    found = _resolve_zookeeper(line)
+    if isinstance(found, str):
+        pytest.fail(found, pytrace=False)
+    return found
 
 
 @pytest.fixture(scope="session")
-def zk_server() -> Iterator[ZooKeeperServer]:
-    _require_zookeeper()
-    with ZooKeeperServer() as server:
-        yield server
+def zookeeper_line(request: pytest.FixtureRequest) -> str:
+    """The ZooKeeper line this test runs on: its ``zookeeper_semantics`` parameter, else ``default``."""
+    return str(getattr(request, "param", DEFAULT))
+
+
+@pytest.fixture(scope="session")
+def zookeeper_installation(zookeeper_line: str) -> ZooKeeperInstallation:
+    """Java and the class path of the ZooKeeper line this test runs on."""
+    return _zookeeper_installation(zookeeper_line)
+
+
+@pytest.fixture(scope="session")
+def _zk_servers() -> Iterator[dict[str, ZooKeeperServer]]:
+    """One standalone server per line, started on first use and kept for the session (a change of line
+    between tests does not restart the default server)."""
+    servers: dict[str, ZooKeeperServer] = {}
+    yield servers
+    for server in servers.values():
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def zk_server(_zk_servers: dict[str, ZooKeeperServer], zookeeper_installation: ZooKeeperInstallation
+              ) -> ZooKeeperServer:
+    name = zookeeper_installation.name
+    if name not in _zk_servers:
+        server = ZooKeeperServer(installation=zookeeper_installation)
+        server.start()
+        _zk_servers[name] = server
+    return _zk_servers[name]
 
 
 @pytest.fixture(scope="module")
@@ -222,9 +285,8 @@ def adapter(zk_server: ZooKeeperServer, zk_base: str) -> Iterator[ZooKeeperAdapt
 
 
 @pytest.fixture(scope="module")
-def zk_ensemble() -> Iterator[ZooKeeperEnsemble]:
-    _require_zookeeper()
-    with ZooKeeperEnsemble(3) as ensemble:
+def zk_ensemble(zookeeper_installation: ZooKeeperInstallation) -> Iterator[ZooKeeperEnsemble]:
+    with ZooKeeperEnsemble(3, installation=zookeeper_installation) as ensemble:
         yield ensemble
 
 

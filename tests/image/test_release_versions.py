@@ -118,6 +118,23 @@ def test_readme_installs_the_published_image_and_lists_supported_versions() -> N
     assert f"{node} (`kindest/node:v{node}" in row, "the table must name the Kubernetes version the kind suite runs"
 
 
+def test_the_zookeeper_lines_called_tested_are_the_ones_ci_runs() -> None:
+    """README's ZooKeeper row calls a release tested only if ``.ci/run`` runs the ``zookeeper_semantics`` set on
+    its line (``ZKOP_ZOOKEEPER_LINES``) and resolves it (``hack/zookeeper-lines.sh``); the releases are the ones
+    ``tests/support/zookeeper-lines/versions`` pins."""
+    readme = (REPO / "README.md").read_text()
+    (row,) = [line for line in readme.splitlines() if line.startswith("| ZooKeeper |")]
+    tested = row.split("|")[2]
+    pinned = [line.split()[1] for line in (REPO / "tests/support/zookeeper-lines/versions").read_text().splitlines()
+              if line.strip() and not line.startswith("#")]
+    claimed = re.findall(r"\b3\.\d+\.\d+\b", tested)
+    assert set(claimed) - {"3.8.0"} == set(pinned), claimed
+    ci = (REPO / ".ci/run").read_text()
+    (lines,) = re.findall(r"^export ZKOP_ZOOKEEPER_LINES=(\S+)$", ci, re.MULTILINE)
+    assert lines == "all" or set(lines.split(",")) == {v.rsplit(".", 1)[0] for v in pinned}, lines
+    assert "hack/zookeeper-lines.sh" in ci
+
+
 def test_release_workflow_builds_smokes_publishes_and_scans() -> None:
     workflow = yaml.safe_load((REPO / ".github/workflows/release.yaml").read_text())
     on = workflow[True]  # PyYAML reads the key `on` as a boolean

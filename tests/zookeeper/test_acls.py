@@ -35,6 +35,9 @@ from zkop.zookeeper.acls import (
 )
 from zkop.zookeeper.actions import AclEntry
 
+#: Runs on every ZooKeeper line under test (ZKOP_ZOOKEEPER_LINES, tests/conftest.py).
+pytestmark = pytest.mark.zookeeper_semantics
+
 OPS = make_digest_acl_credential("ops", "ops-pw")
 #: The classic: the credential file holds the hashed id instead of the password.
 HASHED = identities([("digest", OPS)])

@@ -18,7 +18,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 from kazoo.security import make_acl, make_digest_acl
 from zkop_testing.waiting import EVENTUALLY, result_within, wait_for
-from zkop_testing.zookeeper import ZooKeeperServer
+from zkop_testing.zookeeper import ZooKeeperInstallation, ZooKeeperServer
 from zkop_testing.zookeeper_secure import SecureZooKeeperServer, TestCA, digest_jaas
 
 from zkop.cmd.flags import UsageError
@@ -104,9 +104,12 @@ def _states(adapter: ZooKeeperAdapter) -> list[str]:
     return seen
 
 
-def test_a_rotated_client_certificate_opens_a_new_session_with_the_new_identity(tmp_path: Path) -> None:
+@pytest.mark.zookeeper_semantics
+def test_a_rotated_client_certificate_opens_a_new_session_with_the_new_identity(
+        tmp_path: Path, zookeeper_installation: ZooKeeperInstallation) -> None:
     ca = TestCA(tmp_path / "pki")
-    with SecureZooKeeperServer(tmp_path, server_cert=ca.issue("zookeeper", dns=["localhost"]), trust=ca.cert) as server:
+    with SecureZooKeeperServer(tmp_path, server_cert=ca.issue("zookeeper", dns=["localhost"]), trust=ca.cert,
+                               installation=zookeeper_installation) as server:
         new = ca.issue("zkop-new", stem="admin")
         admin = KazooClient(hosts=server.secure_hosts("localhost"), use_ssl=True, ca=str(ca.cert),
                             certfile=str(new.cert), keyfile=str(new.key), verify_certs=True, check_hostname=True)
@@ -135,9 +138,11 @@ def test_a_rotated_client_certificate_opens_a_new_session_with_the_new_identity(
             adapter.stop()
 
 
-def test_rotated_sasl_credentials_open_a_new_session_as_the_new_user(tmp_path: Path) -> None:
+@pytest.mark.zookeeper_semantics
+def test_rotated_sasl_credentials_open_a_new_session_as_the_new_user(
+        tmp_path: Path, zookeeper_installation: ZooKeeperInstallation) -> None:
     jaas = digest_jaas({"zkop-old": "old-secret", "zkop-new": "new-secret"})
-    with SecureZooKeeperServer(tmp_path, jaas=jaas, enforce_sasl=True) as server:
+    with SecureZooKeeperServer(tmp_path, jaas=jaas, enforce_sasl=True, installation=zookeeper_installation) as server:
         admin = KazooClient(hosts=server.hosts, sasl_options={
             "mechanism": "DIGEST-MD5", "username": "zkop-new", "password": "new-secret"})
         admin.start(timeout=EVENTUALLY)
@@ -165,10 +170,12 @@ def test_rotated_sasl_credentials_open_a_new_session_as_the_new_user(tmp_path: P
             adapter.stop()
 
 
-def test_the_last_connect_error_names_the_problem_for_the_readiness_probe(tmp_path: Path) -> None:
+@pytest.mark.zookeeper_semantics
+def test_the_last_connect_error_names_the_problem_for_the_readiness_probe(
+        tmp_path: Path, zookeeper_installation: ZooKeeperInstallation) -> None:
     ca = TestCA(tmp_path / "pki")
     with SecureZooKeeperServer(tmp_path, server_cert=ca.issue("zookeeper", dns=["localhost"]), trust=ca.cert,
-                               client_auth="none") as server:
+                               client_auth="none", installation=zookeeper_installation) as server:
         # An hour's connect timeout: the refused certificate ends start() at once, not the timer.
         adapter = ZooKeeperAdapter(ConnectionOptions(hosts=server.secure_hosts("localhost"), use_tls=True,
                                                      connect_timeout=3600))
@@ -178,6 +185,7 @@ def test_the_last_connect_error_names_the_problem_for_the_readiness_probe(tmp_pa
         adapter.stop()
 
 
+@pytest.mark.zookeeper_semantics
 def test_a_rotated_digest_credentials_file_opens_a_new_session(zk_server: ZooKeeperServer, zk_base: str,
                                                                zk: KazooClient, tmp_path: Path) -> None:
     zk.create(f"{zk_base}/rotated", b"for new", acl=[make_digest_acl("new", "new-secret", all=True)])

@@ -13,6 +13,9 @@ from zkop.zookeeper.adapter import (
     split_chroot,
 )
 
+#: Runs on every ZooKeeper line under test (ZKOP_ZOOKEEPER_LINES, tests/conftest.py).
+pytestmark = pytest.mark.zookeeper_semantics
+
 
 def test_missing_chroot_is_a_clear_error(zk_server: ZooKeeperServer, zk_base: str) -> None:
     a = ZooKeeperAdapter(ConnectionOptions(hosts=f"{zk_server.hosts}{zk_base}/does-not-exist", connect_timeout=10))

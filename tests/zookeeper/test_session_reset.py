@@ -20,7 +20,7 @@ from kazoo.client import KazooClient, KazooState
 from kazoo.retry import KazooRetry
 from prometheus_client import REGISTRY
 from zkop_testing.waiting import EVENTUALLY, result_within, wait_for
-from zkop_testing.zookeeper import ZooKeeperServer
+from zkop_testing.zookeeper import ZooKeeperInstallation, ZooKeeperServer
 
 from zkop.zookeeper import reset
 from zkop.zookeeper.adapter import ConnectionOptions, ZooKeeperAdapter, ZooKeeperUnavailable
@@ -33,9 +33,9 @@ RESETS = "zkop_zookeeper_session_resets_total"
 
 
 @pytest.fixture
-def server() -> Iterator[ZooKeeperServer]:
-    """A standalone server of this test's own, which it may wipe."""
-    with ZooKeeperServer() as s:
+def server(zookeeper_installation: ZooKeeperInstallation) -> Iterator[ZooKeeperServer]:
+    """A standalone server of this test's own (of the test's ZooKeeper line), which it may wipe."""
+    with ZooKeeperServer(installation=zookeeper_installation) as s:
         yield s
 
 
@@ -78,6 +78,7 @@ def test_kazoo_alone_stays_suspended_after_data_loss(server: ZooKeeperServer) ->
 
 
 @pytest.mark.parametrize("refusal_check", [None, 1.0], ids=["time-rule", "refusal-check"])
+@pytest.mark.zookeeper_semantics
 def test_session_suspended_past_its_timeout_is_reset_from_scratch(server: ZooKeeperServer, refusal_check: float | None,
                                                                   caplog: pytest.LogCaptureFixture) -> None:
     # The time rule alone (2 s), and with the refusal check on (which may come first; either resets).
@@ -206,6 +207,7 @@ def test_a_refusing_ensemble_is_given_up_before_the_timeout(server: ZooKeeperSer
         adapter.stop()
 
 
+@pytest.mark.zookeeper_semantics
 def test_zxid_refused_asks_the_ensemble(server: ZooKeeperServer) -> None:
     options = ConnectionOptions(hosts=server.hosts, session_timeout=5)
 

@@ -16,6 +16,9 @@ from zkop.zookeeper.adapter import (
     ZooKeeperNoAuth,
 )
 
+#: Runs on every ZooKeeper line under test (ZKOP_ZOOKEEPER_LINES, tests/conftest.py).
+pytestmark = pytest.mark.zookeeper_semantics
+
 
 def test_create_makes_parents_and_is_idempotent(adapter: ZooKeeperAdapter, zk: KazooClient, zk_base: str) -> None:
     adapter.execute([CreateNode("/a/b/c", b"v1")])

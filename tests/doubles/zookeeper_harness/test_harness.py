@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient, KazooState
@@ -25,6 +26,7 @@ from zkop_testing.zookeeper import (
     free_ports,
     port_is_free,
 )
+from zkop_testing.zookeeper_lines import LINES, ZooKeeperLineError, installation, lines_under_test
 
 RETRYABLE = (ConnectionLoss, SessionExpiredError)
 
@@ -77,6 +79,7 @@ def flaky_forever() -> bool:
 
 
 def test_missing_installation_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ZKOP_ZOOKEEPER_DEFAULT", raising=False)
     monkeypatch.setenv("ZKOP_ZOOKEEPER_JAR", "/nonexistent/zookeeper.jar")
     with pytest.raises(ZooKeeperNotInstalledError, match="apt-get install -y zookeeper"):
         find_zookeeper()
@@ -201,6 +204,7 @@ def test_unpinned_port_taken_by_another_server_is_retried(zk_server: ZooKeeperSe
 # ---------------------------------------------------------------------- session expiry
 
 
+@pytest.mark.zookeeper_semantics
 def test_expire_session_really_expires(zk_server: ZooKeeperServer, zk: KazooClient, zk_base: str) -> None:
     states: list[str] = []
     lock = threading.Lock()
@@ -238,6 +242,7 @@ def test_expire_session_needs_connected_client(zk_server: ZooKeeperServer) -> No
 # ---------------------------------------------------------------------------- ensemble
 
 
+@pytest.mark.zookeeper_semantics
 def test_ensemble_forms_quorum_with_one_leader(zk_ensemble: ZooKeeperEnsemble) -> None:
     modes = zk_ensemble.modes()
     assert sorted(m or "" for m in modes.values()) == ["follower", "follower", "leader"]
@@ -255,6 +260,7 @@ def test_ensemble_forms_quorum_with_one_leader(zk_ensemble: ZooKeeperEnsemble) -
             assert reader.get("/replicated")[0] == b"hello"
 
 
+@pytest.mark.zookeeper_semantics
 def test_ensemble_member_stop_start_keeps_quorum(zk_ensemble: ZooKeeperEnsemble) -> None:
     follower = next(i for i, mode in zk_ensemble.modes().items() if mode == "follower")
     member = zk_ensemble.member(follower)
@@ -275,6 +281,7 @@ def test_ensemble_member_stop_start_keeps_quorum(zk_ensemble: ZooKeeperEnsemble)
             zk_ensemble.heal()
 
 
+@pytest.mark.zookeeper_semantics
 def test_ensemble_without_quorum_is_not_serving(zk_ensemble: ZooKeeperEnsemble) -> None:
     followers = [i for i, mode in zk_ensemble.modes().items() if mode == "follower"]
     leader = zk_ensemble.leader()
@@ -297,6 +304,7 @@ def test_ensemble_without_quorum_is_not_serving(zk_ensemble: ZooKeeperEnsemble) 
     assert all(m.is_serving() for m in zk_ensemble.members)
 
 
+@pytest.mark.zookeeper_semantics
 def test_expire_session_on_ensemble(zk_ensemble: ZooKeeperEnsemble) -> None:
     with connected_client(zk_ensemble.hosts) as client:
         client.create("/ensemble-ephemeral", b"", ephemeral=True)
@@ -338,3 +346,28 @@ def test_kill_leader_elects_new_leader_and_clients_keep_working() -> None:
 def test_ensemble_rejects_bad_size() -> None:
     with pytest.raises(ValueError):
         ZooKeeperEnsemble(0)
+
+
+# ---------------------------------------------------------------------------- lines
+
+
+def test_lines_under_test_follow_zkop_zookeeper_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ZKOP_ZOOKEEPER_LINES", raising=False)
+    assert lines_under_test() == ("default",)  # a developer's run: the default server alone
+    monkeypatch.setenv("ZKOP_ZOOKEEPER_LINES", "all")
+    assert lines_under_test() == ("default", *LINES) and list(LINES) == ["3.5", "3.6", "3.7", "3.8", "3.9"]
+    monkeypatch.setenv("ZKOP_ZOOKEEPER_LINES", "3.9, 3.5,3.9")
+    assert lines_under_test() == ("default", "3.9", "3.5")
+    monkeypatch.setenv("ZKOP_ZOOKEEPER_LINES", "3.4")
+    with pytest.raises(ZooKeeperLineError, match=r"\['3\.4'\]"):
+        lines_under_test()
+
+
+def test_a_line_resolves_to_its_pinned_release_from_the_cache() -> None:
+    v35 = installation("3.5")
+    assert v35.name == LINES["3.5"] and v35.version == (3, 5) and v35.bundles_netty
+    assert {Path(jar).name for jar in v35.classpath} >= {f"zookeeper-{v35.name}.jar", f"zookeeper-jute-{v35.name}.jar"}
+    assert installation(v35.name) == v35  # a release names the same installation
+    assert not v35.at_least(3, 6) and installation("3.9").at_least(3, 6)
+    with pytest.raises(ZooKeeperLineError, match="not a ZooKeeper line"):
+        installation("latest")

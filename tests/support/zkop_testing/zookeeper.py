@@ -135,21 +135,44 @@ class ZooKeeperInstallation:
 
     :ivar java: path of the ``java`` executable.
     :ivar classpath: jar files, ZooKeeper first, then the log4j binding jars if present.
+    :ivar name: what the installation is, for test ids and messages: ``default`` (Debian's jar or
+        ``ZKOP_ZOOKEEPER_JAR``, :func:`find_zookeeper`) or the release (``3.5.10``) of a line resolved from
+        Maven Central (:func:`zkop_testing.zookeeper_lines.installation`).
+    :ivar version: ``(major, minor)`` of the server, e.g. ``(3, 5)``; for the default installation the
+        version Debian ships (3.8), unless ``ZKOP_ZOOKEEPER_JAR`` names another jar (then ``(3, 8)`` is assumed).
     """
 
     java: str
     classpath: tuple[str, ...]
+    name: str = "default"
+    version: tuple[int, int] = (3, 8)
+
+    def at_least(self, major: int, minor: int) -> bool:
+        """True if this server's line is ``major.minor`` or newer (``at_least(3, 6)``: persistent watches)."""
+        return self.version >= (major, minor)
+
+    @property
+    def bundles_netty(self) -> bool:
+        """True if netty's codec is on the class path already (Maven lines: transitive; Debian: not)."""
+        return any(Path(jar).name.startswith("netty-codec") for jar in self.classpath)
 
 
 def find_zookeeper() -> ZooKeeperInstallation:
     """Locate ``java`` and the ZooKeeper jar.
 
     ``ZKOP_JAVA`` overrides the ``java`` found on ``PATH``; ``ZKOP_ZOOKEEPER_JAR``
-    overrides ``/usr/share/java/zookeeper.jar``.
+    overrides ``/usr/share/java/zookeeper.jar``. ``ZKOP_ZOOKEEPER_DEFAULT`` (a line such as ``3.9``, or a
+    release) makes a line from Maven Central the default of every server the tests start instead
+    (:func:`zkop_testing.zookeeper_lines.installation`), to try the whole suite on it.
 
     :raises ZooKeeperNotInstalledError: if either is missing; the message tells to run
         ``apt-get install -y zookeeper``.
     """
+    line = os.environ.get("ZKOP_ZOOKEEPER_DEFAULT", "").strip()
+    if line:
+        from zkop_testing.zookeeper_lines import installation  # imports this module: import when asked
+
+        return installation(line)
     java = os.environ.get("ZKOP_JAVA") or shutil.which("java")
     jar = os.environ.get("ZKOP_ZOOKEEPER_JAR") or DEFAULT_ZOOKEEPER_JAR
     missing = []
@@ -313,7 +336,9 @@ class _ZooKeeperProcess:
     ) -> None:
         if not min_session_timeout <= max_session_timeout:
             raise ValueError("min_session_timeout must be <= max_session_timeout")
-        self._installation = installation or find_zookeeper()
+        #: The server's class path; change it between :meth:`stop` and :meth:`start` to upgrade or
+        #: downgrade this server in place (a rolling upgrade of an ensemble member), keeping its data.
+        self.installation = installation or find_zookeeper()
         self._port_pinned = port is not None
         self.client_port: int = port if port is not None else free_port()
         self.tick_time = tick_time
@@ -421,12 +446,12 @@ class _ZooKeeperProcess:
         conf = self.base_dir / "conf"
         cmd = [
             *_pdeathsig_prefix(),
-            self._installation.java,
+            self.installation.java,
             *self.jvm_flags,
             f"-Dzookeeper.log.dir={self.base_dir / 'logs'}",
             f"-Dlog4j.configuration={(conf / 'log4j.properties').as_uri()}",
             "-cp",
-            os.pathsep.join((str(conf), *self._installation.classpath)),
+            os.pathsep.join((str(conf), *self.installation.classpath)),
             _MAIN_CLASS,
             str(conf / "zoo.cfg"),
         ]

@@ -29,6 +29,7 @@ from typing import Any
 from zkop_testing.zookeeper import (
     DEFAULT_JVM_FLAGS,
     LOOPBACK,
+    ZooKeeperInstallation,
     ZooKeeperServer,
     find_zookeeper,
     free_port,
@@ -129,15 +130,20 @@ class SecureZooKeeperServer(ZooKeeperServer):
         jaas: JAAS file text; enables SASL (``SASLAuthenticationProvider``).
         enforce_sasl: refuse clients that have not authenticated with SASL.
         jvm_flags_extra: more JVM flags (``-Djava.security.krb5.conf=…`` for Kerberos).
-        extra_config: more ``zoo.cfg`` keys. Other keyword arguments go to :class:`ZooKeeperServer`.
+        extra_config: more ``zoo.cfg`` keys.
+        installation: the server's line (default :func:`find_zookeeper`: Debian's jar, to which netty's
+            codec is added; a Maven line has it already). ``enforce.auth.enabled`` exists from 3.7 on: older
+            lines take it for an unknown system property and admit unauthenticated clients.
+        Other keyword arguments go to :class:`ZooKeeperServer`.
     """
 
     def __init__(self, directory: Path, *, server_cert: Issued | None = None, trust: Path | None = None,
                  client_auth: str = "need", jaas: str | None = None, enforce_sasl: bool = False,
                  extra_config: Mapping[str, str] | None = None, jvm_flags_extra: Sequence[str] = (),
-                 **kwargs: Any) -> None:
-        installation = find_zookeeper()
-        installation = replace(installation, classpath=(*installation.classpath, NETTY_CODEC_JAR))
+                 installation: ZooKeeperInstallation | None = None, **kwargs: Any) -> None:
+        installation = installation or find_zookeeper()
+        if not installation.bundles_netty:
+            installation = replace(installation, classpath=(*installation.classpath, NETTY_CODEC_JAR))
         self.directory = directory
         self.secure_port: int | None = free_port() if server_cert is not None else None
         config: dict[str, str] = {}
