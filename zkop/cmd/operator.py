@@ -271,7 +271,7 @@ class Operator:
                      options.kube_api_burst)
         self.zookeeper = ZooKeeperAdapter(options.zookeeper)
         if options.dry_run:
-            # The net under the controllers' own dry-run handling: a write that gets here raises.
+            # The net under the controllers' dry-run writers: a write that gets here raises.
             self.zookeeper.refuse_writes = "zkop run --dry-run"
             log.warning("dry run: changes are planned and logged; nothing is written to ZooKeeper, Services or "
                         "EndpointSlices, and the start-up write probe is skipped")

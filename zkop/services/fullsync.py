@@ -130,10 +130,12 @@ class DeleteCircuitBreaker:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What :func:`delete_unless_wanted` did: ``deleted`` deletions, ``complete`` if none was held back."""
+    """What :func:`delete_unless_wanted` did: ``deleted`` deletions, ``complete`` if none was held back;
+    ``planned``: a dry run planned the deletions instead (nothing was deleted, the orphans remain)."""
 
     deleted: int = 0
     complete: bool = True
+    planned: bool = False
 
 
 def delete_unless_wanted(

@@ -1,7 +1,9 @@
-"""What a ZooKeeperConfig pass does under ``zkop run --dry-run``, as pure functions over a :class:`Decision`.
+"""What a ZooKeeperConfig pass does under ``zkop run --dry-run``: the :class:`DryRunWriter`.
 
-The reconciler decides exactly as in a real run (:mod:`zkop.zkconfig.decide`), reads what the
-decision asks for, and then, instead of writing, turns the decision into its dry-run form:
+The reconciler decides exactly as in a real run (:mod:`zkop.zkconfig.decide`) and reads what the
+decision asks for; the writer it was built with (:class:`DryRunWriter` instead of
+:class:`~zkop.zkconfig.apiwrites.ObjectWriter`) writes nothing to ZooKeeper and adds no finalizer,
+and turns each decision into its dry-run form (pure functions over a :class:`Decision`):
 
 * **a live object** — the ZooKeeper writes (the ownership claim and the znode) become planned
   changes (:func:`planned_changes`), logged and counted; the status says so: ``state: Pending``,
@@ -14,25 +16,29 @@ decision asks for, and then, instead of writing, turns the decision into its dry
   not sent: nothing changed.
 * **an object being deleted** — without zkop's finalizer: nothing, as in a real run. With it
   (left by an earlier real run): the znode delete and the record release are planned, logged and
-  counted, and the finalizer is removed (:func:`dry_run_delete`), so the deletion never blocks;
-  the znode and its ownership record stay in ZooKeeper, as with ``deletionPolicy: Orphan``.
+  counted, and the finalizer is removed (:func:`dry_run_delete`), so the deletion never blocks,
+  not even when ZooKeeper cannot be read; the znode and its ownership record stay in ZooKeeper, as
+  with ``deletionPolicy: Orphan``.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from zkop.kube.client import JSON
+from zkop.ownership.registry import OwnerStamp
 from zkop.runtime import dryrun
+from zkop.zkconfig.apiwrites import ObjectWriter
 from zkop.zkconfig.decide import Decision
 from zkop.zkconfig.objects import finalizers
 from zkop.zkconfig.plan import Outcome
 from zkop.zkconfig.spec import FINALIZER
-from zkop.zookeeper.actions import describe, operation
+from zkop.zookeeper.actions import Action, CheckVersion, describe, operation
 
-__all__ = ["CONTROLLER", "DRY_RUN_REASON", "PlannedChange", "dry_run_delete", "dry_run_sync", "log_planned",
-           "planned_changes"]
+__all__ = ["CONTROLLER", "DRY_RUN_REASON", "DryRunWriter", "PlannedChange", "dry_run_delete", "dry_run_sync",
+           "log_planned", "planned_changes"]
 
 log = logging.getLogger(__name__)
 
@@ -86,3 +92,36 @@ def dry_run_sync(decision: Decision, changes: tuple[PlannedChange, ...]) -> Deci
 def dry_run_delete(obj: JSON) -> Decision:
     """The dry-run form of any pass over ``obj`` being deleted: drop zkop's finalizer if it is there."""
     return Decision(remove_finalizer=FINALIZER in finalizers(obj))
+
+
+class DryRunWriter(ObjectWriter):
+    """The writer of ``zkop run --dry-run``: no ZooKeeper write, no finalizer added, each pass applied in its
+    dry-run form (status and Events still go to the API server, see the module docstring)."""
+
+    def execute(self, actions: Sequence[Action], *, atomic: bool = False, require: Sequence[CheckVersion] = ()) -> None:
+        """Nothing: the writes are planned when the pass is applied (:meth:`synced`, :meth:`deleting`)."""
+
+    def release(self, path: str, ours: OwnerStamp) -> None:
+        """Nothing: the release is planned when the pass is applied (:meth:`deleting`)."""
+
+    def children_gone(self, path: str) -> bool:
+        """False without watching: a dry run plans the wait for the children, it does not wait."""
+        return False
+
+    def add_finalizer(self, obj: JSON) -> JSON | None:
+        """``obj`` unchanged: nothing is written, so there is nothing to clean up."""
+        return obj
+
+    def synced(self, key: str, record_path: str, decision: Decision) -> Decision:
+        """Log and count ``decision``'s changes; apply its dry-run form (:func:`dry_run_sync`)."""
+        return dry_run_sync(decision, log_planned(key, decision, record_path))
+
+    def deleting(self, key: str, obj: JSON, record_path: str, decision: Decision,
+                 cause: BaseException | None = None) -> Decision:
+        """Log and count ``decision``'s changes (or that ZooKeeper could not be read: ``cause``); apply
+        :func:`dry_run_delete`."""
+        if cause is not None:
+            log.info("dry-run %s %s: could not read ZooKeeper to plan the deletion (%s)", CONTROLLER, key, cause)
+        else:
+            log_planned(key, decision, record_path)
+        return dry_run_delete(obj)

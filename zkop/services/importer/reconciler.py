@@ -275,17 +275,17 @@ class ServiceImportReconciler(FullSyncReconciler):
         live = existing
         if step.action is not None:
             live = self.writer.execute_one(step.action) or existing
-            if isinstance(step.action, CreateObject) and not self.options.dry_run:
-                self.recorder.event(live or step.action.body, "Normal", "Imported",
-                                    f"imported from ZooKeeper {best.path} "
-                                    f"({len(best.instances)} instance(s))")
-        # A dry run's "created" Service does not exist: Events go to what does.
-        event_target = existing if self.options.dry_run else live
+        # None for a Service a dry run only planned (the writer answers with the body it would send).
+        uid = str(((live or {}).get("metadata") or {}).get("uid") or "") or None
+        if isinstance(step.action, CreateObject) and uid is not None:
+            self.recorder.event(live or step.action.body, "Normal", "Imported",
+                                f"imported from ZooKeeper {best.path} ({len(best.instances)} instance(s))")
+        # Events go to what exists: not to a Service a dry run only planned.
+        event_target = live if uid is not None else existing
         self._report_collision(name, best, found, event_target)
         self._report_skips(name, best, event_target)
         if step.terminating:
             return Result()
-        uid = str(((live or {}).get("metadata") or {}).get("uid") or "") or None
         wanted = desired_slices(best, name, namespace, self.cluster_id, uid) if live is not None else []
         plan = plan_slices(wanted, slices, self.cluster_id)
         for foreign in plan.foreign:
