@@ -31,6 +31,8 @@ from typing import Protocol, TypeVar
 from zkop.kube.client import JSON
 from zkop.kube.events import EventRecorder
 from zkop.runtime.controller import Result
+from zkop.runtime.retry import RetryBoundary
+from zkop.zookeeper.errors import ZooKeeperError
 
 __all__ = [
     "BREAKER_RECHECK",
@@ -185,7 +187,8 @@ def next_full_sync(period: float, *, breaker_open: bool, complete: bool, last_fu
 
 class FullSyncReconciler:
     """What a reconciler with a full sync holds: the synced gate, the full-sync request and period,
-    and the delete circuit breaker with its Events' object. Both directions' reconcilers extend it.
+    the delete circuit breaker with its Events' object, and the retry boundary for ZooKeeper
+    failures (:attr:`retry`). Both directions' reconcilers extend it.
 
     Args:
         who, log, breaker_gauge, closed_message: the breaker's (see :class:`DeleteCircuitBreaker`).
@@ -206,6 +209,9 @@ class FullSyncReconciler:
         self.full_sync_period = full_sync_period
         self.event_object = event_object or default_event_object()
         self.breaker = DeleteCircuitBreaker(who, log, breaker_gauge, recorder, self.event_object, closed_message)
+        #: Every ZooKeeper failure of a pass leaves it as a RetryableError (kazoo's own exceptions never
+        #: reach the services: the ZooKeeper layer maps them once, ``zkop.zookeeper.errors.map_kazoo_error``).
+        self.retry = RetryBoundary(ZooKeeperError)
 
     @property
     def breaker_open(self) -> bool:

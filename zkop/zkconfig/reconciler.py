@@ -27,8 +27,6 @@ counted and the decision applied in its dry-run form.
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -40,6 +38,7 @@ from zkop.ownership.registry import DEFAULT_REGISTRY_ROOT, OwnershipRegistry, Ow
 from zkop.runtime.cache import Indexer, ObjectGetter, meta_namespace_key
 from zkop.runtime.controller import Result, RetryableError
 from zkop.runtime.ownwrites import OwnWrites
+from zkop.runtime.retry import RetryBoundary
 from zkop.zkconfig import decide, metrics
 from zkop.zkconfig.apiwrites import ObjectWriter
 from zkop.zkconfig.decide import Decision, DeleteFacts, SyncFacts
@@ -157,10 +156,8 @@ class ZooKeeperConfigReconciler:
         #: Every change is made through it: the dry-run seam, chosen once.
         self.writer = (DryRunWriter if self.options.dry_run else ObjectWriter)(
             client, recorder, self.own_writes, zookeeper, self.registry)
-        # Per key: consecutive passes that found ZooKeeper unavailable, and when the first of them
-        # failed (time.monotonic()); the workers share the dict.
-        self._failures: dict[str, tuple[int, float]] = {}
-        self._failures_lock = threading.Lock()
+        #: ZooKeeper failures: each key's streak of passes that found ZooKeeper unavailable.
+        self.retry = RetryBoundary(ZooKeeperError, streak_of=ZooKeeperUnavailable)
 
     # --- entry point -------------------------------------------------------------------------
 
@@ -175,8 +172,7 @@ class ZooKeeperConfigReconciler:
         obj = self.own_writes.newest(key, lambda: self.cache.get(key))
         if obj is None:
             self.own_writes.forget(key)
-            with self._failures_lock:
-                self._failures.pop(key, None)
+            self.retry.passed(key)
             return Result()
         if (obj.get("metadata") or {}).get("deletionTimestamp"):
             return self._reconcile_delete(key, obj)
@@ -204,7 +200,7 @@ class ZooKeeperConfigReconciler:
             decision = self._converge(obj, desired, record_path, reads)
         except ZooKeeperError as err:
             return self._apply(obj, self.writer.synced(key, record_path, self._failure(key, err)), cause=err)
-        self._count_failure(key, None)
+        self.retry.passed(key)
         return self._apply(obj, self.writer.synced(key, record_path, decision))
 
     def learn_absent(self) -> int:
@@ -351,7 +347,7 @@ class ZooKeeperConfigReconciler:
             except ZooKeeperError as err:
                 return self._apply(obj, self.writer.deleting(key, obj, record_path, self._failure(key, err), cause=err),
                                    cause=err)
-        self._count_failure(key, None)
+        self.retry.passed(key)
         return self._apply(obj, self.writer.deleting(key, obj, record_path, decision))
 
     def _converge_delete(self, obj: JSON, target: DesiredZnode) -> Decision:
@@ -398,18 +394,6 @@ class ZooKeeperConfigReconciler:
 
     def _failure(self, key: str, err: ZooKeeperError) -> Decision:
         """What a pass that ZooKeeper failed reports and retries (:func:`~zkop.zkconfig.decide.decide_failure`)."""
-        failures, failing_for = self._count_failure(key, err)
+        failures, failing_for = self.retry.failed(key, err)
         return decide.decide_failure(err, failures, failing_for, threshold=self.options.failure_threshold,
                                      grace=self.options.unavailable_grace)
-
-    def _count_failure(self, key: str, err: ZooKeeperError | None) -> tuple[int, float]:
-        """Count ``key``'s consecutive passes that found ZooKeeper unavailable, and for how many seconds they
-        have failed; any other ending resets both."""
-        now = time.monotonic()
-        with self._failures_lock:
-            if not isinstance(err, ZooKeeperUnavailable):
-                self._failures.pop(key, None)
-                return 0, 0.0
-            count, since = self._failures.get(key, (0, now))
-            self._failures[key] = (count + 1, since)
-            return count + 1, now - since

@@ -53,7 +53,6 @@ from zkop.services.bridge.plan import (
 from zkop.services.bridge.records import is_selected, service_record
 from zkop.services.bridge.writer import ZooKeeperClient, ZooKeeperWriter
 from zkop.services.endpoints import Debouncer, EndpointsView, endpoints_view
-from zkop.services.errors import retry_on_zookeeper_errors
 from zkop.services.fullsync import (
     FullSyncReconciler,
     default_event_object,
@@ -161,7 +160,7 @@ class ServiceBridgeReconciler(FullSyncReconciler):
             RetryableError: ZooKeeper unavailable or refused, or a conflict persisted; the controller
                 requeues the key with backoff and logs it without a traceback.
         """
-        with retry_on_zookeeper_errors(key):
+        with self.retry.retrying(key):
             if key == FULL_SYNC_KEY:
                 return self.full_sync()
             return self.sync_service(key)

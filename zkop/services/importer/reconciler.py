@@ -34,7 +34,6 @@ from zkop.kube.events import EventRecorder
 from zkop.runtime.cache import Indexer
 from zkop.runtime.controller import Result, RetryableError
 from zkop.services.endpoints import SERVICE_NAME_LABEL
-from zkop.services.errors import retry_on_zookeeper_errors
 from zkop.services.fullsync import (
     FullSyncReconciler,
     delete_unless_wanted,
@@ -188,7 +187,7 @@ class ServiceImportReconciler(FullSyncReconciler):
                 for a reason that retrying can fix (conflict, not found, unavailable).
             TerminalError: the API server rejected an object as invalid.
         """
-        with retry_on_zookeeper_errors(key):
+        with self.retry.retrying(key):
             if key == ROOT_KEY:
                 self.sync_root()
                 return Result()
