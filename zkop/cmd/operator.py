@@ -1,5 +1,9 @@
 """``zkop run``: options → ZooKeeper adapter and session wiring → :class:`~zkop.runtime.manager.Manager`
-→ each feature's setup → ``manager.run()`` (controller-runtime's ``main.go``).
+→ each feature's ``setup(manager, ...)`` → ``manager.run()`` (controller-runtime's ``main.go``).
+
+Every feature wires itself the same way (controller-runtime's ``SetupWithManager``): its module's
+``setup`` builds its informers, controller and reconciler, adds them to the Manager, and returns
+its parts, whose ``on_session_reconnected`` is hooked to the ZooKeeper session here.
 
 The Manager owns start order, leader election and shutdown (see :mod:`zkop.runtime.manager`).
 This module adds what is specific to zkop: the ZooKeeper session, opened and probed by the
@@ -9,7 +13,8 @@ when ZooKeeper refuses the probe); the resync after a ZooKeeper session comes ba
 ``informers-and-zookeeper`` (``/readyz``).
 
 ``dry_run`` (``zkop run --dry-run``) reaches every controller: the ZooKeeperConfig reconciler, the
-service bridge and the service importer plan, log and count their changes and make none; the
+service bridge, the service importer and the mirror are built with a writer that plans, logs and
+counts their changes and makes none; the
 start-up probe (which writes a scratch znode) is skipped; and the adapter refuses every write
 (:attr:`ZooKeeperAdapter.refuse_writes`), so a code path that forgot the dry run fails loudly
 instead of writing.
@@ -54,13 +59,13 @@ _O = TypeVar("_O", BridgeOptions, ImportOptions)
 _O_contra = TypeVar("_O_contra", contravariant=True)
 
 
-class _ServiceSyncBuilder(Protocol[_O_contra]):
-    """:func:`~zkop.services.bridge.builder.build_service_bridge` and
-    :func:`~zkop.services.importer.builder.build_service_importer`: the same signature over their own options."""
+class _ServiceSetup(Protocol[_O_contra]):
+    """:func:`zkop.services.bridge.builder.setup` and :func:`zkop.services.importer.builder.setup`: the same
+    signature over their own options."""
 
-    def __call__(self, client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: EventRecorder, options: _O_contra, *,
-                 cluster_id: str, resync_period: float, inactivity_timeout: float) -> ServiceSync[Any]: ...
-
+    def __call__(self, manager: Manager, client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: EventRecorder,
+                 options: _O_contra, *, cluster_id: str, resync_period: float,
+                 inactivity_timeout: float) -> ServiceSync[Any]: ...
 
 @dataclass
 class OperatorOptions:
@@ -286,7 +291,7 @@ class Operator:
         self._rate_limited = limiter is not None
         self.zookeeper = ZooKeeperAdapter(options.zookeeper)
         if options.dry_run:
-            # The net under the controllers' own dry-run handling: a write that gets here raises.
+            # The net under the controllers' dry-run writers: a write that gets here raises.
             self.zookeeper.refuse_writes = "zkop run --dry-run"
         # Each periodic resync (jittered ±10 %) re-reads every znode once, catching ACL drift.
         self.zookeeper.known_max_age = options.sync_period * 0.5
@@ -319,56 +324,36 @@ class Operator:
             inactivity_timeout=options.watch_inactivity_timeout, acl_check_period=options.acl_check_period,
         )
         on_new_session: list[Callable[[], None]] = [self.zkconfig.on_session_reconnected]
-        # Each direction is imported only when enabled: a process without it starts faster.
+        # Each feature is imported only when enabled: a process without it starts faster.
         if options.bridge is not None:
-            from zkop.services.bridge.builder import build_service_bridge
+            from zkop.services.bridge import builder as bridge
 
-            bridge = self._add_service_sync(build_service_bridge, options.bridge)
-            on_new_session.append(bridge.on_session_reconnected)
+            on_new_session.append(self._setup_service(bridge.setup, options.bridge))
         if options.importer is not None:
-            from zkop.services.importer.builder import build_service_importer
+            from zkop.services.importer import builder as importer
 
-            importer = self._add_service_sync(build_service_importer, options.importer)
-            on_new_session.append(importer.on_session_reconnected)
+            on_new_session.append(self._setup_service(importer.setup, options.importer))
         if options.mirrors:
-            from zkop.mirror.builder import build_mirrors
+            from zkop.mirror import builder as mirror
 
-            mirrors = build_mirrors(self.client, self.zookeeper, self.recorder, namespaces=namespaces,
-                                    workers=options.workers, dry_run=options.dry_run,
-                                    resync_period=options.sync_period,
-                                    inactivity_timeout=options.watch_inactivity_timeout)
-            for informer in mirrors.informers:
-                self.manager.add(informer, needs_leader=False)
-            for controller in mirrors.controllers:
-                self.manager.add(controller, needs_leader=True)
-            on_new_session.append(mirrors.on_session_reconnected)
+            on_new_session.append(mirror.setup(
+                self.manager, self.client, self.zookeeper, self.recorder, namespaces=namespaces,
+                workers=options.workers, dry_run=options.dry_run, resync_period=options.sync_period,
+                inactivity_timeout=options.watch_inactivity_timeout,
+            ).on_session_reconnected)
         resync_on_new_session(self.zookeeper, on_new_session)
         self.manager.add_healthz_check("ping", lambda: None)
         self.manager.add_healthz_check("workers", self.manager.runnables_healthy)
         self.manager.add_readyz_check("informers-and-zookeeper", self._ready)
 
-    def _add_service_sync(self, build: _ServiceSyncBuilder[_O], feature_options: _O) -> ServiceSync[Any]:
-        """Build one service direction with the shared settings and register it with the manager.
-
-        ``--dry-run`` reaches the direction's own options; the cluster id, the resync period and
-        the watch inactivity timeout are the operator's.  Informers run on every replica,
-        controllers only on the leader.
-
-        Returns:
-            The built direction; its :meth:`~ServiceSync.on_session_reconnected` is for the caller
-            to hook to the ZooKeeper session.
-        """
+    def _setup_service(self, setup: _ServiceSetup[_O], feature_options: _O) -> Callable[[], None]:
+        """Set one service direction up with the operator's cluster id, resync period and watch inactivity
+        timeout (``--dry-run`` reaches the direction's own options); its session-reconnected hook."""
         if self.options.dry_run:
             feature_options = replace(feature_options, dry_run=True)
-        feature = build(
-            self.client, self.zookeeper, self.recorder, feature_options, cluster_id=self.options.cluster_id,
-            resync_period=self.options.sync_period, inactivity_timeout=self.options.watch_inactivity_timeout,
-        )
-        for informer in feature.informers:
-            self.manager.add(informer, needs_leader=False)
-        for controller in feature.controllers:
-            self.manager.add(controller, needs_leader=True)
-        return feature
+        return setup(self.manager, self.client, self.zookeeper, self.recorder, feature_options,
+                     cluster_id=self.options.cluster_id, resync_period=self.options.sync_period,
+                     inactivity_timeout=self.options.watch_inactivity_timeout).on_session_reconnected
 
     def _ready(self) -> str | None:
         unsynced = [name for name in self.manager.not_synced() if name != self.startup.name]

@@ -1,8 +1,8 @@
 """Wire the ZooKeeperMirror controller: informers, the ``zookeeper-mirror`` controller, its reconciler and watches.
 
-The same shape as the service importer (:mod:`zkop.services.importer.builder`): the manager starts
-the informers on every replica, the controller only while leading, and calls
-:meth:`ZooKeeperMirrors.on_session_reconnected` after a new ZooKeeper session.
+The same shape as the service importer (:mod:`zkop.services.importer.builder`): :func:`setup` adds
+them to the manager, which starts the informers on every replica and the controller only while
+leading; the caller hooks :meth:`ZooKeeperMirrors.on_session_reconnected` to a new ZooKeeper session.
 """
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ from zkop.mirror.tree import TreeReader
 from zkop.mirror.writer import GROUP, PLURAL, VERSION, ApiWriter
 from zkop.runtime.cache import Informer, ResourceRef
 from zkop.runtime.controller import Controller
+from zkop.runtime.manager import Manager
 from zkop.runtime.workqueue import RateLimitingQueue
 from zkop.zookeeper.adapter import ZooKeeperAdapter
 
-__all__ = ["CONTROLLER_NAME", "MIRRORS", "ZooKeeperMirrors", "build_mirrors"]
+__all__ = ["CONTROLLER_NAME", "MIRRORS", "ZooKeeperMirrors", "build_mirrors", "setup"]
 
 log = logging.getLogger(__name__)
 
@@ -77,3 +78,14 @@ def build_mirrors(client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: Eve
     controller.watch(config_maps, reconciler.keys_for_config_map)
     zookeeper.add_watch_listener(on_change)
     return ZooKeeperMirrors([mirrors, config_maps], [controller], reconciler, reader)
+
+
+def setup(manager: Manager, client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: EventRecorder, *,
+          namespaces: Sequence[str] | None, workers: int, dry_run: bool, resync_period: float,
+          inactivity_timeout: float) -> ZooKeeperMirrors:
+    """:func:`build_mirrors` and add its parts to ``manager`` (informers everywhere, the controller while
+    leading)."""
+    mirrors = build_mirrors(client, zookeeper, recorder, namespaces=namespaces, workers=workers, dry_run=dry_run,
+                            resync_period=resync_period, inactivity_timeout=inactivity_timeout)
+    manager.add_controllers(mirrors.informers, mirrors.controllers)
+    return mirrors

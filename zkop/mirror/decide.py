@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
+from zkop.kube.types import JSON
 from zkop.mirror.keys import key_for, key_problem
 from zkop.mirror.tree import Snapshot
 
@@ -42,8 +43,6 @@ __all__ = [
     "decide",
     "parse_spec",
 ]
-
-JSON = dict[str, Any]
 
 #: ``corev1.MaxSecretSize``: the sum of a ConfigMap's key and value lengths ``ValidateConfigMap`` allows.
 MAX_CONFIGMAP_BYTES = 1024 * 1024

@@ -26,6 +26,7 @@ from zkop.mirror.tree import TreeReader
 from zkop.mirror.writer import AlreadyExists, ApiWriter
 from zkop.runtime.cache import Indexer
 from zkop.runtime.controller import Result, RetryableError
+from zkop.runtime.retry import RetryBoundary
 from zkop.zookeeper.adapter import ZooKeeperError
 
 __all__ = ["MirrorReconciler", "desired_status", "mirror_covers"]
@@ -92,6 +93,8 @@ class MirrorReconciler:
         self.writer = writer
         self.watch_roots = watch_roots
         self._roots: frozenset[str] = frozenset()
+        #: A ZooKeeper failure leaves a pass as a RetryableError.
+        self.retry = RetryBoundary(ZooKeeperError)
 
     def _specs(self) -> list[tuple[str, MirrorSpec]]:
         specs = []
@@ -144,10 +147,8 @@ class MirrorReconciler:
         snapshot = None
         existing = None
         if isinstance(spec, MirrorSpec):
-            try:
+            with self.retry.retrying(key):
                 snapshot = self.reader.snapshot(spec.path, recursive=spec.recursive)
-            except ZooKeeperError as err:
-                raise RetryableError(f"{key}: {err}") from err
             existing = self.config_maps.get(f"{namespace}/{spec.config_map}")
         decision = decide(mirror, spec, snapshot, existing)
         write = decision.write

@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -197,6 +198,14 @@ class Manager:
             start_now = self._leading if needs_leader else self._started
         if start_now:
             self._start(entry)
+
+    def add_controllers(self, informers: Iterable[Runnable], controllers: Iterable[Runnable]) -> None:
+        """Register a feature's ``informers`` (every replica keeps a warm cache) and its ``controllers``
+        (only the elected replica reconciles), in order."""
+        for informer in informers:
+            self.add(informer, needs_leader=False)
+        for controller in controllers:
+            self.add(controller, needs_leader=True)
 
     def add_healthz_check(self, name: str, check: Check) -> None:
         """Add a liveness check served on ``/healthz`` (``None`` = healthy, else the reason).

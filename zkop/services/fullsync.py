@@ -28,6 +28,8 @@ from typing import Protocol, TypeVar
 from zkop.kube.client import JSON
 from zkop.kube.events import EventRecorder
 from zkop.runtime.controller import Result
+from zkop.runtime.retry import RetryBoundary
+from zkop.zookeeper.errors import ZooKeeperError
 
 __all__ = [
     "BREAKER_RECHECK",
@@ -128,10 +130,12 @@ class DeleteCircuitBreaker:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What :func:`delete_unless_wanted` did: ``deleted`` deletions, ``complete`` if none was held back."""
+    """What :func:`delete_unless_wanted` did: ``deleted`` deletions, ``complete`` if none was held back;
+    ``planned``: a dry run planned the deletions instead (nothing was deleted, the orphans remain)."""
 
     deleted: int = 0
     complete: bool = True
+    planned: bool = False
 
 
 def delete_unless_wanted(
@@ -234,7 +238,8 @@ class FirstPass:
 
 class FullSyncReconciler:
     """What a reconciler with a full sync holds: the synced gate, the full-sync request and period,
-    and the delete circuit breaker with its Events' object. Both directions' reconcilers extend it.
+    the delete circuit breaker with its Events' object, and the retry boundary for ZooKeeper
+    failures (:attr:`retry`). Both directions' reconcilers extend it.
 
     Args:
         who, log, breaker_gauge, closed_message: the breaker's (see :class:`DeleteCircuitBreaker`).
@@ -258,6 +263,9 @@ class FullSyncReconciler:
         self.event_object = event_object or default_event_object()
         self.breaker = DeleteCircuitBreaker(who, log, breaker_gauge, recorder, self.event_object, closed_message)
         self.first_pass = FirstPass()
+        #: Every ZooKeeper failure of a pass leaves it as a RetryableError (kazoo's own exceptions never
+        #: reach the services: the ZooKeeper layer maps them once, ``zkop.zookeeper.errors.map_kazoo_error``).
+        self.retry = RetryBoundary(ZooKeeperError)
 
     @property
     def breaker_open(self) -> bool:

@@ -1,6 +1,11 @@
-"""The ZooKeeperConfig controller's writes to the API server: finalizer, status, Events.
+"""The ZooKeeperConfig controller's writes — ZooKeeper, finalizer, status, Events — and its dry-run seam.
 
-Every write of the object goes through :class:`~zkop.runtime.ownwrites.OwnWrites`, so
+The reconciler makes every change through the :class:`ObjectWriter` it was built with: this one
+writes; :class:`~zkop.zkconfig.dryrun.DryRunWriter` (``zkop run --dry-run``) plans and records
+instead, so the reconciler never branches on the dry run. ZooKeeper writes go through the
+adapter, whose :attr:`~zkop.zookeeper.adapter.ZooKeeperAdapter.refuse_writes` is the safety net.
+
+Every API write of the object goes through :class:`~zkop.runtime.ownwrites.OwnWrites`, so
 its watch event (the echo) is not enqueued again, and a reconcile that reads the object
 before the informer caught up with the write goes on with the write's response instead
 (:meth:`OwnWrites.newest`): the same status is never written twice.
@@ -13,30 +18,78 @@ Consistency"); the status patch goes to the ``/status`` subresource.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from zkop.kube.client import JSON, MERGE_PATCH, ApiException, KubeClient, resource_path
 from zkop.kube.events import EventRecorder, now_rfc3339
+from zkop.ownership.registry import OwnershipRegistry, OwnerStamp
 from zkop.runtime.cache.indexer import meta_namespace_key
 from zkop.runtime.ownwrites import OwnWrites
-from zkop.zkconfig.decide import Event
+from zkop.zkconfig.decide import Decision, Event
+from zkop.zkconfig.objects import finalizers
 from zkop.zkconfig.plan import Outcome
-from zkop.zkconfig.spec import GROUP, PLURAL, VERSION
+from zkop.zkconfig.spec import FINALIZER, GROUP, PLURAL, VERSION
 from zkop.zkconfig.status import desired_status, status_patch
+from zkop.zookeeper.actions import Action, CheckVersion
+from zkop.zookeeper.adapter import ZooKeeperAdapter
 
 __all__ = ["ObjectWriter"]
 
 
 class ObjectWriter:
-    """Writes finalizers, status and Events of ZooKeeperConfig objects.
+    """Writes ZooKeeper (plans, ownership releases), finalizers, status and Events of ZooKeeperConfig objects.
 
     Args:
         client: JSON client.
         own_writes: where the writes are announced (shared with the controller's update filter).
+        zookeeper: the adapter that executes plans.
+        registry: the ownership records.
     """
 
-    def __init__(self, client: KubeClient, recorder: EventRecorder, own_writes: OwnWrites) -> None:
+    def __init__(self, client: KubeClient, recorder: EventRecorder, own_writes: OwnWrites,
+                 zookeeper: ZooKeeperAdapter, registry: OwnershipRegistry) -> None:
         self.client = client
         self.recorder = recorder
         self.own_writes = own_writes
+        self.zookeeper = zookeeper
+        self.registry = registry
+
+    # --- ZooKeeper ---------------------------------------------------------------------------
+
+    def execute(self, actions: Sequence[Action], *, atomic: bool = False, require: Sequence[CheckVersion] = ()) -> None:
+        """Execute a decision's ZooKeeper writes, arming a data watch on every node created
+        (:meth:`ZooKeeperAdapter.execute`, whose errors it raises)."""
+        self.zookeeper.execute(actions, atomic=atomic, arm_watches=True, require=require)
+
+    def release(self, path: str, ours: OwnerStamp) -> None:
+        """Release the ownership record of ``path`` (:meth:`OwnershipRegistry.release`)."""
+        self.registry.release(path, ours)
+
+    def children_gone(self, path: str) -> bool:
+        """Watch the children of ``path`` (a deletion waits for them); True if none are left meanwhile."""
+        return self.zookeeper.watch_children(path) == []
+
+    # --- the pass as applied -------------------------------------------------------------------
+
+    def synced(self, key: str, record_path: str, decision: Decision) -> Decision:
+        """What is applied to the API server after a live object's pass: ``decision`` itself."""
+        return decision
+
+    def deleting(self, key: str, obj: JSON, record_path: str, decision: Decision,
+                 cause: BaseException | None = None) -> Decision:
+        """What is applied to the API server after a pass over ``obj`` being deleted: ``decision`` itself
+        (``cause``: the ZooKeeper error the pass failed with, if it did)."""
+        return decision
+
+    # --- API server ------------------------------------------------------------------------------
+
+    def add_finalizer(self, obj: JSON) -> JSON | None:
+        """Add zkop's finalizer (:meth:`set_finalizers`); the updated object, or ``None`` if it is gone."""
+        return self.set_finalizers(obj, [*finalizers(obj), FINALIZER])
+
+    def remove_finalizer(self, obj: JSON) -> None:
+        """Remove zkop's finalizer (:meth:`set_finalizers`)."""
+        self.set_finalizers(obj, [f for f in finalizers(obj) if f != FINALIZER])
 
     def event(self, obj: JSON, event: Event) -> None:
         """Send ``event`` about ``obj`` (queued; the recorder deduplicates and rate-limits)."""

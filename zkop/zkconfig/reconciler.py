@@ -17,16 +17,16 @@ is in :mod:`zkop.zkconfig.decide`; this module reads and writes:
    gathers and decides again (:func:`~zkop.zookeeper.replan.with_replans`);
 6. status is written only if it changed, Events for every change (:mod:`zkop.zkconfig.apiwrites`).
 
-With ``dry_run`` the same facts are read and the same decisions made, but nothing is written to
-ZooKeeper and no finalizer is added: the changes are logged and counted and the decision applied
-in its dry-run form (:mod:`zkop.zkconfig.dryrun`).
+Every change goes through the writer chosen at construction: an
+:class:`~zkop.zkconfig.apiwrites.ObjectWriter`, or with ``dry_run`` a
+:class:`~zkop.zkconfig.dryrun.DryRunWriter`, which reads the same facts and makes the same
+decisions but writes nothing to ZooKeeper and adds no finalizer; the changes are logged and
+counted and the decision applied in its dry-run form.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -38,10 +38,11 @@ from zkop.ownership.registry import DEFAULT_REGISTRY_ROOT, OwnershipRegistry, Ow
 from zkop.runtime.cache import Indexer, ObjectGetter, meta_namespace_key
 from zkop.runtime.controller import Result, RetryableError
 from zkop.runtime.ownwrites import OwnWrites
+from zkop.runtime.retry import RetryBoundary
 from zkop.zkconfig import decide, metrics
 from zkop.zkconfig.apiwrites import ObjectWriter
 from zkop.zkconfig.decide import Decision, DeleteFacts, SyncFacts
-from zkop.zkconfig.dryrun import dry_run_delete, dry_run_sync, log_planned
+from zkop.zkconfig.dryrun import DryRunWriter
 from zkop.zkconfig.objects import finalizers, unsynced_path
 from zkop.zkconfig.refs import ref_data
 from zkop.zkconfig.spec import (
@@ -114,8 +115,8 @@ class ReconcilerOptions:
             shows ``ZooKeeperUnavailable`` (a blip is retried quietly).
         unavailable_grace: seconds those failures must have lasted too (see
             :func:`~zkop.zkconfig.decide.decide_failure`); the status then says so at the next retry.
-        dry_run: plan, log and count, write nothing to ZooKeeper and add no finalizer
-            (``zkop run --dry-run``; see :mod:`zkop.zkconfig.dryrun`).
+        dry_run: build the reconciler with a :class:`~zkop.zkconfig.dryrun.DryRunWriter`: plan, log
+            and count, write nothing to ZooKeeper and add no finalizer (``zkop run --dry-run``).
     """
 
     max_data_bytes: int = DEFAULT_MAX_DATA_BYTES
@@ -152,11 +153,11 @@ class ZooKeeperConfigReconciler:
         #: Our finalizer and status writes: :meth:`wants_update` drops the watch events that only echo
         #: them, and a reconcile reading an object the cache has not updated yet goes on with our write.
         self.own_writes = own_writes if own_writes is not None else OwnWrites()
-        self.writer = ObjectWriter(client, recorder, self.own_writes)
-        # Per key: consecutive passes that found ZooKeeper unavailable, and when the first of them
-        # failed (time.monotonic()); the workers share the dict.
-        self._failures: dict[str, tuple[int, float]] = {}
-        self._failures_lock = threading.Lock()
+        #: Every change is made through it: the dry-run seam, chosen once.
+        self.writer = (DryRunWriter if self.options.dry_run else ObjectWriter)(
+            client, recorder, self.own_writes, zookeeper, self.registry)
+        #: ZooKeeper failures: each key's streak of passes that found ZooKeeper unavailable.
+        self.retry = RetryBoundary(ZooKeeperError, streak_of=ZooKeeperUnavailable)
 
     # --- entry point -------------------------------------------------------------------------
 
@@ -171,8 +172,7 @@ class ZooKeeperConfigReconciler:
         obj = self.own_writes.newest(key, lambda: self.cache.get(key))
         if obj is None:
             self.own_writes.forget(key)
-            with self._failures_lock:
-                self._failures.pop(key, None)
+            self.retry.passed(key)
             return Result()
         if (obj.get("metadata") or {}).get("deletionTimestamp"):
             return self._reconcile_delete(key, obj)
@@ -180,7 +180,7 @@ class ZooKeeperConfigReconciler:
         desired = spec if isinstance(spec, DesiredZnode) else None
         decision = decide.precheck_sync(obj, spec, self._cluster_owner(desired))
         if decision is not None:
-            return self._apply(obj, self._dry_sync(key, "", decision))
+            return self._apply(obj, self.writer.synced(key, "", decision))
         assert desired is not None
         record_path = self.registry.record_path(desired.path)
         # Both reads go out at once and are answered while the finalizer is written (if it must be):
@@ -189,8 +189,8 @@ class ZooKeeperConfigReconciler:
             reads: tuple[PendingRead, PendingRead] | ZooKeeperError = self._start_reads(desired)
         except ZooKeeperError as err:
             reads = err
-        if FINALIZER not in finalizers(obj) and not self.options.dry_run:
-            updated = self.writer.set_finalizers(obj, [*finalizers(obj), FINALIZER])
+        if FINALIZER not in finalizers(obj):
+            updated = self.writer.add_finalizer(obj)
             if updated is None:
                 return Result()
             obj = updated
@@ -199,9 +199,9 @@ class ZooKeeperConfigReconciler:
                 raise reads
             decision = self._converge(obj, desired, record_path, reads)
         except ZooKeeperError as err:
-            return self._fail(key, obj, err)
-        self._count_failure(key, None)
-        return self._apply(obj, self._dry_sync(key, record_path, decision))
+            return self._apply(obj, self.writer.synced(key, record_path, self._failure(key, err)), cause=err)
+        self.retry.passed(key)
+        return self._apply(obj, self.writer.synced(key, record_path, decision))
 
     def learn_absent(self) -> int:
         """Before the workers start: learn which znodes and records of unsynced objects do not exist yet.
@@ -322,11 +322,9 @@ class ZooKeeperConfigReconciler:
         def attempt(n: int) -> Decision:
             decision = decide.decide_sync(self._gather(obj, desired, record_path, reads if n == 0 else
                                                 self._start_reads(desired)))
-            if self.options.dry_run:
-                return decision  # planned, not written: see _dry_sync
             # The record and the znode in one multi (nothing for a conflict). Both get a data watch
             # when created (drift, and a record changed behind zkop's back).
-            self.zookeeper.execute(decision.writes, atomic=True, arm_watches=True, require=decision.require)
+            self.writer.execute(decision.writes, atomic=True, require=decision.require)
             return decision
 
         return self._with_replans(desired.path, attempt, forget=(desired.path, record_path))
@@ -335,6 +333,7 @@ class ZooKeeperConfigReconciler:
         """Decide and apply the deletion of ``obj``: pre-check, read the record owner, then the znode."""
         # No lock-out check here: whatever was written is deleted (if it is ours), whoever zkop is now.
         target = decide.deletion_target(obj, self._parse(obj, check_access=False))
+        record_path = self.registry.record_path(target.path) if target is not None else ""
         decision = decide.precheck_delete(obj, target)
         if decision is None:
             assert target is not None
@@ -343,18 +342,13 @@ class ZooKeeperConfigReconciler:
                                           self.registry.owner(target.path))
                 decision = self._converge_delete(obj, target) if owned else decide.decide_delete(
                     DeleteFacts(obj, target, False, None))
-                if decision.release and not self.options.dry_run:
-                    self.registry.release(target.path, self._stamp(obj))
+                if decision.release:
+                    self.writer.release(target.path, self._stamp(obj))
             except ZooKeeperError as err:
-                if not self.options.dry_run:
-                    return self._fail(key, obj, err)
-                log.info("dry-run zookeeperconfig %s: could not read ZooKeeper to plan the deletion (%s)", key, err)
-                decision = Decision()
-        self._count_failure(key, None)
-        if self.options.dry_run:
-            log_planned(key, decision, self.registry.record_path(target.path) if target is not None else "")
-            decision = dry_run_delete(obj)
-        return self._apply(obj, decision)
+                return self._apply(obj, self.writer.deleting(key, obj, record_path, self._failure(key, err), cause=err),
+                                   cause=err)
+        self.retry.passed(key)
+        return self._apply(obj, self.writer.deleting(key, obj, record_path, decision))
 
     def _converge_delete(self, obj: JSON, target: DesiredZnode) -> Decision:
         """Read the znode afresh (and watch its children if :func:`~zkop.zkconfig.decide.needs_children`),
@@ -366,27 +360,20 @@ class ZooKeeperConfigReconciler:
 
         def attempt(n: int) -> Decision:
             observed = read_fresh()
-            # A dry run plans, and neither waits nor watches: see _reconcile_delete.
-            if decide.needs_children(target, observed) and not self.options.dry_run \
-                    and self.zookeeper.watch_children(target.path) == []:
+            if decide.needs_children(target, observed) and self.writer.children_gone(target.path):
                 observed = read_fresh()  # the children went meanwhile: go on at once
             decision = decide.decide_delete(DeleteFacts(obj, target, True, observed))
-            if not self.options.dry_run:
-                self.zookeeper.execute(decision.writes, arm_watches=True)
+            self.writer.execute(decision.writes)
             return decision
 
         return self._with_replans(target.path, attempt, forget=(target.path,))
-
-    def _dry_sync(self, key: str, record_path: str, decision: Decision) -> Decision:
-        """``decision`` as it is, or in a dry run its changes logged and its dry-run form."""
-        return dry_run_sync(decision, log_planned(key, decision, record_path)) if self.options.dry_run else decision
 
     # --- apply -------------------------------------------------------------------------------
 
     def _apply(self, obj: JSON, decision: Decision, cause: BaseException | None = None) -> Result:
         """Apply the API-server half of ``decision`` (ZooKeeper is written by then)."""
         if decision.add_finalizer:
-            updated = self.writer.set_finalizers(obj, [*finalizers(obj), FINALIZER])
+            updated = self.writer.add_finalizer(obj)
             if updated is None:
                 return Result()
             obj = updated
@@ -398,28 +385,15 @@ class ZooKeeperConfigReconciler:
             self.writer.report(obj, decision.outcome, wrote=decision.wrote, retrying=decision.retrying,
                                warn=decision.warn, znode_version=decision.znode_version)
         if decision.remove_finalizer:
-            self.writer.set_finalizers(obj, [f for f in finalizers(obj) if f != FINALIZER])
+            self.writer.remove_finalizer(obj)
         if decision.retry is not None:
+            if decision.outcome is None:  # a ZooKeeper blip: retried before telling anyone
+                metrics.ZOOKEEPER_QUIET_RETRIES.labels("zookeeperconfig").inc()
             raise RetryableError(decision.retry) from cause
         return Result()
 
-    def _fail(self, key: str, obj: JSON, err: ZooKeeperError) -> Result:
-        """Report a pass that ZooKeeper failed (:func:`~zkop.zkconfig.decide.decide_failure`) and retry it."""
-        failures, failing_for = self._count_failure(key, err)
-        decision = decide.decide_failure(err, failures, failing_for, threshold=self.options.failure_threshold,
-                                  grace=self.options.unavailable_grace)
-        if decision.outcome is None:
-            metrics.ZOOKEEPER_QUIET_RETRIES.labels("zookeeperconfig").inc()
-        return self._apply(obj, decision, cause=err)
-
-    def _count_failure(self, key: str, err: ZooKeeperError | None) -> tuple[int, float]:
-        """Count ``key``'s consecutive passes that found ZooKeeper unavailable, and for how many seconds they
-        have failed; any other ending resets both."""
-        now = time.monotonic()
-        with self._failures_lock:
-            if not isinstance(err, ZooKeeperUnavailable):
-                self._failures.pop(key, None)
-                return 0, 0.0
-            count, since = self._failures.get(key, (0, now))
-            self._failures[key] = (count + 1, since)
-            return count + 1, now - since
+    def _failure(self, key: str, err: ZooKeeperError) -> Decision:
+        """What a pass that ZooKeeper failed reports and retries (:func:`~zkop.zkconfig.decide.decide_failure`)."""
+        failures, failing_for = self.retry.failed(key, err)
+        return decide.decide_failure(err, failures, failing_for, threshold=self.options.failure_threshold,
+                                     grace=self.options.unavailable_grace)

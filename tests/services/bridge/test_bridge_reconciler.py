@@ -291,7 +291,8 @@ def test_the_wanted_again_guard_recomputes_the_desired_set_only_when_the_cache_c
             self.adapter.execute(actions)
             self._fire()
 
-    bridge.reconciler.zookeeper = ComesBack(adapter, lambda: bridge.add(service(back, uid="uid-back")))
+    comes_back = ComesBack(adapter, lambda: bridge.add(service(back, uid="uid-back")))
+    bridge.reconciler.zookeeper = bridge.reconciler.writer.zookeeper = comes_back  # its reads and its writes
     result = bridge.reconciler.reconcile(FULL_SYNC_KEY)
     children = set(zk.get_children(f"{zk_base}{ROOT}"))
     assert children == {f"default-{n}" for n in [*names[10:], back]}

@@ -1,8 +1,9 @@
 """Wire the service bridge: informers, the ``service-bridge`` controller and its reconciler.
 
-The manager owns the lifecycle (:mod:`zkop.services.wiring`): it starts the informers on every
-replica and waits for them to sync, starts the controllers only while leading, and calls
-:meth:`ServiceBridge.on_session_reconnected` after a new ZooKeeper session.
+:func:`setup` adds them to the manager (as every feature wires itself), which owns the lifecycle
+(:mod:`zkop.services.wiring`): it starts the informers on every replica and waits for them to
+sync, starts the controllers only while leading; the caller hooks
+:meth:`ServiceBridge.on_session_reconnected` to a new ZooKeeper session.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from zkop.kube.client import JSON, KubeClient
 from zkop.kube.events import EventRecorder
 from zkop.runtime.cache import FuncHandler, Informer, meta_namespace_key
 from zkop.runtime.controller import Controller
+from zkop.runtime.manager import Manager
 from zkop.runtime.workqueue import RateLimitingQueue
 from zkop.services.bridge.options import BridgeOptions
 from zkop.services.bridge.reconciler import FULL_SYNC_KEY, KEY_INDEX, SLICE_INDEX, ServiceBridgeReconciler
@@ -25,7 +27,7 @@ from zkop.services.endpoints import slice_service_key
 from zkop.services.wiring import ENDPOINTSLICES, SERVICES, ServiceSync, all_synced
 from zkop.zookeeper.adapter import ZooKeeperAdapter
 
-__all__ = ["CONTROLLER_NAME", "ENDPOINTSLICES", "SERVICES", "ServiceBridge", "build_service_bridge"]
+__all__ = ["CONTROLLER_NAME", "ENDPOINTSLICES", "SERVICES", "ServiceBridge", "build_service_bridge", "setup"]
 
 log = logging.getLogger(__name__)
 
@@ -107,3 +109,13 @@ def build_service_bridge(
         controller.wait_for(slices)
     controller.queue.add(FULL_SYNC_KEY)
     return ServiceBridge(informers, [controller], reconciler)
+
+
+def setup(manager: Manager, client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: EventRecorder,
+          options: BridgeOptions, *, cluster_id: str, resync_period: float, inactivity_timeout: float) -> ServiceBridge:
+    """:func:`build_service_bridge` and add its parts to ``manager`` (informers everywhere, the controller
+    while leading)."""
+    bridge = build_service_bridge(client, zookeeper, recorder, options, cluster_id=cluster_id,
+                                  resync_period=resync_period, inactivity_timeout=inactivity_timeout)
+    manager.add_controllers(bridge.informers, bridge.controllers)
+    return bridge

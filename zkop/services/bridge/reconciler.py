@@ -23,6 +23,9 @@ owner; right before executing, each path is checked again against a fresh desire
 the cache (a Service re-created meanwhile protects its path); and each delete is conditional
 on the version that was read, so a record rewritten for a re-created Service (new uid, new
 version) makes the stale delete fail instead of removing it.
+
+Every ZooKeeper write goes through the :class:`~zkop.services.bridge.writer.ZooKeeperWriter` chosen
+at construction (with ``options.dry_run`` it plans, logs and counts instead of writing).
 """
 
 from __future__ import annotations
@@ -31,11 +34,9 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Protocol
 
 from zkop.kube.client import JSON
 from zkop.kube.events import EventRecorder
-from zkop.runtime import dryrun
 from zkop.runtime.cache import Indexer, meta_namespace_key
 from zkop.runtime.controller import Result
 from zkop.services.bridge import metrics
@@ -47,23 +48,21 @@ from zkop.services.bridge.plan import (
     Protection,
     ServicePlan,
     SweepPlan,
-    describe,
     desired_set,
     plan_service,
     plan_sweep,
 )
 from zkop.services.bridge.records import is_selected, service_record
+from zkop.services.bridge.writer import ZooKeeperClient, ZooKeeperWriter
 from zkop.services.endpoints import Debouncer, EndpointsView, endpoints_view
-from zkop.services.errors import retry_on_zookeeper_errors
 from zkop.services.fullsync import (
     FullSyncReconciler,
     default_event_object,
-    delete_unless_wanted,
     next_full_sync,
     postpone_until_synced,
 )
 from zkop.services.reporting import ReportOnce
-from zkop.zookeeper.actions import Action, CreateNode, DeleteNode, Observed, SetData, operation
+from zkop.zookeeper.actions import DeleteNode
 from zkop.zookeeper.errors import ConcurrentModification
 from zkop.zookeeper.replan import with_replans
 
@@ -77,8 +76,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-#: The ``controller`` label of dry-run planned changes (the controller's name, as in :mod:`.builder`).
-CONTROLLER = "service-bridge"
 
 #: The queue key of the full sync; it has no ``/`` so it never names a Service.
 FULL_SYNC_KEY = "service-bridge:full-sync"
@@ -88,16 +85,6 @@ KEY_INDEX = "zookeeper-key"
 SLICE_INDEX = "service"
 #: Levels below the root the full sync scans (Curator instances of the nested layout are 3 deep).
 SCAN_DEPTH = 3
-
-
-class ZooKeeperClient(Protocol):
-    """What the reconciler needs from :class:`~zkop.zookeeper.adapter.ZooKeeperAdapter`."""
-
-    def read(self, path: str) -> Observed | None: ...
-
-    def children(self, path: str) -> list[str] | None: ...
-
-    def execute(self, actions: Sequence[Action]) -> None: ...
 
 
 class ServiceBridgeReconciler(FullSyncReconciler):
@@ -131,6 +118,8 @@ class ServiceBridgeReconciler(FullSyncReconciler):
         self.services = services
         self.slices = slices
         self.zookeeper = zookeeper
+        #: Every ZooKeeper write is made through it: the dry-run seam, chosen once.
+        self.writer = ZooKeeperWriter(zookeeper, dry_run=options.dry_run)
         self.options = options
         self.cluster_id = cluster_id
         self.format: RecordFormat = get_format(options.format)
@@ -173,7 +162,7 @@ class ServiceBridgeReconciler(FullSyncReconciler):
             RetryableError: ZooKeeper unavailable or refused, or a conflict persisted; the controller
                 requeues the key with backoff and logs it without a traceback.
         """
-        with retry_on_zookeeper_errors(key):
+        with self.retry.retrying(key):
             if key == FULL_SYNC_KEY:
                 return self.full_sync()
             return self.sync_service(key)
@@ -210,8 +199,8 @@ class ServiceBridgeReconciler(FullSyncReconciler):
         view, recheck = self._endpoints(key)
         record = service_record(obj, self.options, view)
         desired = self.format.nodes(record, location, self.cluster_id)
-        plan, had_record = self._converge(key, desired, location.key_path)
-        self._report(key, obj, location.key_path, plan, had_record)
+        plan, published = self._converge(key, desired, location.key_path)
+        self._report(key, obj, location.key_path, plan, published)
         return Result(requeue_after=recheck) if recheck else Result()
 
     def _endpoints(self, key: str) -> tuple[EndpointsView | None, float | None]:
@@ -250,38 +239,27 @@ class ServiceBridgeReconciler(FullSyncReconciler):
         return observed, children
 
     def _converge(self, key: str, desired: Sequence[DesiredNode], key_path: str) -> tuple[ServicePlan, bool]:
-        """Read, plan, execute; re-plan on a concurrent change (:func:`~zkop.zookeeper.replan.with_replans`)."""
+        """Read, plan, write; re-plan on a concurrent change (:func:`~zkop.zookeeper.replan.with_replans`).
+
+        Returns:
+            The plan, and whether it published the Service's first record (written, not only planned).
+        """
         def attempt(n: int) -> tuple[ServicePlan, bool]:
             observed, children = self._observe(desired, key_path)
             had_record = any(node.ours(self.cluster_id) and node.is_record for node in [*observed.values(), *children])
             plan = plan_service(desired, observed, children, cluster_id=self.cluster_id, policy=self.options.policy)
             for note in plan.suppressed:
                 log.debug("service-bridge %s: not done: %s", key, note)
-            if self.options.dry_run:
-                for action in plan.actions:
-                    dryrun.planned(log, CONTROLLER, key, operation(action), describe(action))
-                return plan, had_record
-            self._execute(plan.actions)
-            return plan, had_record
+            written = self.writer.write(key, plan.actions)
+            return plan, bool(plan.created) and not had_record and written
 
         def on_conflict(n: int, err: ConcurrentModification) -> None:
             log.info("service-bridge %s: znode changed during reconcile (attempt %d): %s", key, n + 1, err)
 
         return with_replans(attempt, on_conflict)
 
-    def _execute(self, actions: Sequence[Action]) -> None:
-        for action in actions:
-            self.zookeeper.execute([action])
-            log.debug("service-bridge: %s", describe(action))
-            if isinstance(action, CreateNode):
-                metrics.SERVICE_BRIDGE_WRITES.labels("create").inc()
-            elif isinstance(action, SetData):
-                metrics.SERVICE_BRIDGE_WRITES.labels("update").inc()
-            elif isinstance(action, DeleteNode):
-                metrics.SERVICE_BRIDGE_DELETES.inc()
-
-    def _report(self, key: str, obj: JSON, key_path: str, plan: ServicePlan, had_record: bool) -> None:
-        if plan.created and not had_record and not self.options.dry_run:
+    def _report(self, key: str, obj: JSON, key_path: str, plan: ServicePlan, published: bool) -> None:
+        if published:
             self.recorder.event(obj, "Normal", "Published", f"published to ZooKeeper at {key_path}")
         uid = str((obj.get("metadata") or {}).get("uid") or "")
         if not plan.foreign:
@@ -350,27 +328,14 @@ class ServiceBridgeReconciler(FullSyncReconciler):
         if plan.suppressed:
             log.info("service-bridge: policy %s keeps %d orphaned node(s): %s", self.options.policy,
                      len(plan.orphans), ", ".join(plan.orphans))
-        complete = True
-        if self.options.dry_run:
-            for action in plan.actions:
-                dryrun.planned(log, CONTROLLER, "full-sync", operation(action), describe(action))
-        elif plan.actions:
-            outcome = delete_unless_wanted(
-                plan.actions, wanted_again=self._wanted_again, delete=lambda action: self._execute([action]),
-                lost_race=ConcurrentModification,
-                lost=lambda action, err: f"{action.path} changed since the scan; not deleted ({err})",
-                log=log, who="service-bridge",
-            )
-            complete = outcome.complete
-            if outcome.deleted:
-                log.info("service-bridge: full sync deleted %d orphaned node(s)", outcome.deleted)
-        orphaned = len(plan.counted_uids) if plan.breaker_open or plan.suppressed or self.options.dry_run else 0
+        outcome = self.writer.delete_orphans(plan.actions, self._wanted_again)
+        orphaned = len(plan.counted_uids) if plan.breaker_open or plan.suppressed or outcome.planned else 0
         metrics.SERVICE_BRIDGE_RECORDS.labels("published").set(plan.published)
         metrics.SERVICE_BRIDGE_RECORDS.labels("foreign").set(plan.foreign)
         metrics.SERVICE_BRIDGE_RECORDS.labels("orphaned").set(orphaned)
         metrics.SERVICE_BRIDGE_RECORDS.labels("collided").set(len(want.collisions))
         self.first_pass.done()
-        return next_full_sync(self.full_sync_period, breaker_open=plan.breaker_open, complete=complete,
+        return next_full_sync(self.full_sync_period, breaker_open=plan.breaker_open, complete=outcome.complete,
                               last_full_sync=metrics.SERVICE_BRIDGE_LAST_FULL_SYNC)
 
     def _wanted_again(self, action: DeleteNode) -> str | None:

@@ -1,9 +1,9 @@
 """Wire the service importer: informers, the ``service-import`` controller, its reconciler and watches.
 
-The manager owns the lifecycle (:mod:`zkop.services.wiring`), exactly as for the service bridge:
-it starts the informers on every replica and waits for their sync, starts the controller only
-while leading, and calls :meth:`ServiceImporter.on_session_reconnected` after the ZooKeeper
-session comes back.
+:func:`setup` adds them to the manager (as every feature wires itself), which owns the lifecycle
+(:mod:`zkop.services.wiring`), exactly as for the service bridge: it starts the informers on every
+replica and waits for their sync, starts the controller only while leading; the caller hooks
+:meth:`ServiceImporter.on_session_reconnected` to the ZooKeeper session coming back.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from zkop.kube.client import KubeClient
 from zkop.kube.events import EventRecorder
 from zkop.runtime.cache import Informer
 from zkop.runtime.controller import Controller
+from zkop.runtime.manager import Manager
 from zkop.runtime.workqueue import RateLimitingQueue
 from zkop.services.endpoints import slice_service_key
 from zkop.services.importer.options import IMPORTED_LABEL, ImportOptions
@@ -24,7 +25,7 @@ from zkop.services.importer.reconciler import FULL_SYNC_KEY, ROOT_KEY, SLICE_IND
 from zkop.services.wiring import ENDPOINTSLICES, SERVICES, ServiceSync, all_synced
 from zkop.zookeeper.adapter import ZooKeeperAdapter
 
-__all__ = ["CONTROLLER_NAME", "ServiceImporter", "build_service_importer"]
+__all__ = ["CONTROLLER_NAME", "ServiceImporter", "build_service_importer", "setup"]
 
 log = logging.getLogger(__name__)
 
@@ -96,3 +97,14 @@ def build_service_importer(
     queue.add(ROOT_KEY)
     queue.add(FULL_SYNC_KEY)
     return ServiceImporter(informers, [controller], reconciler)
+
+
+def setup(manager: Manager, client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: EventRecorder,
+          options: ImportOptions, *, cluster_id: str, resync_period: float,
+          inactivity_timeout: float) -> ServiceImporter:
+    """:func:`build_service_importer` and add its parts to ``manager`` (informers everywhere, the controller
+    while leading)."""
+    importer = build_service_importer(client, zookeeper, recorder, options, cluster_id=cluster_id,
+                                      resync_period=resync_period, inactivity_timeout=inactivity_timeout)
+    manager.add_controllers(importer.informers, importer.controllers)
+    return importer

@@ -36,7 +36,6 @@ from zkop.kube.events import EventRecorder
 from zkop.runtime.cache import Indexer
 from zkop.runtime.controller import Result, RetryableError
 from zkop.services.endpoints import SERVICE_NAME_LABEL
-from zkop.services.errors import retry_on_zookeeper_errors
 from zkop.services.fullsync import (
     FullSyncReconciler,
     delete_unless_wanted,
@@ -190,7 +189,7 @@ class ServiceImportReconciler(FullSyncReconciler):
                 for a reason that retrying can fix (conflict, not found, unavailable).
             TerminalError: the API server rejected an object as invalid.
         """
-        with retry_on_zookeeper_errors(key):
+        with self.retry.retrying(key):
             if key == ROOT_KEY:
                 self.sync_root()
                 return Result()
@@ -293,18 +292,18 @@ class ServiceImportReconciler(FullSyncReconciler):
         created = False
         if step.action is not None:
             live = self.writer.execute_one(step.action) or existing
-            if isinstance(step.action, CreateObject) and not self.options.dry_run:
-                created = True
-                self.recorder.event(live or step.action.body, "Normal", "Imported",
-                                    f"imported from ZooKeeper {best.path} "
-                                    f"({len(best.instances)} instance(s))")
-        # A dry run's "created" Service does not exist: Events go to what does.
-        event_target = existing if self.options.dry_run else live
+        # None for a Service a dry run only planned (the writer answers with the body it would send).
+        uid = str(((live or {}).get("metadata") or {}).get("uid") or "") or None
+        if isinstance(step.action, CreateObject) and uid is not None:
+            created = True
+            self.recorder.event(live or step.action.body, "Normal", "Imported",
+                                f"imported from ZooKeeper {best.path} ({len(best.instances)} instance(s))")
+        # Events go to what exists: not to a Service a dry run only planned.
+        event_target = live if uid is not None else existing
         self._report_collision(name, best, found, event_target)
         self._report_skips(name, best, event_target)
         if step.terminating:
             return Result(), created
-        uid = str(((live or {}).get("metadata") or {}).get("uid") or "") or None
         wanted = desired_slices(best, name, namespace, self.cluster_id, uid) if live is not None else []
         plan = plan_slices(wanted, slices, self.cluster_id)
         for foreign in plan.foreign:
