@@ -9,7 +9,8 @@ Encoding (:func:`encode_instance`) writes Spring Cloud Zookeeper's payload
 (``ZookeeperInstance{id, name, metadata}`` with its ``@class``), the owner stamp in
 ``payload.metadata`` (:func:`owner_of`), ``serviceType`` ``PERMANENT`` (Curator's ``InstanceCleanup``
 purges ``STATIC`` ones; only ``DYNAMIC`` means ephemeral) and Spring's default URI spec
-``{scheme}://{address}:{port}``.
+``{scheme}://{address}:{port}``, or ``{scheme}://{address}:{ssl-port}`` when ``sslPort`` is set
+(Curator's ``UriSpec`` makes ``{scheme}`` ``https`` then: :data:`SSL_URI_SPEC`).
 
 Decoding (:func:`decode_instance`) uses ``address``, ``port`` and ``sslPort`` (either may be
 ``null``; exposed as ports named ``http`` and ``https``, the schemes Curator's ``UriSpec`` resolves
@@ -37,6 +38,7 @@ __all__ = [
     "CURATOR_SERVICE_TYPE",
     "SPRING_PAYLOAD_CLASS",
     "SPRING_URI_SPEC",
+    "SSL_URI_SPEC",
     "decode_instance",
     "encode_instance",
     "owner_of",
@@ -53,6 +55,17 @@ SPRING_URI_SPEC: JSON = {"parts": [
     {"value": "address", "variable": True},
     {"value": ":", "variable": False},
     {"value": "port", "variable": True},
+]}
+#: The URI spec of an instance with an ``sslPort``: ``{scheme}://{address}:{ssl-port}``. Curator's ``UriSpec.build``
+#: resolves ``{scheme}`` to ``https`` whenever ``sslPort`` is set, and Spring Cloud Zookeeper's
+#: ``ZookeeperServiceInstance`` then reports ``sslPort`` as its port and ``secure``; with ``{port}`` its
+#: ``getUri()`` would be ``https://`` to the plain port (seen with Curator 5.9.0's ``buildUriSpec``).
+SSL_URI_SPEC: JSON = {"parts": [
+    {"value": "scheme", "variable": True},
+    {"value": "://", "variable": False},
+    {"value": "address", "variable": True},
+    {"value": ":", "variable": False},
+    {"value": "ssl-port", "variable": True},
 ]}
 
 
@@ -78,7 +91,7 @@ def encode_instance(*, name: str, address: str, port: int | None, ssl_port: int 
                     "metadata": dict(sorted(metadata.items()))},
         "registrationTimeUTC": registration_ms,
         "serviceType": CURATOR_SERVICE_TYPE,
-        "uriSpec": SPRING_URI_SPEC,
+        "uriSpec": SPRING_URI_SPEC if ssl_port is None else SSL_URI_SPEC,
         "enabled": enabled,
     }
 
