@@ -77,14 +77,16 @@ class JavaProgram:
         main: the class's simple name, e.g. ``CuratorDiscovery``.
         args: its command-line arguments (usually a ZooKeeper connect string first).
         system_properties: ``-Dkey=value`` options for the JVM.
+        env: environment variables added to the test's own (e.g. Dubbo's ``DUBBO_IP_TO_REGISTRY``).
 
     Use as a context manager: entering starts it and waits for ``{"ready": true}``; leaving stops it
     (``close`` on stdin if it is still running, then SIGTERM, then SIGKILL).
     """
 
     def __init__(self, main: str, args: Sequence[str] = (), *,
-                 system_properties: dict[str, str] | None = None) -> None:
+                 system_properties: dict[str, str] | None = None, env: dict[str, str] | None = None) -> None:
         self.main = main
+        self.env = dict(env or {})
         self.args = list(args)
         self.system_properties = dict(system_properties or {})
         self.proc: subprocess.Popen[str] | None = None
@@ -110,7 +112,8 @@ class JavaProgram:
                    *(f"-D{k}={v}" for k, v in self.system_properties.items()), f"zkop.interop.{self.main}",
                    *self.args]
         self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-                                     text=True, encoding="utf-8", start_new_session=True)
+                                     text=True, encoding="utf-8", start_new_session=True,
+                                     env={**os.environ, **self.env})
         self._reader = threading.Thread(target=self._read, name=f"java-{self.main}", daemon=True)
         self._reader.start()
         first = self._next(timeout, "start")
@@ -170,7 +173,7 @@ class JavaProgram:
         """The last 4000 characters the program wrote to stderr (its log)."""
         self._stderr.flush()
         self._stderr.seek(0)
-        return self._stderr.read()[-4000:]
+        return self._stderr.read()[-int(os.environ.get("ZKOP_JAVA_STDERR_CHARS", "4000")):]
 
     def close(self, timeout: float = EVENTUALLY) -> None:
         """Ask the program to close its clients and exit (``close`` on stdin), and wait until it has."""
