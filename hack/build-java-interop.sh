@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
-# Build (or reuse) the Java interop programs of tests/interop (tests/interop/java: small programs that use the
-# real Apache Curator, Spring Cloud Zookeeper and Apache Dubbo libraries from Maven Central). Test tooling only:
-# nothing of it ships in zkop.
+# Build (or reuse) the Java interop programs of tests/interop: tests/interop/java (small programs that use the real
+# Apache Curator and Apache Dubbo libraries from Maven Central) and tests/interop/java-spring (a Spring Boot
+# application with Spring Cloud Zookeeper discovery). Test tooling only: nothing of it ships in zkop.
 #
 #   hack/build-java-interop.sh
 #
-# Prints, as its last line, the directory holding `classpath.txt` (the programs' classes, then every dependency
-# jar, ':'-separated, ready for `java -cp`). Builds into a version-keyed cache outside the repository:
+# Prints, as its last line, the directory holding `classpath-java.txt` and `classpath-java-spring.txt` (each
+# project's classes, then every dependency jar, ':'-separated, ready for `java -cp`). Builds into a version-keyed cache outside the repository:
 #   ${ZKOP_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/zkop}/java-interop/<hash>/
-# where <hash> covers tests/interop/java (pom.xml and sources), this script and the JDK's version. Needs the JDK
+# where <hash> covers both projects (pom.xml and sources), this script and the JDK's version. Needs the JDK
 # (17) and Maven (3.8) on PATH: Debian's openjdk-17-jdk-headless and maven. The jars live in Maven's own
 # repository (~/.m2, or MAVEN_OPTS=-Dmaven.repo.local=...). A cache hit returns at once.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-project=$(cd "$here/../tests/interop/java" && pwd)
+projects=$(cd "$here/../tests/interop" && pwd)
 case "${1:-}" in
   "") ;;
   -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -24,12 +24,13 @@ for tool in java mvn; do
 done
 
 jdk=$(java -XshowSettings:properties -version 2>&1 | awk -F' = ' '/java.runtime.version/ {print $2}')
-hash=$( (cd "$project" && find pom.xml src -type f | LC_ALL=C sort | xargs sha256sum; cat "$here/build-java-interop.sh"; echo "$jdk") \
+hash=$( (cd "$projects" && find java/pom.xml java/src java-spring/pom.xml java-spring/src -type f | LC_ALL=C sort \
+  | xargs sha256sum; cat "$here/build-java-interop.sh"; echo "$jdk") \
   | sha256sum | cut -c1-12)
 cache=${ZKOP_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/zkop}/java-interop
 out="$cache/$hash"
 
-if [ -f "$out/classpath.txt" ]; then
+if [ -f "$out/classpath-java-spring.txt" ]; then
   echo "$out"
   exit 0
 fi
@@ -40,13 +41,16 @@ mkdir -p "$work"
 trap 'rm -rf "$work"' EXIT
 started=$(date +%s)
 echo "building the Java interop programs (JDK $jdk)" >&2
-mvn -B -q -f "$project/pom.xml" -Dinterop.out="$work/build" package \
-  org.apache.maven.plugins:maven-dependency-plugin:3.8.1:build-classpath -Dmdep.outputFile="$work/deps.txt" >&2
-printf '%s:%s\n' "$out/build/classes" "$(cat "$work/deps.txt")" > "$work/classpath.txt"
-rm -f "$work/deps.txt"
+# Two projects: java (Curator, Dubbo) and java-spring (Spring Boot's parent manages its versions its own way).
+for name in java java-spring; do
+  mvn -B -q -f "$projects/$name/pom.xml" -Dinterop.out="$work/$name" package \
+    org.apache.maven.plugins:maven-dependency-plugin:3.8.1:build-classpath -Dmdep.outputFile="$work/deps.txt" >&2
+  printf '%s:%s\n' "$out/$name/classes" "$(cat "$work/deps.txt")" > "$work/classpath-$name.txt"
+  rm -f "$work/deps.txt"
+done
 mkdir -p "$cache"
 if ! mv -T "$work" "$out" 2>/dev/null; then
-  [ -f "$out/classpath.txt" ] || { echo "build-java-interop.sh: could not move $work to $out" >&2; exit 1; }
+  [ -f "$out/classpath-java-spring.txt" ] || { echo "build-java-interop.sh: could not move $work to $out" >&2; exit 1; }
 fi
 trap - EXIT
 rm -rf "$work"

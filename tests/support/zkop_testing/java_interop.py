@@ -46,20 +46,25 @@ class JavaProgramError(RuntimeError):
 
 
 @functools.cache
-def java_classpath() -> str:
-    """The class path of the interop programs, built if missing (Maven downloads the jars the first time).
-
-    Raises:
-        JavaBuildError: the build failed (once per session: a failed build is not tried again by every test).
-    """
+def _build() -> Path:
+    """The cache directory of the built programs (``hack/build-java-interop.sh``'s last line)."""
     if _BUILD_ERROR:
         raise JavaBuildError(_BUILD_ERROR[0])
     done = subprocess.run(["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, check=False)
     if done.returncode != 0:
         _BUILD_ERROR.append(f"hack/build-java-interop.sh failed ({done.returncode}):\n{done.stderr[-4000:]}")
         raise JavaBuildError(_BUILD_ERROR[0])
-    directory = Path(done.stdout.strip().splitlines()[-1])
-    return (directory / "classpath.txt").read_text(encoding="utf-8").strip()
+    return Path(done.stdout.strip().splitlines()[-1])
+
+
+def java_classpath(project: str = "java") -> str:
+    """The class path of the programs of ``tests/interop/<project>`` (``java`` or ``java-spring``), built if missing
+    (Maven downloads the jars the first time).
+
+    Raises:
+        JavaBuildError: the build failed (once per session: a failed build is not tried again by every test).
+    """
+    return (_build() / f"classpath-{project}.txt").read_text(encoding="utf-8").strip()
 
 
 def build_before_tests(items: list[Any], module_prefix: str = "test_java_") -> None:
@@ -78,14 +83,21 @@ class JavaProgram:
         args: its command-line arguments (usually a ZooKeeper connect string first).
         system_properties: ``-Dkey=value`` options for the JVM.
         env: environment variables added to the test's own (e.g. Dubbo's ``DUBBO_IP_TO_REGISTRY``).
+        project: the Maven project under ``tests/interop`` that has ``main`` (``java`` or ``java-spring``).
+
+    A line on its stdout that is not JSON (a library logging to stdout) is kept apart (:meth:`stderr` shows it),
+    never taken for a reply.
 
     Use as a context manager: entering starts it and waits for ``{"ready": true}``; leaving stops it
     (``close`` on stdin if it is still running, then SIGTERM, then SIGKILL).
     """
 
     def __init__(self, main: str, args: Sequence[str] = (), *,
-                 system_properties: dict[str, str] | None = None, env: dict[str, str] | None = None) -> None:
+                 system_properties: dict[str, str] | None = None, env: dict[str, str] | None = None,
+                 project: str = "java") -> None:
         self.main = main
+        self.project = project
+        self._noise: list[str] = []
         self.env = dict(env or {})
         self.args = list(args)
         self.system_properties = dict(system_properties or {})
@@ -108,9 +120,9 @@ class JavaProgram:
         Raises:
             JavaProgramError: it exited or did not say so within ``timeout`` seconds.
         """
-        command = ["java", "-Xss512k", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", java_classpath(),
-                   *(f"-D{k}={v}" for k, v in self.system_properties.items()), f"zkop.interop.{self.main}",
-                   *self.args]
+        command = ["java", "-Xss512k", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                   "-cp", java_classpath(self.project), *(f"-D{k}={v}" for k, v in self.system_properties.items()),
+                   f"zkop.interop.{self.main}", *self.args]
         self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
                                      text=True, encoding="utf-8", start_new_session=True,
                                      env={**os.environ, **self.env})
@@ -126,7 +138,7 @@ class JavaProgram:
             try:
                 self._lines.put(json.loads(line))
             except ValueError:
-                self._lines.put({"error": f"not JSON: {line!r}"})
+                self._noise.append(line)
         self._lines.put(None)  # end of output
 
     def _next(self, timeout: float, what: str) -> Any:
@@ -173,7 +185,7 @@ class JavaProgram:
         """The last 4000 characters the program wrote to stderr (its log)."""
         self._stderr.flush()
         self._stderr.seek(0)
-        return self._stderr.read()[-int(os.environ.get("ZKOP_JAVA_STDERR_CHARS", "4000")):]
+        return ("".join(self._noise[-20:]) + self._stderr.read())[-4000:]
 
     def close(self, timeout: float = EVENTUALLY) -> None:
         """Ask the program to close its clients and exit (``close`` on stdin), and wait until it has."""
