@@ -30,10 +30,19 @@ hash=$( (cd "$projects" && find java/pom.xml java/src java-spring/pom.xml java-s
 cache=${ZKOP_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/zkop}/java-interop
 out="$cache/$hash"
 
-if [ -f "$out/classpath-java-spring.txt" ]; then
+# A cache hit needs every jar it names still in Maven's repository (which may have been pruned since).
+complete() {
+  local file entry
+  for file in "$out/classpath-java.txt" "$out/classpath-java-spring.txt"; do
+    [ -f "$file" ] || return 1
+    while IFS= read -r -d: entry; do [ -e "$entry" ] || return 1; done < <(tr -d '\n' < "$file"; echo :)
+  done
+}
+if complete; then
   echo "$out"
   exit 0
 fi
+rm -rf "$out"
 
 work="$out.partial.$$"
 rm -rf "$work"

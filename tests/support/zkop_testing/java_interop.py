@@ -1,10 +1,12 @@
 """The real Java clients of ZooKeeper, as test programs: built from Maven Central, run as processes that answer JSON.
 
-``tests/interop/java`` is one Maven project of small programs (``zkop.interop.*``) that use Apache Curator's
-service discovery and recipes, Spring Cloud Zookeeper's discovery and Apache Dubbo's ZooKeeper registry exactly as
-an application would. :func:`java_classpath` builds it with ``hack/build-java-interop.sh`` (JDK 17 and Maven; the
-jars come from Maven Central, the classes go to a version-keyed cache ``~/.cache/zkop/java-interop/<hash>/``, reused
-while the project, the script and the JDK are unchanged) and returns the ``java -cp`` class path.
+``tests/interop/java`` is a Maven project of small programs (``zkop.interop.*``) that use Apache Curator's
+service discovery and recipes and Apache Dubbo's ZooKeeper registry exactly as an application would;
+``tests/interop/java-spring`` a Spring Boot application with Spring Cloud Zookeeper discovery
+(``zkop.interop.spring.*``). :func:`java_classpath` builds both with ``hack/build-java-interop.sh`` (JDK 17 and
+Maven; the jars come from Maven Central, the classes go to a version-keyed cache
+``~/.cache/zkop/java-interop/<hash>/``, reused while the projects, the script and the JDK are unchanged) and returns
+a project's ``java -cp`` class path.
 
 :class:`JavaProgram` runs one program: it prints one JSON document per line on stdout (the first,
 ``{"ready": true}``, once it is connected); :meth:`JavaProgram.call` sends one command line on stdin and returns the
