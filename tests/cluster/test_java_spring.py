@@ -43,22 +43,22 @@ def test_an_instance_spring_cloud_zookeeper_registers_is_imported(
         zkop_kubeconfig: str, kube: KubeClient, namespace: str, zk_server: ZooKeeperServer, zk_base: str) -> None:
     ns, connect = namespace, f"{zk_server.hosts}{zk_base}"
     args = ["--namespace", ns, "--import-services", "--import-namespace", ns, "--cluster-id", "prod"]
-    registering = (f"--spring.cloud.zookeeper.discovery.instance-host={REGISTERED}",
-                   "--spring.application.name=billing", "--spring.cloud.zookeeper.discovery.metadata.zone=a")
+    # Both register port 8080 (instance-port), as two replicas behind NAT would; each web server listens on a free
+    # loopback port of its own.
+    billing = ("--spring.application.name=billing", "--spring.cloud.zookeeper.discovery.instance-port=8080")
     with OperatorProcess(zkop_kubeconfig, connect, args) as proc:
-        with spring_app(connect, *registering) as app, \
-                spring_app(connect, "--spring.application.name=billing",
-                           "--spring.cloud.zookeeper.discovery.instance-host=10.30.0.6",
+        with spring_app(connect, *billing, f"--spring.cloud.zookeeper.discovery.instance-host={REGISTERED}",
+                        "--spring.cloud.zookeeper.discovery.metadata.zone=a") as app, \
+                spring_app(connect, *billing, "--spring.cloud.zookeeper.discovery.instance-host=10.30.0.6",
                            "--spring.cloud.zookeeper.discovery.initial-status=OUT_OF_SERVICE"):
-            # The application finds itself (and its sibling) through its own DiscoveryClient: its port.
+            # The application finds itself (and its sibling) through its own DiscoveryClient.
             mine = wait_for(lambda: [i for i in app.call("instances", "billing") if i["host"] == REGISTERED],
                             message="registered") or []
-            port = mine[0]["port"]
-            assert mine[0]["metadata"] == {"instance_status": "UP", "zone": "a"}
+            assert (mine[0]["port"], mine[0]["metadata"]) == (8080, {"instance_status": "UP", "zone": "a"})
             wait_for(lambda: endpoints(kube, "billing", ns) == {REGISTERED: True, "10.30.0.6": False},
                      message="both instances imported, the OUT_OF_SERVICE one not ready")
             service = get_service(kube, "billing", ns) or {}
-            assert service["spec"]["ports"] == [{"name": "http", "port": port, "protocol": "TCP", "targetPort": port}]
+            assert service["spec"]["ports"] == [{"name": "http", "port": 8080, "protocol": "TCP", "targetPort": 8080}]
             assert service["metadata"]["annotations"]["platform.example.com/zookeeper-path"] == "/services/billing"
         # Closing the context deregisters (and the sessions end): no endpoint is left.
         wait_for(lambda: endpoints(kube, "billing", ns) == {}, message="deregistered")

@@ -21,6 +21,7 @@ import functools
 import json
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -107,6 +108,7 @@ class JavaProgram:
         self._lines: queue.Queue[Any] = queue.Queue()
         self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8")  # noqa: SIM115 (closed by stop)
         self._reader: threading.Thread | None = None
+        self._home: str | None = None
 
     def __enter__(self) -> JavaProgram:
         self.start()
@@ -122,7 +124,11 @@ class JavaProgram:
         Raises:
             JavaProgramError: it exited or did not say so within ``timeout`` seconds.
         """
-        command = ["java", "-Xss512k", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+        # Its temporary files (Tomcat's base directory) and home (Dubbo's ~/.dubbo caches) are a directory of its
+        # own, removed by stop(); no perf data file in /tmp either.
+        self._home = tempfile.mkdtemp(prefix="zkop-java-")
+        command = ["java", "-Xss512k", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
+                   f"-Djava.io.tmpdir={self._home}", f"-Duser.home={self._home}",
                    "-cp", java_classpath(self.project), *(f"-D{k}={v}" for k, v in self.system_properties.items()),
                    f"zkop.interop.{self.main}", *self.args]
         self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
@@ -220,3 +226,5 @@ class JavaProgram:
         if self.proc is not None and self.proc.stdout is not None:
             self.proc.stdout.close()
         self._stderr.close()
+        if self._home is not None:
+            shutil.rmtree(self._home, ignore_errors=True)
