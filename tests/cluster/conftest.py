@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 from cluster_support import FLUX_LATENCIES, ZKOP_NAMESPACE, ZKOP_SERVICE_ACCOUNT, ServiceAccountClients, install
+from zkop_testing import java_interop
 from zkop_testing.controlplane import ControlPlane, fresh_namespace
 from zkop_testing.flux import Flux, FluxError, GitServer, flux_binaries
 from zkop_testing.helm import build_before_tests
@@ -58,6 +59,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if session.config.option.collectonly:
         return
     build_before_tests(session.items, ("test_install.py",))  # Helm, as Flux below
+    java_interop.build_before_tests(session.items)  # the Java interop programs (Maven's downloads)
     if not os.environ.get("ZKOP_SKIP_FLUX") and any(_needs_flux(item) for item in session.items):
         try:
             flux_binaries()

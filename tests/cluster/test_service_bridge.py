@@ -289,7 +289,7 @@ def test_curator_format_reads_back_like_curator(zkop_clients: ServiceAccountClie
         payload = instance["payload"]
         assert payload["@class"] == "org.springframework.cloud.zookeeper.discovery.ZookeeperInstance"
         assert payload["metadata"]["uid"] == obj["metadata"]["uid"] and payload["metadata"]["clusterId"] == "test"
-        assert [p["value"] for p in instance["uriSpec"]["parts"]] == ["scheme", "://", "address", ":", "port"]
+        assert [p["value"] for p in instance["uriSpec"]["parts"]] == ["scheme", "://", "address", ":", "ssl-port"]
         assert zk.exists(f"{base}/orders/203.0.113.9").ephemeralOwner == 0  # persistent: survives zkop's session
 
 

@@ -90,7 +90,8 @@ def test_curator_instance_is_what_curators_json_instance_serializer_writes() -> 
     assert instance["serviceType"] == "PERMANENT"
     assert instance["registrationTimeUTC"] == 1704067200000
     assert instance["enabled"] is True
-    assert instance["uriSpec"]["parts"][0] == {"value": "scheme", "variable": True}
+    # With an sslPort, Curator's UriSpec resolves {scheme} to https: the spec names the TLS port.
+    assert [p["value"] for p in instance["uriSpec"]["parts"]] == ["scheme", "://", "address", ":", "ssl-port"]
     payload = instance["payload"]
     assert payload["@class"] == SPRING_PAYLOAD_CLASS
     assert payload["metadata"]["managedBy"] == "zkop" and payload["metadata"]["uid"] == "u-2"

@@ -177,7 +177,9 @@ class CuratorFormat(RecordFormat):
     named by the ``platform.example.com/zookeeper-port`` annotation, else the first; ``sslPort`` a
     port named ``https``; ``payload.metadata`` holds the owner stamp, the Service's identity, named
     ports and selected labels; ``registrationTimeUTC`` is the Service's creation time (stable
-    bytes); ``enabled`` is ``false`` when ``--service-bridge-endpoints`` sees no ready endpoint.
+    bytes); ``uriSpec`` is Spring's default ``{scheme}://{address}:{port}``, with an ``sslPort``
+    ``{scheme}://{address}:{ssl-port}`` (Curator's ``UriSpec`` then resolves ``{scheme}`` to ``https``);
+    ``enabled`` is ``false`` when ``--service-bridge-endpoints`` sees no ready endpoint.
     """
 
     name = "curator"

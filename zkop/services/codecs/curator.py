@@ -9,13 +9,16 @@ Encoding (:func:`encode_instance`) writes Spring Cloud Zookeeper's payload
 (``ZookeeperInstance{id, name, metadata}`` with its ``@class``), the owner stamp in
 ``payload.metadata`` (:func:`owner_of`), ``serviceType`` ``PERMANENT`` (Curator's ``InstanceCleanup``
 purges ``STATIC`` ones; only ``DYNAMIC`` means ephemeral) and Spring's default URI spec
-``{scheme}://{address}:{port}``.
+``{scheme}://{address}:{port}``, or ``{scheme}://{address}:{ssl-port}`` when ``sslPort`` is set
+(Curator's ``UriSpec`` makes ``{scheme}`` ``https`` then: :data:`SSL_URI_SPEC`).
 
 Decoding (:func:`decode_instance`) uses ``address``, ``port`` and ``sslPort`` (either may be
 ``null``; exposed as ports named ``http`` and ``https``, the schemes Curator's ``UriSpec`` resolves
-``{scheme}`` to), ``id``, ``enabled`` (CURATOR-275; absent means enabled) and the Spring Cloud
-Zookeeper status ``payload.metadata.instance_status`` (absent or ``UP`` means serving). Unknown
-fields are ignored, as Curator's serializer does (``FAIL_ON_UNKNOWN_PROPERTIES=false``).
+``{scheme}`` to; a Dubbo 3 application-level instance's ports are named after the protocols its
+``dubbo.endpoints`` metadata lists instead: :func:`dubbo_endpoints`), ``id``, ``enabled``
+(CURATOR-275; absent means enabled) and the Spring Cloud Zookeeper status
+``payload.metadata.instance_status`` (absent or ``UP`` means serving). Unknown fields are ignored,
+as Curator's serializer does (``FAIL_ON_UNKNOWN_PROPERTIES=false``).
 """
 
 from __future__ import annotations
@@ -32,16 +35,22 @@ from zkop.services.codecs.base import (
     loads,
     valid_port,
 )
+from zkop.services.naming import port_name
 
 __all__ = [
     "CURATOR_SERVICE_TYPE",
+    "DUBBO_PAYLOAD_CLASS",
     "SPRING_PAYLOAD_CLASS",
     "SPRING_URI_SPEC",
+    "SSL_URI_SPEC",
     "decode_instance",
+    "dubbo_endpoints",
     "encode_instance",
     "owner_of",
 ]
 
+#: Payload class of Dubbo 3's application-level instances (``ZookeeperServiceDiscovery``).
+DUBBO_PAYLOAD_CLASS = "org.apache.dubbo.registry.zookeeper.ZookeeperInstance"
 #: Payload class of Spring Cloud Zookeeper instances (``ZookeeperInstance{id, name, metadata}``).
 SPRING_PAYLOAD_CLASS = "org.springframework.cloud.zookeeper.discovery.ZookeeperInstance"
 #: Curator ``ServiceType`` written by zkop (see the module docstring).
@@ -53,6 +62,17 @@ SPRING_URI_SPEC: JSON = {"parts": [
     {"value": "address", "variable": True},
     {"value": ":", "variable": False},
     {"value": "port", "variable": True},
+]}
+#: The URI spec of an instance with an ``sslPort``: ``{scheme}://{address}:{ssl-port}``. Curator's ``UriSpec.build``
+#: resolves ``{scheme}`` to ``https`` whenever ``sslPort`` is set, and Spring Cloud Zookeeper's
+#: ``ZookeeperServiceInstance`` then reports ``sslPort`` as its port and ``secure``; with ``{port}`` its
+#: ``getUri()`` would be ``https://`` to the plain port (seen with Curator 5.9.0's ``buildUriSpec``).
+SSL_URI_SPEC: JSON = {"parts": [
+    {"value": "scheme", "variable": True},
+    {"value": "://", "variable": False},
+    {"value": "address", "variable": True},
+    {"value": ":", "variable": False},
+    {"value": "ssl-port", "variable": True},
 ]}
 
 
@@ -78,7 +98,7 @@ def encode_instance(*, name: str, address: str, port: int | None, ssl_port: int 
                     "metadata": dict(sorted(metadata.items()))},
         "registrationTimeUTC": registration_ms,
         "serviceType": CURATOR_SERVICE_TYPE,
-        "uriSpec": SPRING_URI_SPEC,
+        "uriSpec": SPRING_URI_SPEC if ssl_port is None else SSL_URI_SPEC,
         "enabled": enabled,
     }
 
@@ -106,19 +126,42 @@ def decode_instance(path: str, name: str, data: bytes) -> ImportedInstance | Ski
     address = classify_address(str(value.get("address") or ""))
     if isinstance(address, str):
         return Skipped(path, "address", address)
-    ports = []
+    payload = value.get("payload")
+    metadata = payload.get("metadata") if isinstance(payload, dict) else None
+    named = dubbo_endpoints(payload) if isinstance(payload, dict) else []
+    ports = list(named)
     port, ssl_port = valid_port(value.get("port")), valid_port(value.get("sslPort"))
-    if port is not None:
+    if port is not None and port not in (p.port for p in named):
         ports.append(ImportedPort("http", port))
-    if ssl_port is not None:
+    if ssl_port is not None and ssl_port not in (p.port for p in named):
         ports.append(ImportedPort("https", ssl_port))
     if not ports:
         return Skipped(path, "no-port", "neither port nor sslPort is set")
     ready = value.get("enabled") is not False
-    payload = value.get("payload")
-    metadata = payload.get("metadata") if isinstance(payload, dict) else None
     if isinstance(metadata, dict):
         status = metadata.get("instance_status")
         if status is not None and str(status).upper() != "UP":
             ready = False
     return ImportedInstance(str(value.get("id") or name), address[0], address[1], tuple(sorted(ports)), ready, path)
+
+
+def dubbo_endpoints(payload: Mapping[str, object]) -> list[ImportedPort]:
+    """The ports a Dubbo 3 application-level instance lists, named after their protocols (``dubbo``, ``tri``…).
+
+    Dubbo's ``ZookeeperServiceDiscovery`` registers a Curator instance whose payload is
+    ``org.apache.dubbo.registry.zookeeper.ZookeeperInstance`` and whose ``metadata["dubbo.endpoints"]`` is a JSON
+    list ``[{"port": 20880, "protocol": "dubbo"}, …]`` (``ServiceInstanceMetadataUtils.ENDPOINTS``; seen from
+    Dubbo 3.3.6). Any other payload, or an unreadable list, gives none (the instance's ``port`` is then ``http``).
+    """
+    metadata = payload.get("metadata")
+    if payload.get("@class") != DUBBO_PAYLOAD_CLASS or not isinstance(metadata, dict):
+        return []
+    endpoints = loads(str(metadata.get("dubbo.endpoints") or "").encode("utf-8"))
+    found: dict[str, ImportedPort] = {}
+    for item in endpoints if isinstance(endpoints, list) else []:
+        if not isinstance(item, dict):
+            continue
+        number, name = valid_port(item.get("port")), port_name(str(item.get("protocol") or ""))
+        if number is not None and name:
+            found.setdefault(name, ImportedPort(name, number))
+    return list(found.values())
