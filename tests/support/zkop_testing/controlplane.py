@@ -49,6 +49,7 @@ import kubernetes
 import yaml
 
 from zkop.kube.client import ApiException, KubeClient
+from zkop_testing.builds import run_build_script
 from zkop_testing.waiting import EVENTUALLY, wait_for
 from zkop_testing.zookeeper import LOOPBACK, free_port
 from zkop_testing.zookeeper_secure import TestCA
@@ -109,12 +110,7 @@ def binaries(minor: str = NEWEST) -> Path:
     Raises:
         ControlPlaneError: the build failed (its output is in the message).
     """
-    done = subprocess.run(["bash", str(BUILD_SCRIPT), "--version", minor], capture_output=True, text=True,
-                          check=False)
-    if done.returncode != 0:
-        raise ControlPlaneError(f"hack/control-plane/build.sh --version {minor} failed ({done.returncode}):\n"
-                                f"{done.stderr[-4000:]}")
-    return Path(done.stdout.strip().splitlines()[-1])
+    return run_build_script(BUILD_SCRIPT, "--version", minor, error=ControlPlaneError)
 
 
 @dataclass

@@ -48,6 +48,7 @@ from typing import Any, Self
 import yaml
 
 from zkop.kube.client import MERGE_PATCH, ApiException, KubeClient, resource_path
+from zkop_testing.builds import run_build_script
 from zkop_testing.controlplane import REPO, ControlPlane
 from zkop_testing.server_errors import QuietDisconnects
 from zkop_testing.waiting import EVENTUALLY, wait_for
@@ -84,10 +85,7 @@ def flux_binaries() -> Path:
     Raises:
         FluxError: the build failed (its output is in the message).
     """
-    done = subprocess.run(["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise FluxError(f"hack/control-plane/build-flux.sh failed ({done.returncode}):\n{done.stderr[-4000:]}")
-    return Path(done.stdout.strip().splitlines()[-1])
+    return run_build_script(BUILD_SCRIPT, error=FluxError)
 
 
 # ---------------------------------------------------------------------- Git over smart HTTP

@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from zkop_testing.builds import run_build_script
 from zkop_testing.kubectl import venv_kubectl
 
 __all__ = ["CHART", "HELM_ONLY_LABELS", "HelmError", "build_before_tests", "comparable", "helm", "helm_binary",
@@ -46,13 +47,8 @@ def helm_binary() -> Path:
     Raises:
         HelmError: the build failed.
     """
-    if _BUILD_ERROR:  # built once per session: a failed build is not tried again by every test
-        raise HelmError(_BUILD_ERROR[0])
-    done = subprocess.run(["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        _BUILD_ERROR.append(f"hack/build-helm.sh failed ({done.returncode}):\n{done.stderr[-4000:]}")
-        raise HelmError(_BUILD_ERROR[0])
-    return Path(done.stdout.strip().splitlines()[-1])
+    # Built once per session: a failed build is not tried again by every test.
+    return run_build_script(BUILD_SCRIPT, error=HelmError, failures=_BUILD_ERROR)
 
 
 def build_before_tests(items: list[Any], module_names: tuple[str, ...]) -> None:

@@ -31,6 +31,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from zkop_testing.builds import run_build_script
 from zkop_testing.waiting import EVENTUALLY
 
 __all__ = ["JavaBuildError", "JavaProgram", "JavaProgramError", "build_before_tests", "java_classpath"]
@@ -51,13 +52,7 @@ class JavaProgramError(RuntimeError):
 @functools.cache
 def _build() -> Path:
     """The cache directory of the built programs (``hack/build-java-interop.sh``'s last line)."""
-    if _BUILD_ERROR:
-        raise JavaBuildError(_BUILD_ERROR[0])
-    done = subprocess.run(["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        _BUILD_ERROR.append(f"hack/build-java-interop.sh failed ({done.returncode}):\n{done.stderr[-4000:]}")
-        raise JavaBuildError(_BUILD_ERROR[0])
-    return Path(done.stdout.strip().splitlines()[-1])
+    return run_build_script(BUILD_SCRIPT, error=JavaBuildError, failures=_BUILD_ERROR)
 
 
 def java_classpath(project: str = "java") -> str:
