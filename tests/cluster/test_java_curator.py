@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
-from zkop_testing.java_interop import JavaProgram
+from zkop_testing.java_interop import JavaProgram, JavaProgramError
 from zkop_testing.operator import OperatorProcess
 from zkop_testing.services import endpoints, get_service, slices_of, svc
 from zkop_testing.waiting import wait_for
@@ -99,7 +99,12 @@ def test_a_curator_service_discovery_finds_what_the_bridge_publishes(
         names = {f"{ns}-{n}" for n in ("orders", "single", "web", "ext")}
 
         def discovered() -> dict[str, Any] | None:
-            found: dict[str, Any] = curator.call("query", ROOT)
+            try:
+                found: dict[str, Any] = curator.call("query", ROOT)
+            except JavaProgramError as err:
+                if "NoNodeException" in str(err):  # the bridge has not made its root yet
+                    return None
+                raise
             complete = set(found) == names and all(found.values()) and len(found[f"{ns}-web"]) == 2
             return found if complete else None
 

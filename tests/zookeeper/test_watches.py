@@ -34,6 +34,7 @@ from zkop_testing.zookeeper_lines import installation
 
 from zkop.zookeeper.actions import CheckVersion, CreateNode, DeleteNode, Observed, SetData
 from zkop.zookeeper.adapter import ConnectionOptions, ZooKeeperAdapter
+from zkop.zookeeper.errors import ZooKeeperUnavailable
 from zkop.zookeeper.watches import covering_roots
 
 #: Runs on every ZooKeeper line under test (ZKOP_ZOOKEEPER_LINES, tests/conftest.py).
@@ -384,10 +385,18 @@ def test_a_rolling_upgrade_from_35_to_36(caplog: pytest.LogCaptureFixture) -> No
                 if on_member:  # zkop moves to another member; its watches went with the connection
                     wait_for(functools.partial(reconnected, states, heard),
                              message=f"zkop reconnected after member {member.myid} stopped (states {states[heard:]})")
-                # What a resync after a reconnect does: read the managed nodes again, arming their watches.
-                assert adapter.read("/up/a", watch=True) is not None
+                # What a resync after a reconnect does: read the managed nodes again, arming their watches. A
+                # restarted leader drops every member's clients until a new one serves, zkop's too: read once
+                # zkop is back.
+                def read_armed() -> bool:
+                    try:
+                        return adapter.read("/up/a", watch=True) is not None
+                    except ZooKeeperUnavailable:
+                        return False
+
+                wait_for(read_armed, message=f"zkop reads /up/a again after member {member.myid} restarted")
                 fired.clear()
-                zk.set("/up/a", str(step).encode())  # a hand edit in the mixed (then all-3.6) ensemble is seen
+                zk.retry(zk.set, "/up/a", str(step).encode())  # a hand edit in the mixed (then all-3.6) ensemble
                 wait_for(lambda: "/up/a" in fired, message=f"hand edit seen after upgrading member {member.myid}")
                 observed = adapter.read("/up/a", watch=True)
                 assert observed is not None and observed.data == str(step).encode()
