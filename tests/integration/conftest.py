@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,9 +22,9 @@ from zkop_testing import double_because
 from zkop_testing.apiserver import ApiServer
 from zkop_testing.controlplane import ControlPlane
 from zkop_testing.crds import install_crds
-from zkop_testing.zkop_install import ZKOP_NAMESPACE, installed, zkop_kubeconfig
+from zkop_testing.zkop_install import delete_leases, installed, zkop_kubeconfig
 
-from zkop.kube.client import ApiException, KubeClient, resource_path
+from zkop.kube.client import KubeClient
 
 
 @pytest.hookimpl(tryfirst=True)  # before -k/-m deselect: a module's rule holds whatever is selected
@@ -73,5 +72,4 @@ def lease(control_plane: ControlPlane, namespace: str) -> Iterator[str]:
     for; deleted afterwards."""
     name = f"zkop-leader-{namespace}"
     yield name
-    with control_plane.admin() as admin, contextlib.suppress(ApiException):
-        admin.request("DELETE", resource_path("coordination.k8s.io", "v1", "leases", ZKOP_NAMESPACE, name))
+    delete_leases(control_plane, name)

@@ -8,6 +8,7 @@ under the roles the manifests grant, never as an admin.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 from dataclasses import dataclass
@@ -16,12 +17,22 @@ from typing import Any
 
 import yaml
 
+from zkop.kube.client import ApiException, resource_path
 from zkop_testing.controlplane import REPO, ControlPlane
 from zkop_testing.kubectl import venv_kubectl
 from zkop_testing.kustomize import Obj
 
-__all__ = ["ZKOP_NAMESPACE", "ZKOP_SERVICE_ACCOUNT", "ServiceAccountClients", "install", "installed", "kubectl",
-           "rendered_install", "zkop_kubeconfig"]
+__all__ = [
+    "ZKOP_NAMESPACE",
+    "ZKOP_SERVICE_ACCOUNT",
+    "ServiceAccountClients",
+    "delete_leases",
+    "install",
+    "installed",
+    "kubectl",
+    "rendered_install",
+    "zkop_kubeconfig",
+]
 
 #: zkop's ServiceAccount as manifests/default creates it.
 ZKOP_NAMESPACE, ZKOP_SERVICE_ACCOUNT = "zkop-system", "zkop"
@@ -95,3 +106,12 @@ def zkop_kubeconfig(plane: ControlPlane, path: Path) -> Path:
     """Write a kubeconfig for zkop's own ServiceAccount (a bound token from the TokenRequest API) to ``path``;
     call :func:`installed` first (the ServiceAccount and its roles come from the install)."""
     return plane.service_account_kubeconfig(path, ZKOP_NAMESPACE, ZKOP_SERVICE_ACCOUNT)
+
+
+def delete_leases(plane: ControlPlane, *names: str) -> None:
+    """Delete the Leases ``names`` in zkop's namespace (as the admin), those already gone ignored: a test's
+    leader election leaves nothing for the next test to wait for."""
+    with plane.admin() as admin:
+        for name in names:
+            with contextlib.suppress(ApiException):
+                admin.request("DELETE", resource_path("coordination.k8s.io", "v1", "leases", ZKOP_NAMESPACE, name))
