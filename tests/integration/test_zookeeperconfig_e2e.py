@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
+from zkop_testing.audit import WRITES, requests, settled
 from zkop_testing.controlplane import ControlPlane
 from zkop_testing.operator import OperatorProcess
 from zkop_testing.resources import ZKC, create, get, read, zkc
@@ -126,15 +127,11 @@ def test_a_converged_object_costs_two_api_writes(operator: OperatorProcess, kube
     wait_for(lambda: _sample(operator.metrics(), echoes) >= 2, message="both echoes dropped")
     assert _sample(operator.metrics(), success) == 1  # so one reconcile did it all
 
-    def writes() -> list[tuple[str, str]]:  # kube-apiserver's audit log: every request, at Metadata level
-        return sorted((e["verb"], e["objectRef"].get("subresource", "")) for e in control_plane.audit_events()
-                      if e.get("stage") == "ResponseComplete" and e.get("objectRef", {}).get("namespace") == namespace
-                      and e["objectRef"].get("resource") == "zookeeperconfigs"
-                      and e["verb"] in ("create", "update", "patch", "delete"))
-
+    settled(control_plane, namespace)  # kube-apiserver's audit log: every request, at Metadata level
+    writes = sorted((r.verb, r.subresource)
+                    for r in requests(control_plane, namespace=namespace, resource="zookeeperconfigs", verbs=WRITES))
     # The test's own create, then zkop: one finalizer patch, one status patch, nothing more.
-    assert wait_for(lambda: writes() == [("create", ""), ("patch", ""), ("patch", "status")],
-                    message="three writes in the audit log"), writes()
+    assert writes == [("create", ""), ("patch", ""), ("patch", "status")]
     # Someone else's status write is not an echo: it is reconciled and zkop's status comes back.
     kube.request("PATCH", resource_path(*ZKC, namespace, "cheap", "status"),
                  body={"status": {"state": "Error", "message": "hand edit"}}, content_type=MERGE_PATCH)
