@@ -36,13 +36,14 @@ class Request:
 
 def requests(plane: ControlPlane, *, namespace: str, resource: str | None = None,
              verbs: Collection[str] | None = None, user: str | None = None) -> list[Request]:
-    """The completed requests (``ResponseComplete``) on objects of ``namespace`` so far, in log order, optionally
+    """The completed requests (``ResponseComplete``) on objects of ``namespace`` (``""``: cluster-scoped ones, such
+    as TokenReviews) so far, in log order, optionally
     only those on ``resource``, with a verb of ``verbs``, by ``user`` (e.g.
     ``system:serviceaccount:zkop-system:zkop``)."""
     found = []
     for event in plane.audit_events():
         ref = event.get("objectRef") or {}
-        if event.get("stage") != "ResponseComplete" or ref.get("namespace") != namespace:
+        if event.get("stage") != "ResponseComplete" or ref.get("namespace", "") != namespace:
             continue
         request = Request(verb=str(event.get("verb", "")), user=str((event.get("user") or {}).get("username", "")),
                           resource=str(ref.get("resource", "")), namespace=namespace, name=str(ref.get("name", "")),
