@@ -38,8 +38,7 @@ def _on_double(request: pytest.FixtureRequest) -> bool:
 
 
 @pytest.fixture
-def kubeconfig(request: pytest.FixtureRequest, tmp_path: Path,
-               tmp_path_factory: pytest.TempPathFactory) -> str:
+def kubeconfig(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """What ``zkop run --kubeconfig`` gets: zkop's ServiceAccount on the real control plane, else the double's."""
     path = tmp_path / "kubeconfig"
     if _on_double(request):
@@ -47,7 +46,7 @@ def kubeconfig(request: pytest.FixtureRequest, tmp_path: Path,
         apiserver.write_kubeconfig(str(path))
         return str(path)
     plane: ControlPlane = request.getfixturevalue("control_plane")
-    installed(plane, tmp_path_factory.mktemp("install"))
+    installed(plane, tmp_path)  # the first test of the session renders the install in its tmp_path
     return str(zkop_kubeconfig(plane, path))
 
 
