@@ -52,6 +52,10 @@ INTERNAL_AGENT = "zkop-bench-internal"
 #: etcd's counters read by :meth:`RealApi.cost` (present in etcd 3.5 and 3.6, ``server/storage/mvcc/metrics.go``).
 ETCD_COUNTERS = ("etcd_mvcc_put_total", "etcd_mvcc_txn_total", "etcd_mvcc_delete_total", "etcd_mvcc_range_total")
 
+#: The plane's own Service range (``/24``) holds 254 ClusterIPs; the bridge scenario creates M (1,000+)
+#: Services. kube-apiserver takes the last value of a repeated flag.
+SERVICE_RANGE = ("--service-cluster-ip-range=10.0.0.0/16,fd00:10:96::/112",)
+
 Resource = tuple[str, str, str]
 
 
@@ -115,7 +119,7 @@ class RealApi:
     """
 
     def __init__(self, minor: str, directory: Path) -> None:
-        self.plane = ControlPlane(minor, directory=directory)
+        self.plane = ControlPlane(minor, directory=directory, apiserver_args=SERVICE_RANGE)
         self.directory = directory
         self._records: list[RequestRecord] = []
         self._base = 0
