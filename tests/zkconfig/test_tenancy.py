@@ -109,13 +109,11 @@ def test_refusals_name_the_rules() -> None:
     assert namespace is not None
     assert namespace.message == (
         "namespace team-b is not admitted by any tenancy rule (tenancy.rules[0] (namespaces team-a; pathPrefixes "
-        "/config/team-a); tenancy.rules[1] (namespaceSelector team in (pay),!legacy; pathPrefixes /shared)); "
-        "this object writes nothing")
+        "/config/team-a); tenancy.rules[1] (namespaceSelector team in (pay),!legacy; pathPrefixes /shared))")
     path = rules.admit("team-a", {}, "/config/team-b")
     assert path is not None
     assert path.message == ("path /config/team-b is outside the path prefixes namespace team-a may manage: "
-                            "tenancy.rules[0] (namespaces team-a; pathPrefixes /config/team-a); this object "
-                            "writes nothing")
+                            "tenancy.rules[0] (namespaces team-a; pathPrefixes /config/team-a)")
 
 
 @pytest.mark.parametrize(("adoption", "requested", "reason"), [

@@ -204,11 +204,10 @@ class TenancyPolicy:
         if not matching:
             named = "; ".join(rule.describe() for rule in self.rules) or "tenancy has no rules"
             return Refusal("NamespaceNotAllowed",
-                           f"namespace {namespace} is not admitted by any tenancy rule ({named}); "
-                           "this object writes nothing")
+                           f"namespace {namespace} is not admitted by any tenancy rule ({named})")
         named = "; ".join(rule.describe() for rule in matching)
         return Refusal("PathNotAllowed", f"path {path} is outside the path prefixes namespace {namespace} may "
-                                         f"manage: {named}; this object writes nothing")
+                                         f"manage: {named}")
 
     def may_adopt(self, requested: bool) -> Refusal | None:
         """``None`` if a pre-existing znode that no zkop installation owns may be adopted, else why not.
