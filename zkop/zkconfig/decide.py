@@ -250,14 +250,28 @@ def change_event(obj: JSON, plan: Plan, spec: DesiredZnode | None = None,
 
 # --- pre-checks and predicates: what to read -------------------------------------------------
 
+def refusal_outcome(refusal: Refusal, message: str) -> Outcome:
+    """The ``Stalled`` outcome of a tenancy or adoption refusal (:mod:`zkop.zkconfig.tenancy`), with ``message``.
+
+    One line per reason, so that every status reason zkop reports is a literal here (docs/operations.md,
+    "Troubleshooting by status reason", is checked against them).
+    """
+    if refusal.reason == "NamespaceNotAllowed":
+        return Outcome("Error", "NamespaceNotAllowed", message, False, stalled=True)
+    if refusal.reason == "PathNotAllowed":
+        return Outcome("Error", "PathNotAllowed", message, False, stalled=True)
+    if refusal.reason == "AdoptionRefused":
+        return Outcome("Error", "AdoptionRefused", message, False, stalled=True)
+    return Outcome("Error", "AdoptionNotRequested", message, False, stalled=True)
+
+
 def refused(refusal: Refusal) -> Decision:
     """The decision of a live object the tenancy rules do not admit: ``Stalled``, a Warning Event, no finalizer.
 
     No finalizer: an object that never wrote has nothing to clean up, so deleting it is immediate.
     One that wrote before the rules changed keeps the finalizer it has (see :func:`decide_delete`).
     """
-    return Decision(warn=True, outcome=Outcome("Error", refusal.reason, f"{refusal.message}; nothing is written",
-                                               False, stalled=True))
+    return Decision(warn=True, outcome=refusal_outcome(refusal, f"{refusal.message}; nothing is written"))
 
 
 def precheck_sync(obj: JSON, spec: DesiredZnode | InvalidSpec | RefNotFound,
@@ -342,8 +356,8 @@ def decide_sync(facts: SyncFacts) -> Decision:
     events: list[Event] = []
     if claim.new and observed is not None and facts.adoption is not None:
         # Nobody owns the znode and this ensemble does not let this object adopt it: leave it as it is.
-        return Decision(add_finalizer=add_finalizer, warn=True, outcome=Outcome(
-            "Error", facts.adoption.reason, f"znode {spec.path}: {facts.adoption.message}", False, stalled=True))
+        return Decision(add_finalizer=add_finalizer, warn=True,
+                        outcome=refusal_outcome(facts.adoption, f"znode {spec.path}: {facts.adoption.message}"))
     if claim.new and observed is not None:
         events.append(Event("Normal", "Adopted", f"adopted existing znode {spec.path} (version {observed.version})"))
     change, drift = change_event(obj, plan, spec, observed)
