@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import yaml
+from zkop_testing.kustomize import REPO
 
 from zkop.zkconfig.tenancy import ADMIT_ALL, TenancyPolicy
 
@@ -109,7 +111,7 @@ def test_refusals_name_the_rules() -> None:
     assert namespace is not None
     assert namespace.message == (
         "namespace team-b is not admitted by any tenancy rule (tenancy.rules[0] (namespaces team-a; pathPrefixes "
-        "/config/team-a); tenancy.rules[1] (namespaceSelector team in (pay),!legacy; pathPrefixes /shared))")
+        "/config/team-a); tenancy.rules[1] (namespaceSelector !legacy,team in (pay); pathPrefixes /shared))")
     path = rules.admit("team-a", {}, "/config/team-b")
     assert path is not None
     assert path.message == ("path /config/team-b is outside the path prefixes namespace team-a may manage: "
@@ -180,3 +182,24 @@ def test_other_spec_fields_are_ignored() -> None:
                                      "adoption": "IfRequested"})
     assert found.adoption == "IfRequested"
     assert found.admit("team-a", None, "/config/team-a/x") is None
+
+
+def test_the_worked_example_of_the_operations_guide() -> None:
+    """docs/operations.md, "Tenancy and adoption": the policy file and what the text says of it."""
+    section = (REPO / "docs" / "operations.md").read_text(encoding="utf-8").split("## Tenancy and adoption")[1]
+    example = TenancyPolicy.from_spec(yaml.safe_load(section.split("```yaml")[1].split("```")[0]))
+    payments = {"platform.example.com/team": "payments", "platform.example.com/env": "prod"}
+    assert example.adoption == "IfRequested"
+    assert example.admit("checkout", {}, "/config/checkout/db/url") is None
+    assert example.admit("checkout-staging", {}, "/config/checkout") is None
+    assert example.admit("shop", payments, "/switches/payments/3ds") is None
+    assert example.admit("anyone", {}, "/config/shared/feature-flags/dark-mode") is None
+    refused = example.admit("checkout", {}, "/config/payments/3ds")
+    assert refused is not None and refused.reason == "PathNotAllowed"
+    assert example.admit("shop", {**payments, "platform.example.com/env": "dev"}, "/config/payments/x") is not None
+    lonely = example.admit("shop", {}, "/config/checkout-v2")
+    assert lonely is not None and lonely.reason == "PathNotAllowed"  # rule 2 ({}) matches every namespace
+    quoted = section.split("names the rules that admit its namespace\n(`")[1].split("`)")[0]
+    assert quoted == f"{refused.message}; nothing is written"
+    assert "namespaceSelector platform.example.com/env in (prod,staging),platform.example.com/team in (payments)" in \
+        example.admit("checkout", payments, "/elsewhere").message  # type: ignore[union-attr]

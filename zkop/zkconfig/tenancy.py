@@ -99,9 +99,10 @@ class LabelSelector:
         return all(r.matches(labels) for r in self.requirements)
 
     def describe(self) -> str:
-        """apimachinery's selector string, e.g. ``team=a,env in (prod),!legacy``."""
+        """apimachinery's selector string (``Selector.String``: requirements sorted by key), e.g.
+        ``env in (prod),!legacy,team in (a)``."""
         parts = []
-        for r in self.requirements:
+        for r in sorted(self.requirements, key=lambda r: r.key):
             values = ",".join(sorted(r.values))
             parts.append({"In": f"{r.key} in ({values})", "NotIn": f"{r.key} notin ({values})",
                           "Exists": r.key, "DoesNotExist": f"!{r.key}"}[r.operator])
