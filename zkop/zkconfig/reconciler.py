@@ -190,6 +190,11 @@ class ZooKeeperConfigReconciler:
         spec = self._parse(obj)
         desired = spec if isinstance(spec, DesiredZnode) else None
         refusal = None if isinstance(spec, InvalidSpec) else self._refusal(obj, str(obj["spec"]["path"]))
+        if refusal is not None and self._namespace_unseen(obj):
+            # A namespace created with its objects (one Flux apply) may reach the Namespace cache after them:
+            # not a refusal yet. Its add event enqueues its objects (``keys_in_namespace``).
+            log.debug("%s: namespace not in the Namespace cache yet; waiting for it", key)
+            return Result()
         decision = decide.precheck_sync(obj, spec, self._cluster_owner(desired) if refusal is None else None, refusal)
         if decision is not None:
             return self._apply(obj, self.writer.synced(key, "", decision))
@@ -287,6 +292,12 @@ class ZooKeeperConfigReconciler:
         namespace = str((obj.get("metadata") or {}).get("namespace"))
         labels = self.namespace_labels(namespace) if self.namespace_labels is not None else None
         return policy.admit(namespace, labels, path)
+
+    def _namespace_unseen(self, obj: JSON) -> bool:
+        """True if ``obj``'s policy selects namespaces by label and its namespace is not in the cache yet."""
+        namespace = str((obj.get("metadata") or {}).get("namespace"))
+        return (self.namespace_labels is not None and self.policy_for(obj).needs_namespace_labels
+                and self.namespace_labels(namespace) is None)
 
     def _cluster_owner(self, desired: DesiredZnode | None) -> str | None:
         """The key of the oldest ZooKeeperConfig in the cache declaring ``desired.path`` that its tenancy
