@@ -41,9 +41,10 @@ def namespace_rbac(plane: ControlPlane, installed: list[Obj]) -> None:
 
 
 @pytest.fixture
-def run_zkop(zkop_kubeconfig: str, namespace_rbac: None, zk_server: ZooKeeperServer, zk_base: str,
+def run_zkop(zkop_kubeconfig: str, namespace_rbac: None, kube: KubeClient, zk_server: ZooKeeperServer, zk_base: str,
              tmp_path: Path) -> RunZkop:
-    """Start ``zkop run --tenancy-policy-file`` with ``policy`` (the file's YAML), watching ``namespaces``."""
+    """Start ``zkop run --tenancy-policy-file`` with ``policy`` (the file's YAML), watching ``namespaces``; before
+    it stops, the test's ZooKeeperConfigs are deleted through it (no finalizer is left for another test's zkop)."""
     @contextlib.contextmanager
     def run(policy: dict[str, Any], namespaces: list[str]) -> Iterator[OperatorProcess]:
         path = tmp_path / "policy.yaml"
@@ -53,6 +54,10 @@ def run_zkop(zkop_kubeconfig: str, namespace_rbac: None, zk_server: ZooKeeperSer
             args += ["--namespace", ns]
         with OperatorProcess(zkop_kubeconfig, f"{zk_server.hosts}{zk_base}", args) as proc:
             yield proc
+            for ns in namespaces:
+                kube.request("DELETE", resource_path(*ZKC, ns))
+            wait_for(lambda: not any(kube.request("GET", resource_path(*ZKC, ns))["items"] for ns in namespaces),
+                     message="the test's objects deleted")
         assert proc.proc is not None and proc.proc.returncode == 0, proc.log_tail()
 
     return run
