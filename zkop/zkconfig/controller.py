@@ -6,9 +6,12 @@
   referenced ConfigMap/Secret; and only the ConfigMaps and Secrets a ZooKeeperConfig names, each
   watched on its own (:class:`~zkop.runtime.cache.NamedObjectInformer`, kept in step by
   :class:`_TrackReferences`): the cluster's other Secrets are never listed or held;
+* with ``watch_namespaces`` (a tenancy rule with a ``namespaceSelector``): a Namespace informer, whose
+  cache answers the reconciler's label lookups (never a GET per reconcile);
 * key mappers (``handler.EnqueueRequestsFromMapFunc``): an object's event also enqueues every other
   object declaring its path (ownership may move); a ConfigMap/Secret event, its referrers; a znode
-  or ownership-record change, the objects declaring that path;
+  or ownership-record change, the objects declaring that path; a Namespace whose labels changed,
+  its objects and the objects sharing their paths (admission, and with it ownership, may move);
 * leader-only: the watched roots (:class:`~zkop.zkconfig.watchroots.WatchRoots`), registered before
   the workers start; the ``zookeeperconfig`` controller, after one
   :meth:`~zkop.zkconfig.reconciler.ZooKeeperConfigReconciler.learn_absent` pass; the periodic ACL
@@ -19,13 +22,14 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from prometheus_client import REGISTRY
 
 from zkop.kube.client import JSON, KubeClient
 from zkop.kube.events import EventRecorder
-from zkop.runtime.cache import Indexer, Informer, NamedObjectInformer, ResourceRef, meta_namespace_key
+from zkop.runtime.cache import Indexer, IndexFunc, Informer, NamedObjectInformer, ResourceRef, meta_namespace_key
 from zkop.runtime.controller import Controller
 from zkop.runtime.manager import Manager
 from zkop.runtime.ownwrites import OwnWrites
@@ -42,15 +46,30 @@ from zkop.zkconfig.reconciler import (
 )
 from zkop.zkconfig.spec import GROUP, PLURAL, VERSION
 from zkop.zkconfig.status_metrics import ZooKeeperConfigStatusCollector
+from zkop.zkconfig.tenancy import TenancyPolicy
 from zkop.zkconfig.watchroots import WatchRoots
 from zkop.zookeeper.adapter import ZooKeeperAdapter
 
-__all__ = ["CONFIGMAPS", "CONTROLLER_NAME", "SECRETS", "ZOOKEEPERCONFIGS", "ZooKeeperConfigController", "setup"]
+__all__ = ["CONFIGMAPS", "CONTROLLER_NAME", "NAMESPACES", "SECRETS", "ZOOKEEPERCONFIGS", "ZooKeeperConfigController",
+           "setup"]
 
 CONTROLLER_NAME = "zookeeperconfig"
 ZOOKEEPERCONFIGS = ResourceRef(GROUP, VERSION, PLURAL)
 CONFIGMAPS = ResourceRef("", "v1", "configmaps")
 SECRETS = ResourceRef("", "v1", "secrets")
+NAMESPACES = ResourceRef("", "v1", "namespaces")
+#: Informer index: namespace → ZooKeeperConfigs in it (only with a Namespace informer).
+NAMESPACE_INDEX = "namespace"
+
+
+def index_by_namespace(obj: JSON) -> list[str]:
+    """Index function for :data:`NAMESPACE_INDEX`."""
+    return [str((obj.get("metadata") or {}).get("namespace"))]
+
+
+def namespace_labels_changed(old: JSON, new: JSON) -> bool:
+    """Update filter of the Namespace informer: only a change of labels can change admission."""
+    return (old.get("metadata") or {}).get("labels") != (new.get("metadata") or {}).get("labels")
 
 
 @dataclass
@@ -64,11 +83,27 @@ class ZooKeeperConfigController:
     reconciler: ZooKeeperConfigReconciler
     acl_check: AclCheck | None = None
     watch_roots: WatchRoots | None = None
+    namespaces: Informer | None = None
 
     @property
     def informers(self) -> list[Informer]:
-        """ZooKeeperConfigs, ConfigMaps, Secrets."""
-        return [self.informer, self.configmaps, self.secrets]
+        """ZooKeeperConfigs, ConfigMaps, Secrets, and Namespaces if watched."""
+        return [self.informer, self.configmaps, self.secrets, *([self.namespaces] if self.namespaces else [])]
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
+        """``namespace``'s labels from the Namespace informer's cache (``None``: not watched, or not seen)."""
+        if self.namespaces is None:
+            return None
+        found = self.namespaces.indexer.get(namespace)
+        return (found.get("metadata") or {}).get("labels") or {} if found is not None else None
+
+    def keys_in_namespace(self, namespace_obj: JSON) -> list[str]:
+        """The keys of the ZooKeeperConfigs in a Namespace, and of every object sharing one of their paths."""
+        name = str((namespace_obj.get("metadata") or {}).get("name"))
+        keys: dict[str, None] = {}
+        for obj in self.informer.indexer.by_index(NAMESPACE_INDEX, name):
+            keys.update(dict.fromkeys(self.keys_sharing_path(obj)))
+        return list(keys)
 
     def on_session_reconnected(self) -> None:
         """A ZooKeeper session came back (after LOST or SUSPENDED): re-deliver every object.
@@ -174,6 +209,7 @@ def setup(
     manager: Manager, client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: EventRecorder,
     options: ReconcilerOptions, *, namespaces: list[str] | None, workers: int, sync_period: float,
     inactivity_timeout: float, acl_check_period: float = 60.0,
+    policy_for: Callable[[JSON], TenancyPolicy] | None = None, watch_namespaces: bool = False,
 ) -> ZooKeeperConfigController:
     """Build the ZooKeeperConfig controller and add its parts to ``manager``.
 
@@ -187,6 +223,13 @@ def setup(
         sync_period: seconds between resyncs of the ZooKeeperConfig informer.
         inactivity_timeout: seconds a silent watch is kept before it is reopened.
         acl_check_period: seconds between ACL checks of znodes declaring ``spec.acl``; 0 disables.
+        policy_for: the tenancy policy an object is held to (its ensemble's,
+            :class:`~zkop.zkconfig.tenancy.TenancyPolicy`); ``None``: everything is admitted and adopted.
+            Called on every reconcile: it must read only memory.
+        watch_namespaces: watch Namespaces (list/watch RBAC) so that ``namespaceSelector`` rules see
+            namespace labels, and a label change re-reconciles the namespace's objects; needed as soon
+            as any policy ``policy_for`` can return has
+            :attr:`~zkop.zkconfig.tenancy.TenancyPolicy.needs_namespace_labels`.
 
     Returns:
         The parts, e.g. for :meth:`ZooKeeperConfigController.on_session_reconnected`.
@@ -194,11 +237,15 @@ def setup(
     # Series known up front start at 0 (Prometheus' advice), so ``increase()`` sees the first one.
     for counter in (metrics.DRIFT_CORRECTIONS, metrics.ZOOKEEPER_QUIET_RETRIES):
         counter.labels(CONTROLLER_NAME).inc(0)
+    indexers: dict[str, IndexFunc] = {PATH_INDEX: index_by_path, REF_INDEX: index_by_ref}
+    if watch_namespaces:
+        indexers[NAMESPACE_INDEX] = index_by_namespace
     informer = Informer(
         client, ZOOKEEPERCONFIGS, name="zookeeperconfigs", namespaces=namespaces,
-        indexers={PATH_INDEX: index_by_path, REF_INDEX: index_by_ref}, resync_period=sync_period,
-        inactivity_timeout=inactivity_timeout,
+        indexers=indexers, resync_period=sync_period, inactivity_timeout=inactivity_timeout,
     )
+    namespace_informer = Informer(client, NAMESPACES, name="namespaces", resync_period=0,
+                                  inactivity_timeout=inactivity_timeout) if watch_namespaces else None
     configmaps = NamedObjectInformer(client, CONFIGMAPS, name="configmaps", inactivity_timeout=inactivity_timeout)
     secrets = NamedObjectInformer(client, SECRETS, name="secrets", inactivity_timeout=inactivity_timeout)
     informer.add_event_handler(_TrackReferences(informer.indexer, {"ConfigMap": configmaps, "Secret": secrets}))
@@ -208,10 +255,14 @@ def setup(
     own_writes = OwnWrites(release=queue.add, recorded=informer.expect_echo)
     reconciler = ZooKeeperConfigReconciler(
         informer.indexer, client, zookeeper, recorder, options,
-        configmaps=configmaps, secrets=secrets, own_writes=own_writes,
+        configmaps=configmaps, secrets=secrets, own_writes=own_writes, policy_for=policy_for,
     )
     controller = Controller(CONTROLLER_NAME, reconciler, workers=workers, queue=queue)
-    parts = ZooKeeperConfigController(informer, configmaps, secrets, controller, reconciler)
+    parts = ZooKeeperConfigController(informer, configmaps, secrets, controller, reconciler,
+                                      namespaces=namespace_informer)
+    if namespace_informer is not None:
+        reconciler.namespace_labels = parts.namespace_labels
+        controller.watch(namespace_informer, parts.keys_in_namespace, update_filter=namespace_labels_changed)
     controller.watch(informer, parts.keys_sharing_path, update_filter=reconciler.wants_update)
     controller.watch(configmaps, lambda obj: parts.keys_referencing("ConfigMap", obj))
     controller.watch(secrets, lambda obj: parts.keys_referencing("Secret", obj))
