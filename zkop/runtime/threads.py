@@ -34,6 +34,7 @@ class OwnedThreads:
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self._ends: dict[threading.Thread, str] = {}
+        self._finished: set[threading.Thread] = set()
 
     def start(self, target: Callable[[], object], name: str) -> threading.Thread:
         """Start ``target`` on a daemon thread called ``name``; an exception that ends it is remembered and re-raised
@@ -45,6 +46,9 @@ class OwnedThreads:
                 with self._lock:
                     self._ends[threading.current_thread()] = describe_end(err)
                 raise
+            finally:
+                with self._lock:
+                    self._finished.add(threading.current_thread())
 
         thread = threading.Thread(target=run, name=name, daemon=True)
         with self._lock:
@@ -53,13 +57,14 @@ class OwnedThreads:
         return thread
 
     def ended(self) -> list[str]:
-        """The started threads that are no longer running, each as ``name`` or ``name (ended by <exception>)``.
+        """The started threads whose target has returned or raised, each as ``name`` or ``name (ended by <exception>)``.
 
-        Takes no lock (copies made under the GIL), so that a thread ended while it held one never blocks it.
+        Decided by the target having finished, not by ``is_alive()``: a thread being started has an ident before
+        it is alive, and a health check in that moment would take it for dead. Takes no lock (copies made under
+        the GIL), so that a thread ended while it held one never blocks it.
         """
-        threads, ends = list(self._threads), dict(self._ends)
-        return [f"{t.name} (ended by {ends[t]})" if t in ends else t.name
-                for t in threads if t.ident is not None and not t.is_alive()]
+        threads, ends, finished = list(self._threads), dict(self._ends), set(self._finished)
+        return [f"{t.name} (ended by {ends[t]})" if t in ends else t.name for t in threads if t in finished]
 
     def forget(self, thread: threading.Thread) -> None:
         """Stop watching ``thread`` (its work is no longer wanted, e.g. an object no longer tracked)."""
@@ -67,6 +72,7 @@ class OwnedThreads:
             if thread in self._threads:
                 self._threads.remove(thread)
             self._ends.pop(thread, None)
+            self._finished.discard(thread)
 
     def __iter__(self) -> Iterator[threading.Thread]:
         with self._lock:

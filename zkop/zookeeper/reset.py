@@ -134,6 +134,7 @@ class SuspensionWatchdog:
         self._suspended_since: float | None = None
         self._resetting: str | None = None
         self._stopped = False
+        self._finished = False
         self._thread = threading.Thread(target=self._run, name="zk-session-watchdog", daemon=True)
 
     def start(self) -> None:
@@ -155,8 +156,9 @@ class SuspensionWatchdog:
 
     def ended(self) -> bool:
         """True if the thread ended before :meth:`stop` (an exception nothing caught): no reset would come."""
-        # No lock: the thread that died may hold it.
-        return self._thread.ident is not None and not self._thread.is_alive() and not self._stopped
+        # No lock: the thread that died may hold it. Decided by the loop having returned, not by is_alive(): a
+        # thread being started has an ident before it is alive, and a health check then would take it for dead.
+        return self._finished and not self._stopped
 
     def on_state(self, state: str) -> None:
         """Feed a kazoo state (``"CONNECTED"``, ``"SUSPENDED"``, ``"LOST"``); never blocks."""
@@ -178,14 +180,17 @@ class SuspensionWatchdog:
         return None
 
     def _run(self) -> None:
-        while (reason := self._next_reset()) is not None:
-            try:
-                self._reset(reason)
-            except Exception:
-                log.exception("ZooKeeper session reset failed; trying again")
-                with self._cond:  # the clock starts again: the next try after another lost_after
-                    self._resetting = None
-                    self._suspended_since = time.monotonic()
+        try:
+            while (reason := self._next_reset()) is not None:
+                try:
+                    self._reset(reason)
+                except Exception:
+                    log.exception("ZooKeeper session reset failed; trying again")
+                    with self._cond:  # the clock starts again: the next try after another lost_after
+                        self._resetting = None
+                        self._suspended_since = time.monotonic()
+        finally:
+            self._finished = True
 
     def _check_refused(self) -> bool:
         try:
