@@ -274,6 +274,11 @@ def build_parser() -> argparse.ArgumentParser:
                           "none: nothing is written to ZooKeeper, Services or EndpointSlices; ZooKeeperConfig "
                           "status shows Ready=False, reason DryRun, with the planned changes, and no finalizer "
                           "is added")
+    run.add_argument("--zookeeper-ensembles", action="store_true",
+                     help="manage ZooKeeperConfigs on the ZooKeeperEnsembles they name in spec.ensembleRef too "
+                          "(docs/operations.md, \"Several ensembles\")")
+    run.add_argument("--ensemble-secret-namespace", default=None, type=dns_label, metavar="NAMESPACE",
+                     help="the one namespace ZooKeeperEnsembles' Secrets are read from (default: zkop's own)")
     run.add_argument("--zookeeper-mirrors", action="store_true",
                      help="reconcile ZooKeeperMirror objects: a znode or subtree mirrored read-only into a ConfigMap "
                           "(default off; needs the zookeeper-mirror component's RBAC)")
@@ -339,6 +344,7 @@ def _run(args: argparse.Namespace) -> int:
         graceful_shutdown_timeout=args.graceful_shutdown_timeout, max_data_bytes=args.max_data_bytes,
         cluster_id=args.cluster_id, registry_root=args.registry_root, acl_check_period=args.acl_check_period,
         bridge=bridge, importer=importer, mirrors=args.zookeeper_mirrors, dry_run=args.dry_run,
+        ensembles=args.zookeeper_ensembles, ensemble_secret_namespace=args.ensemble_secret_namespace,
         metrics_secure=args.metrics_secure,
         metrics_cert_dir=args.metrics_cert_dir, metrics_cert_name=args.metrics_cert_name,
         metrics_key_name=args.metrics_cert_key, kube_api_qps=args.kube_api_qps, kube_api_burst=args.kube_api_burst,

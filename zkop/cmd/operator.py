@@ -104,6 +104,8 @@ class OperatorOptions:
     bridge: BridgeOptions | None = None
     importer: ImportOptions | None = None
     mirrors: bool = False
+    ensembles: bool = False
+    ensemble_secret_namespace: str | None = None
     dry_run: bool = False
 
 
@@ -279,7 +281,8 @@ class Operator:
     Attributes:
         manager: the generic Manager everything is added to.
         zookeeper: the ZooKeeper adapter (tests reach its session).
-        zkconfig: the ZooKeeperConfig controller's parts.
+        zkconfig: the ZooKeeperConfig controller's parts (the flags' ensemble).
+        ensembles: the ZooKeeperEnsemble controller's parts (``--zookeeper-ensembles``), else absent.
     """
 
     def __init__(self, options: OperatorOptions) -> None:
@@ -323,6 +326,16 @@ class Operator:
             namespaces=namespaces, workers=options.workers, sync_period=options.sync_period,
             inactivity_timeout=options.watch_inactivity_timeout, acl_check_period=options.acl_check_period,
         )
+        if options.ensembles:
+            from zkop.ensembles import controller as ensembles
+
+            self.ensembles = ensembles.setup(
+                self.manager, self.client, self.recorder, self.zkconfig, self.zookeeper,
+                self.zkconfig.reconciler.options,
+                secret_namespace=options.ensemble_secret_namespace or default_leader_election_namespace(),
+                workers=options.workers, acl_check_period=options.acl_check_period,
+                inactivity_timeout=options.watch_inactivity_timeout, sync_period=options.sync_period,
+            )
         on_new_session: list[Callable[[], None]] = [self.zkconfig.on_session_reconnected]
         # Each feature is imported only when enabled: a process without it starts faster.
         if options.bridge is not None:

@@ -1,0 +1,220 @@
+"""ZooKeeperEnsembles (``zkop run --zookeeper-ensembles``, docs/operations.md "Several ensembles"): objects
+routed to their ensemble, one ensemble down while the others converge, credentials rotated in a Secret,
+and an ensemble and its objects deleted together in every order. Real ZooKeeper servers (two or three),
+``zkop run`` as its own process, the in-memory API server."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kazoo.client import KazooClient
+from kazoo.security import make_digest_acl_credential
+from zkop_testing.apiserver import ApiServer
+from zkop_testing.ensembles import (
+    ZKE,
+    delete_ensemble,
+    ensemble,
+    get_ensemble,
+    install_ensemble_crd,
+    put_secret,
+    ready_condition,
+)
+from zkop_testing.operator import OperatorProcess
+from zkop_testing.resources import ZKC, conditions, create, get, read, synced, zkc
+from zkop_testing.waiting import wait_for
+from zkop_testing.zookeeper import ZooKeeperServer
+
+from zkop.kube.client import KubeClient, resource_path
+
+TRUSTED = "zkop-system"
+
+
+@pytest.fixture
+def ensembles_kube(kube: KubeClient) -> KubeClient:
+    install_ensemble_crd(kube)
+    kube.request("POST", resource_path("", "v1", "namespaces"),
+                 body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": TRUSTED}})
+    return kube
+
+
+@pytest.fixture
+def second() -> Iterator[ZooKeeperServer]:
+    """A second ensemble (standalone), for this test only."""
+    with ZooKeeperServer() as server:  # started on entering, stopped on leaving
+        yield server
+
+
+@pytest.fixture
+def second_zk(second: ZooKeeperServer) -> Iterator[KazooClient]:
+    client = KazooClient(hosts=second.hosts)
+    client.start()
+    client.ensure_path("/team")
+    yield client
+    client.stop()
+    client.close()
+
+
+def run_zkop(kubeconfig: str, zk_server: ZooKeeperServer, zk_base: str, tmp_path: Path) -> OperatorProcess:
+    # TMPDIR: each ensemble's private TLS/SASL directory goes there, not to /tmp.
+    return OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}",
+                           ["--zookeeper-ensembles", "--ensemble-secret-namespace", TRUSTED, "--workers", "2"],
+                           env={"TMPDIR": str(tmp_path)})
+
+
+def delete_object(kube: KubeClient, name: str, namespace: str = "default") -> None:
+    kube.request("DELETE", resource_path(*ZKC, namespace, name))
+
+
+def test_objects_are_routed_to_their_ensemble(
+        kubeconfig: str, ensembles_kube: KubeClient, zk_server: ZooKeeperServer, zk_base: str, zk: KazooClient,
+        second: ZooKeeperServer, second_zk: KazooClient, tmp_path: Path) -> None:
+    """The same path on two ensembles: no conflict, each value on its own ensemble (the second's under its
+    chroot), and the ensemble's status says Ready, the server's version, the watch mode and its objects."""
+    kube = ensembles_kube
+    with run_zkop(kubeconfig, zk_server, zk_base, tmp_path):
+        create_ensemble(kube, ensemble("second", second.hosts, chroot="/team"))
+        create(kube, zkc("on-default", "/app/flag", b"default"))
+        create(kube, zkc("on-second", "/app/flag", b"second", ensembleRef={"name": "second"}))
+        wait_for(lambda: synced(kube, "on-default") and synced(kube, "on-second"), message="both synced")
+        assert read(zk, f"{zk_base}/app/flag") == b"default"
+        assert read(second_zk, "/team/app/flag") == b"second"
+        assert not second_zk.exists("/app/flag")
+        status = wait_for(lambda: (e := get_ensemble(kube, "second")) and ready_condition(e).get("status") == "True"
+                          and (e.get("status") or {}).get("serverVersion") and e["status"], message="ensemble Ready")
+        assert status["managedObjects"] == 1
+        assert status["watchMode"] in ("persistent", "per-node")
+        assert status["serverVersion"][0].isdigit()
+        assert status["observedGeneration"] == 1
+
+
+def create_ensemble(kube: KubeClient, obj: dict[str, object]) -> None:
+    kube.request("POST", resource_path(*ZKE), body=obj)
+
+
+def test_an_ensemble_that_is_down_affects_only_its_own_objects(
+        kubeconfig: str, ensembles_kube: KubeClient, zk_server: ZooKeeperServer, zk_base: str, zk: KazooClient,
+        second: ZooKeeperServer, second_zk: KazooClient, tmp_path: Path) -> None:
+    """The second ensemble stops: its objects say ZooKeeperUnavailable and the ensemble Ready=False, while
+    objects of the flags' ensemble are still created and a hand edit of one is put back; zkop stays ready;
+    the second ensemble back, its objects converge."""
+    kube = ensembles_kube
+    with run_zkop(kubeconfig, zk_server, zk_base, tmp_path) as proc:
+        create_ensemble(kube, ensemble("second", second.hosts, chroot="/team", sessionTimeout="4s"))
+        create(kube, zkc("steady", "/app/steady", b"1"))
+        create(kube, zkc("remote", "/app/remote", b"1", ensembleRef={"name": "second"}))
+        wait_for(lambda: synced(kube, "steady") and synced(kube, "remote"), message="both synced")
+        second.kill()  # its data stays, the chroot with it
+        wait_for(lambda: ready_condition(get_ensemble(kube, "second")).get("status") == "False",
+                 message="the ensemble not Ready")
+        for n in range(3):  # more keys than workers on the ensemble that is down
+            create(kube, zkc(f"remote-{n}", f"/app/remote-{n}", b"1", ensembleRef={"name": "second"}))
+        wait_for(lambda: conditions(get(kube, "remote-0")).get("Ready", {}).get("reason") == "ZooKeeperUnavailable",
+                 message="the object on the stopped ensemble says ZooKeeperUnavailable")
+        # Meanwhile the flags' ensemble converges: a new object, and a hand edit put back.
+        create(kube, zkc("new", "/app/new", b"1"))
+        wait_for(lambda: synced(kube, "new"), message="a new object on the other ensemble synced")
+        zk.set(f"{zk_base}/app/steady", b"hand edit")
+        wait_for(lambda: read(zk, f"{zk_base}/app/steady") == b"1", message="drift on the other ensemble put back")
+        assert proc.probe("/readyz") == 200
+        assert 'zkop_ensemble_ready{ensemble="second"} 0.0' in proc.metrics()
+        second.start()
+        wait_for(lambda: all(synced(kube, f"remote-{n}") for n in range(3)), message="converged once back")
+        client = KazooClient(hosts=second.hosts)
+        client.start()
+        try:
+            assert read(client, "/team/app/remote-2") == b"1"
+        finally:
+            client.stop()
+            client.close()
+
+
+def test_credentials_rotated_in_a_secret_open_a_new_session_and_rewrite_nothing(
+        kubeconfig: str, apiserver: ApiServer, ensembles_kube: KubeClient, zk_server: ZooKeeperServer,
+        zk_base: str, second: ZooKeeperServer, second_zk: KazooClient, tmp_path: Path) -> None:
+    """Digest credentials from a Secret in the trusted namespace; replacing them opens a new session with the
+    new identity (an ACL for the new user only is then accepted, refused before as a lock-out) and writes
+    neither the existing znode nor its object's status."""
+    kube = ensembles_kube
+    put_secret(kube, TRUSTED, "second-auth", {"credentials": b"alice:one"})
+    with run_zkop(kubeconfig, zk_server, zk_base, tmp_path) as proc:
+        create_ensemble(kube, ensemble("second", second.hosts, chroot="/team",
+                                       auth={"digest": {"secretRef": {"name": "second-auth"}}}))
+        create(kube, zkc("kept", "/app/kept", b"1", ensembleRef={"name": "second"}))
+        wait_for(lambda: synced(kube, "kept"), message="synced")
+        before = second_zk.get("/team/app/kept")[1]
+        bob = {"scheme": "digest", "id": make_digest_acl_credential("bob", "two"),
+               "permissions": ["read", "write", "create", "delete", "admin"]}
+        create(kube, zkc("bobs", "/app/bobs", b"1", ensembleRef={"name": "second"}, acl=[bob]))
+        wait_for(lambda: conditions(get(kube, "bobs")).get("Ready", {}).get("reason") == "InvalidSpec",
+                 message="an ACL locking alice out refused")
+        status_writes = apiserver.count_requests("patch", "zookeeperconfigs", subresource="status", name="kept")
+        put_secret(kube, TRUSTED, "second-auth", {"credentials": b"bob:two"})
+        wait_for(lambda: synced(kube, "bobs"), message="the new session's identity accepts bob's ACL")
+        assert "ensemble second: spec or Secrets changed; opening a new session" in proc.log_tail(400)
+        after = second_zk.get("/team/app/kept")[1]
+        assert (after.mzxid, after.version) == (before.mzxid, before.version)
+        assert apiserver.count_requests("patch", "zookeeperconfigs", subresource="status", name="kept") \
+            == status_writes
+        assert base64.b64decode(get(kube, "kept")["spec"]["data"]) == b"1"  # type: ignore[index]
+
+
+@pytest.mark.parametrize("order", ["objects-first", "ensemble-first", "together"])
+def test_an_ensemble_and_its_objects_deleted_together_leave_nothing(
+        order: str, kubeconfig: str, ensembles_kube: KubeClient, zk_server: ZooKeeperServer, zk_base: str,
+        second: ZooKeeperServer, second_zk: KazooClient, tmp_path: Path) -> None:
+    """Flux prunes an ensemble and its objects in any order: every znode (deletionPolicy Delete) is removed,
+    the ensemble waits (terminating) while an object still needs it, and nothing is left terminating."""
+    kube = ensembles_kube
+    names = [f"pruned-{n}" for n in range(3)]
+    with run_zkop(kubeconfig, zk_server, zk_base, tmp_path):
+        create_ensemble(kube, ensemble("second", second.hosts, chroot="/team"))
+        for name in names:
+            create(kube, zkc(name, f"/app/{name}", b"1", ensembleRef={"name": "second"}))
+        wait_for(lambda: all(synced(kube, n) for n in names), message="synced")
+        if order == "ensemble-first":
+            delete_ensemble(kube, "second")
+            held = wait_for(lambda: (e := get_ensemble(kube, "second")) and ready_condition(e).get("reason")
+                            == "Terminating" and e, message="the ensemble waits for its objects")
+            assert held["metadata"]["deletionTimestamp"]
+        if order != "together":
+            first, then = (names, []) if order == "objects-first" else ([], names)
+        else:
+            first, then = [], []
+            delete_ensemble(kube, "second")
+            for name in names:
+                delete_object(kube, name)
+        for name in first:
+            delete_object(kube, name)
+        if order == "objects-first":
+            delete_ensemble(kube, "second")
+        for name in then:
+            delete_object(kube, name)
+        wait_for(lambda: all(get(kube, n) is None for n in names) and get_ensemble(kube, "second") is None,
+                 message="every object and the ensemble gone")
+        for name in names:
+            assert not second_zk.exists(f"/team/app/{name}"), name
+
+
+def test_an_object_whose_ensemble_is_missing_says_so(
+        kubeconfig: str, ensembles_kube: KubeClient, zk_server: ZooKeeperServer, zk_base: str, zk: KazooClient,
+        second: ZooKeeperServer, second_zk: KazooClient, tmp_path: Path) -> None:
+    """No such ZooKeeperEnsemble: EnsembleNotFound and nothing written; a Secret missing: EnsembleNotUsable on
+    the object and SecretNotFound on the ensemble; both converge once what is missing appears."""
+    kube = ensembles_kube
+    with run_zkop(kubeconfig, zk_server, zk_base, tmp_path):
+        create(kube, zkc("lost", "/app/lost", b"1", ensembleRef={"name": "second"}))
+        wait_for(lambda: conditions(get(kube, "lost")).get("Ready", {}).get("reason") == "EnsembleNotFound",
+                 message="EnsembleNotFound")
+        assert not zk.exists(f"{zk_base}/app/lost")
+        create_ensemble(kube, ensemble("second", second.hosts, chroot="/team",
+                                       auth={"digest": {"secretRef": {"name": "absent"}}}))
+        wait_for(lambda: ready_condition(get_ensemble(kube, "second")).get("reason") == "SecretNotFound",
+                 message="the ensemble says its Secret is missing")
+        wait_for(lambda: conditions(get(kube, "lost")).get("Ready", {}).get("reason") == "EnsembleNotUsable",
+                 message="EnsembleNotUsable")
+        put_secret(kube, TRUSTED, "absent", {"credentials": b"carol:three"})
+        wait_for(lambda: synced(kube, "lost"), message="synced once the Secret is there")
+        assert read(second_zk, "/team/app/lost") == b"1"
