@@ -35,28 +35,28 @@ ZKOP_USER = "system:serviceaccount:zkop-system:zkop"
 
 
 @pytest.fixture
-def second() -> Iterator[KazooClient]:
-    """A second ensemble for this test, with the chroot ``/team``; a client on it."""
+def second_ensemble() -> Iterator[tuple[KazooClient, str]]:
+    """A second ensemble for this test, with the chroot ``/team``: a client on it, and its hosts."""
     with ZooKeeperServer() as server:
         client = KazooClient(hosts=server.hosts)
         client.start()
         client.ensure_path("/team")
-        client.hosts_for_zkop = server.hosts  # type: ignore[attr-defined]
-        yield client
+        yield client, server.hosts
         client.stop()
         client.close()
 
 
 def test_an_ensemble_under_its_rbac_routes_rotates_and_waits_for_its_objects(
         plane: ControlPlane, installed: list[Obj], kube: KubeClient, zkop_kubeconfig: str, namespace: str,
-        zk_server: ZooKeeperServer, zk_base: str, zk: KazooClient, second: KazooClient, tmp_path: Path) -> None:
+        zk_server: ZooKeeperServer, zk_base: str, zk: KazooClient, second_ensemble: tuple[KazooClient, str],
+        tmp_path: Path) -> None:
+    second, hosts = second_ensemble
     kubectl(plane, "apply", "--server-side", "--force-conflicts", "--field-manager=zkop-tests",
             "-f", str(ENSEMBLE_CRD_FILE), "-f", str(REPO / "manifests/components/zookeeper-ensembles/rbac.yaml"))
     kubectl(plane, "wait", "--for=condition=Established", "crd/zookeeperensembles.platform.example.com",
             "--timeout=60s")
     name, secret = f"{namespace}-second", f"{namespace}-auth"  # cluster-scoped and shared: one per test
     put_secret(kube, ZKOP_NAMESPACE, secret, {"credentials": b"alice:one"})
-    hosts = second.hosts_for_zkop  # type: ignore[attr-defined]
     try:
         with OperatorProcess(zkop_kubeconfig, f"{zk_server.hosts}{zk_base}",
                              ["--workers", "2", "--namespace", namespace, "--zookeeper-ensembles",
