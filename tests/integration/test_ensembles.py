@@ -22,8 +22,9 @@ from zkop_testing.ensembles import (
     put_secret,
     ready_condition,
 )
-from zkop_testing.operator import OperatorProcess
+from zkop_testing.operator import OperatorProcess, OperatorStartError
 from zkop_testing.resources import ZKC, conditions, create, get, read, synced, zkc
+from zkop_testing.services import BRIDGE_ROOT, IMPORT_NAMESPACE, children, get_service, register, svc
 from zkop_testing.waiting import wait_for
 from zkop_testing.zookeeper import ZooKeeperServer
 
@@ -218,3 +219,39 @@ def test_an_object_whose_ensemble_is_missing_says_so(
         put_secret(kube, TRUSTED, "absent", {"credentials": b"carol:three"})
         wait_for(lambda: synced(kube, "lost"), message="synced once the Secret is there")
         assert read(second_zk, "/team/app/lost") == b"1"
+
+
+def test_the_service_bridge_and_importer_use_the_ensemble_their_flags_name(
+        kubeconfig: str, ensembles_kube: KubeClient, zk_server: ZooKeeperServer, zk_base: str, zk: KazooClient,
+        second: ZooKeeperServer, second_zk: KazooClient, tmp_path: Path) -> None:
+    """``--service-bridge-ensemble`` and ``--import-ensemble``: Services published into, and registrations
+    imported from, the named ZooKeeperEnsemble (chroot and credentials from its spec and Secret); nothing of
+    the kind on the flags' ensemble."""
+    kube = ensembles_kube
+    kube.request("POST", resource_path("", "v1", "namespaces"),
+                 body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": IMPORT_NAMESPACE}})
+    put_secret(kube, TRUSTED, "second-auth", {"credentials": b"alice:one"})
+    create_ensemble(kube, ensemble("second", second.hosts, chroot="/team",
+                                   auth={"digest": {"secretRef": {"name": "second-auth"}}}))
+    register(second_zk, "orders", "i1", "10.3.0.1", root="/team/services", ephemeral=False)
+    kube.request("POST", resource_path("", "v1", "services", "default"), body=svc("web"))
+    args = ["--zookeeper-ensembles", "--ensemble-secret-namespace", TRUSTED, "--service-bridge",
+            "--service-bridge-ensemble", "second", "--import-services", "--import-namespace", IMPORT_NAMESPACE,
+            "--import-ensemble", "second"]
+    with OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}", args, env={"TMPDIR": str(tmp_path)}):
+        wait_for(lambda: "default-web" in children(second_zk, f"/team{BRIDGE_ROOT}"),
+                 message="the Service published into the named ensemble")
+        wait_for(lambda: get_service(kube, "orders") is not None, message="the registration imported from it")
+        assert not zk.exists(f"{zk_base}{BRIDGE_ROOT}")
+    assert list(tmp_path.glob("zkop-ensemble-*")) == []  # its private files removed on exit
+
+
+def test_a_service_ensemble_that_does_not_exist_is_a_usage_error(
+        kubeconfig: str, ensembles_kube: KubeClient, zk_server: ZooKeeperServer, zk_base: str,
+        tmp_path: Path) -> None:
+    proc = OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}",
+                           ["--service-bridge", "--service-bridge-ensemble", "nope"], env={"TMPDIR": str(tmp_path)})
+    with pytest.raises(OperatorStartError) as err:
+        proc.start()
+    assert err.value.returncode == 2
+    assert "ZooKeeperEnsemble nope: ZooKeeperEnsemble 'nope' not found" in err.value.output

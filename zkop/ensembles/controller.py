@@ -355,7 +355,7 @@ def setup(
             adapter.refuse_writes = "zkop run --dry-run"
         adapter.known_max_age = default_zookeeper.known_max_age
         parts = build_ensemble(shared, client, adapter, recorder, options, ensemble=name, workers=workers,
-                               acl_check_period=acl_check_period)
+                               acl_check_period=acl_check_period, ensemble_spec=raw)
         return EnsembleRuntime(name, raw, print_, adapter, parts, directory=directory,
                                on_change=lambda: controller_holder[0].queue.add(name))
 

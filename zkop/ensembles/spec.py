@@ -41,6 +41,7 @@ __all__ = [
     "fingerprint",
     "parse_duration",
     "parse_ensemble",
+    "read_ensemble",
 ]
 
 KIND = "ZooKeeperEnsemble"
@@ -273,3 +274,19 @@ def fingerprint(spec: JSON, secrets: Callable[[str], JSON | None], names: frozen
     changes (a Secret's other metadata changing does not count)."""
     material = {"spec": spec, "secrets": {n: ((secrets(n) or {}).get("data")) for n in sorted(names)}}
     return hashlib.sha256(json.dumps(material, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def read_ensemble(get: Callable[[str], JSON | None], secrets: Callable[[str], JSON | None], name: str,
+                  base: ConnectionOptions, directory: Path) -> ConnectionOptions:
+    """The connection options of ZooKeeperEnsemble ``name`` as it is now, read once (``--service-bridge-ensemble``,
+    ``--import-ensemble``): :func:`parse_ensemble` and :func:`connection_options` over what ``get`` and
+    ``secrets`` return.
+
+    Raises:
+        SecretMissing: no such ensemble, or a Secret or key it needs is absent.
+        InvalidEnsemble: its spec breaks a rule.
+    """
+    obj = get(name)
+    if obj is None:
+        raise SecretMissing(f"ZooKeeperEnsemble {name!r} not found")
+    return connection_options(parse_ensemble(obj.get("spec")), secrets, base, directory)

@@ -19,7 +19,9 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from prometheus_client import REGISTRY
 
@@ -248,6 +250,7 @@ def build_informers(client: KubeClient, *, namespaces: list[str] | None, sync_pe
 def build_ensemble(
     shared: SharedInformers, client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: EventRecorder,
     options: ReconcilerOptions, *, ensemble: str = DEFAULT_ENSEMBLE, workers: int, acl_check_period: float = 60.0,
+    ensemble_spec: Mapping[str, Any] | None = None,
 ) -> ZooKeeperConfigController:
     """The ZooKeeperConfig controller of one ensemble: its reconciler (ownership registry), work queue and
     workers, watched roots and ACL check, over the objects of ``shared`` that name ``ensemble``; the
@@ -263,6 +266,8 @@ def build_ensemble(
             ``zookeeperconfig``; another's is ``zookeeperconfig/<name>``).
         workers: concurrent reconciles of this ensemble.
         acl_check_period: seconds between ACL checks of znodes declaring ``spec.acl``; 0 disables.
+        ensemble_spec: the ZooKeeperEnsemble's raw ``spec`` (``None``: the flags' ensemble), kept as the
+            reconciler's :attr:`~zkop.zkconfig.reconciler.ZooKeeperConfigReconciler.ensemble_spec`.
     """
     informer = shared.informer
     name = CONTROLLER_NAME if ensemble == DEFAULT_ENSEMBLE else f"{CONTROLLER_NAME}/{ensemble}"
@@ -275,6 +280,7 @@ def build_ensemble(
         view, client, zookeeper, recorder, options,
         configmaps=shared.configmaps, secrets=shared.secrets, own_writes=own_writes,
     )
+    reconciler.ensemble_spec = ensemble_spec
     controller = Controller(name, reconciler, workers=workers, queue=queue)
     parts = ZooKeeperConfigController(informer, shared.configmaps, shared.secrets, controller, reconciler, view=view,
                                       ensemble=ensemble)
