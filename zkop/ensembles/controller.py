@@ -281,15 +281,15 @@ class MissingEnsembleReporter:
         name = ensemble_of(obj)
         if name == DEFAULT_ENSEMBLE or self.ensembles.get(name) is not None:
             return Result()
-        if self.ensemble_cache.get(name) is None:
-            reason, message = "EnsembleNotFound", f"ZooKeeperEnsemble {name!r} not found"
-        else:
-            reason = "EnsembleNotUsable"
-            message = self.ensembles.unusable_reason(name) or f"ZooKeeperEnsemble {name!r} is not running yet"
+        found = self.ensemble_cache.get(name) is not None
+        message = (self.ensembles.unusable_reason(name) or f"ZooKeeperEnsemble {name!r} is not running yet") \
+            if found else f"ZooKeeperEnsemble {name!r} not found"
         if (obj.get("metadata") or {}).get("deletionTimestamp"):
             message += ("; the znode cannot be deleted until the ensemble is back (docs/operations.md, "
                         "\"An object whose ensemble is gone\")")
-        self.writer.report(obj, Outcome("Error", reason, message, ready=False), wrote=False)
+        outcome = Outcome("Error", "EnsembleNotUsable", message, False) if found else \
+            Outcome("Error", "EnsembleNotFound", message, False)
+        self.writer.report(obj, outcome, wrote=False)
         return Result()
 
 
