@@ -255,3 +255,24 @@ def test_a_service_ensemble_that_does_not_exist_is_a_usage_error(
         proc.start()
     assert err.value.returncode == 2
     assert "ZooKeeperEnsemble nope: ZooKeeperEnsemble 'nope' not found" in err.value.output
+
+
+def test_an_ensemble_deleted_while_zkop_is_down_still_lets_its_objects_delete_their_znodes(
+        kubeconfig: str, ensembles_kube: KubeClient, zk_server: ZooKeeperServer, zk_base: str,
+        second: ZooKeeperServer, second_zk: KazooClient, tmp_path: Path) -> None:
+    """The ensemble is deleted while zkop is stopped; the zkop that starts next makes its session again for
+    the objects that still need it, deletes their znodes when they go, and only then lets the ensemble go."""
+    kube = ensembles_kube
+    with run_zkop(kubeconfig, zk_server, zk_base, tmp_path):
+        create_ensemble(kube, ensemble("second", second.hosts, chroot="/team"))
+        create(kube, zkc("late", "/app/late", b"1", ensembleRef={"name": "second"}))
+        wait_for(lambda: synced(kube, "late"), message="synced")
+    delete_ensemble(kube, "second")
+    assert (get_ensemble(kube, "second") or {}).get("metadata", {}).get("deletionTimestamp")  # held: finalizer
+    with run_zkop(kubeconfig, zk_server, zk_base, tmp_path):
+        wait_for(lambda: ready_condition(get_ensemble(kube, "second")).get("reason") == "Terminating",
+                 message="the ensemble waits for its object")
+        delete_object(kube, "late")
+        wait_for(lambda: get(kube, "late") is None and get_ensemble(kube, "second") is None,
+                 message="the object, then the ensemble, gone")
+        assert not second_zk.exists("/team/app/late")
