@@ -28,7 +28,7 @@ from zkop_testing.services import BRIDGE_ROOT, IMPORT_NAMESPACE, children, get_s
 from zkop_testing.waiting import wait_for
 from zkop_testing.zookeeper import ZooKeeperServer
 
-from zkop.kube.client import KubeClient, resource_path
+from zkop.kube.client import MERGE_PATCH, KubeClient, resource_path
 
 TRUSTED = "zkop-system"
 
@@ -276,3 +276,21 @@ def test_an_ensemble_deleted_while_zkop_is_down_still_lets_its_objects_delete_th
         wait_for(lambda: get(kube, "late") is None and get_ensemble(kube, "second") is None,
                  message="the object, then the ensemble, gone")
         assert not second_zk.exists("/team/app/late")
+
+
+def test_changing_the_ensemble_ref_moves_the_object_and_leaves_the_old_znode(
+        kubeconfig: str, ensembles_kube: KubeClient, zk_server: ZooKeeperServer, zk_base: str, zk: KazooClient,
+        second: ZooKeeperServer, second_zk: KazooClient, tmp_path: Path) -> None:
+    """docs/operations.md: a changed spec.ensembleRef writes on the new ensemble and leaves the old znode and
+    its ownership record as they are."""
+    kube = ensembles_kube
+    with run_zkop(kubeconfig, zk_server, zk_base, tmp_path):
+        create_ensemble(kube, ensemble("second", second.hosts, chroot="/team"))
+        create(kube, zkc("mover", "/app/mover", b"1"))
+        wait_for(lambda: synced(kube, "mover"), message="synced on the flags' ensemble")
+        kube.request("PATCH", resource_path(*ZKC, "default", "mover"),
+                     body={"spec": {"ensembleRef": {"name": "second"}}}, content_type=MERGE_PATCH)
+        wait_for(lambda: synced(kube, "mover") and read(second_zk, "/team/app/mover") == b"1",
+                 message="written on the new ensemble")
+        assert read(zk, f"{zk_base}/app/mover") == b"1"  # left on the old one
+        assert zk.exists(f"{zk_base}/zkop/owners/app/mover")
