@@ -23,7 +23,7 @@ from zkop_testing.ensembles import (
     ready_condition,
 )
 from zkop_testing.operator import OperatorProcess, OperatorStartError
-from zkop_testing.resources import ZKC, conditions, create, get, read, synced, zkc
+from zkop_testing.resources import ZKC, conditions, create, events, get, read, synced, zkc
 from zkop_testing.services import BRIDGE_ROOT, IMPORT_NAMESPACE, children, get_service, register, svc
 from zkop_testing.waiting import wait_for
 from zkop_testing.zookeeper import ZooKeeperServer
@@ -216,6 +216,11 @@ def test_an_object_whose_ensemble_is_missing_says_so(
                  message="the ensemble says its Secret is missing")
         wait_for(lambda: conditions(get(kube, "lost")).get("Ready", {}).get("reason") == "EnsembleNotUsable",
                  message="EnsembleNotUsable")
+        lost = get(kube, "lost")
+        assert lost is not None and lost["status"]["state"] == "Error"
+        assert "Stalled" not in conditions(lost)  # retried: it converges once the Secret is there
+        wait_for(lambda: {"EnsembleNotFound", "EnsembleNotUsable"} <= {
+            e["reason"] for e in events(kube, "lost") if e["type"] == "Warning"}, message="a Warning Event of each")
         put_secret(kube, TRUSTED, "absent", {"credentials": b"carol:three"})
         wait_for(lambda: synced(kube, "lost"), message="synced once the Secret is there")
         assert read(second_zk, "/team/app/lost") == b"1"

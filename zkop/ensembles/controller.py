@@ -286,7 +286,7 @@ class MissingEnsembleReporter:
                         "\"An object whose ensemble is gone\")")
         outcome = Outcome("Error", "EnsembleNotUsable", message, False) if found else \
             Outcome("Error", "EnsembleNotFound", message, False)
-        self.writer.report(obj, outcome, wrote=False)
+        self.writer.report(obj, outcome, wrote=False, warn=True)  # every Error reason is a Warning Event too
         return Result()
 
 
