@@ -27,6 +27,7 @@ from zkop_testing.resources import ZKC, conditions, create, events, get, read, s
 from zkop_testing.services import BRIDGE_ROOT, IMPORT_NAMESPACE, children, get_service, register, svc
 from zkop_testing.waiting import wait_for
 from zkop_testing.zookeeper import ZooKeeperServer
+from zkop_testing.zookeeper_secure import SecureZooKeeperServer, TestCA
 
 from zkop.kube.client import MERGE_PATCH, KubeClient, resource_path
 
@@ -299,3 +300,32 @@ def test_changing_the_ensemble_ref_moves_the_object_and_leaves_the_old_znode(
                  message="written on the new ensemble")
         assert read(zk, f"{zk_base}/app/mover") == b"1"  # left on the old one
         assert zk.exists(f"{zk_base}/zkop/owners/app/mover")
+
+
+def test_an_ensemble_over_mutual_tls_from_a_cert_manager_style_secret(
+        kubeconfig: str, ensembles_kube: KubeClient, zk_server: ZooKeeperServer, zk_base: str,
+        tmp_path: Path) -> None:
+    """``spec.tls.secretRef``: the Secret's ``ca.crt``, ``tls.crt`` and ``tls.key`` (a cert-manager Certificate's
+    keys) open a session to a ``secureClientPort`` that needs a client certificate; the object converges."""
+    kube = ensembles_kube
+    ca = TestCA(tmp_path / "ca")
+    client = ca.issue("zkop")
+    put_secret(kube, TRUSTED, "second-tls", {"ca.crt": ca.cert.read_bytes(), "tls.crt": client.cert.read_bytes(),
+                                            "tls.key": client.key.read_bytes()})
+    with SecureZooKeeperServer(tmp_path / "zk", server_cert=ca.issue("zookeeper", dns=["localhost"]),
+                               trust=ca.cert) as server:
+        hosts = server.secure_hosts("localhost")
+        with run_zkop(kubeconfig, zk_server, zk_base, tmp_path):
+            create_ensemble(kube, ensemble("second", hosts, tls={"secretRef": {"name": "second-tls"}}))
+            create(kube, zkc("secure", "/app/secure", b"1", ensembleRef={"name": "second"}))
+            wait_for(lambda: synced(kube, "secure"), message="synced over mutual TLS")
+            wait_for(lambda: ready_condition(get_ensemble(kube, "second")).get("status") == "True",
+                     message="the ensemble Ready")
+        reader = KazooClient(hosts=hosts, use_ssl=True, ca=str(ca.cert), certfile=str(client.cert),
+                             keyfile=str(client.key), verify_certs=True)
+        reader.start()
+        try:
+            assert read(reader, "/app/secure") == b"1"
+        finally:
+            reader.stop()
+            reader.close()
