@@ -50,6 +50,7 @@ from zkop_testing import server_errors
 from zkop_testing.apiserver import ApiServer
 from zkop_testing.controlplane import ControlPlane, ControlPlaneError, binaries, fresh_namespace, minors_under_test
 from zkop_testing.crds import install_crds
+from zkop_testing.double_because import REAL_MARKER
 from zkop_testing.zookeeper import (
     ZooKeeperEnsemble,
     ZooKeeperError,
@@ -92,10 +93,11 @@ _startups: list[tuple[str, float]] = []
 
 def _minors_needed(items: list[pytest.Item]) -> list[str]:
     """The minors whose control plane the collected tests use: ``control_plane`` (the first minor under
-    test) and every ``k8s-<minor>`` parameter (``control_plane_each``, the contract suite's ``cluster``)."""
+    test; also a test of tests/integration marked ``real_control_plane``, whose ``kube`` asks for it) and every
+    ``k8s-<minor>`` parameter (``control_plane_each``, the contract suite's ``cluster``)."""
     needed: set[str] = set()
     for item in items:
-        if "control_plane" in getattr(item, "fixturenames", ()):
+        if "control_plane" in getattr(item, "fixturenames", ()) or item.get_closest_marker(REAL_MARKER):
             needed.add(minors_under_test()[0])
         needed.update(re.findall(r"k8s-(\d+\.\d+)", item.nodeid))
     return [minor for minor in minors_under_test() if minor in needed]

@@ -2,7 +2,9 @@
 
 Absolute times on shared machines are noise; ratios taken in one run on one machine are not.
 This package starts a real ZooKeeper (:mod:`zkop_testing.zookeeper`) and the in-memory API
-server (:mod:`zkop_testing.apiserver`, in this process), runs ``zkop run`` as its own
+server (:mod:`zkop_testing.apiserver`, in this process) -- or, with ``--control-plane real`` (the
+default where built), a real etcd + kube-apiserver + kube-controller-manager per environment
+(:mod:`hack.bench.realplane`) --, runs ``zkop run`` as its own
 process (:mod:`zkop_testing.operator`), runs every scenario and prints one JSON object
 (``--table``: a readable table instead)::
 
@@ -12,6 +14,8 @@ process (:mod:`zkop_testing.operator`), runs every scenario and prints one JSON 
     .venv/bin/python -m hack.bench --scale            # issue #17: N = 50,000, M = 20,000, realistic cluster
     .venv/bin/python -m hack.bench --realistic-cluster  # every scenario in a cluster seeded like a real one
     .venv/bin/python -m hack.bench --scenario instructions  # instructions per object under callgrind
+    .venv/bin/python -m hack.bench --control-plane double   # on the in-memory API server
+    .venv/bin/python -m hack.bench.gcpause            # the gc.freeze() lever (issue #26)
 
 Scenarios (each reports its parameters under ``params``; ``docs/performance.md`` explains them):
 
@@ -27,6 +31,8 @@ Scenarios (each reports its parameters under ``params``; ``docs/performance.md``
 * ``resync`` — one full periodic resync of N in-sync CRs: writes, ZooKeeper reads per CR.
 * ``bridge`` — M Services → time until all are published, then churn (updates, deletes)
   throughput; ``{"skipped": ...}`` when ``zkop run --service-bridge`` does not exist.
+* ``plane_idle``, ``zkop_idle`` — real control plane only: kube-apiserver and etcd CPU and etcd
+  writes per second with the plane alone, then with zkop idle after its cold sync.
 * ``memory`` — RSS (``/proc/<pid>/status`` VmRSS) of ``zkop run`` with N CRs and M Services cached.
 * ``cpu_reference`` (``--scale``, or ``--cpu-reference-n``) — a ``cold_sync`` at N = 2,000 in a cluster
   seeded alike (own API server and chroot): the CPU per object the scale run is judged against.

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import time
+from typing import Any
 
 from kazoo.exceptions import NoNodeError
 from zkop_testing.operator import OperatorProcess
@@ -43,7 +44,8 @@ def bridge(h: Harness) -> tuple[JSON, OperatorProcess | None]:
               "layout": "flat", "format": "json", "max_deletes": "0 (no limit)"}
     if not bridge_available():
         return {"params": params, "skipped": "service bridge not available"}, None
-    store = h.main_api.store
+    # the double's Store or the real plane's HttpStore: the same calls
+    store: Any = h.main_api.store
     svc_rt = store.resolve("", "v1", "services")
     assert svc_rt is not None
     h.create_services(h.main_api, p.m)

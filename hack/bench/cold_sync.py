@@ -22,10 +22,9 @@ import subprocess
 import time
 from collections.abc import Callable
 
-from zkop_testing.apiserver import ApiServer
 from zkop_testing.operator import OperatorProcess
 
-from .harness import Harness
+from .harness import Api, Harness
 from .measure import (
     api_summary,
     machine_busy,
@@ -38,7 +37,8 @@ from .measure import (
     server_latency_ms,
     zk_client,
 )
-from .params import CONTROLLER, JSON, UNTHROTTLED
+from .params import CONTROLLER, JSON, throttle_args
+from .realplane import RealApi, cost_delta
 from .watches import watch_figures
 
 log = logging.getLogger("bench")
@@ -65,7 +65,7 @@ def cold_sync_baseline(h: Harness) -> JSON:
         zk.ensure_path(BASELINE_CHROOT)
     h.operator_count += 1
     operator = OperatorProcess(kubeconfig, f"{h.server.hosts}{BASELINE_CHROOT}",
-                               [*UNTHROTTLED, "--workers", str(p.workers)],
+                               [*throttle_args(p), "--workers", str(p.workers)],
                                log_path=str(h.workdir / f"zkop-{h.operator_count}-cpu-baseline.log"))
     h.operators.append(operator)
     try:
@@ -79,7 +79,7 @@ def cold_sync_baseline(h: Harness) -> JSON:
     return {"n": n0, "seconds": round(synced_at - started, 3), "zkop_cpu_s": round(cpu, 3)}
 
 
-def _until_synced(h: Harness, operator: OperatorProcess, api: ApiServer, n: int, started: float,
+def _until_synced(h: Harness, operator: OperatorProcess, api: Api, n: int, started: float,
                   on_ready: Callable[[], None] | None = None) -> tuple[float, float | None, float, tuple[float, int]]:
     """Poll ``/readyz`` (every 50 ms), then the store, until all ``n`` objects are Synced.
 
@@ -123,6 +123,7 @@ def cold_sync(h: Harness, operator: OperatorProcess) -> JSON:
     p = h.p
     api = h.main_api
     api.clear_request_log()
+    cost0 = api.cost() if isinstance(api, RealApi) else None
     before = h.snapshot()
     machine_before = machine_cpu()
     started = time.monotonic()
@@ -146,6 +147,7 @@ def cold_sync(h: Harness, operator: OperatorProcess) -> JSON:
         ready_at, cpu_at_ready, synced_at_ready = synced_at, cpu_operator, p.n
     settled_at, metrics = h.wait_settled(operator, min_reconciles=p.n, timeout=h.timeout_for(0.1, p.n))
     after = h.snapshot(operator)
+    cluster = cost_delta(cost0, api.cost(), p.n) if isinstance(api, RealApi) and cost0 is not None else None
     records = api.request_log[before.log_len:after.log_len]
     with zk_client(h.server) as zk:
         wrong = h.check_znodes(zk, h.chroot)
@@ -186,6 +188,9 @@ def cold_sync(h: Harness, operator: OperatorProcess) -> JSON:
                                      "bench_process_incl_apiserver": round(after.bench_cpu - before.bench_cpu, 2),
                                      "zookeeper": round(after.zk_cpu - before.zk_cpu, 2)},
     }
+    if cluster is not None:
+        # From spawn to settled (the Events zkop writes after the last status included).
+        result["cluster"] = cluster
     h.txn_window(result, before, after, p.n)
     result.update(watch_figures(h.server, metrics.zookeeper_ops(), p.n))
     h.results["_memory_after_cold_sync"] = proc_memory_mb(pid)

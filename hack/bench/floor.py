@@ -43,6 +43,7 @@ from . import REPO
 from .harness import Harness
 from .measure import api_summary, per, proc_context_switches, proc_cpu_split, zk_client
 from .params import FLOOR_CHROOT, JSON, NAMESPACE, cr_data, cr_name, cr_path
+from .realplane import RealApi, cost_delta
 from .txns import TxnWindow
 
 log = logging.getLogger("bench")
@@ -178,7 +179,22 @@ def floor(h: Harness) -> JSON:
         "client_context_switches_per_cr": [r["client_context_switches_per_cr"] for r in controller],
         "vs_floor": round(median_cpu / result["client_cpu_ms_per_cr_median"], 3),
     }
+    if "cluster" in result:
+        result["cluster_median"] = cluster_median(runs)
+        result["controller_floor"]["cluster_median"] = cluster_median(controller)
+        result["controller_floor"]["cluster_runs"] = [r["cluster"] for r in controller]
     return result
+
+
+def cluster_median(runs: Sequence[JSON]) -> JSON:
+    """Per figure of the runs' ``cluster`` (:func:`~.realplane.cost_delta`), the median over the runs."""
+    keys = ("apiserver_cpu_ms_per_cr", "etcd_cpu_ms_per_cr", "etcd_puts_per_cr")
+    out: JSON = {}
+    for key in keys:
+        values = sorted(float(r["cluster"][key]) for r in runs)
+        out[key] = values[len(values) // 2]
+    return out
+
 
 
 def floor_once(h: Harness, k: int, *, informer: bool = False, command_prefix: Sequence[str] = (),
@@ -205,6 +221,7 @@ def floor_once(h: Harness, k: int, *, informer: bool = False, command_prefix: Se
                                          "zk_hosts": f"{h.server.hosts}{chroot}", "informer": informer,
                                          "echo_timeout": timeout}))
         before = h.snapshot()
+        cost0 = api.cost() if isinstance(api, RealApi) else None
         log_before = len(api.request_log)
         proc = subprocess.run([*command_prefix, sys.executable, "-m", "hack.bench", "--floor-client", str(spec_path)],
                               capture_output=True, text=True, timeout=timeout, check=False, cwd=REPO)
@@ -212,6 +229,7 @@ def floor_once(h: Harness, k: int, *, informer: bool = False, command_prefix: Se
             raise RuntimeError(f"floor client failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
         client = json.loads(proc.stdout)
         after = h.snapshot()
+        cluster = cost_delta(cost0, api.cost(), p.n) if isinstance(api, RealApi) and cost0 is not None else None
         records = api.request_log[log_before:]
         states = h.states(api)
         if states.get("Synced", 0) != p.n:
@@ -234,6 +252,8 @@ def floor_once(h: Harness, k: int, *, informer: bool = False, command_prefix: Se
                         "bench_process_incl_apiserver": round(after.bench_cpu - before.bench_cpu, 2),
                         "zookeeper": round(after.zk_cpu - before.zk_cpu, 2)},
     }
+    if cluster is not None:
+        result["cluster"] = cluster
     if not informer:
         h.txn_windows.append(TxnWindow(result, before.zxid, after.zxid, p.n, chroot))
     log.info("%s run %d: %.1f CR/s, %.3f ms CPU per CR", "controller floor" if informer else "floor", k + 1,

@@ -23,6 +23,7 @@ from zkop_testing.crds import install_crds
 from zkop_testing.metrics import Metrics
 from zkop_testing.operator import OperatorProcess
 from zkop_testing.txnlog import read_txn_log
+from zkop_testing.waiting import wait_for
 from zkop_testing.zookeeper import ZooKeeperServer
 
 from zkop.kube.client import KubeClient
@@ -45,14 +46,18 @@ from .params import (
     MAIN_CHROOT,
     NAMESPACE,
     SERVICE_NAMESPACE,
-    UNTHROTTLED,
     Params,
     cr_data,
     cr_manifest,
     cr_path,
     svc_manifest,
+    throttle_args,
 )
+from .realplane import RealApi, cost_rates
 from .txns import TxnWindow, txn_summary
+
+#: An environment's API server: the in-memory double or a real control plane.
+Api = ApiServer | RealApi
 
 log = logging.getLogger("bench")
 
@@ -87,7 +92,7 @@ class Harness:
         self.workdir = workdir
         self.py_spy = py_spy
         self.zk: ZooKeeperServer | None = None
-        self.api: ApiServer | None = None
+        self.api: Api | None = None
         self.kubeconfig = ""
         self.txn_windows: list[TxnWindow] = []
         self.results: dict[str, JSON] = {}
@@ -122,14 +127,18 @@ class Harness:
         return self.zk
 
     @property
-    def main_api(self) -> ApiServer:
+    def main_api(self) -> Api:
         """The API server of every scenario but the floor."""
         assert self.api is not None
         return self.api
 
-    def new_api(self, name: str, n: int | None = None) -> tuple[ApiServer, str]:
+    def new_api(self, name: str, n: int | None = None) -> tuple[Api, str]:
         """A fresh in-memory API server with zkop's CRDs and ``n`` (default N) ZooKeeperConfigs (straight into
         its store); returns it and its kubeconfig.
+
+        With :attr:`Params.control_plane` ``"real"`` it is a fresh real control plane instead
+        (:class:`~.realplane.RealApi`), the ZooKeeperConfigs created over HTTP by the bench's own identity
+        (not counted), before anything is measured.
 
         With :attr:`Params.realistic_cluster` it is seeded like a real cluster first
         (:func:`zkop_testing.apiserver_realistic.seed`) and the ZooKeeperConfigs carry three
@@ -138,6 +147,8 @@ class Harness:
         merely because the double keeps less history than etcd's compaction window would.
         """
         n = self.p.n if n is None else n
+        if self.p.control_plane == "real":
+            return self._new_real_api(name, n)
         api = ApiServer(history_size=max(10000, 2 * n)).start()
         kubeconfig = str(api.write_kubeconfig(self.workdir / f"kubeconfig-{name}"))
         client = KubeClient(api.api_client())
@@ -161,6 +172,19 @@ class Harness:
         quiet_heap()
         return api, kubeconfig
 
+    def _new_real_api(self, name: str, n: int) -> tuple[Api, str]:
+        started = time.monotonic()
+        real = RealApi(self.p.k8s_minor, self.workdir / f"plane-{name}")
+        kubeconfig = str(real.write_kubeconfig(self.workdir / f"kubeconfig-{name}"))
+        rt = real.store.resolve(GROUP, VERSION, PLURAL)
+        real.store.create_many(rt, NAMESPACE, (cr_manifest(i) for i in range(n)))
+        wait_for(lambda: sum(real.states().values()) == n, timeout=self.scaled_timeout(60, 0.01),
+                 message=f"{n} ZooKeeperConfigs in the bench's watch")
+        log.info("%s control plane %s (Kubernetes %s): %d ZooKeeperConfigs created in %.1f s", name, real.url,
+                 self.p.k8s_minor, n, time.monotonic() - started)
+        real.clear_request_log()
+        return real, kubeconfig
+
     def seed_cluster(self, api: ApiServer) -> SeedReport:
         """Seed ``api`` like a real cluster with the run's ``--realistic-*`` parameters
         (:func:`zkop_testing.apiserver_realistic.seed`)."""
@@ -173,8 +197,15 @@ class Harness:
             body["metadata"]["managedFields"] = managed_fields_for(body)
         return body
 
-    def create_services(self, api: ApiServer, m: int) -> None:
-        """Namespace ``bench`` and the M Services, straight into the store (not timed, not logged)."""
+    def create_services(self, api: Api, m: int) -> None:
+        """Namespace ``bench`` and the M Services, straight into the store (not timed, not logged; on the real
+        control plane over HTTP by the bench's own identity, not counted)."""
+        if isinstance(api, RealApi):
+            api.store.create(api.store.resolve("", "v1", "namespaces"), None,
+                             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SERVICE_NAMESPACE}}, {})
+            api.store.create_many(api.store.resolve("", "v1", "services"), SERVICE_NAMESPACE,
+                                  (svc_manifest(i) for i in range(m)))
+            return
         store = api.store
         ns_rt = store.resolve("", "v1", "namespaces")
         svc_rt = store.resolve("", "v1", "services")
@@ -192,11 +223,14 @@ class Harness:
         """
         return base + per_object * self.p.n
 
-    def states(self, api: ApiServer) -> Counter[str]:
-        """``status.state`` of every ZooKeeperConfig, read from the store (no HTTP, not in the request log).
+    def states(self, api: Api) -> Counter[str]:
+        """``status.state`` of every ZooKeeperConfig, read from the store (no HTTP, not in the request log;
+        on the real control plane from the bench's watch, :meth:`~.realplane.RealApi.states`).
 
         An object counts as ``Synced`` only when its status is at its current generation.
         """
+        if isinstance(api, RealApi):
+            return api.states()
         rt = api.store.resolve(GROUP, VERSION, PLURAL)
         assert rt is not None
         states: Counter[str] = Counter()
@@ -214,8 +248,9 @@ class Harness:
         under a wrapper (``valgrind …``: :mod:`hack.bench.instructions`)."""
         self.operator_count += 1
         log_path = self.workdir / f"zkop-{self.operator_count}-{label}.log"
-        operator = OperatorProcess(self.kubeconfig, f"{self.server.hosts}{self.chroot}", [*UNTHROTTLED, *args],
-                                   log_path=str(log_path), command_prefix=command_prefix)
+        operator = OperatorProcess(self.kubeconfig, f"{self.server.hosts}{self.chroot}",
+                                   [*throttle_args(self.p), *args], log_path=str(log_path),
+                                   command_prefix=command_prefix)
         self.operators.append(operator)
         return operator
 
@@ -243,7 +278,7 @@ class Harness:
         return snap
 
     def wait_settled(self, operator: OperatorProcess, *, min_reconciles: float, timeout: float,
-                      controller: str = CONTROLLER, api: ApiServer | None = None) -> tuple[float, Metrics]:
+                      controller: str = CONTROLLER, api: Api | None = None) -> tuple[float, Metrics]:
         """Wait until ``controller`` has done ``min_reconciles`` and nothing moved for :attr:`Params.quiet` s.
 
         "Nothing moved": reconcile count and API request log length unchanged, work queue
@@ -367,13 +402,20 @@ class Harness:
         seconds = until - time.monotonic()
         if seconds < 1.0 or operator.proc is None:
             return None
+        real = self.main_api if isinstance(self.main_api, RealApi) else None
+        cost0 = real.cost() if real is not None else None
+        slept = time.monotonic()
         time.sleep(seconds)
         elapsed = time.monotonic() - before.mono
         cpu = proc_cpu_seconds(operator.proc.pid) - before.op_cpu
         packets = server_packets(self.server) - before.packets
-        return {"seconds": round(elapsed, 1), "zkop_cpu_percent": round(cpu / elapsed * 100, 2),
-                "api_requests": len(self.main_api.request_log) - before.log_len,
-                "zookeeper_packets_per_s": round(packets / elapsed, 2)}
+        out: JSON = {"seconds": round(elapsed, 1), "zkop_cpu_percent": round(cpu / elapsed * 100, 2),
+                     "api_requests": len(self.main_api.request_log) - before.log_len,
+                     "zookeeper_packets_per_s": round(packets / elapsed, 2)}
+        if real is not None and cost0 is not None:
+            # What the cluster pays while zkop idles, beside the plane alone (scenario cluster_idle).
+            out["cluster"] = cost_rates(cost0, real.cost(), time.monotonic() - slept)
+        return out
 
     def count_txns(self) -> None:
         txns = read_txn_log(self.server.data_dir)

@@ -38,6 +38,12 @@ BRIDGE_CONTROLLER = "service-bridge"
 UNTHROTTLED = ("--kube-api-qps", "-1")
 
 
+def throttle_args(params: Params) -> tuple[str, ...]:
+    """The client-side rate-limit flags of every ``zkop run`` of a run: none with
+    :attr:`Params.default_qps` (zkop's own defaults), else :data:`UNTHROTTLED`."""
+    return () if params.default_qps else UNTHROTTLED
+
+
 
 
 @dataclass(frozen=True)
@@ -70,6 +76,12 @@ class Params:
             cluster, one floor run, and the ``scale_*`` targets.
         cpu_reference_n: when > 0, a reference ``cold_sync`` at this N (own API server seeded the
             same way, own chroot) measures the CPU per object the scale run is judged against.
+        control_plane: ``"real"``: every environment is a real etcd + kube-apiserver +
+            kube-controller-manager of ``k8s_minor`` (:mod:`hack.bench.realplane`); ``"double"``: the
+            in-memory API server in the bench's process.
+        k8s_minor: the Kubernetes minor of the real control plane.
+        default_qps: run zkop with its default client-side QPS and burst instead of
+            :data:`UNTHROTTLED` (the floor clients have no limiter either way).
     """
 
     n: int = 2000
@@ -92,6 +104,9 @@ class Params:
     realistic_cluster: bool = False
     scale: bool = False
     cpu_reference_n: int = 0
+    control_plane: str = "double"
+    k8s_minor: str = ""
+    default_qps: bool = False
 
 
 # --------------------------------------------------------------------------- naming of test objects

@@ -113,6 +113,63 @@ def targets(s: Mapping[str, JSON], p: Params) -> JSON:
 
 
 
+# --------------------------------------------------------------------------- the real control plane (issue #26)
+
+
+def cluster_targets(s: Mapping[str, JSON], p: Params) -> JSON:
+    """Issue #26's targets, judged against the controller floor measured in the same run.
+
+    ``cpu_per_object_vs_controller_floor`` is judged on either API server; the two cluster-cost targets
+    only on the real control plane (``met: null`` on the double, which has no kube-apiserver or etcd).
+    """
+    cold, floor = s["cold_sync"], s["floor"]
+    controller = floor.get("controller_floor") or {}
+    marginal = (cold.get("zkop_cpu") or {}).get("marginal_ms_per_cr")
+    controller_ms = controller.get("client_cpu_ms_per_cr_median")
+    cpu_ratio = None if marginal is None or not controller_ms else round(marginal / controller_ms, 3)
+    out: JSON = {
+        "cpu_per_object_vs_controller_floor": target(
+            "zkop CPU per converged object <= 1.2 x the controller floor's", {
+                "ratio": cpu_ratio, "zkop_marginal_ms_per_cr": marginal, "controller_floor_ms_per_cr": controller_ms,
+                "zkop_whole_process_ms_per_cr": (cold.get("zkop_cpu") or {}).get("whole_process_ms_per_cr")},
+            None if cpu_ratio is None else cpu_ratio <= 1.2,
+            "by CPU (/proc); by instructions see --scenario instructions"),
+    }
+    zkop_cost, floor_cost = cold.get("cluster"), controller.get("cluster_median")
+    real = p.control_plane == "real" and zkop_cost is not None and floor_cost is not None
+    note = "" if real else "judged only on the real control plane (--control-plane real)"
+    value: JSON = {}
+    met: bool | None = None
+    if real:
+        assert zkop_cost is not None and floor_cost is not None
+        ratios = {key: (round(float(zkop_cost[key]) / float(floor_cost[key]), 3) if floor_cost[key] else None)
+                  for key in ("apiserver_cpu_ms_per_cr", "etcd_puts_per_cr")}
+        value = {"apiserver_cpu_ratio": ratios["apiserver_cpu_ms_per_cr"],
+                 "etcd_puts_ratio": ratios["etcd_puts_per_cr"],
+                 "zkop": {k: zkop_cost[k] for k in ("apiserver_cpu_ms_per_cr", "etcd_cpu_ms_per_cr",
+                                                    "etcd_puts_per_cr")},
+                 "controller_floor": floor_cost, "floor": floor.get("cluster_median")}
+        met = all(r is not None and r <= 1.1 for r in ratios.values())
+    out["cluster_cost_vs_controller_floor"] = target(
+        "cold sync: kube-apiserver CPU and etcd writes per converged object <= 1.1 x the controller floor's",
+        value, met, note or "zkop from spawn to settled; the controller floor from its start to its last echo "
+        "(medians of its runs); etcd writes: etcd_mvcc_put_total")
+    plane, idle = s.get("plane_idle"), (s.get("zkop_idle") or {}).get("cluster")
+    idle_value: JSON = {}
+    idle_met: bool | None = None
+    if plane and idle:
+        extra_cpu = round(float(idle["apiserver_cpu_percent"]) - float(plane["apiserver_cpu_percent"]), 2)
+        extra_puts = round(float(idle["etcd_puts_per_s"]) - float(plane["etcd_puts_per_s"]), 3)
+        idle_value = {"apiserver_cpu_percent_over_plane_alone": extra_cpu, "etcd_puts_per_s_over_plane_alone":
+                      extra_puts, "plane_alone": plane, "zkop_idle": idle}
+        idle_met = extra_cpu <= 0.5 and extra_puts <= 0.0
+    out["cluster_idle"] = target(
+        "zkop idle: ~0 kube-apiserver CPU (<= 0.5 % of a core over the plane alone) and 0 etcd writes", idle_value,
+        idle_met, note or "watches only; the plane alone is measured before zkop starts, with the bench's own "
+        "watch open in both windows")
+    return out
+
+
 # --------------------------------------------------------------------------- the scale run (issue #17)
 
 

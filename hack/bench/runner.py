@@ -40,7 +40,8 @@ from .params import (
     Params,
 )
 from .realistic import realistic
-from .report import brief, cpu_target, render_table, scale_targets, target, targets
+from .realplane import RealApi, cached_minor, plane_idle
+from .report import brief, cluster_targets, cpu_target, render_table, scale_targets, target, targets
 from .resync import resync
 from .update_latency import update_latency
 from .warm_restart import warm_restart
@@ -114,10 +115,12 @@ def run_all(h: Harness) -> JSON:
             h.results["cpu_reference"] = cpu_reference(h)
             log.info("cpu_reference: %s", brief(h.results["cpu_reference"]))
         h.api, h.kubeconfig = h.new_api("main")
+        _run_plane_idle(h)
         base_args = ["--workers", str(p.workers)]
         operator = h.new_operator(base_args, "cold")
         try:
             _run_cold_sync(h, operator)
+            _run_zkop_idle(h, operator)
             log.info("scenario update_latency")
             h.results["update_latency"] = update_latency(h, operator)
             log.info("update_latency: %s", brief(h.results["update_latency"]))
@@ -154,6 +157,26 @@ def _run_floor(h: Harness) -> None:
     log.info("floor: %s", brief(h.results["floor"]))
 
 
+def _run_plane_idle(h: Harness) -> None:
+    """Scenario ``plane_idle`` (real control plane only): the main plane alone, before zkop starts."""
+    if isinstance(h.api, RealApi):
+        seconds = 2.0 if h.p.smoke else 10.0
+        log.info("scenario plane_idle (%.0f s)", seconds)
+        h.results["plane_idle"] = plane_idle(h.api, seconds)
+        log.info("plane_idle: %s", brief(h.results["plane_idle"]))
+
+
+def _run_zkop_idle(h: Harness, operator: OperatorProcess) -> None:
+    """Scenario ``zkop_idle`` (real control plane only): zkop after its cold sync, everything in sync, left
+    alone; what it costs the cluster, read against ``plane_idle``."""
+    if isinstance(h.api, RealApi):
+        before = h.snapshot(operator)
+        idle = h.idle(operator, before, until=time.monotonic() + (2.0 if h.p.smoke else 10.0))
+        if idle is not None:
+            h.results["zkop_idle"] = idle
+            log.info("zkop_idle: %s", brief(idle))
+
+
 def _run_cold_sync(h: Harness, operator: OperatorProcess) -> None:
     """The fixed-cost baseline (a cold sync of N/10), then scenario ``cold_sync``, into ``h.results``."""
     log.info("cold_sync baseline (fixed CPU costs)")
@@ -175,10 +198,12 @@ def _stop_everything(h: Harness) -> None:
 
 
 def run_cpu(h: Harness) -> JSON:
-    """Only ``floor`` and ``cold_sync`` with its baseline (``--scenario cpu``): the CPU-per-object figures."""
+    """Only ``floor`` and ``cold_sync`` with its baseline (``--scenario cpu``): the CPU-per-object figures
+    (on the real control plane also ``plane_idle`` and ``zkop_idle``: what it costs the cluster)."""
     p = h.p
     run_started = time.monotonic()
     h.git = git_revision()
+    h.load_before = machine_load()
     h.zk = ZooKeeperServer()
     h.zk.start()
     try:
@@ -186,23 +211,29 @@ def run_cpu(h: Harness) -> JSON:
             zk.ensure_path(MAIN_CHROOT)
         _run_floor(h)
         h.api, h.kubeconfig = h.new_api("main")
+        _run_plane_idle(h)
         operator = h.new_operator(["--workers", str(p.workers)], "cold")
         try:
             _run_cold_sync(h, operator)
+            _run_zkop_idle(h, operator)
         finally:
             h.stop_operator(operator)
         h.count_txns()
     finally:
         _stop_everything(h)
     floor_result, cold = h.results["floor"], h.results["cold_sync"]
+    scenarios: JSON = {"floor": floor_result, "cold_sync": cold}
+    scenarios.update({k: h.results[k] for k in ("plane_idle", "zkop_idle") if k in h.results})
     return {
         "params": {**asdict(p), "python": platform.python_version(), "cpus": os.cpu_count(), "git": h.git,
                    "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                   "duration_s": round(time.monotonic() - run_started, 1)},
-        "scenarios": {"floor": floor_result, "cold_sync": cold},
+                   "duration_s": round(time.monotonic() - run_started, 1), "zkop_client_qps": _qps_param(p),
+                   "machine_load": {"start": h.load_before, "end": machine_load()}},
+        "scenarios": scenarios,
         "targets": {
             "cold_sync_vs_floor": target(">= 0.8 x floor CR/s", cold["ratio_to_floor"], cold["ratio_to_floor"] >= 0.8),
             "cpu_per_object_vs_floor": cpu_target(floor_result, cold),
+            **cluster_targets(scenarios, p),
         },
     }
 
@@ -268,8 +299,8 @@ def run_instructions(h: Harness, sizes: tuple[int, int], valgrind: str) -> JSON:
 def _report(h: Harness, seconds: float) -> JSON:
     p = h.p
     scenarios: dict[str, JSON] = {name: h.results[name] for name in
-                 ("floor", "cpu_reference", "cold_sync", "warm_restart", "resync", "update_latency",
-                  "drift_latency", "bridge", "memory") if name in h.results}
+                 ("floor", "cpu_reference", "plane_idle", "cold_sync", "zkop_idle", "warm_restart", "resync",
+                  "update_latency", "drift_latency", "bridge", "memory") if name in h.results}
     return {
         "params": {**asdict(p), "python": platform.python_version(), "cpus": os.cpu_count(),
                    "git": h.git,
@@ -277,9 +308,10 @@ def _report(h: Harness, seconds: float) -> JSON:
                    "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                    "duration_s": round(seconds, 1),
                    "machine_load": {"start": h.load_before, "end": machine_load()},
-                   "cluster": h.seeded or {"realistic": False}},
+                   "cluster": h.seeded or {"realistic": False},
+                   "zkop_client_qps": _qps_param(p)},
         "scenarios": scenarios,
-        "targets": {**targets(scenarios, p), **scale_targets(scenarios, p)},
+        "targets": {**targets(scenarios, p), **cluster_targets(scenarios, p), **scale_targets(scenarios, p)},
     }
 
 
@@ -332,6 +364,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--zk-watch-mode", choices=["auto", "persistent", "per-node"], default=None,
                         help="zkop run --zk-watch-mode for every zkop process (sets ZOOKEEPER_WATCH_MODE; "
                              "default: zkop's own, auto)")
+    parser.add_argument("--control-plane", choices=("auto", "real", "double"), default="auto",
+                        help="real: every environment is a real etcd + kube-apiserver + kube-controller-manager "
+                             "(hack/control-plane/build.sh; never built by the bench); double: the in-memory API "
+                             "server; auto (default): real where its binaries are built, else double")
+    parser.add_argument("--k8s-version", default=None, metavar="MINOR",
+                        help="Kubernetes minor of the real control plane (default: the newest built)")
+    parser.add_argument("--zkop-default-qps", action="store_true",
+                        help="run zkop with its default client-side QPS and burst (50/100) instead of lifting them")
     parser.add_argument("--floor-client", type=Path, default=None, help=argparse.SUPPRESS)
     return parser
 
@@ -360,6 +400,33 @@ def params_from_args(args: argparse.Namespace) -> Params:
                   cpu_reference_n=_given(args.cpu_reference_n, SCALE_CPU_REFERENCE_N if args.scale else 0))
 
 
+def _qps_param(p: Params) -> str:
+    return "zkop's default (50 QPS, burst 100)" if p.default_qps else "lifted (--kube-api-qps -1)"
+
+
+def choose_plane(args: argparse.Namespace, params: Params) -> Params:
+    """``params`` with the control plane the flags ask for (``auto``: real where built, double otherwise).
+
+    Raises:
+        SystemExit: ``real`` was asked for but no minor is built, or for a scenario only the double has.
+    """
+    wanted = args.control_plane
+    if wanted == "double" or args.scenario in ("instructions", "realistic"):
+        if wanted == "real":
+            raise SystemExit(f"--scenario {args.scenario} runs on the in-memory API server only")
+        return replace(params, control_plane="double", default_qps=args.zkop_default_qps)
+    if params.realistic_cluster:
+        if wanted == "real":
+            raise SystemExit("--realistic-cluster/--scale seed the in-memory API server only")
+        return replace(params, control_plane="double", default_qps=args.zkop_default_qps)
+    minor = cached_minor((args.k8s_version,)) if args.k8s_version else cached_minor()
+    if minor is None:
+        if wanted == "real":
+            raise SystemExit("--control-plane real: no control plane is built (hack/control-plane/build.sh)")
+        return replace(params, control_plane="double", default_qps=args.zkop_default_qps)
+    return replace(params, control_plane="real", k8s_minor=minor, default_qps=args.zkop_default_qps)
+
+
 def _given(value: int | None, default: int) -> int:
     return default if value is None else value
 
@@ -372,7 +439,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("kazoo").setLevel(logging.WARNING)
-    params = params_from_args(args)
+    params = choose_plane(args, params_from_args(args))
     if args.zk_watch_mode is not None:
         os.environ["ZOOKEEPER_WATCH_MODE"] = args.zk_watch_mode  # inherited by every zkop process
     if params.n < 2:

@@ -25,12 +25,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from cluster_support import FLUX_LATENCIES, ZKOP_NAMESPACE, ZKOP_SERVICE_ACCOUNT, ServiceAccountClients, install
+from cluster_support import FLUX_LATENCIES, ServiceAccountClients
 from zkop_testing import java_interop
 from zkop_testing.controlplane import ControlPlane, fresh_namespace
 from zkop_testing.flux import Flux, FluxError, GitServer, flux_binaries
 from zkop_testing.helm import build_before_tests
 from zkop_testing.kustomize import Obj
+from zkop_testing.zkop_install import installed as install_once
+from zkop_testing.zkop_install import zkop_kubeconfig as write_zkop_kubeconfig
 
 from zkop.kube.client import KubeClient
 
@@ -84,14 +86,15 @@ def plane(control_plane_each: ControlPlane) -> ControlPlane:
 
 @pytest.fixture(scope="session")
 def installed(plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> list[Obj]:
-    """The install applied to the control plane (all but the Deployment); the rendered objects."""
-    return install(plane, tmp_path_factory.mktemp("install"))
+    """The install applied to the control plane (all but the Deployment), once per plane and session (shared with
+    tests/integration); the rendered objects."""
+    return install_once(plane, tmp_path_factory.mktemp("install"))
 
 
 @pytest.fixture
 def zkop_kubeconfig(plane: ControlPlane, installed: list[Obj], tmp_path: Path) -> str:
     """A kubeconfig for zkop's own ServiceAccount (a bound token from the TokenRequest API)."""
-    return str(plane.service_account_kubeconfig(tmp_path / "zkop.kubeconfig", ZKOP_NAMESPACE, ZKOP_SERVICE_ACCOUNT))
+    return str(write_zkop_kubeconfig(plane, tmp_path / "zkop.kubeconfig"))
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from typing import Any
 from kazoo.client import KazooClient
 from zkop_testing.controlplane import ControlPlane
 from zkop_testing.kustomize import Obj, rbac_rules
-from zkop_testing.metrics_access import bind_shipped_reader_role
+from zkop_testing.metrics_access import bind_shipped_reader_role, service_account_token
 from zkop_testing.operator import OperatorProcess
 from zkop_testing.resources import ZKC, create, create_service_with_endpoints, get, read, synced, zkc
 from zkop_testing.waiting import wait_for
@@ -52,13 +52,9 @@ def _events(kube: KubeClient, namespace: str) -> list[dict[str, Any]]:
 
 
 def _scraper_token(plane: ControlPlane, kube: KubeClient, namespace: str) -> str:
-    kube.request("POST", f"/api/v1/namespaces/{namespace}/serviceaccounts",
-                 body={"metadata": {"name": "prometheus"}})
+    token = service_account_token(kube, namespace, "prometheus")
     bind_shipped_reader_role(kube, namespace, "prometheus")
-    answer = kube.request("POST", f"/api/v1/namespaces/{namespace}/serviceaccounts/prometheus/token",
-                          body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-                                "spec": {"expirationSeconds": 3600}})
-    return str(answer["status"]["token"])
+    return token
 
 
 def test_rbac_covers_exactly_what_zkop_sends(plane: ControlPlane, installed: list[Obj],

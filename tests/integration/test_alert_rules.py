@@ -16,6 +16,7 @@ import json
 import re
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +24,12 @@ import pytest
 import yaml
 from kazoo.client import KazooClient
 from prometheus_client.parser import text_string_to_metric_families
+from zkop_testing.controlplane import ControlPlane
 from zkop_testing.kustomize import REPO
 from zkop_testing.operator import OperatorProcess
 from zkop_testing.resources import create, get, read, synced, zkc
 from zkop_testing.waiting import wait_for
+from zkop_testing.zkop_install import ZKOP_NAMESPACE, delete_leases
 from zkop_testing.zookeeper import ZooKeeperServer
 
 from zkop.kube.client import KubeClient
@@ -72,24 +75,33 @@ def _annotations(rule: dict[str, Any], labels: dict[str, str], value: str) -> di
     return {k: render(v) for k, v in rule["annotations"].items()}
 
 
+@pytest.fixture
+def lease(control_plane: ControlPlane) -> Iterator[str]:
+    """The Deployment's Lease, ``zkop-system/zkop-leader``: ``ZkopNoLeader`` selects its name. Deleted afterwards."""
+    yield "zkop-leader"
+    delete_leases(control_plane, "zkop-leader")
+
+
 def test_the_alerts_fire_on_the_series_zkop_exports(kubeconfig: str, kube: KubeClient, zk_server: ZooKeeperServer,
-                                                   chrooted: KazooClient, zk_base: str, tmp_path: Path) -> None:
-    args = ["--leader-elect", "--leader-election-namespace", "default", "--service-bridge"]
+                                                   chrooted: KazooClient, zk_base: str, tmp_path: Path,
+                                                   namespace: str, lease: str) -> None:
+    args = ["--leader-elect", "--leader-election-namespace", ZKOP_NAMESPACE, "--leader-election-id", lease,
+            "--service-bridge", "--namespace", namespace]
     with OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}", args) as proc:
-        wait_for(lambda: 'leader_election_master_status{name="zkop-leader"} 1.0' in proc.metrics(),
+        wait_for(lambda: f'leader_election_master_status{{name="{lease}"}} 1.0' in proc.metrics(),
                  message="leading")
         started = _samples(proc.metrics())
-        create(kube, zkc("flag", "/app/flag", b"on"))
-        wait_for(lambda: synced(kube, "flag"))
+        create(kube, zkc("flag", "/app/flag", b"on", namespace=namespace))
+        wait_for(lambda: synced(kube, "flag", namespace))
         chrooted.set("/app/flag", b"off")  # a hand edit
         wait_for(lambda: read(chrooted, "/app/flag") == b"on", message="the hand edit undone")
-        wait_for(lambda: (get(kube, "flag") or {}).get("status", {}).get("znodeVersion") == 2)
+        wait_for(lambda: (get(kube, "flag", namespace) or {}).get("status", {}).get("znodeVersion") == 2)
         edited = _samples(proc.metrics())
 
     before_label, before = _one(started, "zkop_drift_corrections_total", controller="zookeeperconfig")
     _, after = _one(edited, "zkop_drift_corrections_total", controller="zookeeperconfig")
     assert (before, after) == (0.0, 1.0), "zkop exports the drift counter at 0 from the start, then counts the edit"
-    leader_labels, leader = _one(started, "leader_election_master_status", name="zkop-leader")
+    leader_labels, leader = _one(started, "leader_election_master_status", name=lease)
     connected_labels, connected = _one(started, "zkop_zookeeper_connected")
     errors_labels, errors = _one(started, "controller_runtime_reconcile_errors_total", controller="zookeeperconfig")
     stalled_labels, stalled = _one(started, "zkop_zookeeperconfig_condition", type="Stalled", status="True")
@@ -103,7 +115,7 @@ def test_the_alerts_fire_on_the_series_zkop_exports(kubeconfig: str, kube: KubeC
                            text=True, timeout=60)
     assert check.returncode == 0, check.stdout + check.stderr
 
-    namespace, pod = TARGET["namespace"], TARGET["pod"]
+    target_namespace, pod = TARGET["namespace"], TARGET["pod"]
 
     def alert(name: str, labels: dict[str, str], value: str = "1") -> dict[str, Any]:
         rule = rules[name]
@@ -127,18 +139,19 @@ def test_the_alerts_fire_on_the_series_zkop_exports(kubeconfig: str, kube: KubeC
         case("ZkopReconcileErrors",  # failing from 6m on, 60 a minute: 1/s
              [("controller_runtime_reconcile_errors_total", errors_labels, f"{_number(errors)}x5 60+60x30")],
              "10m", "22m",
-             [alert("ZkopReconcileErrors", {"namespace": namespace, "controller": "zookeeperconfig"})]),
+             [alert("ZkopReconcileErrors", {"namespace": target_namespace, "controller": "zookeeperconfig"})]),
         case("ZkopZooKeeperConfigsStalled",
              [("zkop_zookeeperconfig_condition", stalled_labels, f"{_number(stalled)}x5 1x10")], "4m", "12m",
-             [alert("ZkopZooKeeperConfigsStalled", {"namespace": namespace})]),
+             [alert("ZkopZooKeeperConfigsStalled", {"namespace": target_namespace})]),
         case("ZkopServiceBridgeDeleteCircuitBreakerOpen",
              [("zkop_service_bridge_delete_circuit_breaker_open", breaker_labels, f"{_number(breaker)}x5 1x5")],
              "6m", "8m",
-             [alert("ZkopServiceBridgeDeleteCircuitBreakerOpen", {"namespace": namespace, "pod": pod})]),
+             [alert("ZkopServiceBridgeDeleteCircuitBreakerOpen", {"namespace": target_namespace, "pod": pod})]),
         # The first hand edit after a start: the scraped 0 for five scrapes, then the scraped 1.
         case("ZkopDriftCorrected",
              [("zkop_drift_corrections_total", before_label, f"{_number(before)}x5 {_number(after)}x30")], "5m",
-             "10m", [alert("ZkopDriftCorrected", {"namespace": namespace, "controller": "zookeeperconfig"})]),
+             "10m",
+             [alert("ZkopDriftCorrected", {"namespace": target_namespace, "controller": "zookeeperconfig"})]),
         # Why the 0 matters: the same edit on a counter that first appears at 1 fires nothing.
         case("ZkopDriftCorrected", [("zkop_drift_corrections_total", before_label, f"_x5 {_number(after)}x30")],
              "5m", "10m", []),

@@ -1,6 +1,7 @@
 """``zkop run --dry-run`` covers every controller: ZooKeeperConfigs, the service bridge, the service importer.
 
-One operator process as users start it, a real ZooKeeper and the in-memory API server: the
+One operator process as users start it (as its ServiceAccount, in the test's namespace), a real ZooKeeper and
+the real kube-apiserver: the
 ZooKeeper tree and every API object stay as they were, except the documented ZooKeeperConfig
 status (``Ready=False``, reason ``DryRun``) and the finalizer of an object deleted during the
 dry run; each planned change is one log line and one count in
@@ -32,8 +33,6 @@ from zkop.zkconfig.spec import FINALIZER
 from zkop.zookeeper.adapter import ZooKeeperAdapter
 
 JSON = dict[str, Any]
-SERVICES = resource_path("", "v1", "services", "default")
-SLICES = resource_path("discovery.k8s.io", "v1", "endpointslices", "default")
 
 
 def tree(zk: KazooClient, root: str) -> dict[str, tuple[bytes, int, int]]:
@@ -69,40 +68,45 @@ def items(kube: KubeClient, path: str) -> list[JSON]:
 
 
 def test_dry_run_writes_nothing_anywhere_and_says_what_it_would_do(
-        kubeconfig: str, kube: KubeClient, zk_server: ZooKeeperServer, zk: KazooClient, zk_base: str) -> None:
+        kubeconfig: str, kube: KubeClient, zk_server: ZooKeeperServer, zk: KazooClient, zk_base: str,
+        namespace: str) -> None:
     hosts = f"{zk_server.hosts}{zk_base}"
+    services = resource_path("", "v1", "services", namespace)
+    slices = resource_path("discovery.k8s.io", "v1", "endpointslices", namespace)
     # A real run first: "kept" is Synced, carries the finalizer, owns /app/kept and its record.
-    kube.request("POST", resource_path(*ZKC, "default"), body=zkc("kept", "/app/kept", b"v1"))
-    kube.request("POST", resource_path(*ZKC, "default"), body=zkc("gone", "/app/gone", b"bye"))
-    with OperatorProcess(kubeconfig, hosts, ["--cluster-id", "prod"]) as real:
-        wait_for(lambda: synced(kube, "kept") and synced(kube, "gone"), message="Synced in the real run")
+    kube.request("POST", resource_path(*ZKC, namespace), body=zkc("kept", "/app/kept", b"v1", namespace=namespace))
+    kube.request("POST", resource_path(*ZKC, namespace), body=zkc("gone", "/app/gone", b"bye", namespace=namespace))
+    with OperatorProcess(kubeconfig, hosts, ["--cluster-id", "prod", "--namespace", namespace]) as real:
+        wait_for(lambda: synced(kube, "kept", namespace) and synced(kube, "gone", namespace),
+                 message="Synced in the real run")
     assert real.proc is not None and real.proc.returncode == 0, real.log_tail()
     # A legacy application registered in ZooKeeper (the importer's input).
     zk.create(f"{zk_base}/services/payments/i1", curator("payments", "i1", "10.3.0.1"), makepath=True)
     before_zk = tree(zk, zk_base)
     assert before_zk["/app/kept"][0] == b"v1"
-    before_objects = {path: items(kube, path) for path in (SERVICES, SLICES)}
+    before_objects = {path: items(kube, path) for path in (services, slices)}
 
     args = ["--dry-run", "--cluster-id", "prod", "--service-bridge", "--import-services",
-            "--import-namespace", "default", "--sync-period", "5"]
+            "--import-namespace", namespace, "--sync-period", "5", "--namespace", namespace]
     with OperatorProcess(kubeconfig, hosts, args) as proc:
         # ZooKeeperConfig create: status says DryRun and names the changes; no finalizer.
-        kube.request("POST", resource_path(*ZKC, "default"), body=zkc("fresh", "/app/fresh", b"new"))
+        kube.request("POST", resource_path(*ZKC, namespace),
+                     body=zkc("fresh", "/app/fresh", b"new", namespace=namespace))
 
         def dry_run_ready(name: str) -> JSON | None:
-            ready = conditions(get(kube, name)).get("Ready") or {}
+            ready = conditions(get(kube, name, namespace)).get("Ready") or {}
             return ready if ready.get("reason") == "DryRun" else None
 
         ready = wait_for(lambda: dry_run_ready("fresh"), message="fresh reports DryRun")
         assert ready["status"] == "False"
         assert "would create /app/fresh (3 bytes)" in ready["message"]
         assert "would create /zkop/owners/app/fresh" in ready["message"]  # the ownership record
-        fresh = get(kube, "fresh") or {}
+        fresh = get(kube, "fresh", namespace) or {}
         assert fresh["status"]["state"] == "Pending"
         assert FINALIZER not in (fresh["metadata"].get("finalizers") or [])
 
         # ZooKeeperConfig update: the znode keeps its bytes, status lists the update.
-        kube.request("PATCH", resource_path(*ZKC, "default", "kept"),
+        kube.request("PATCH", resource_path(*ZKC, namespace, "kept"),
                      body={"spec": {"data": base64.b64encode(b"v2-secret").decode()}}, content_type=MERGE_PATCH)
         ready = wait_for(lambda: dry_run_ready("kept"), message="kept reports DryRun")
         assert "would update /app/kept (version 0, 9 bytes)" in ready["message"]
@@ -110,14 +114,14 @@ def test_dry_run_writes_nothing_anywhere_and_says_what_it_would_do(
 
         # ZooKeeperConfig delete: the dry-run object goes at once (no finalizer); the one with the
         # finalizer of the real run goes too (the finalizer is removed), its znode stays.
-        kube.request("DELETE", resource_path(*ZKC, "default", "fresh"))
-        kube.request("DELETE", resource_path(*ZKC, "default", "gone"))
-        wait_for(lambda: get(kube, "fresh") is None and get(kube, "gone") is None,
+        kube.request("DELETE", resource_path(*ZKC, namespace, "fresh"))
+        kube.request("DELETE", resource_path(*ZKC, namespace, "gone"))
+        wait_for(lambda: get(kube, "fresh", namespace) is None and get(kube, "gone", namespace) is None,
                  message="deletions never block in a dry run")
 
         # Service bridge: a Service is planned, not published.
-        kube.request("POST", SERVICES, body={"apiVersion": "v1", "kind": "Service",
-                                             "metadata": {"name": "web", "namespace": "default"},
+        kube.request("POST", services, body={"apiVersion": "v1", "kind": "Service",
+                                             "metadata": {"name": "web", "namespace": namespace},
                                              "spec": {"ports": [{"port": 80}]}})
 
         def logged(*needles: str) -> bool:
@@ -125,12 +129,12 @@ def test_dry_run_writes_nothing_anywhere_and_says_what_it_would_do(
             return all(needle in text for needle in needles)
 
         wait_for(lambda: logged(
-            "dry-run zookeeperconfig default/fresh: would create /app/fresh (3 bytes)",
-            "dry-run zookeeperconfig default/kept: would update /app/kept (version 0, 9 bytes)",
-            "dry-run zookeeperconfig default/gone: would delete /app/gone (version 0)",
-            "dry-run zookeeperconfig default/gone: would release the ownership record",
-            "dry-run service-bridge default/web: would create /kubernetes/services/default-web",
-            "dry-run service-import default/payments: would create services/payments",
+            f"dry-run zookeeperconfig {namespace}/fresh: would create /app/fresh (3 bytes)",
+            f"dry-run zookeeperconfig {namespace}/kept: would update /app/kept (version 0, 9 bytes)",
+            f"dry-run zookeeperconfig {namespace}/gone: would delete /app/gone (version 0)",
+            f"dry-run zookeeperconfig {namespace}/gone: would release the ownership record",
+            f"dry-run service-bridge {namespace}/web: would create /kubernetes/services/{namespace}-web",
+            f"dry-run service-import {namespace}/payments: would create services/payments",
         ), message="every planned change logged")
 
         text = proc.metrics()
@@ -146,17 +150,18 @@ def test_dry_run_writes_nothing_anywhere_and_says_what_it_would_do(
         # Nothing was written: the whole tree (data, mzxid, cversion) is as before (so no start-up
         # probe node came and went under /zkop/probe either); no Service or EndpointSlice but ours.
         assert tree(zk, zk_base) == before_zk
-        assert [s for s in items(kube, SERVICES) if s["metadata"]["name"] != "web"] == before_objects[SERVICES]
-        assert items(kube, SLICES) == before_objects[SLICES]
-        kept = get(kube, "kept") or {}
+        assert [s for s in items(kube, services) if s["metadata"]["name"] != "web"] == before_objects[services]
+        assert items(kube, slices) == before_objects[slices]
+        kept = get(kube, "kept", namespace) or {}
         assert FINALIZER in kept["metadata"]["finalizers"]  # left as the real run left it
-        assert "Created" not in reasons(kube, "fresh") and "Updated" not in reasons(kube, "kept")
+        assert "Created" not in reasons(kube, "fresh", namespace) and "Updated" not in reasons(kube, "kept", namespace)
     assert proc.proc is not None and proc.proc.returncode == 0, proc.log_tail()
     assert tree(zk, zk_base) == before_zk
 
 
 def test_a_code_path_that_misses_the_dry_run_fails_closed(kube: KubeClient, adapter: ZooKeeperAdapter, zk: KazooClient,
-                                                          zk_base: str, caplog: pytest.LogCaptureFixture) -> None:
+                                                          zk_base: str, caplog: pytest.LogCaptureFixture,
+                                                          namespace: str) -> None:
     """The reconciler told nothing of the dry run (a bug), the adapter refusing writes: nothing reaches ZooKeeper."""
     adapter.refuse_writes = "zkop run --dry-run"
     recorder = EventRecorder(kube)
@@ -164,12 +169,13 @@ def test_a_code_path_that_misses_the_dry_run_fails_closed(kube: KubeClient, adap
     def setup(manager: Manager) -> None:
         manager.add(recorder, needs_leader=False)
         zkconfig_controller.setup(manager, kube, adapter, recorder, ReconcilerOptions(dry_run=False),
-                                  namespaces=None, workers=1, sync_period=600, inactivity_timeout=90)
+                                  namespaces=[namespace], workers=1, sync_period=600, inactivity_timeout=90)
 
     with caplog.at_level(logging.ERROR), running_manager(setup, zookeeper=adapter):
-        kube.request("POST", resource_path(*ZKC, "default"), body=zkc("missed", "/app/missed", b"x"))
+        kube.request("POST", resource_path(*ZKC, namespace),
+                     body=zkc("missed", "/app/missed", b"x", namespace=namespace))
         wait_for(lambda: "REFUSED a ZooKeeper write" in caplog.text
-                 and "reconcile default/missed failed" in caplog.text, message="refused, loudly")
+                 and f"reconcile {namespace}/missed failed" in caplog.text, message="refused, loudly")
     assert zk.exists(f"{zk_base}/app/missed") is None
     assert zk.exists(f"{zk_base}/zkop") is None  # nor its ownership record
-    assert ((get(kube, "missed") or {}).get("status") or {}).get("state") != "Synced"
+    assert ((get(kube, "missed", namespace) or {}).get("status") or {}).get("state") != "Synced"

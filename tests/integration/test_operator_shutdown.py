@@ -1,13 +1,13 @@
 """A graceful shutdown leaves nothing running: in-process, and ``zkop run`` on SIGTERM.
 
-Real ZooKeeper and the in-memory API server. In-process, the threads alive after
-:meth:`Operator.run` returns are compared with those before it started (only threads running
-zkop's or kazoo's code count: the doubles' own threads run neither). The ``zkop run`` process
-runs under a small wrapper that prints the threads still alive once ``main`` has returned, then
-exits with its code. In both, a ZooKeeper session listener takes 2 s over the final LOST,
-standing for a feature's work on a state change: the shutdown must wait for it, not leave it
-running (2 s outlasts the rest of the shutdown after the session closed, the probe and metrics
-servers' ends included, so on main the listener's thread is still running when ``run`` returns).
+Real ZooKeeper and the real kube-apiserver (zkop as its ServiceAccount, in the test's namespace; its Lease one
+of the test's own in ``zkop-system``). In-process, the threads alive after :meth:`Operator.run` returns are
+compared with those before it started (only threads running zkop's or kazoo's code count: the test's own
+clients' threads run neither). The ``zkop run`` process runs under a small wrapper that prints the threads still
+alive once ``main`` has returned, then exits with its code. In both, a ZooKeeper session listener takes 2 s over
+the final LOST, standing for a feature's work on a state change: the shutdown must wait for it, not leave it
+running (2 s outlasts the rest of the shutdown after the session closed, the probe and metrics servers' ends
+included, so on main the listener's thread is still running when ``run`` returns).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from zkop_testing.operator import OperatorProcess
 from zkop_testing.resources import create, read, synced, zkc
 from zkop_testing.threads import zkop_threads
 from zkop_testing.waiting import EVENTUALLY, wait_for
+from zkop_testing.zkop_install import ZKOP_NAMESPACE
 from zkop_testing.zookeeper import ZooKeeperServer
 
 from zkop.cmd.operator import Operator, OperatorOptions
@@ -60,12 +61,12 @@ def slow_lost(state: str) -> None:
 
 def test_operator_run_returns_with_no_thread_of_its_own_left(kubeconfig: str, kube: KubeClient,
                                                              zk_server: ZooKeeperServer, zk_base: str,
-                                                             zk: KazooClient) -> None:
+                                                             zk: KazooClient, namespace: str, lease: str) -> None:
     options = OperatorOptions(
         kubeconfig=kubeconfig, zookeeper=ConnectionOptions(hosts=f"{zk_server.hosts}{zk_base}", session_timeout=4),
         metrics_bind_address="127.0.0.1:0", health_probe_bind_address="127.0.0.1:0", workers=2,
-        leader_elect=True, leader_election_namespace="default", lease_duration=30, renew_deadline=20,
-        retry_period=0.5,
+        leader_elect=True, leader_election_namespace=ZKOP_NAMESPACE, leader_election_id=lease, lease_duration=30,
+        renew_deadline=20, retry_period=0.5, namespaces=[namespace],
     )
     before = set(threading.enumerate())
     operator = Operator(options)
@@ -74,8 +75,8 @@ def test_operator_run_returns_with_no_thread_of_its_own_left(kubeconfig: str, ku
     runner = threading.Thread(target=lambda: codes.append(operator.run()), name="test-operator-run")
     runner.start()
     try:
-        create(kube, zkc("flag", "/app/flag", b"true"))
-        wait_for(lambda: synced(kube, "flag"), message="synced")
+        create(kube, zkc("flag", "/app/flag", b"true", namespace=namespace))
+        wait_for(lambda: synced(kube, "flag", namespace), message="synced")
         assert read(zk, zk_base + "/app/flag") == b"true"
         running = {t.name for t in threading.enumerate() if t not in before}
         # Spot checks that the comparison sees the threads of each owner.
@@ -90,16 +91,18 @@ def test_operator_run_returns_with_no_thread_of_its_own_left(kubeconfig: str, ku
 
 def test_sigterm_exits_0_with_the_work_drained_and_no_thread_left(kubeconfig: str, kube: KubeClient,
                                                                   zk_server: ZooKeeperServer, zk_base: str,
-                                                                  zk: KazooClient) -> None:
+                                                                  zk: KazooClient, namespace: str, lease: str) -> None:
     names = [f"flag-{i}" for i in range(12)]
     proc = OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}", ["--workers", "4", "--leader-elect",
-                                                                       "--leader-election-namespace", "default"],
+                                                                       "--leader-election-namespace", ZKOP_NAMESPACE,
+                                                                       "--leader-election-id", lease,
+                                                                       "--namespace", namespace],
                            command_prefix=[sys.executable, "-c", WRAPPER])
     with proc:
-        create(kube, zkc("first", "/app/first", b"1"))
-        wait_for(lambda: synced(kube, "first"), message="first synced")
+        create(kube, zkc("first", "/app/first", b"1", namespace=namespace))
+        wait_for(lambda: synced(kube, "first", namespace), message="first synced")
         for name in names:
-            create(kube, zkc(name, f"/app/{name}", b"v"))
+            create(kube, zkc(name, f"/app/{name}", b"v", namespace=namespace))
         # SIGTERM while the new objects are being reconciled.
         wait_for(lambda: any(read(zk, f"{zk_base}/app/{n}") is not None for n in names),
                  message="reconciles under way")
@@ -113,5 +116,5 @@ def test_sigterm_exits_0_with_the_work_drained_and_no_thread_left(kubeconfig: st
     assert left, log
     assert json.loads(left[-1].removeprefix("THREADS ")) == []
     # Drained: a reconcile in flight at SIGTERM finished, so no znode was written without its status.
-    half_done = [n for n in names if read(zk, f"{zk_base}/app/{n}") is not None and not synced(kube, n)]
+    half_done = [n for n in names if read(zk, f"{zk_base}/app/{n}") is not None and not synced(kube, n, namespace)]
     assert half_done == []

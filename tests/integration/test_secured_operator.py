@@ -29,7 +29,7 @@ def _readyz(proc: OperatorProcess) -> str:
 
 
 def test_untrusted_server_is_named_in_log_and_readiness_until_the_ca_file_is_rotated(
-        kubeconfig: str, kube: KubeClient, tmp_path: Path) -> None:
+        kubeconfig: str, kube: KubeClient, tmp_path: Path, namespace: str) -> None:
     ca = TestCA(tmp_path / "pki")
     wrong = TestCA(tmp_path / "wrong", name="wrong CA")
     mounted = tmp_path / "secret"
@@ -38,7 +38,7 @@ def test_untrusted_server_is_named_in_log_and_readiness_until_the_ca_file_is_rot
     client = ca.issue("zkop")
     with SecureZooKeeperServer(tmp_path, server_cert=ca.issue("zookeeper", dns=["localhost"]), trust=ca.cert) as server:
         flags = ["--zk-tls-ca-file", str(mounted / "ca.crt"), "--zk-tls-cert-file", str(client.cert),
-                 "--zk-tls-key-file", str(client.key), "--zk-session-timeout", "4"]
+                 "--zk-tls-key-file", str(client.key), "--zk-session-timeout", "4", "--namespace", namespace]
         proc = OperatorProcess(kubeconfig, server.secure_hosts("localhost"), flags, log_path=str(tmp_path / "zkop.log"))
         proc.start(wait_ready=False)
         try:
@@ -57,8 +57,8 @@ def test_untrusted_server_is_named_in_log_and_readiness_until_the_ca_file_is_rot
             ready_after = time.monotonic() - started
             acl = [{"scheme": "x509", "id": client.subject, "permissions": ["read", "write", "create", "delete",
                                                                            "admin"]}]
-            create(kube, zkc("mtls", "/app/mtls", b"on", acl=acl))
-            wait_for(lambda: synced(kube, "mtls"))
+            create(kube, zkc("mtls", "/app/mtls", b"on", acl=acl, namespace=namespace))
+            wait_for(lambda: synced(kube, "mtls", namespace))
             print(f"ready {ready_after:.1f} s after the CA file was rotated")
         finally:
             proc.stop()

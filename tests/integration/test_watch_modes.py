@@ -34,14 +34,14 @@ def proxy(zk_server: ZooKeeperServer) -> Iterator[TcpProxy]:
 
 @pytest.mark.parametrize("mode", ["auto", "per-node"])
 def test_watch_mode_end_to_end(mode: str, kubeconfig: str, kube: KubeClient, zk: KazooClient,
-                               zk_server: ZooKeeperServer, zk_base: str, proxy: TcpProxy) -> None:
+                               zk_server: ZooKeeperServer, zk_base: str, proxy: TcpProxy, namespace: str) -> None:
     with OperatorProcess(kubeconfig, f"{proxy.address}{zk_base}",
                          ["--workers", "2", "--zk-watch-mode", mode, "--zk-session-timeout", "30s",
-                          "--sync-period", "10m"]) as operator:
+                          "--sync-period", "10m", "--namespace", namespace]) as operator:
         for i, path in enumerate(PATHS):
-            create(kube, zkc(f"f{i}", path, b"on"))
+            create(kube, zkc(f"f{i}", path, b"on", namespace=namespace))
         for i in range(len(PATHS)):
-            wait_for(lambda i=i: synced(kube, f"f{i}"), message=f"f{i} Synced")  # type: ignore[misc]
+            wait_for(lambda i=i: synced(kube, f"f{i}", namespace), message=f"f{i} Synced")  # type: ignore[misc]
 
         # Server-side watches: one per root, or two per object (znode + ownership record).
         if mode == "auto":
@@ -72,7 +72,7 @@ def test_watch_mode_end_to_end(mode: str, kubeconfig: str, kube: KubeClient, zk:
         transaction.create(record, foreign)
         transaction.commit()
         zk.set(zk_base + PATHS[1], b"theirs")
-        wait_for(lambda: (synced(kube, "f1") is None), message="f1 reports the conflict")
+        wait_for(lambda: (synced(kube, "f1", namespace) is None), message="f1 reports the conflict")
         time.sleep(0.5)  # give a wrong write the time to happen
         assert read(zk, zk_base + PATHS[1]) == b"theirs" and read(zk, record) == foreign
 

@@ -1,7 +1,7 @@
 """An ensemble that lost its data: zkop rebuilds it from the cluster, with no restart of zkop.
 
-``zkop run`` as a separate process (the real ``kubernetes`` client against the in-memory API
-server), real ZooKeeper wiped and restarted on the same addresses: a standalone server, and a
+``zkop run`` as a separate process (as its ServiceAccount on the real kube-apiserver, in the test's namespace),
+real ZooKeeper wiped and restarted on the same addresses: a standalone server, and a
 3-member ensemble whose members are all wiped. The wiped servers refuse zkop's old session
 (it has seen zxids they do not have); zkop declares the session LOST once it has been
 SUSPENDED for the session timeout (the time rule) or at once when the ensemble is asked and refuses
@@ -32,12 +32,16 @@ log = logging.getLogger(__name__)
 
 SESSION_TIMEOUT = 3.0  # the time rule; with 30 s the servers' refusal is what resets the session
 CONFIGS = {f"flag-{i}": (f"/app/flags/flag-{i}", f"v{i}".encode()) for i in range(6)}
-SERVICE_RECORD = "/kubernetes/services/default-web"
 BRIDGE = ["--service-bridge", "--service-bridge-endpoints", "--service-bridge-endpoints-debounce", "0.1"]
 
 
-def _args(session_timeout: float) -> list[str]:
-    return ["--workers", "4", "--zk-session-timeout", f"{session_timeout:g}", *BRIDGE]
+def _args(session_timeout: float, namespace: str) -> list[str]:
+    return ["--workers", "4", "--zk-session-timeout", f"{session_timeout:g}", *BRIDGE, "--namespace", namespace]
+
+
+def _service_record(namespace: str) -> str:
+    """The bridge's record of the Service ``web`` of ``namespace``."""
+    return f"/kubernetes/services/{namespace}-web"
 
 
 @pytest.fixture
@@ -54,13 +58,13 @@ def ensemble() -> Iterator[ZooKeeperEnsemble]:
         yield e
 
 
-def _declare_everything(kube: KubeClient) -> None:
+def _declare_everything(kube: KubeClient, namespace: str) -> None:
     for name, (path, data) in CONFIGS.items():
-        create(kube, zkc(name, path, data))
-    create_service_with_endpoints(kube)
+        create(kube, zkc(name, path, data, namespace=namespace))
+    create_service_with_endpoints(kube, namespace=namespace)
 
 
-def _missing(client: KazooClient) -> list[str]:
+def _missing(client: KazooClient, namespace: str) -> list[str]:
     """What of the managed state is not (yet) in ZooKeeper: znodes with their bytes, records, the Service."""
     missing = []
     for name, (path, data) in CONFIGS.items():
@@ -72,15 +76,15 @@ def _missing(client: KazooClient) -> list[str]:
                 missing.append("/zkop/owners" + path)
         except NoNodeError as err:
             missing.append(f"{path} ({err.__class__.__name__})")
-    if client.exists(SERVICE_RECORD) is None:
-        missing.append(SERVICE_RECORD)
+    if client.exists(_service_record(namespace)) is None:
+        missing.append(_service_record(namespace))
     return missing
 
 
-def _created_ms(client: KazooClient) -> dict[str, int]:
+def _created_ms(client: KazooClient, namespace: str) -> dict[str, int]:
     """The creation time (``Stat.ctime``, ms since the epoch, the server's clock) of every managed znode,
     ownership record and the Service record."""
-    paths = [p for path, _ in CONFIGS.values() for p in (path, "/zkop/owners" + path)] + [SERVICE_RECORD]
+    paths = [p for path, _ in CONFIGS.values() for p in (path, "/zkop/owners" + path)] + [_service_record(namespace)]
     return {path: client.get(path)[1].ctime for path in paths}
 
 
@@ -98,8 +102,8 @@ def _observer(hosts: str) -> Iterator[KazooClient]:
         client.close()
 
 
-def _all_synced(kube: KubeClient) -> bool:
-    return all(synced(kube, name) for name in CONFIGS)
+def _all_synced(kube: KubeClient, namespace: str) -> bool:
+    return all(synced(kube, name, namespace) for name in CONFIGS)
 
 
 def _resets(operator: OperatorProcess) -> float:
@@ -110,13 +114,13 @@ def _resets(operator: OperatorProcess) -> float:
 
 
 def _survive_data_loss(operator: OperatorProcess, kube: KubeClient, hosts: str, wipe: object, what: str,
-                       session_timeout: float) -> float:
+                       session_timeout: float, namespace: str) -> float:
     """Converge, wipe, and return the seconds from the wipe until everything is back."""
-    _declare_everything(kube)
-    wait_for(lambda: _all_synced(kube), timeout=30, message="synced before the fault")
+    _declare_everything(kube, namespace)
+    wait_for(lambda: _all_synced(kube, namespace), timeout=30, message="synced before the fault")
     with _observer(hosts) as before:
-        wait_for(lambda: not _missing(before), timeout=15, message="everything written before the fault")
-        created_before = _created_ms(before)
+        wait_for(lambda: not _missing(before, namespace), timeout=15, message="everything written before the fault")
+        created_before = _created_ms(before, namespace)
     assert _resets(operator) == 0
     assert operator.proc is not None
     pid = operator.proc.pid
@@ -125,13 +129,13 @@ def _survive_data_loss(operator: OperatorProcess, kube: KubeClient, hosts: str, 
     assert max(created_before.values()) < wiped_at_ms
     wipe()  # type: ignore[operator]
     with _observer(hosts) as after:
-        wait_for(lambda: not _missing(after), timeout=session_timeout + 60,
+        wait_for(lambda: not _missing(after, namespace), timeout=session_timeout + 60,
                  message=f"{what}: every znode, ownership record and Service record rewritten\n"
                          f"{operator.log_tail(40)}")
         # The data really was gone and everything is zkop's rewrite, not a survivor: each was created
         # after the wipe began. (Not "missing right after the wipe": zkop may rewrite it all before an
         # observer that connects after a slow wipe reads anything.)
-        created_after = _created_ms(after)
+        created_after = _created_ms(after, namespace)
     assert all(ms >= wiped_at_ms for ms in created_after.values()), (wiped_at_ms, created_after)
     converged = time.monotonic() - started
     log.warning("%s: everything rewritten %.1f s after the wipe began (session timeout %g s)",
@@ -151,48 +155,48 @@ def _survive_data_loss(operator: OperatorProcess, kube: KubeClient, hosts: str, 
         second_refusal = [i for i, line in enumerate(lines) if "refuses the suspended session (check 2 of 2)" in line]
         assert second_refusal and second_refusal[-1] < lines.index(given_up[0]), session_lines
     wait_for(lambda: operator.probe() == 200, timeout=10, message="ready again")
-    wait_for(lambda: _all_synced(kube), timeout=15, message="still Synced")
+    wait_for(lambda: _all_synced(kube, namespace), timeout=15, message="still Synced")
     return converged
 
 
 @pytest.mark.parametrize("session_timeout", [SESSION_TIMEOUT, 30.0], ids=["time-rule", "refusal"])
 def test_standalone_server_wiped_and_restarted(kubeconfig: str, kube: KubeClient, server: ZooKeeperServer,
-                                               session_timeout: float) -> None:
-    with OperatorProcess(kubeconfig, server.hosts, _args(session_timeout)) as operator:
+                                               session_timeout: float, namespace: str) -> None:
+    with OperatorProcess(kubeconfig, server.hosts, _args(session_timeout, namespace)) as operator:
         _survive_data_loss(operator, kube, server.hosts, server.wipe_and_restart, "standalone server wiped",
-                           session_timeout)
+                           session_timeout, namespace)
 
 
 @pytest.mark.parametrize("session_timeout", [SESSION_TIMEOUT, 30.0], ids=["time-rule", "refusal"])
 def test_ensemble_wiped_and_restarted(kubeconfig: str, kube: KubeClient, ensemble: ZooKeeperEnsemble,
-                                      session_timeout: float) -> None:
-    with OperatorProcess(kubeconfig, ensemble.hosts, _args(session_timeout)) as operator:
+                                      session_timeout: float, namespace: str) -> None:
+    with OperatorProcess(kubeconfig, ensemble.hosts, _args(session_timeout, namespace)) as operator:
         _survive_data_loss(operator, kube, ensemble.hosts, ensemble.wipe_and_restart, "3-node ensemble wiped",
-                           session_timeout)
+                           session_timeout, namespace)
 
 
 def test_while_the_reset_lasts_readiness_and_status_say_so(kubeconfig: str, kube: KubeClient,
-                                                           server: ZooKeeperServer) -> None:
-    with OperatorProcess(kubeconfig, server.hosts, _args(SESSION_TIMEOUT)) as operator:
-        create(kube, zkc("flag", "/app/flag", b"on"))
-        wait_for(lambda: synced(kube, "flag"), timeout=15, message="synced")
+                                                           server: ZooKeeperServer, namespace: str) -> None:
+    with OperatorProcess(kubeconfig, server.hosts, _args(SESSION_TIMEOUT, namespace)) as operator:
+        create(kube, zkc("flag", "/app/flag", b"on", namespace=namespace))
+        wait_for(lambda: synced(kube, "flag", namespace), timeout=15, message="synced")
         server.kill()  # gone for now; it comes back empty
         wait_for(lambda: "session reset in progress" in _readyz(operator), timeout=4 * SESSION_TIMEOUT,
                  message="readiness names the reset")
         # A change zkop cannot write meanwhile says why in status.
-        kube.request("PATCH", resource_path("platform.example.com", "v1alpha1", "zookeeperconfigs", "default",
+        kube.request("PATCH", resource_path("platform.example.com", "v1alpha1", "zookeeperconfigs", namespace,
                                             "flag"), body={"spec": {"data": "b2Zm"}},
                      content_type="application/merge-patch+json")
 
         def unavailable() -> str | None:
-            ready = conditions(get(kube, "flag")).get("Ready", {})
+            ready = conditions(get(kube, "flag", namespace)).get("Ready", {})
             return ready.get("message") if ready.get("reason") == "ZooKeeperUnavailable" else None
 
         message = wait_for(unavailable, timeout=30, message="status says ZooKeeper is unavailable")
         assert "session reset in progress" in message
         server.wipe_and_restart()
         wait_for(lambda: operator.probe() == 200, timeout=30, message="ready again")
-        wait_for(lambda: synced(kube, "flag"), timeout=30, message="written after the reset")
+        wait_for(lambda: synced(kube, "flag", namespace), timeout=30, message="written after the reset")
 
 
 def _readyz(operator: OperatorProcess) -> str:

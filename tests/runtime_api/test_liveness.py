@@ -12,7 +12,7 @@ import threading
 import pytest
 from zkop_testing.faults import idle, raise_in
 from zkop_testing.tcpproxy import TcpProxy
-from zkop_testing.waiting import wait_for
+from zkop_testing.waiting import EVENTUALLY, wait_for
 from zkop_testing.zookeeper import ZooKeeperServer, free_port
 
 from zkop.cmd.operator import ZooKeeperStartup
@@ -75,6 +75,36 @@ def test_a_named_object_informer_names_a_tracked_reflector_that_ended_and_forget
             "informer threads ended: informer-configmaps-default/watched (ended by InjectedFault)")
         informer.untrack(["default/watched"])
         assert informer.health_check() is None
+    finally:
+        informer.stop(1.0)
+
+
+def test_an_untracked_reflector_that_ends_at_once_is_never_read_as_dead(kube: KubeClient) -> None:
+    """``untrack`` stops a healthy reflector while the Manager may be asking ``health_check`` (no lock): the thread
+    is forgotten before it is told to stop, so even one that ends at once is never named (CI saw zkop exit 1 on a
+    ZooKeeperConfig deleted with the ConfigMap it named)."""
+    path = resource_path("", "v1", "configmaps", "default")
+    kube.request("POST", path, body={"apiVersion": "v1", "kind": "ConfigMap",
+                                     "metadata": {"name": "dropped", "namespace": "default"}, "data": {"v": "1"}})
+    informer = NamedObjectInformer(kube, ResourceRef("", "v1", "configmaps"), name="configmaps")
+    informer.track(["default/dropped"])
+    informer.start()
+    seen: list[str | None] = []
+    try:
+        wait_for(lambda: informer.get("default/dropped"))
+        reflector, thread = informer._tracked["default/dropped"]
+        assert thread is not None
+        stop = reflector.stop
+
+        def stop_and_look() -> None:  # the thread ends before untrack returns: what would health_check say then?
+            stop()
+            thread.join(EVENTUALLY)
+            assert not thread.is_alive()
+            seen.append(informer.health_check())
+
+        reflector.stop = stop_and_look  # type: ignore[method-assign]
+        informer.untrack(["default/dropped"])
+        assert seen == [None]
     finally:
         informer.stop(1.0)
 

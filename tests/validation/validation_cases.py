@@ -127,6 +127,7 @@ CASES: tuple[Case, ...] = (
                          "acl": [{"scheme": "world", "id": "anyone", "permissions": _ALL}]}),
     Case("config-map-ref", {"dataFrom": {"configMapKeyRef": {"name": "app", "key": "flag"}}}),
     Case("secret-ref", {"dataFrom": {"secretKeyRef": {"name": "app", "key": "password"}}}),
+    Case("adopt-existing", {"adoptExisting": True}),
     Case("null-data-beside-string-data", {"data": None, "stringData": "x"}),  # a null is pruned first
     Case("three-dots-segment", {"path": "/a/.../b"}),
     Case("dot-in-a-segment", {"path": "/a.b/c-d_e/.hidden/x."}),
@@ -206,6 +207,7 @@ CASES: tuple[Case, ...] = (
     Case("encoding-unknown", {"encoding": "latin1"}, "schema", "latin1"),
     Case("sync-policy-unknown", {"syncPolicy": "always"}, "schema", "always"),
     Case("deletion-policy-unknown", {"deletionPolicy": "delete"}, "schema", "delete"),
+    Case("adopt-existing-not-a-boolean", {"adoptExisting": "yes"}, "schema", "must be of type boolean"),
     Case("data-from-key-missing", {"dataFrom": {"configMapKeyRef": {"name": "app"}}}, "schema",
          server="spec.dataFrom.configMapKeyRef.key: Required value", zkop="spec.dataFrom.configMapKeyRef.key"),
     Case("acl-empty", {"acl": []}, "schema", "at least 1 items"),

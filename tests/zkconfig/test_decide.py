@@ -33,6 +33,7 @@ from zkop.zkconfig.decide import (
 )
 from zkop.zkconfig.objects import unsynced_path
 from zkop.zkconfig.spec import FINALIZER, DataRef, DesiredZnode, InvalidSpec, RefNotFound, parse_spec
+from zkop.zkconfig.tenancy import Refusal, TenancyPolicy
 from zkop.zookeeper.acls import identities
 from zkop.zookeeper.actions import AclEntry, CheckVersion, CreateNode, DeleteNode, Observed, SetAcl, SetData
 from zkop.zookeeper.adapter import (
@@ -88,13 +89,21 @@ def zkc(*, finalizer: bool = True, synced_at: int | None = None, generation: int
 
 
 def sync(*, obj: dict[str, Any] | None = None, spec: DesiredZnode = DESIRED, exists: bool = True,
-         record: Observed | None = None, observed: Observed | None = None) -> SyncFacts:
-    return SyncFacts(obj or zkc(), spec, RECORD, record, claim_of(RECORD, OURS, record, lambda _: exists), observed)
+         record: Observed | None = None, observed: Observed | None = None,
+         adoption: Refusal | None = None) -> SyncFacts:
+    return SyncFacts(obj or zkc(), spec, RECORD, record, claim_of(RECORD, OURS, record, lambda _: exists), observed,
+                     adoption)
 
 
 def delete(*, obj: dict[str, Any] | None = None, target: DesiredZnode = DESIRED, owned: bool = True,
-           observed: Observed | None = None) -> DeleteFacts:
-    return DeleteFacts(obj or zkc(deleting=True), target, owned, observed)
+           observed: Observed | None = None, refusal: Refusal | None = None) -> DeleteFacts:
+    return DeleteFacts(obj or zkc(deleting=True), target, owned, observed, refusal)
+
+
+#: What :class:`~zkop.zkconfig.tenancy.TenancyPolicy` says to an object of namespace ``default`` at ``PATH``.
+OUTSIDE = TenancyPolicy.from_spec({"tenancy": {"rules": [{"namespaces": ["team-a"], "pathPrefixes": ["/app"]}]}}
+                                  ).admit("default", {}, PATH)
+NOT_REQUESTED = TenancyPolicy.from_spec({"adoption": "IfRequested"}).may_adopt(False)
 
 
 def ours() -> Observed:
@@ -268,6 +277,19 @@ SYNC: list[tuple[str, SyncFacts, dict[str, Any]]] = [
     ("an ephemeral znode is never claimed nor adopted (docs/operations.md: zkop manages persistent znodes only)",
      sync(record=None, observed=Observed(b"x", 0, ephemeral_owner=0x99, acl=DESIRED.acl)),
      {"warn": True, "status": ("Error", "EphemeralNode", True)}),
+    ("adoption refused (adoption IfRequested, no spec.adoptExisting) → Stalled, nothing claimed nor written",
+     sync(record=None, observed=Observed(b"false", 4, acl=READ_ONLY_ACL), adoption=NOT_REQUESTED),
+     {"warn": True, "status": ("Error", "AdoptionNotRequested", True)}),
+    ("adoption refused: a released record (empty) is no owner either → Stalled, record untouched",
+     sync(record=Observed(b"", 1), observed=Observed(b"true", 4, acl=DESIRED.acl), adoption=NOT_REQUESTED),
+     {"warn": True, "status": ("Error", "AdoptionNotRequested", True)}),
+    ("adoption refusal does not matter when nothing exists: the znode is created (no adoption)",
+     sync(record=None, observed=None, adoption=NOT_REQUESTED),
+     {"writes": (CreateNode(RECORD, OURS.to_bytes()), CreateNode(PATH, b"true")), "wrote": True,
+      "znode_version": 0, "status": ("Synced", "Synced", False), "events": [("Normal", "Created")]}),
+    ("adoption refusal does not matter for a znode this object already owns",
+     sync(record=ours(), observed=Observed(b"true", 3), adoption=NOT_REQUESTED),
+     {"require": (CheckVersion(RECORD, 2),), "znode_version": 3, "status": ("Synced", "Synced", False)}),
 ]
 
 
@@ -310,7 +332,29 @@ DELETE: list[tuple[str, DeleteFacts, dict[str, Any]]] = [
      delete(observed=Observed(b"true", 7)),
      {"writes": (DeleteNode(PATH, 7),), "release": True, "remove_finalizer": True,
       "events": [("Normal", "Deleted")]}),
+    ("ours, but the tenancy rules no longer admit it → znode kept, record released, a Warning Event",
+     delete(refusal=OUTSIDE), {"release": True, "remove_finalizer": True,
+                               "events": [("Warning", "NamespaceNotAllowed")]}),
+    ("not ours and outside the rules → the finalizer goes, nothing else",
+     delete(owned=False, refusal=OUTSIDE), {"remove_finalizer": True}),
 ]
+
+
+def test_an_object_outside_the_tenancy_rules_is_stalled_before_anything_is_read() -> None:
+    """No finalizer is added: deleting an object that never wrote is immediate and deletes nothing."""
+    assert OUTSIDE is not None
+    for obj in (zkc(finalizer=False), zkc()):
+        decision = precheck_sync(obj, DESIRED, KEY, OUTSIDE)
+        assert decision is not None
+        expect(decision, warn=True, status=("Error", "NamespaceNotAllowed", True))
+        assert decision.outcome is not None and decision.outcome.message == (
+            "namespace default is not admitted by any tenancy rule (tenancy.rules[0] (namespaces team-a; "
+            "pathPrefixes /app)); nothing is written")
+    # A missing dataFrom key does not hide the refusal; an invalid spec is reported first (its path may be bad).
+    refused = precheck_sync(zkc(), RefNotFound(REF), KEY, OUTSIDE)
+    assert refused is not None and refused.outcome is not None and refused.outcome.reason == "NamespaceNotAllowed"
+    invalid = precheck_sync(zkc(), InvalidSpec("spec.path", "must be absolute"), None, OUTSIDE)
+    assert invalid is not None and invalid.outcome is not None and invalid.outcome.reason == "InvalidSpec"
 
 
 @pytest.mark.parametrize(("rule", "facts", "fields"), DELETE, ids=[row[0] for row in DELETE])

@@ -23,6 +23,7 @@ from zkop.runtime.cache import Indexer
 from zkop.runtime.controller import RetryableError
 from zkop.zkconfig import reconciler as zkc
 from zkop.zkconfig.spec import FINALIZER, GROUP, KIND, PLURAL, VERSION
+from zkop.zkconfig.tenancy import TenancyPolicy
 from zkop.zookeeper.adapter import ZooKeeperAdapter
 
 REGISTRY = "/zkop/owners"
@@ -35,8 +36,12 @@ class Reconciler:
         self.kube, self.namespace = kube, namespace
         self.cache = Indexer({zkc.PATH_INDEX: zkc.index_by_path, zkc.REF_INDEX: zkc.index_by_ref})
         self.recorder = EventRecorder(None)
+        policy = TenancyPolicy.from_spec(options.pop("policy")) if "policy" in options else None
+        labels = options.pop("namespace_labels", None)
         self.options = zkc.ReconcilerOptions(cluster_id="test", registry_root=REGISTRY, **options)
-        self.reconciler = zkc.ZooKeeperConfigReconciler(self.cache, kube, zookeeper, self.recorder, self.options)
+        self.reconciler = zkc.ZooKeeperConfigReconciler(
+            self.cache, kube, zookeeper, self.recorder, self.options,
+            policy_for=(lambda obj: policy) if policy is not None else None, namespace_labels=labels)
 
     def create(self, name: str, spec: dict[str, Any]) -> str:
         """Create the object in the API server and put it into the cache; its key."""
@@ -196,6 +201,27 @@ def test_a_dry_run_plans_reads_and_writes_nothing_but_its_status(
     assert r.events(key) == []
 
 
+def test_a_refused_object_reads_nothing_and_an_unseen_namespace_is_no_refusal_yet(
+        kube: KubeClient, namespace: str, adapter: ZooKeeperAdapter, zk: KazooClient, zk_base: str) -> None:
+    """A namespace the Namespace cache has not seen yet (created with its objects) is waited for, not refused."""
+    seen: dict[str, dict[str, str]] = {}
+    policy = {"tenancy": {"rules": [{"namespaceSelector": {"matchLabels": {"team": "a"}}, "pathPrefixes": ["/app"]}]}}
+    r = Reconciler(kube, adapter, namespace, policy=policy, namespace_labels=seen.get)
+    key = r.create("flag", {"path": "/app/flag", "stringData": "on"})
+    reads = adapter.reads
+    r.reconcile(key)
+    assert not (r.get(key).get("status") or {}).get("conditions") and r.events(key) == [] and adapter.reads == reads
+    seen[namespace] = {"team": "b"}  # seen, and not selected: refused without a read, no finalizer
+    r.reconcile(key)
+    obj = r.get(key)
+    assert conditions(obj)["Stalled"] == ("True", "NamespaceNotAllowed") and "finalizers" not in obj["metadata"]
+    assert r.events(key) == [("Warning", "NamespaceNotAllowed")] and adapter.reads == reads
+    seen[namespace] = {"team": "a"}
+    r.refresh(key)
+    r.reconcile(key)
+    assert r.get(key)["status"]["state"] == "Synced" and zk.get(f"{zk_base}/app/flag")[0] == b"on"
+
+
 def _documented_reasons() -> dict[str, tuple[str, str]]:
     """docs/operations.md, "Troubleshooting by status reason": reason → (state, retried?)."""
     from zkop_testing.kustomize import REPO
@@ -225,6 +251,15 @@ SCENARIOS: dict[str, tuple[Any, list[dict[str, Any]], dict[str, Any]]] = {
                    [{"path": "/app/r", "stringData": "on", "syncPolicy": "createOnly"}], {}),
     "NoAuth": (_locked, [{"path": "/app/r", "stringData": "mine"}], {}),
     "DryRun": (None, [{"path": "/app/r", "stringData": "on"}], {"dry_run": True}),
+    "NamespaceNotAllowed": (None, [{"path": "/app/r", "stringData": "on"}],
+                            {"policy": {"tenancy": {"rules": [{"namespaces": ["nobody"], "pathPrefixes": ["/"]}]}}}),
+    "PathNotAllowed": (None, [{"path": "/app/r", "stringData": "on"}],
+                       {"policy": {"tenancy": {"rules": [{"namespaceSelector": {}, "pathPrefixes": ["/app/q"]}]}}}),
+    "AdoptionNotRequested": (lambda zk, path: zk.create(path, b"legacy", makepath=True),
+                             [{"path": "/app/r", "stringData": "on"}], {"policy": {"adoption": "IfRequested"}}),
+    "AdoptionRefused": (lambda zk, path: zk.create(path, b"legacy", makepath=True),
+                        [{"path": "/app/r", "stringData": "on", "adoptExisting": True}],
+                        {"policy": {"adoption": "Never"}}),
 }
 #: The documented reasons that need a deletion, an outage or a race, and the tests that produce them.
 ELSEWHERE = {

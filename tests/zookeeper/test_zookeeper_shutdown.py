@@ -184,3 +184,25 @@ def test_rotation_watcher_stopped_by_its_own_handler_does_not_join_itself(tmp_pa
     path.write_text("two, rotated")
     wait_for(lambda: alive(started) == [], message="the watcher ends after its handler")
     assert errors == []
+
+
+def test_rotation_watcher_being_started_has_not_ended(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a health check sees while ``start()`` runs: the thread is not alive yet, and has not ended either
+    (``zkop run`` exited 1 at start-up, "ZooKeeper session threads ended: zk-credentials-watch", under load)."""
+    path = tmp_path / "ca.pem"
+    path.write_text("one")
+    watcher = RotationWatcher(WatchedFiles([str(path)]), 0.01, lambda paths: None)
+    seen: list[tuple[bool, bool]] = []
+    real_start = threading.Thread.start
+
+    def start(thread: threading.Thread) -> None:
+        seen.append((thread.is_alive(), watcher.ended()))
+        real_start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    watcher.start()
+    monkeypatch.undo()
+    assert seen == [(False, False)]
+    assert not watcher.ended()
+    watcher.stop()
+    assert not watcher.ended()

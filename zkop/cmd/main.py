@@ -37,6 +37,7 @@ from zkop.cmd.flags import (
 from zkop.cmd.logging_setup import configure_logging
 from zkop.runtime.leaderelection import JITTER_FACTOR
 from zkop.zkconfig.spec import DEFAULT_MAX_DATA_BYTES
+from zkop.zkconfig.tenancy import TenancyPolicy
 from zkop.zookeeper.acls import identities, lockout
 from zkop.zookeeper.actions import OPEN_ACL, AclEntry
 from zkop.zookeeper.adapter import PARENT_NEEDS, ConnectionOptions
@@ -285,6 +286,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--import-ensemble", default=None, metavar="NAME",
                      help="import services from the ZooKeeperEnsemble NAME instead of the --zk-* ensemble (read at "
                           "start-up)")
+    run.add_argument("--tenancy-policy-file", default=None, metavar="FILE",
+                     help="YAML with the default ensemble's tenancy rules and adoption mode (tenancy.rules: "
+                          "namespaces or namespaceSelector, pathPrefixes; adoption: Always, IfRequested or Never); "
+                          "default: every namespace may manage every path, and existing znodes are adopted "
+                          "(docs/operations.md, 'Tenancy and adoption')")
     run.add_argument("--zookeeper-mirrors", action="store_true",
                      help="reconcile ZooKeeperMirror objects: a znode or subtree mirrored read-only into a ConfigMap "
                           "(default off; needs the zookeeper-mirror component's RBAC)")
@@ -326,6 +332,33 @@ def _check_leader_election(args: argparse.Namespace) -> None:
                          f"{JITTER_FACTOR} × --leader-election-retry-period ({format_duration(retry)})")
 
 
+def read_tenancy_policy(path: str | None) -> TenancyPolicy | None:
+    """The default ensemble's policy from ``--tenancy-policy-file`` (``None`` without the flag).
+
+    The file holds the ``tenancy`` and ``adoption`` fields of a ZooKeeperEnsemble's spec, read by the
+    same :meth:`~zkop.zkconfig.tenancy.TenancyPolicy.from_spec`.
+
+    Raises:
+        UsageError: the file cannot be read, is not YAML, or breaks a rule (naming the field).
+    """
+    if path is None:
+        return None
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            spec = yaml.safe_load(f)
+    except (OSError, UnicodeDecodeError) as err:
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        raise UsageError(f"--tenancy-policy-file {path}: cannot read it: {reason}") from None
+    except yaml.YAMLError as err:
+        raise UsageError(f"--tenancy-policy-file {path}: not YAML: {' '.join(str(err).split())}") from None
+    try:
+        return TenancyPolicy.from_spec(spec)
+    except ValueError as err:
+        raise UsageError(f"--tenancy-policy-file {path}: {err}") from None
+
+
 def _run(args: argparse.Namespace) -> int:
     from zkop.cmd.bridge_flags import options_from_args as bridge_options_from_args
     from zkop.cmd.import_flags import options_from_args as import_options_from_args
@@ -333,6 +366,7 @@ def _run(args: argparse.Namespace) -> int:
     from zkop.runtime.certs import CertificateError
 
     _check_leader_election(args)
+    tenancy = read_tenancy_policy(args.tenancy_policy_file)
     try:
         bridge = bridge_options_from_args(args)
         importer = import_options_from_args(args)
@@ -355,6 +389,7 @@ def _run(args: argparse.Namespace) -> int:
         metrics_secure=args.metrics_secure,
         metrics_cert_dir=args.metrics_cert_dir, metrics_cert_name=args.metrics_cert_name,
         metrics_key_name=args.metrics_cert_key, kube_api_qps=args.kube_api_qps, kube_api_burst=args.kube_api_burst,
+        tenancy=tenancy,
     )
     try:
         operator = Operator(options)

@@ -50,6 +50,7 @@ from zkop.services.wiring import ServiceSync
 from zkop.zkconfig import controller as zkconfig_controller
 from zkop.zkconfig.reconciler import ReconcilerOptions
 from zkop.zkconfig.spec import DEFAULT_MAX_DATA_BYTES
+from zkop.zkconfig.tenancy import TenancyPolicy
 from zkop.zookeeper.adapter import ConnectionOptions, ZooKeeperAdapter, ZooKeeperError, ZooKeeperUnavailable
 
 __all__ = ["Operator", "OperatorOptions", "ZooKeeperStartup", "default_leader_election_namespace",
@@ -111,6 +112,9 @@ class OperatorOptions:
     bridge_ensemble: str | None = None
     import_ensemble: str | None = None
     dry_run: bool = False
+    #: The default ensemble's tenancy rules and adoption mode (``--tenancy-policy-file``); ``None``: none,
+    #: every namespace may manage every path and pre-existing znodes are adopted.
+    tenancy: TenancyPolicy | None = None
 
 
 def default_leader_election_namespace() -> str:
@@ -334,6 +338,7 @@ class Operator:
                               registry_root=options.registry_root, dry_run=options.dry_run),
             namespaces=namespaces, workers=options.workers, sync_period=options.sync_period,
             inactivity_timeout=options.watch_inactivity_timeout, acl_check_period=options.acl_check_period,
+            **self._tenancy(options.tenancy),
         )
         if options.ensembles:
             from zkop.ensembles import controller as ensembles
@@ -367,6 +372,14 @@ class Operator:
         self.manager.add_healthz_check("ping", lambda: None)
         self.manager.add_healthz_check("workers", self.manager.runnables_healthy)
         self.manager.add_readyz_check("informers-and-zookeeper", self._ready)
+
+    @staticmethod
+    def _tenancy(policy: TenancyPolicy | None) -> dict[str, Any]:
+        """The tenancy arguments of :func:`zkop.zkconfig.controller.setup` for the default ensemble's policy:
+        none at all without one (Namespaces are watched only for a ``namespaceSelector``)."""
+        if policy is None:
+            return {}
+        return {"policy_for": lambda obj: policy, "watch_namespaces": policy.needs_namespace_labels}
 
     def _setup_service(self, setup: _ServiceSetup[_O], feature_options: _O,
                        ensemble: str | None = None) -> list[Callable[[], None]]:

@@ -6,9 +6,12 @@
   referenced ConfigMap/Secret; and only the ConfigMaps and Secrets a ZooKeeperConfig names, each
   watched on its own (:class:`~zkop.runtime.cache.NamedObjectInformer`, kept in step by
   :class:`_TrackReferences`): the cluster's other Secrets are never listed or held;
+* with ``watch_namespaces`` (a tenancy rule with a ``namespaceSelector``): a Namespace informer, whose
+  cache answers the reconciler's label lookups (never a GET per reconcile);
 * key mappers (``handler.EnqueueRequestsFromMapFunc``): an object's event also enqueues every other
   object declaring its path (ownership may move); a ConfigMap/Secret event, its referrers; a znode
-  or ownership-record change, the objects declaring that path;
+  or ownership-record change, the objects declaring that path; a Namespace whose labels changed,
+  its objects and the objects sharing their paths (admission, and with it ownership, may move);
 * leader-only: the watched roots (:class:`~zkop.zkconfig.watchroots.WatchRoots`), registered before
   the workers start; the ``zookeeperconfig`` controller, after one
   :meth:`~zkop.zkconfig.reconciler.ZooKeeperConfigReconciler.learn_absent` pass; the periodic ACL
@@ -19,7 +22,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +36,7 @@ from zkop.runtime.cache import (
     FilteredIndexer,
     FuncHandler,
     Indexer,
+    IndexFunc,
     Informer,
     NamedObjectInformer,
     ResourceRef,
@@ -55,16 +59,31 @@ from zkop.zkconfig.reconciler import (
 )
 from zkop.zkconfig.spec import GROUP, PLURAL, VERSION
 from zkop.zkconfig.status_metrics import ZooKeeperConfigStatusCollector
+from zkop.zkconfig.tenancy import TenancyPolicy
 from zkop.zkconfig.watchroots import WatchRoots
 from zkop.zookeeper.adapter import ZooKeeperAdapter
 
-__all__ = ["CONFIGMAPS", "CONTROLLER_NAME", "ENSEMBLE_INDEX", "SECRETS", "ZOOKEEPERCONFIGS", "SharedInformers",
-           "ZooKeeperConfigController", "build_ensemble", "build_informers", "index_by_ensemble", "setup"]
+__all__ = ["CONFIGMAPS", "CONTROLLER_NAME", "ENSEMBLE_INDEX", "NAMESPACES", "SECRETS", "ZOOKEEPERCONFIGS",
+           "SharedInformers", "ZooKeeperConfigController", "build_ensemble", "build_informers", "index_by_ensemble",
+           "setup"]
 
 CONTROLLER_NAME = "zookeeperconfig"
 ZOOKEEPERCONFIGS = ResourceRef(GROUP, VERSION, PLURAL)
 CONFIGMAPS = ResourceRef("", "v1", "configmaps")
 SECRETS = ResourceRef("", "v1", "secrets")
+NAMESPACES = ResourceRef("", "v1", "namespaces")
+#: Informer index: namespace → ZooKeeperConfigs in it (only with a Namespace informer).
+NAMESPACE_INDEX = "namespace"
+
+
+def index_by_namespace(obj: JSON) -> list[str]:
+    """Index function for :data:`NAMESPACE_INDEX`."""
+    return [str((obj.get("metadata") or {}).get("namespace"))]
+
+
+def namespace_labels_changed(old: JSON, new: JSON) -> bool:
+    """Update filter of the Namespace informer: only a change of labels can change admission."""
+    return (old.get("metadata") or {}).get("labels") != (new.get("metadata") or {}).get("labels")
 #: Informer index: the ensemble an object names (:func:`~zkop.zkconfig.objects.ensemble_of`) → its objects.
 ENSEMBLE_INDEX = "ensemble"
 
@@ -81,11 +100,12 @@ class SharedInformers:
     informer: Informer
     configmaps: NamedObjectInformer
     secrets: NamedObjectInformer
+    namespaces: Informer | None = None
 
     @property
     def informers(self) -> list[Informer]:
-        """ZooKeeperConfigs, ConfigMaps, Secrets."""
-        return [self.informer, self.configmaps, self.secrets]
+        """ZooKeeperConfigs, ConfigMaps, Secrets, and Namespaces if watched."""
+        return [self.informer, self.configmaps, self.secrets, *([self.namespaces] if self.namespaces else [])]
 
 
 @dataclass
@@ -105,6 +125,7 @@ class ZooKeeperConfigController:
     ensemble: str = DEFAULT_ENSEMBLE
     #: ``(informer, handler)`` pairs :func:`build_ensemble` registered, for :meth:`detach`.
     handlers: list[tuple[Informer, EventHandler]] = field(default_factory=list)
+    namespaces: Informer | None = None
 
     @property
     def cache(self) -> Indexer:
@@ -119,8 +140,24 @@ class ZooKeeperConfigController:
 
     @property
     def informers(self) -> list[Informer]:
-        """ZooKeeperConfigs, ConfigMaps, Secrets."""
-        return [self.informer, self.configmaps, self.secrets]
+        """ZooKeeperConfigs, ConfigMaps, Secrets, and Namespaces if watched."""
+        return [self.informer, self.configmaps, self.secrets, *([self.namespaces] if self.namespaces else [])]
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
+        """``namespace``'s labels from the Namespace informer's cache (``None``: not watched, or not seen)."""
+        if self.namespaces is None:
+            return None
+        found = self.namespaces.indexer.get(namespace)
+        return (found.get("metadata") or {}).get("labels") or {} if found is not None else None
+
+    def keys_in_namespace(self, namespace_obj: JSON) -> list[str]:
+        """The keys of this ensemble's ZooKeeperConfigs in a Namespace, and of every object sharing one of their
+        paths."""
+        name = str((namespace_obj.get("metadata") or {}).get("name"))
+        keys: dict[str, None] = {}
+        for obj in self.cache.by_index(NAMESPACE_INDEX, name):
+            keys.update(dict.fromkeys(self.keys_sharing_path(obj)))
+        return list(keys)
 
     def on_session_reconnected(self) -> None:
         """A ZooKeeper session came back (after LOST or SUSPENDED): re-deliver every object of the ensemble.
@@ -227,7 +264,7 @@ class _StatusCollector:
 
 
 def build_informers(client: KubeClient, *, namespaces: list[str] | None, sync_period: float,
-                    inactivity_timeout: float) -> SharedInformers:
+                    inactivity_timeout: float, watch_namespaces: bool = False) -> SharedInformers:
     """The ZooKeeperConfig informer (indexed by path, reference and ensemble) and the ConfigMap/Secret caches of
     ``spec.dataFrom`` (only the objects ZooKeeperConfigs name), not started.
 
@@ -235,22 +272,28 @@ def build_informers(client: KubeClient, *, namespaces: list[str] | None, sync_pe
         namespaces: namespaces to watch, ``None`` for all.
         sync_period: seconds between resyncs of the ZooKeeperConfig informer.
         inactivity_timeout: seconds a silent watch is kept before it is reopened.
+        watch_namespaces: also a Namespace informer (tenancy rules with a ``namespaceSelector``).
     """
+    indexers: dict[str, IndexFunc] = {PATH_INDEX: index_by_path, REF_INDEX: index_by_ref,
+                                      ENSEMBLE_INDEX: index_by_ensemble}
+    if watch_namespaces:
+        indexers[NAMESPACE_INDEX] = index_by_namespace
     informer = Informer(
         client, ZOOKEEPERCONFIGS, name="zookeeperconfigs", namespaces=namespaces,
-        indexers={PATH_INDEX: index_by_path, REF_INDEX: index_by_ref, ENSEMBLE_INDEX: index_by_ensemble},
-        resync_period=sync_period, inactivity_timeout=inactivity_timeout,
+        indexers=indexers, resync_period=sync_period, inactivity_timeout=inactivity_timeout,
     )
+    namespace_informer = Informer(client, NAMESPACES, name="namespaces", resync_period=0,
+                                  inactivity_timeout=inactivity_timeout) if watch_namespaces else None
     configmaps = NamedObjectInformer(client, CONFIGMAPS, name="configmaps", inactivity_timeout=inactivity_timeout)
     secrets = NamedObjectInformer(client, SECRETS, name="secrets", inactivity_timeout=inactivity_timeout)
     informer.add_event_handler(_TrackReferences(informer.indexer, {"ConfigMap": configmaps, "Secret": secrets}))
-    return SharedInformers(informer, configmaps, secrets)
+    return SharedInformers(informer, configmaps, secrets, namespace_informer)
 
 
 def build_ensemble(
     shared: SharedInformers, client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: EventRecorder,
     options: ReconcilerOptions, *, ensemble: str = DEFAULT_ENSEMBLE, workers: int, acl_check_period: float = 60.0,
-    ensemble_spec: Mapping[str, Any] | None = None,
+    ensemble_spec: Mapping[str, Any] | None = None, policy_for: Callable[[JSON], TenancyPolicy] | None = None,
 ) -> ZooKeeperConfigController:
     """The ZooKeeperConfig controller of one ensemble: its reconciler (ownership registry), work queue and
     workers, watched roots and ACL check, over the objects of ``shared`` that name ``ensemble``; the
@@ -266,6 +309,7 @@ def build_ensemble(
             ``zookeeperconfig``; another's is ``zookeeperconfig/<name>``).
         workers: concurrent reconciles of this ensemble.
         acl_check_period: seconds between ACL checks of znodes declaring ``spec.acl``; 0 disables.
+        policy_for: the tenancy policy of an object (:class:`~zkop.zkconfig.tenancy.TenancyPolicy`); ``None``: none.
         ensemble_spec: the ZooKeeperEnsemble's raw ``spec`` (``None``: the flags' ensemble), kept as the
             reconciler's :attr:`~zkop.zkconfig.reconciler.ZooKeeperConfigReconciler.ensemble_spec`.
     """
@@ -278,12 +322,12 @@ def build_ensemble(
     own_writes = OwnWrites(release=queue.add, recorded=informer.expect_echo)
     reconciler = ZooKeeperConfigReconciler(
         view, client, zookeeper, recorder, options,
-        configmaps=shared.configmaps, secrets=shared.secrets, own_writes=own_writes,
+        configmaps=shared.configmaps, secrets=shared.secrets, own_writes=own_writes, policy_for=policy_for,
     )
     reconciler.ensemble_spec = ensemble_spec
     controller = Controller(name, reconciler, workers=workers, queue=queue)
     parts = ZooKeeperConfigController(informer, shared.configmaps, shared.secrets, controller, reconciler, view=view,
-                                      ensemble=ensemble)
+                                      ensemble=ensemble, namespaces=shared.namespaces)
 
     def enqueue(keys: list[str]) -> None:
         for key in keys:
@@ -297,6 +341,9 @@ def build_ensemble(
                                                    reconciler.wants_update)))
     on(shared.configmaps, FuncHandler(lambda obj: enqueue(parts.keys_referencing("ConfigMap", obj))))
     on(shared.secrets, FuncHandler(lambda obj: enqueue(parts.keys_referencing("Secret", obj))))
+    if shared.namespaces is not None:
+        reconciler.namespace_labels = parts.namespace_labels
+        on(shared.namespaces, FuncHandler(lambda obj: enqueue(parts.keys_in_namespace(obj)), namespace_labels_changed))
     for each in shared.informers:
         controller.wait_for(each)
     zookeeper.add_watch_listener(parts.on_znode_changed)
@@ -311,6 +358,7 @@ def setup(
     manager: Manager, client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: EventRecorder,
     options: ReconcilerOptions, *, namespaces: list[str] | None, workers: int, sync_period: float,
     inactivity_timeout: float, acl_check_period: float = 60.0,
+    policy_for: Callable[[JSON], TenancyPolicy] | None = None, watch_namespaces: bool = False,
 ) -> ZooKeeperConfigController:
     """Build the ZooKeeperConfig controller of the flags' ensemble and add its parts to ``manager``.
 
@@ -327,6 +375,13 @@ def setup(
         sync_period: seconds between resyncs of the ZooKeeperConfig informer.
         inactivity_timeout: seconds a silent watch is kept before it is reopened.
         acl_check_period: seconds between ACL checks of znodes declaring ``spec.acl``; 0 disables.
+        policy_for: the tenancy policy an object is held to (its ensemble's,
+            :class:`~zkop.zkconfig.tenancy.TenancyPolicy`); ``None``: everything is admitted and adopted.
+            Called on every reconcile: it must read only memory.
+        watch_namespaces: watch Namespaces (list/watch RBAC) so that ``namespaceSelector`` rules see
+            namespace labels, and a label change re-reconciles the namespace's objects; needed as soon
+            as any policy ``policy_for`` can return has
+            :attr:`~zkop.zkconfig.tenancy.TenancyPolicy.needs_namespace_labels`.
 
     Returns:
         The parts, e.g. for :meth:`ZooKeeperConfigController.on_session_reconnected`.
@@ -335,9 +390,9 @@ def setup(
     for counter in (metrics.DRIFT_CORRECTIONS, metrics.ZOOKEEPER_QUIET_RETRIES):
         counter.labels(CONTROLLER_NAME).inc(0)
     shared = build_informers(client, namespaces=namespaces, sync_period=sync_period,
-                             inactivity_timeout=inactivity_timeout)
+                             inactivity_timeout=inactivity_timeout, watch_namespaces=watch_namespaces)
     parts = build_ensemble(shared, client, zookeeper, recorder, options, workers=workers,
-                           acl_check_period=acl_check_period)
+                           acl_check_period=acl_check_period, policy_for=policy_for)
     manager.add(_StatusCollector(ZooKeeperConfigStatusCollector(shared.informer.indexer)), needs_leader=False)
     for each in parts.informers:
         manager.add(each, needs_leader=False)

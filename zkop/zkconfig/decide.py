@@ -8,16 +8,22 @@ no clock.
 Rules of a live object, in order:
 
 1. the finalizer is added before anything is written to ZooKeeper;
-2. an invalid spec is reported ``Stalled`` (``InvalidSpec``), a missing ``dataFrom`` key as
-   retrying (``RefNotFound``: the ConfigMap/Secret informer wakes the object);
+2. an invalid spec is reported ``Stalled`` (``InvalidSpec``); an object the ensemble's tenancy
+   rules do not admit (:meth:`zkop.zkconfig.tenancy.TenancyPolicy.admit`) is ``Stalled``
+   (``NamespaceNotAllowed``/``PathNotAllowed``, a Warning Event), gets no finalizer and reads and
+   writes nothing; a missing ``dataFrom`` key is reported as retrying (``RefNotFound``: the
+   ConfigMap/Secret informer wakes the object);
 3. the oldest object declaring a path owns it in the cluster (:func:`zkop.ownership.oldest.oldest`):
    any other is ``Stalled/PathConflict`` and reads and writes nothing;
 4. the ownership record decides across installations (:func:`zkop.ownership.registry.plan_claim`):
    a foreign record is ``Stalled/PathConflict``; the znode, read with the record in the same
    round trip, is not looked at (:func:`needs_znode`);
 5. adopting an existing znode (first claim) reads its ACL too (:func:`needs_acl`) and says
-   ``Adopted``; a znode zkop does not manage (an ephemeral one: ``Stalled/EphemeralNode``, a
-   Warning Event) is neither claimed nor adopted;
+   ``Adopted``, if the ensemble's adoption mode lets it
+   (:meth:`zkop.zkconfig.tenancy.TenancyPolicy.may_adopt`); otherwise it is ``Stalled``
+   (``AdoptionNotRequested``/``AdoptionRefused``), the znode untouched; a znode zkop does not
+   manage (an ephemeral one: ``Stalled/EphemeralNode``, a Warning Event) is neither claimed nor
+   adopted;
 6. :func:`zkop.zkconfig.plan.plan_sync` plans the znode; the claim and the plan are written in one
    ``multi``, conditional on the record as read (:func:`zkop.ownership.registry.claim_requires`):
    a record changed behind our back fails the write as a whole and the pass is planned again;
@@ -28,8 +34,10 @@ Rules of a live object, in order:
 Rules of an object being deleted: no finalizer of ours → nothing; an invalid spec → the
 finalizer goes (nothing was ever written); the znode is deleted only if this object owns the
 path both in the cluster and in the record (:func:`owns_for_deletion`), then the record is
-released; a znode with children is never deleted recursively: a children watch wakes the object
-when they go (:func:`needs_children`), meanwhile it is retried; deletionPolicy Orphan keeps the znode.
+released; an owner the tenancy rules no longer admit leaves its znode in place and only releases
+the record (a namespace that lost a path may not delete it either: a Warning Event says so); a
+znode with children is never deleted recursively: a children watch wakes the object when they go
+(:func:`needs_children`), meanwhile it is retried; deletionPolicy Orphan keeps the znode.
 
 Failures (:func:`decide_failure`): ``NoAuth`` and a write conflict that outlived the replans are
 reported at once; an unavailable ZooKeeper only once the same object has failed ``threshold``
@@ -48,6 +56,7 @@ from zkop.runtime.cache.indexer import meta_namespace_key
 from zkop.zkconfig.objects import finalizers, synced_znode_version, was_synced_at_generation
 from zkop.zkconfig.plan import Outcome, Plan, plan_delete, plan_sync
 from zkop.zkconfig.spec import FINALIZER, DesiredZnode, InvalidSpec, RefNotFound
+from zkop.zkconfig.tenancy import Refusal
 from zkop.zookeeper.actions import Action, CheckVersion, CreateNode, Observed, SetData
 from zkop.zookeeper.adapter import ZooKeeperError, ZooKeeperNoAuth, ZooKeeperUnavailable
 from zkop.zookeeper.frozen import fast_init
@@ -68,6 +77,7 @@ __all__ = [
     "owns_for_deletion",
     "precheck_delete",
     "precheck_sync",
+    "refused",
 ]
 
 @fast_init
@@ -92,6 +102,8 @@ class SyncFacts:
         record: the ownership record as read (``None``: absent).
         claim: :func:`claim_of` the record.
         observed: the znode as read (``None``: absent, or not needed: :func:`needs_znode`).
+        adoption: why adopting a pre-existing unowned znode is refused
+            (:meth:`~zkop.zkconfig.tenancy.TenancyPolicy.may_adopt`; ``None``: it may be adopted).
     """
 
     obj: JSON
@@ -100,6 +112,7 @@ class SyncFacts:
     record: Observed | None
     claim: Claim
     observed: Observed | None
+    adoption: Refusal | None = None
 
 
 @fast_init
@@ -111,14 +124,16 @@ class DeleteFacts:
         obj: the ZooKeeperConfig being deleted (``metadata.deletionTimestamp`` set).
         target: the znode it declares (:func:`deletion_target`).
         owned: :func:`owns_for_deletion`.
-        observed: the znode read afresh (``None``: absent, or not read since not owned); read again
-            after a children watch found no children left.
+        observed: the znode read afresh (``None``: absent, or not read since not owned or refused); read
+            again after a children watch found no children left.
+        refusal: the tenancy rules no longer admit the object (``None``: admitted): the znode stays.
     """
 
     obj: JSON
     target: DesiredZnode
     owned: bool
     observed: Observed | None
+    refusal: Refusal | None = None
 
 
 @fast_init
@@ -235,16 +250,43 @@ def change_event(obj: JSON, plan: Plan, spec: DesiredZnode | None = None,
 
 # --- pre-checks and predicates: what to read -------------------------------------------------
 
+def refusal_outcome(refusal: Refusal, message: str) -> Outcome:
+    """The ``Stalled`` outcome of a tenancy or adoption refusal (:mod:`zkop.zkconfig.tenancy`), with ``message``.
+
+    One line per reason, so that every status reason zkop reports is a literal here (docs/operations.md,
+    "Troubleshooting by status reason", is checked against them).
+    """
+    if refusal.reason == "NamespaceNotAllowed":
+        return Outcome("Error", "NamespaceNotAllowed", message, False, stalled=True)
+    if refusal.reason == "PathNotAllowed":
+        return Outcome("Error", "PathNotAllowed", message, False, stalled=True)
+    if refusal.reason == "AdoptionRefused":
+        return Outcome("Error", "AdoptionRefused", message, False, stalled=True)
+    return Outcome("Error", "AdoptionNotRequested", message, False, stalled=True)
+
+
+def refused(refusal: Refusal) -> Decision:
+    """The decision of a live object the tenancy rules do not admit: ``Stalled``, a Warning Event, no finalizer.
+
+    No finalizer: an object that never wrote has nothing to clean up, so deleting it is immediate.
+    One that wrote before the rules changed keeps the finalizer it has (see :func:`decide_delete`).
+    """
+    return Decision(warn=True, outcome=refusal_outcome(refusal, f"{refusal.message}; nothing is written"))
+
+
 def precheck_sync(obj: JSON, spec: DesiredZnode | InvalidSpec | RefNotFound,
-                  cluster_owner: str | None) -> Decision | None:
+                  cluster_owner: str | None, refusal: Refusal | None = None) -> Decision | None:
     """The decision of a live object that needs no read (rules 1–3), or ``None``: gather the facts.
 
-    ``cluster_owner`` is the key of the oldest object in the cluster declaring ``spec.path``.
+    ``cluster_owner`` is the key of the oldest admitted object in the cluster declaring ``spec.path``;
+    ``refusal``: why the tenancy rules do not admit this object (``None``: admitted).
     """
     add_finalizer = FINALIZER not in finalizers(obj)
     if isinstance(spec, InvalidSpec):
         return Decision(add_finalizer=add_finalizer, warn=True,
                         outcome=Outcome("Error", "InvalidSpec", f"invalid spec: {spec}", False, stalled=True))
+    if refusal is not None:
+        return refused(refusal)
     if isinstance(spec, RefNotFound):
         # Not stalled: the ConfigMap/Secret informer re-enqueues this object when the key appears.
         return Decision(add_finalizer=add_finalizer, warn=True, retrying=True,
@@ -312,6 +354,10 @@ def decide_sync(facts: SyncFacts) -> Decision:
         # A znode zkop does not manage (ephemeral): nothing is claimed, nothing announced as adopted.
         return Decision(add_finalizer=add_finalizer, warn=True, outcome=plan.outcome)
     events: list[Event] = []
+    if claim.new and observed is not None and facts.adoption is not None:
+        # Nobody owns the znode and this ensemble does not let this object adopt it: leave it as it is.
+        return Decision(add_finalizer=add_finalizer, warn=True,
+                        outcome=refusal_outcome(facts.adoption, f"znode {spec.path}: {facts.adoption.message}"))
     if claim.new and observed is not None:
         events.append(Event("Normal", "Adopted", f"adopted existing znode {spec.path} (version {observed.version})"))
     change, drift = change_event(obj, plan, spec, observed)
@@ -328,6 +374,10 @@ def decide_delete(facts: DeleteFacts) -> Decision:
     """Decide one pass over a ZooKeeperConfig being deleted from complete facts (see the module docstring)."""
     if not facts.owned:
         return Decision(remove_finalizer=True)  # never ours to delete
+    if facts.refusal is not None:
+        note = Event("Warning", facts.refusal.reason, f"znode {facts.target.path} left in place, not deleted: "
+                                                      f"{facts.refusal.message}")
+        return Decision(release=True, events=(note,), remove_finalizer=True)
     plan = plan_delete(facts.target, facts.observed)
     if not plan.outcome.ready:
         return Decision(plan=plan, outcome=plan.outcome, retrying=True, warn=True, retry=plan.outcome.message)

@@ -10,7 +10,7 @@ from typing import Any
 from zkop.kube.client import JSON
 from zkop.zookeeper.paths import validate_path
 
-__all__ = ["DEFAULT_ENSEMBLE", "ensemble_of", "finalizers", "synced_znode_version", "unsynced_path",
+__all__ = ["DEFAULT_ENSEMBLE", "adopt_existing", "ensemble_of", "finalizers", "synced_znode_version", "unsynced_path",
            "was_synced_at_generation"]
 
 #: :func:`ensemble_of` for an object without ``spec.ensembleRef``: the ensemble zkop's ``--zk-*`` flags describe.
@@ -28,6 +28,14 @@ def ensemble_of(obj: JSON) -> str:
 def finalizers(obj: JSON) -> list[str]:
     """``metadata.finalizers`` (a new list)."""
     return list((obj.get("metadata") or {}).get("finalizers") or [])
+
+
+def adopt_existing(obj: JSON) -> bool:
+    """``spec.adoptExisting``: the object asks to adopt a pre-existing znode no zkop installation owns.
+
+    Only ``true`` asks (the CRD types it boolean; anything else, as absent, does not).
+    """
+    return (obj.get("spec") or {}).get("adoptExisting") is True
 
 
 def was_synced_at_generation(obj: JSON) -> bool:

@@ -6,8 +6,10 @@ contract): it reads the object from the informer cache (or our own newer write o
 is in :mod:`zkop.zkconfig.decide`; this module reads and writes:
 
 1. object gone from the cache → nothing to do (the finalizer already ran);
-2. parse the spec (``dataFrom`` from the ConfigMap/Secret caches), find the oldest object
-   declaring the path (the informer's path index) and run the pre-checks, which read nothing;
+2. parse the spec (``dataFrom`` from the ConfigMap/Secret caches), ask the object's tenancy policy
+   (``policy_for(obj)``, :mod:`zkop.zkconfig.tenancy`; namespace labels from a cache) whether it is
+   admitted, find the oldest admitted object declaring the path (the informer's path index) and run
+   the pre-checks, which read nothing;
 3. being deleted → the record owner, then (if owned) the znode afresh and its children if
    needed, :func:`~zkop.zkconfig.decide.decide_delete`, delete, release the record, the finalizer;
 4. otherwise the watched reads of the ownership record and of the znode go out at once and are
@@ -43,7 +45,7 @@ from zkop.zkconfig import decide, metrics
 from zkop.zkconfig.apiwrites import ObjectWriter
 from zkop.zkconfig.decide import Decision, DeleteFacts, SyncFacts
 from zkop.zkconfig.dryrun import DryRunWriter
-from zkop.zkconfig.objects import finalizers, unsynced_path
+from zkop.zkconfig.objects import adopt_existing, finalizers, unsynced_path
 from zkop.zkconfig.refs import ref_data
 from zkop.zkconfig.spec import (
     DEFAULT_MAX_DATA_BYTES,
@@ -55,6 +57,7 @@ from zkop.zkconfig.spec import (
     parse_data_ref,
     parse_spec,
 )
+from zkop.zkconfig.tenancy import ADMIT_ALL, Refusal, TenancyPolicy
 from zkop.zookeeper.acls import AclId
 from zkop.zookeeper.adapter import (
     ConcurrentModification,
@@ -140,13 +143,21 @@ class ZooKeeperConfigReconciler:
             ``None``: refs unresolvable).
         own_writes: our own writes of the objects, shared with the controller's queue and the
             informer (:class:`~zkop.runtime.ownwrites.OwnWrites`); a fresh one if ``None``.
+        policy_for: the tenancy policy an object is held to (its ensemble's); ``None``: every object
+            is admitted and adopts (:data:`~zkop.zkconfig.tenancy.ADMIT_ALL`). Called on every pass:
+            it must read only memory.
+        namespace_labels: a namespace's labels from a cache (``None``: unknown), for policies with a
+            ``namespaceSelector``; ``None``: no namespace has labels.
     """
 
     def __init__(self, cache: Indexer, client: KubeClient, zookeeper: ZooKeeperAdapter,
                  recorder: EventRecorder, options: ReconcilerOptions | None = None, *,
                  configmaps: ObjectGetter | None = None, secrets: ObjectGetter | None = None,
-                 own_writes: OwnWrites | None = None) -> None:
+                 own_writes: OwnWrites | None = None, policy_for: Callable[[JSON], TenancyPolicy] | None = None,
+                 namespace_labels: Callable[[str], Mapping[str, str] | None] | None = None) -> None:
         self.cache, self.client, self.zookeeper, self.recorder = cache, client, zookeeper, recorder
+        self.policy_for: Callable[[JSON], TenancyPolicy] = policy_for or (lambda obj: ADMIT_ALL)
+        self.namespace_labels = namespace_labels
         self.options = options or ReconcilerOptions()
         self.registry = OwnershipRegistry(zookeeper, self.options.registry_root)
         self.configmaps, self.secrets = configmaps, secrets
@@ -181,7 +192,13 @@ class ZooKeeperConfigReconciler:
             return self._reconcile_delete(key, obj)
         spec = self._parse(obj)
         desired = spec if isinstance(spec, DesiredZnode) else None
-        decision = decide.precheck_sync(obj, spec, self._cluster_owner(desired))
+        refusal = None if isinstance(spec, InvalidSpec) else self._refusal(obj, str(obj["spec"]["path"]))
+        if refusal is not None and self._namespace_unseen(obj):
+            # A namespace created with its objects (one Flux apply) may reach the Namespace cache after them:
+            # not a refusal yet. Its add event enqueues its objects (``keys_in_namespace``).
+            log.debug("%s: namespace not in the Namespace cache yet; waiting for it", key)
+            return Result()
+        decision = decide.precheck_sync(obj, spec, self._cluster_owner(desired) if refusal is None else None, refusal)
         if decision is not None:
             return self._apply(obj, self.writer.synced(key, "", decision))
         assert desired is not None
@@ -270,11 +287,29 @@ class ZooKeeperConfigReconciler:
         return ref_data(cache.get(f"{namespace}/{ref.name}") if cache is not None else None, ref,
                         writes_to=writes_to)
 
+    def _refusal(self, obj: JSON, path: str) -> Refusal | None:
+        """Why ``obj``'s tenancy policy does not admit it to ``path`` (``None``: admitted)."""
+        policy = self.policy_for(obj)
+        if policy.rules is None:  # no tenancy: the common case reads no labels
+            return None
+        namespace = str((obj.get("metadata") or {}).get("namespace"))
+        labels = self.namespace_labels(namespace) if self.namespace_labels is not None else None
+        return policy.admit(namespace, labels, path)
+
+    def _namespace_unseen(self, obj: JSON) -> bool:
+        """True if ``obj``'s policy selects namespaces by label and its namespace is not in the cache yet."""
+        namespace = str((obj.get("metadata") or {}).get("namespace"))
+        return (self.namespace_labels is not None and self.policy_for(obj).needs_namespace_labels
+                and self.namespace_labels(namespace) is None)
+
     def _cluster_owner(self, desired: DesiredZnode | None) -> str | None:
-        """The key of the oldest ZooKeeperConfig in the cache declaring ``desired.path``."""
+        """The key of the oldest ZooKeeperConfig in the cache declaring ``desired.path`` that its tenancy
+        policy admits: an object refused there cannot keep the path from an admitted one."""
         if desired is None:
             return None
-        owner = oldest(self.cache.by_index(PATH_INDEX, desired.path), object_age)
+        declaring = self.cache.by_index(PATH_INDEX, desired.path)
+        admitted = [o for o in declaring if self._refusal(o, desired.path) is None] if len(declaring) > 1 else declaring
+        owner = oldest(admitted, object_age)
         return meta_namespace_key(owner) if owner is not None else None
 
     def _stamp(self, obj: JSON) -> OwnerStamp:
@@ -312,7 +347,8 @@ class ZooKeeperConfigReconciler:
         if decide.needs_acl(claim, observed):
             self.zookeeper.forget(desired.path)
             observed = self.zookeeper.read(desired.path, None, watch=True)
-        return SyncFacts(obj, desired, record_path, record, claim, observed)
+        adoption = self.policy_for(obj).may_adopt(adopt_existing(obj)) if claim.new and observed is not None else None
+        return SyncFacts(obj, desired, record_path, record, claim, observed, adoption)
 
     def _converge(self, obj: JSON, desired: DesiredZnode, record_path: str,
                   reads: tuple[PendingRead, PendingRead]) -> Decision:
@@ -343,8 +379,9 @@ class ZooKeeperConfigReconciler:
             try:
                 owned = decide.owns_for_deletion(obj, self._cluster_owner(target), self._stamp(obj),
                                           self.registry.owner(target.path))
-                decision = self._converge_delete(obj, target) if owned else decide.decide_delete(
-                    DeleteFacts(obj, target, False, None))
+                refusal = self._refusal(obj, target.path) if owned else None
+                decision = self._converge_delete(obj, target) if owned and refusal is None else decide.decide_delete(
+                    DeleteFacts(obj, target, owned, None, refusal))
                 if decision.release:
                     self.writer.release(target.path, self._stamp(obj))
             except ZooKeeperError as err:

@@ -74,6 +74,7 @@ class ZooKeeperAdapter:
         self._reads = Reads(self._session, self.cache, self.watches)
         self._bulk = BulkReads(self._session)
         self._writer = Writer(self._session, self.cache, self._reads)
+        self._reads.parents = self._writer.parents
 
     # --- session -------------------------------------------------------------------------------
 

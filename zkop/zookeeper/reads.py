@@ -24,6 +24,7 @@ from zkop.zookeeper.actions import OPEN_ACL, AclEntry, Observed
 from zkop.zookeeper.cache import Generation, WatchCache
 from zkop.zookeeper.errors import ConcurrentModification
 from zkop.zookeeper.frozen import fast_init
+from zkop.zookeeper.parents import Parents
 from zkop.zookeeper.session import Session
 from zkop.zookeeper.watches import PersistentWatches
 
@@ -111,6 +112,8 @@ class Reads:
         self.cache = cache
         self.watches = watches
         self.count = 0
+        #: Told which parents :meth:`learn_absent` found present or absent (the writer's, set by the adapter).
+        self.parents: Parents | None = None
 
     # --- single znodes -------------------------------------------------------------------------
 
@@ -259,13 +262,20 @@ class Reads:
         stats = [(parent, time.monotonic(), client.exists_async(parent)) for parent in parents]
         absent: list[str] = []
         listings: list[tuple[str, float, Any]] = []
+        missing_parents: list[str] = []
         for parent, started, request in stats:
             with session.mapped("exists", parent, started=started):
                 stat = session.wait(request)
             if stat is None:
+                missing_parents.append(parent)
                 absent.extend(join_path(parent, name) for name in by_parent[parent])
             elif stat.numChildren <= max_children:
                 listings.append((parent, time.monotonic(), client.get_children_async(parent)))
+        if self.parents is not None:
+            # The first creates under a missing parent create it first, once (zkop.zookeeper.parents).
+            self.parents.absent(missing_parents)
+            missing = set(missing_parents)
+            self.parents.exist(p for p in parents if p not in missing)
         for parent, started, request in listings:
             with session.mapped("get_children", parent, started=started):
                 try:

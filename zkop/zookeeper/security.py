@@ -220,6 +220,7 @@ class RotationWatcher:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._finished = False
 
     def check(self) -> list[str]:
         """The paths changed since the last check (see :meth:`WatchedFiles.changed`)."""
@@ -242,18 +243,23 @@ class RotationWatcher:
         join_bounded(self._thread, timeout)
 
     def ended(self) -> bool:
-        """True if the thread ended before :meth:`stop` (an exception nothing caught): rotations go unseen."""
-        thread = self._thread
-        return thread is not None and not thread.is_alive() and not self._stop.is_set()
+        """True if the thread ended before :meth:`stop` (an exception nothing caught): rotations go unseen.
+
+        Decided by the thread's loop having returned, not by ``is_alive()``: a thread being started is not alive
+        yet either, and a health check in that moment took it for dead (zkop exited 1 at start-up under load)."""
+        return self._finished and not self._stop.is_set()
 
     def _run(self) -> None:
-        while not self._stop.wait(self.period):
-            changed = self.check()
-            if changed:
-                try:
-                    self._on_change(changed)
-                except Exception:
-                    log.exception("handling rotated credentials files failed")
+        try:
+            while not self._stop.wait(self.period):
+                changed = self.check()
+                if changed:
+                    try:
+                        self._on_change(changed)
+                    except Exception:
+                        log.exception("handling rotated credentials files failed")
+        finally:
+            self._finished = True
 
 
 class SaslConnectionHandler(ConnectionHandler):  # type: ignore[misc]

@@ -8,6 +8,10 @@ in the same ``multi`` (ZooKeeper's ``check``).
 
 Not obvious from a single function:
 
+* a missing parent costs one create whatever the number of workers racing for it
+  (:class:`~zkop.zookeeper.parents.Parents`): a create under a parent the cold start learned absent
+  creates the parents first instead of failing first, and parents known to exist are never asked for;
+
 * a create that zkop then cannot read (``NoAuth``) is undone, with the parents that step created,
   so nothing is left that only a superuser could remove; a redaction marker
   (:func:`~zkop.zookeeper.acls.is_redacted`) is never sent;
@@ -23,7 +27,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from contextlib import suppress
 from typing import Any
 
 from kazoo.exceptions import (
@@ -51,6 +54,7 @@ from zkop.zookeeper.actions import (
 )
 from zkop.zookeeper.cache import NO_FILL, Expectation, WatchCache
 from zkop.zookeeper.errors import ConcurrentModification, WriteRefused, ZooKeeperError, ZooKeeperNoAuth
+from zkop.zookeeper.parents import Parents
 from zkop.zookeeper.paths import parent_paths
 from zkop.zookeeper.reads import PendingRead, Reads
 from zkop.zookeeper.session import Session
@@ -85,11 +89,13 @@ class Writer:
         refuse_writes: why writes are refused (e.g. ``"zkop run --dry-run"``), or ``None`` to write.
     """
 
-    def __init__(self, session: Session, cache: WatchCache, reads: Reads) -> None:
+    def __init__(self, session: Session, cache: WatchCache, reads: Reads, parents: Parents | None = None) -> None:
         self.session = session
         self.cache = cache
         self.reads = reads
         self.refuse_writes: str | None = None
+        #: What is known of parent znodes, shared by every worker (and told by ``reads`` what it learns).
+        self.parents = parents or Parents()
 
     def execute(self, actions: Sequence[Action], *, atomic: bool = False, arm_watches: bool = False,
                 require: Sequence[CheckVersion] = ()) -> None:
@@ -230,6 +236,7 @@ class Writer:
                 removed.append(path)
             except (NoNodeError, NotEmptyError, BadVersionError, ZooKeeperError):
                 continue
+        self.parents.forget(removed)
         return removed
 
     def create_parents(self, paths: Sequence[str], made: list[str] | None = None) -> list[str]:
@@ -243,6 +250,9 @@ class Writer:
         Returns:
             ``made``: the parents this call created.
 
+        A parent :attr:`parents` knows to exist is not asked for; one another worker is creating is
+        waited for, not created twice (:meth:`~zkop.zookeeper.parents.Parents.ensure`).
+
         Raises:
             ZooKeeperNoAuth, ZooKeeperUnavailable: as a create.
             WriteRefused: writes are refused (:attr:`refuse_writes`); nothing was sent.
@@ -251,10 +261,22 @@ class Writer:
         self._refuse_if_told([CreateNode(parent, b"", session.options.parent_acl) for parent in paths])
         parent_acl = to_kazoo_acl(session.options.parent_acl)
         made = [] if made is None else made
-        for parent in paths:
-            with session.mapped("create", parent), suppress(NodeExistsError):
-                session.wait(session.client.create_async(parent, b"", acl=parent_acl))
-                made.append(parent)
+
+        def create(parent: str) -> bool:
+            with session.mapped("create", parent):
+                try:
+                    session.wait(session.client.create_async(parent, b"", acl=parent_acl))
+                except NodeExistsError:
+                    return False
+            made.append(parent)
+            return True
+
+        try:
+            self.parents.ensure(paths, create, session.options.session_timeout)
+        except NoNodeError:
+            # An ancestor believed to exist is gone (deleted behind zkop): forget them all, create from the top.
+            self.parents.forget(paths)
+            self.parents.ensure(paths, create, session.options.session_timeout)
         return made
 
     def _refuse_if_told(self, actions: Sequence[Action]) -> None:
@@ -270,8 +292,12 @@ class Writer:
         """Run ``require`` checks and ``actions`` as one ``multi``; see :meth:`execute`."""
         session = self.session
         creates = [a for a in actions if isinstance(a, CreateNode)]
+        parents = sorted({p for a in creates for p in parent_paths(a.path)}, key=len)
         made_parents: list[str] = []
+        if parents and self.parents.missing_known(parents):
+            made_parents = self.create_parents(parents)  # known missing: no failed multi first
         for attempt in range(2):
+            relied_on = self.parents.known_of(parents)
             transaction = session.client.transaction()
             for check in require:
                 transaction.check(check.path, check.version)
@@ -307,6 +333,7 @@ class Writer:
                 raise
             if failed is None:
                 self._settle(expected, {id(a): r for a, r in zip(actions, results[len(require):], strict=False)})
+                self.parents.exist(parents)
                 self._check_readable(reads, [*made_parents, *(a.path for a in creates)])
                 return
             self._settle_failed(expected)
@@ -314,7 +341,9 @@ class Writer:
             for pending in reads:
                 self.cache.forget(pending.path)  # what the reads saw belongs to no write of ours
             if isinstance(error, NoNodeError) and isinstance(step, CreateNode) and not attempt:
-                made_parents = self.create_parents(sorted({p for a in creates for p in parent_paths(a.path)}, key=len))
+                if relied_on == set(parents):
+                    self.parents.forget(relied_on)  # all believed to exist when sent: someone deleted one
+                made_parents += self.create_parents(parents)
                 continue
             if isinstance(error, NoAuthError):
                 raise ZooKeeperNoAuth(f"ZooKeeper refused the write of {step.path}: not authorised (NoAuth)")
@@ -326,12 +355,17 @@ class Writer:
     def _create(self, action: CreateNode) -> None:
         session = self.session
         made_parents: list[str] = []
+        parents = parent_paths(action.path)
+        if parents and self.parents.missing_known(parents):
+            made_parents = self.create_parents(parents)
         # Try the node itself first: when its parents exist (the common case) that is one round trip.
         for attempt in range(2):
+            relied_on = self.parents.known_of(parents)
             with session.mapped("create", action.path):
                 try:
                     session.wait(session.client.create_async(action.path, action.data,
                                                              acl=to_kazoo_acl(action.acl)))
+                    self.parents.exist(parents)
                     if action.acl != OPEN_ACL:
                         self._check_readable(self._read_back([action], False), [*made_parents, action.path])
                     return
@@ -340,7 +374,9 @@ class Writer:
                 except NoNodeError:
                     if attempt:
                         raise ConcurrentModification(f"a parent of {action.path} vanished during create") from None
-            made_parents = self.create_parents(parent_paths(action.path))
+            if relied_on == set(parents):
+                self.parents.forget(relied_on)
+            made_parents += self.create_parents(parents)
         current = self.reads.read_async(action.path).result()
         if current is not None and current.data == action.data and not current.ephemeral_owner:
             return  # our earlier create whose reply was lost, or someone wrote the same bytes

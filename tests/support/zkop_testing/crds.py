@@ -7,7 +7,8 @@ from typing import Any
 
 import yaml
 
-from zkop.kube.client import KubeClient, resource_path
+from zkop.kube.client import ApiException, KubeClient, resource_path
+from zkop_testing.waiting import wait_for
 
 __all__ = ["CRD_FILE", "crd_established", "install_crds", "load_crd", "release_finalizers", "store_before_rules"]
 
@@ -47,24 +48,42 @@ def store_before_rules(kube: KubeClient, obj: dict[str, Any]) -> dict[str, Any]:
     """Create ``obj`` (a ZooKeeperConfig) while the installed CRD has no CEL rules, then put the CRD back.
 
     What an object stored before the CRD had its rules looks like to zkop: kube-apiserver (and the double)
-    keep it as it is. For the in-memory API server, where a CRD change takes effect at once (kube-apiserver
-    takes a moment: ``tests/validation/test_apply_time.py`` waits for it). Call before zkop starts:
-    replacing the CRD ends the custom resources' watches. Returns the created object.
+    keep it as it is. The double applies a CRD change at once; kube-apiserver takes a moment (its CRD handler
+    swaps the validators when it sees the change), so the create is retried while the old rules still refuse it,
+    and after the CRD is put back this waits until they refuse a copy again (a server-side dry run): the next
+    test finds the CRD as installed. Call before zkop starts: replacing the CRD ends the custom resources'
+    watches. Returns the created object.
+
+    Raises:
+        TimeoutError: the CRD change did not take effect within :data:`~zkop_testing.waiting.EVENTUALLY`.
     """
     crds = resource_path("apiextensions.k8s.io", "v1", "customresourcedefinitions")
     name = load_crd()["metadata"]["name"]
+    path = resource_path("platform.example.com", "v1alpha1", "zookeeperconfigs", obj["metadata"]["namespace"])
 
     def replace(crd: dict[str, Any]) -> None:
         current = kube.request("GET", f"{crds}/{name}")
         crd["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
         kube.request("PUT", f"{crds}/{name}", body=crd)
 
+    def refused(body: dict[str, Any], query: dict[str, Any] | None = None) -> dict[str, Any] | None:
+        try:
+            created: dict[str, Any] = kube.request("POST", path, body=body, query=query)
+        except ApiException as err:
+            if err.status == 422:
+                return None
+            raise
+        return created
+
     replace(load_crd(rules=False))
     try:
-        path = resource_path("platform.example.com", "v1alpha1", "zookeeperconfigs", obj["metadata"]["namespace"])
-        created: dict[str, Any] = kube.request("POST", path, body=obj)
+        created: dict[str, Any] = wait_for(lambda: refused(obj), interval=0.2,
+                                           message="the CRD without its rules in effect")
     finally:
         replace(load_crd())
+        probe = {**obj, "metadata": {**obj["metadata"], "name": obj["metadata"]["name"] + "-probe"}}
+        wait_for(lambda: refused(probe, {"dryRun": "All"}) is None, interval=0.2,
+                 message="the CRD's rules in effect again")
     return created
 
 

@@ -128,9 +128,11 @@ class NamedObjectInformer(Informer):
                 entry = self._tracked.pop(key, None)
                 if entry is None:
                     continue
-                entry[0].stop()
+                # forgotten before it is told to stop: health_check reads the threads without the lock, and a
+                # thread that ended between the two would read as one that died (the Manager ends the run)
                 if entry[1] is not None:
-                    self._threads.forget(entry[1])  # ends now, as asked
+                    self._threads.forget(entry[1])
+                entry[0].stop()
                 self.reflectors.remove(entry[0])
                 self.indexer.delete(key)
                 self._fetched.pop(key, None)

@@ -1,0 +1,284 @@
+"""The real control plane in the in-memory API server's place (``python -m hack.bench --control-plane real``).
+
+:class:`RealApi` gives the scenarios what they use of :class:`zkop_testing.apiserver.ApiServer` --
+``url``, ``api_client``, ``write_kubeconfig``, ``request_log``, ``clear_request_log``, ``store`` (create,
+patch, delete, list) and ``stop`` -- on etcd + kube-apiserver + kube-controller-manager built from source
+(:class:`zkop_testing.controlplane.ControlPlane`), so every scenario runs unchanged on either.
+
+Where the double reads its own memory, the real plane is asked over HTTP, by the bench's own identity
+(User-Agent :data:`INTERNAL_AGENT`, left out of every count):
+
+* **request log**: the API server's audit log (``Metadata`` level, which the plane always writes), one
+  :class:`~zkop_testing.apiserver.RequestRecord` per request at ``ResponseComplete`` (a WATCH at
+  ``ResponseStarted``: it completes only when it ends); the control plane's own requests (users
+  ``system:*``: kube-controller-manager's controllers, the API server's loopback client) are left out;
+* **states**: a watch of every ZooKeeperConfig kept by zkop's own informer in the bench's process
+  (:meth:`RealApi.states`), not a LIST per poll, which would cost the API server far more than what is
+  measured;
+* **what it costs the cluster** (:meth:`RealApi.cost`): kube-apiserver's and etcd's CPU from
+  ``/proc/<pid>/stat``, and etcd's writes from its ``/metrics`` (``etcd_mvcc_put_total``: keys put,
+  ``etcd_mvcc_txn_total``: transactions, ``etcd_mvcc_delete_total``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import urllib.request
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from zkop_testing.apiserver import RequestRecord
+from zkop_testing.controlplane import BUILD_SCRIPT, MINORS, ControlPlane
+from zkop_testing.crds import crd_established, install_crds
+from zkop_testing.waiting import wait_for
+
+from zkop.kube.client import ApiException, KubeClient, resource_path
+from zkop.runtime.cache.informer import Informer
+from zkop.runtime.cache.reflector import ResourceRef
+from zkop.zkconfig.spec import GROUP, PLURAL, VERSION
+
+from .measure import proc_cpu_seconds
+from .params import JSON
+
+log = logging.getLogger("bench")
+
+#: User-Agent of the bench's own requests to the real plane (seeding, the state watch): never counted.
+INTERNAL_AGENT = "zkop-bench-internal"
+#: etcd's counters read by :meth:`RealApi.cost` (present in etcd 3.5 and 3.6, ``server/storage/mvcc/metrics.go``).
+ETCD_COUNTERS = ("etcd_mvcc_put_total", "etcd_mvcc_txn_total", "etcd_mvcc_delete_total", "etcd_mvcc_range_total")
+
+#: The plane's own Service range (``/24``) holds 254 ClusterIPs; the bridge scenario creates M (1,000+)
+#: Services. kube-apiserver takes the last value of a repeated flag.
+SERVICE_RANGE = ("--service-cluster-ip-range=10.0.0.0/16,fd00:10:96::/112",)
+
+Resource = tuple[str, str, str]
+
+
+def cached_minor(candidates: Sequence[str] = MINORS) -> str | None:
+    """The first of ``candidates`` (Kubernetes minors) whose binaries are built
+    (``hack/control-plane/build.sh --cached``, which builds nothing), else ``None``."""
+    import subprocess
+
+    for minor in candidates:
+        done = subprocess.run(["bash", str(BUILD_SCRIPT), "--version", minor, "--cached"], capture_output=True,
+                              text=True, check=False)
+        if done.returncode == 0 and done.stdout.strip():
+            return minor
+    return None
+
+
+class HttpStore:
+    """The few store operations the scenarios use, over HTTP as the bench (:data:`INTERNAL_AGENT`).
+
+    Resources are ``(group, version, plural)`` tuples; errors are :class:`~zkop.kube.client.ApiException`.
+    """
+
+    def __init__(self, kube: KubeClient, threads: int = 8) -> None:
+        self.kube = kube
+        self.threads = threads
+
+    @staticmethod
+    def resolve(group: str, version: str, plural: str) -> Resource:
+        """The resource handle of ``group/version/plural``."""
+        return (group, version, plural)
+
+    def create(self, rt: Resource, namespace: str | None, body: JSON, _options: Any) -> JSON:
+        """POST ``body``; the created object."""
+        return self.kube.request("POST", resource_path(*rt, namespace), body=body)
+
+    def create_many(self, rt: Resource, namespace: str | None, bodies: Iterator[JSON]) -> int:
+        """POST every body from :attr:`threads` threads; how many were created."""
+        with ThreadPoolExecutor(self.threads) as pool:
+            return sum(1 for _ in pool.map(lambda body: self.create(rt, namespace, body, {}), bodies))
+
+    def patch(self, rt: Resource, namespace: str, name: str, body: bytes, content_type: str, _rv: Any,
+              _options: Any) -> JSON:
+        """PATCH ``name`` with ``body`` (bytes of JSON) as ``content_type``."""
+        return self.kube.request("PATCH", resource_path(*rt, namespace, name),
+                                 body=json.loads(body), content_type=content_type)
+
+    def delete(self, rt: Resource, namespace: str, name: str, _options: Any, _query: Any) -> None:
+        """DELETE ``name``."""
+        self.kube.request("DELETE", resource_path(*rt, namespace, name))
+
+    def iter_objects(self, rt: Resource) -> Iterator[JSON]:
+        """Every object of ``rt`` (one LIST)."""
+        yield from self.kube.request("GET", resource_path(*rt)).get("items") or []
+
+
+class RealApi:
+    """A real control plane of ``minor`` with zkop's CRD, in ``directory`` (removed by :meth:`stop`).
+
+    Raises:
+        zkop_testing.controlplane.ControlPlaneError: it could not start.
+    """
+
+    def __init__(self, minor: str, directory: Path) -> None:
+        self.plane = ControlPlane(minor, directory=directory, apiserver_args=SERVICE_RANGE)
+        self.directory = directory
+        self._records: list[RequestRecord] = []
+        self._base = 0
+        self._offset = 0
+        self._partial = b""
+        self.plane.start()
+        self.kube = KubeClient(self.plane.api_client(), user_agent=INTERNAL_AGENT, default_timeout=60)
+        install_crds(self.kube)
+        wait_for(lambda: crd_established(self.kube), message="zkop's CRD established", ignore=(ApiException,))
+        self.store = HttpStore(self.kube)
+        self._crs = Informer(self.kube, ResourceRef(GROUP, VERSION, PLURAL), resync_period=0, name="bench-states",
+                             transform=None)
+        self._crs.start()
+        self._crs.wait_for_sync(60)
+
+    @property
+    def url(self) -> str:
+        """The API server's URL."""
+        return self.plane.url
+
+    @property
+    def pids(self) -> dict[str, int]:
+        """Process id of ``etcd``, ``kube-apiserver`` and ``kube-controller-manager``."""
+        return dict(self.plane.state()["pids"])
+
+    def api_client(self) -> Any:
+        """A new admin :class:`kubernetes.client.ApiClient`."""
+        return self.plane.api_client()
+
+    def write_kubeconfig(self, path: Path) -> Path:
+        """An admin kubeconfig at ``path`` (zkop runs as the admin here: RBAC is not what is measured)."""
+        return self.plane.write_kubeconfig(path)
+
+    def stop(self) -> None:
+        """Stop the watch, the plane, and remove its directory."""
+        self._crs.stop()
+        self.kube.close()
+        self.plane.stop()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    # --- what the double keeps in memory ----------------------------------------------------
+
+    @property
+    def request_log(self) -> list[RequestRecord]:
+        """Requests since :meth:`clear_request_log`, read from the audit log up to now."""
+        self._read_audit()
+        return self._records[self._base:]
+
+    def clear_request_log(self) -> None:
+        """Forget the requests so far."""
+        self._read_audit()
+        self._base = len(self._records)
+
+    def _read_audit(self) -> None:
+        try:
+            with self.plane.audit_log.open("rb") as fh:
+                fh.seek(self._offset)
+                chunk = fh.read()
+        except FileNotFoundError:
+            return
+        self._offset += len(chunk)
+        lines = (self._partial + chunk).split(b"\n")
+        self._partial = lines.pop()
+        for line in lines:
+            record = audit_record(line)
+            if record is not None:
+                self._records.append(record)
+
+    def states(self) -> Counter[str]:
+        """``status.state`` of every ZooKeeperConfig from the bench's watch (``Synced`` only at its generation)."""
+        states: Counter[str] = Counter()
+        for obj in self._crs.indexer.list():
+            status = obj.get("status") or {}
+            state = str(status.get("state") or "none")
+            if state == "Synced" and status.get("observedGeneration") != obj["metadata"].get("generation"):
+                state = "Synced-stale"
+            states[state] += 1
+        return states
+
+    def cost(self) -> dict[str, float]:
+        """kube-apiserver's and etcd's CPU seconds so far, and etcd's :data:`ETCD_COUNTERS`."""
+        pids = self.pids
+        out = {"apiserver_cpu_s": proc_cpu_seconds(pids["kube-apiserver"]),
+               "etcd_cpu_s": proc_cpu_seconds(pids["etcd"])}
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.plane.etcd_port}/metrics", timeout=10) as answer:
+            text = answer.read().decode()
+        for line in text.splitlines():
+            name, _, value = line.partition(" ")
+            if name in ETCD_COUNTERS:
+                out[name] = float(value)
+        return out
+
+
+def audit_record(line: bytes) -> RequestRecord | None:
+    """The request one audit-log line records, or ``None`` if it is not one to count.
+
+    Counted: the ``ResponseComplete`` stage (a ``watch`` at ``ResponseStarted``), of any user but the
+    control plane's own (``system:*``) and the bench's (:data:`INTERNAL_AGENT`).
+    """
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return None
+    verb = event.get("verb", "")
+    stage = event.get("stage")
+    if stage != ("ResponseStarted" if verb == "watch" else "ResponseComplete"):
+        return None
+    if str((event.get("user") or {}).get("username", "")).startswith("system:"):
+        return None
+    agent = str(event.get("userAgent", ""))
+    if agent.startswith(INTERNAL_AGENT):
+        return None
+    ref = event.get("objectRef") or {}
+    return RequestRecord(verb, ref.get("resource", ""), ref.get("subresource", ""), ref.get("namespace", ""),
+                         ref.get("name", ""), ref.get("apiGroup", ""), agent)
+
+
+def cost_delta(before: dict[str, float], after: dict[str, float], n: int) -> JSON:
+    """What a window cost the cluster, per item of ``n``: API server and etcd CPU ms, etcd puts and txns."""
+    def d(key: str) -> float:
+        return after.get(key, 0.0) - before.get(key, 0.0)
+
+    return {
+        "apiserver_cpu_s": round(d("apiserver_cpu_s"), 3),
+        "apiserver_cpu_ms_per_cr": round(d("apiserver_cpu_s") * 1000 / n, 3),
+        "etcd_cpu_s": round(d("etcd_cpu_s"), 3),
+        "etcd_cpu_ms_per_cr": round(d("etcd_cpu_s") * 1000 / n, 3),
+        "etcd_puts": int(d("etcd_mvcc_put_total")),
+        "etcd_puts_per_cr": round(d("etcd_mvcc_put_total") / n, 3),
+        "etcd_txns": int(d("etcd_mvcc_txn_total")),
+        "etcd_deletes": int(d("etcd_mvcc_delete_total")),
+        "etcd_ranges": int(d("etcd_mvcc_range_total")),
+    }
+
+
+def cost_rates(before: dict[str, float], after: dict[str, float], seconds: float) -> JSON:
+    """What an idle window cost the cluster, per second: API server and etcd CPU (% of one core), etcd puts."""
+    def d(key: str) -> float:
+        return after.get(key, 0.0) - before.get(key, 0.0)
+
+    return {
+        "seconds": round(seconds, 1),
+        "apiserver_cpu_percent": round(d("apiserver_cpu_s") / seconds * 100, 2),
+        "etcd_cpu_percent": round(d("etcd_cpu_s") / seconds * 100, 2),
+        "etcd_puts_per_s": round(d("etcd_mvcc_put_total") / seconds, 3),
+        "etcd_txns_per_s": round(d("etcd_mvcc_txn_total") / seconds, 3),
+        "etcd_ranges_per_s": round(d("etcd_mvcc_range_total") / seconds, 3),
+    }
+
+
+def plane_idle(api: RealApi, seconds: float) -> JSON:
+    """The control plane left alone for ``seconds`` (only the bench's own watch open): :func:`cost_rates`.
+
+    What the plane costs without zkop (its own leases, kube-controller-manager's resyncs), which the
+    idle figure with zkop running is read against.
+    """
+    import time
+
+    before = api.cost()
+    started = time.monotonic()
+    time.sleep(seconds)
+    return cost_rates(before, api.cost(), time.monotonic() - started)
