@@ -70,7 +70,8 @@ def test_helm_labels_are_the_only_additions(home: Path) -> None:
     flux = {"kustomize.toolkit.fluxcd.io/prune": "disabled"}  # the CRD files' own
     crds = find(template(home), "CustomResourceDefinition")
     assert sorted(crd["metadata"]["name"] for crd in crds) == [
-        "zookeeperconfigs.platform.example.com", "zookeepermirrors.platform.example.com"]
+        "zookeeperconfigs.platform.example.com", "zookeeperensembles.platform.example.com",
+        "zookeepermirrors.platform.example.com"]
     for crd in crds:
         assert crd["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep", **flux}
     for crd in find(template(home, "crds.keep=false"), "CustomResourceDefinition"):
@@ -93,6 +94,7 @@ def test_the_crd_and_the_alerts_are_the_manifests_files(home: Path, tmp_path: Pa
     """The chart's files/ are symlinks to manifests/, and ``helm package`` packs their contents."""
     links = {"zookeeperconfigs.yaml": REPO / "manifests/crd/zookeeperconfigs.yaml",
              "zookeepermirrors.yaml": REPO / "manifests/crd/zookeepermirrors.yaml",
+             "zookeeperensembles.yaml": REPO / "manifests/crd/zookeeperensembles.yaml",
              "prometheusrule.yaml": REPO / "manifests/components/prometheus/prometheusrule.yaml"}
     for name, target in links.items():
         assert (CHART / "files" / name).is_symlink() and (CHART / "files" / name).resolve() == target

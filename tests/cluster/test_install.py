@@ -56,7 +56,7 @@ PREVIOUS_RELEASE = "e8bfb8859e270cefb7a79bc5acdff4c30c85fce3"
 NAMESPACE = "zkop-system"
 CRD = "zookeeperconfigs.platform.example.com"
 #: Every CRD the install makes; each is kept by helm uninstall and a Flux prune (docs/operations.md, "Uninstall").
-CRDS = [CRD, "zookeepermirrors.platform.example.com"]
+CRDS = [CRD, "zookeeperensembles.platform.example.com", "zookeepermirrors.platform.example.com"]
 #: examples/acl.yaml's identity: zkop must authenticate as it to manage the znode once its ACL is on.
 OPS_CREDENTIALS = "ops:ops-password"
 FINALIZER = "zookeeperconfigs.platform.example.com/finalizer"

@@ -136,8 +136,11 @@ def test_the_flag_tables_give_each_flag_its_default() -> None:
 # ---------------------------------------------------------------------------------------------- reasons
 
 def _zkconfig_sources() -> list[tuple[Path, ast.Module]]:
+    """The ZooKeeperConfig code: ``zkop/zkconfig`` and ``zkop/ensembles`` (the status of an object whose
+    ensemble is missing)."""
     package = Path(zkop.zkconfig.__file__).parent
-    return [(path, ast.parse(path.read_text(encoding="utf-8"))) for path in sorted(package.glob("*.py"))]
+    paths = [*sorted(package.glob("*.py")), *sorted((package.parent / "ensembles").glob("*.py"))]
+    return [(path, ast.parse(path.read_text(encoding="utf-8"))) for path in paths]
 
 
 def _constants(tree: ast.Module) -> dict[str, str]:

@@ -92,6 +92,7 @@ def test_default_install_contains_the_whole_operator(rendered_default: list[Obj]
         ("ClusterRoleBinding", "zkop-metrics-auth-rolebinding"),
         ("ConfigMap", "zkop-config"),
         ("CustomResourceDefinition", "zookeeperconfigs.platform.example.com"),
+        ("CustomResourceDefinition", "zookeeperensembles.platform.example.com"),
         ("CustomResourceDefinition", "zookeepermirrors.platform.example.com"),
         ("Deployment", DEPLOYMENT),
         ("Namespace", NAMESPACE),
@@ -109,7 +110,8 @@ def test_default_install_contains_the_whole_operator(rendered_default: list[Obj]
 def test_crd_in_the_install_is_the_crd_file(rendered_default: list[Obj]) -> None:
     installed = {c["metadata"]["name"]: c["spec"] for c in find(rendered_default, "CustomResourceDefinition")}
     assert installed == {c["metadata"]["name"]: c["spec"] for c in render(REPO / "manifests" / "crd")}
-    assert set(installed) == {"zookeeperconfigs.platform.example.com", "zookeepermirrors.platform.example.com"}
+    assert set(installed) == {"zookeeperconfigs.platform.example.com", "zookeeperensembles.platform.example.com",
+                              "zookeepermirrors.platform.example.com"}
 
 
 def test_components_add_only_what_they_promise(rendered_default: list[Obj], rendered_full: list[Obj]) -> None:

@@ -267,6 +267,8 @@ ELSEWHERE = {
     "ZooKeeperUnavailable": "tests/integration/test_zookeeper_blips.py, tests/cluster/test_event_storm.py",
     "Conflict": "tests/zkconfig/test_decide.py (FAILURES)",
     "AclRedacted": "tests/zkconfig/test_decide.py (SYNC)",
+    "EnsembleNotFound": "tests/integration/test_ensembles.py (test_an_object_whose_ensemble_is_missing_says_so)",
+    "EnsembleNotUsable": "tests/integration/test_ensembles.py (test_an_object_whose_ensemble_is_missing_says_so)",
 }
 
 

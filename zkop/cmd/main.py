@@ -275,6 +275,17 @@ def build_parser() -> argparse.ArgumentParser:
                           "none: nothing is written to ZooKeeper, Services or EndpointSlices; ZooKeeperConfig "
                           "status shows Ready=False, reason DryRun, with the planned changes, and no finalizer "
                           "is added")
+    run.add_argument("--zookeeper-ensembles", action="store_true",
+                     help="manage ZooKeeperConfigs on the ZooKeeperEnsembles they name in spec.ensembleRef too "
+                          "(docs/operations.md, \"Several ensembles\")")
+    run.add_argument("--ensemble-secret-namespace", default=None, type=dns_label, metavar="NAMESPACE",
+                     help="the one namespace ZooKeeperEnsembles' Secrets are read from (default: zkop's own)")
+    run.add_argument("--service-bridge-ensemble", default=None, metavar="NAME",
+                     help="publish Services into the ZooKeeperEnsemble NAME instead of the --zk-* ensemble (its "
+                          "spec and Secrets are read at start-up)")
+    run.add_argument("--import-ensemble", default=None, metavar="NAME",
+                     help="import services from the ZooKeeperEnsemble NAME instead of the --zk-* ensemble (read at "
+                          "start-up)")
     run.add_argument("--tenancy-policy-file", default=None, metavar="FILE",
                      help="YAML with the default ensemble's tenancy rules and adoption mode (tenancy.rules: "
                           "namespaces or namespaceSelector, pathPrefixes; adoption: Always, IfRequested or Never); "
@@ -373,6 +384,8 @@ def _run(args: argparse.Namespace) -> int:
         graceful_shutdown_timeout=args.graceful_shutdown_timeout, max_data_bytes=args.max_data_bytes,
         cluster_id=args.cluster_id, registry_root=args.registry_root, acl_check_period=args.acl_check_period,
         bridge=bridge, importer=importer, mirrors=args.zookeeper_mirrors, dry_run=args.dry_run,
+        ensembles=args.zookeeper_ensembles, ensemble_secret_namespace=args.ensemble_secret_namespace,
+        bridge_ensemble=args.service_bridge_ensemble, import_ensemble=args.import_ensemble,
         metrics_secure=args.metrics_secure,
         metrics_cert_dir=args.metrics_cert_dir, metrics_cert_name=args.metrics_cert_name,
         metrics_key_name=args.metrics_cert_key, kube_api_qps=args.kube_api_qps, kube_api_burst=args.kube_api_burst,

@@ -24,20 +24,22 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import socket
 import threading
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from tenacity import Retrying, retry_if_exception_type, stop_any, wait_exponential
 from tenacity.stop import stop_base
 
 from zkop import __version__
-from zkop.cmd.flags import EXIT_ERROR
+from zkop.cmd.flags import EXIT_ERROR, UsageError
 from zkop.cmd.kube_flags import DEFAULT_KUBE_API_BURST, DEFAULT_KUBE_API_QPS
-from zkop.kube.client import KubeClient, load_api_client
+from zkop.kube.client import JSON, KubeClient, load_api_client
 from zkop.kube.events import EventRecorder
 from zkop.kube.flowcontrol import client_rate_limiter
 from zkop.runtime.certs import CertificateError
@@ -105,6 +107,10 @@ class OperatorOptions:
     bridge: BridgeOptions | None = None
     importer: ImportOptions | None = None
     mirrors: bool = False
+    ensembles: bool = False
+    ensemble_secret_namespace: str | None = None
+    bridge_ensemble: str | None = None
+    import_ensemble: str | None = None
     dry_run: bool = False
     #: The default ensemble's tenancy rules and adoption mode (``--tenancy-policy-file``); ``None``: none,
     #: every namespace may manage every path and pre-existing znodes are adopted.
@@ -165,13 +171,15 @@ class ZooKeeperStartup:
         probe_root: where the probe writes, e.g. ``/zkop/probe``.
         probe: False skips the probe (``--no-startup-probe``-style tests).
         on_fatal: ``(exit_code, reason)``, e.g. :meth:`zkop.runtime.manager.Manager.fail`.
+        directory: removed on :meth:`stop` (a ZooKeeperEnsemble's files: ``--service-bridge-ensemble``).
     """
 
     name = "zookeeper"
 
     def __init__(self, zookeeper: ZooKeeperAdapter, probe_root: str, *, probe: bool,
-                 on_fatal: Callable[[int, str], None]) -> None:
+                 on_fatal: Callable[[int, str], None], directory: Path | None = None) -> None:
         self.zookeeper = zookeeper
+        self.directory = directory  # a ZooKeeperEnsemble's private TLS/SASL files, removed on stop
         self.probe_root = probe_root
         self.probe = probe
         self.on_fatal = on_fatal
@@ -275,6 +283,8 @@ class ZooKeeperStartup:
             self.zookeeper.stop()
         except Exception:
             log.debug("closing the ZooKeeper session failed", exc_info=True)
+        if self.directory is not None:
+            shutil.rmtree(self.directory, ignore_errors=True)
 
 
 class Operator:
@@ -283,7 +293,8 @@ class Operator:
     Attributes:
         manager: the generic Manager everything is added to.
         zookeeper: the ZooKeeper adapter (tests reach its session).
-        zkconfig: the ZooKeeperConfig controller's parts.
+        zkconfig: the ZooKeeperConfig controller's parts (the flags' ensemble).
+        ensembles: the ZooKeeperEnsemble controller's parts (``--zookeeper-ensembles``), else absent.
     """
 
     def __init__(self, options: OperatorOptions) -> None:
@@ -294,6 +305,7 @@ class Operator:
                                  user_agent=f"zkop-operator/{__version__}", rate_limiter=limiter)
         self._rate_limited = limiter is not None
         self.zookeeper = ZooKeeperAdapter(options.zookeeper)
+        self._service_adapters: dict[str, ZooKeeperAdapter] = {}  # --service-bridge-ensemble, --import-ensemble
         if options.dry_run:
             # The net under the controllers' dry-run writers: a write that gets here raises.
             self.zookeeper.refuse_writes = "zkop run --dry-run"
@@ -328,16 +340,26 @@ class Operator:
             inactivity_timeout=options.watch_inactivity_timeout, acl_check_period=options.acl_check_period,
             **self._tenancy(options.tenancy),
         )
+        if options.ensembles:
+            from zkop.ensembles import controller as ensembles
+
+            self.ensembles = ensembles.setup(
+                self.manager, self.client, self.recorder, self.zkconfig, self.zookeeper,
+                self.zkconfig.reconciler.options,
+                secret_namespace=options.ensemble_secret_namespace or default_leader_election_namespace(),
+                workers=options.workers, acl_check_period=options.acl_check_period,
+                inactivity_timeout=options.watch_inactivity_timeout, sync_period=options.sync_period,
+            )
         on_new_session: list[Callable[[], None]] = [self.zkconfig.on_session_reconnected]
         # Each feature is imported only when enabled: a process without it starts faster.
         if options.bridge is not None:
             from zkop.services.bridge import builder as bridge
 
-            on_new_session.append(self._setup_service(bridge.setup, options.bridge))
+            on_new_session.extend(self._setup_service(bridge.setup, options.bridge, options.bridge_ensemble))
         if options.importer is not None:
             from zkop.services.importer import builder as importer
 
-            on_new_session.append(self._setup_service(importer.setup, options.importer))
+            on_new_session.extend(self._setup_service(importer.setup, options.importer, options.import_ensemble))
         if options.mirrors:
             from zkop.mirror import builder as mirror
 
@@ -359,14 +381,69 @@ class Operator:
             return {}
         return {"policy_for": lambda obj: policy, "watch_namespaces": policy.needs_namespace_labels}
 
-    def _setup_service(self, setup: _ServiceSetup[_O], feature_options: _O) -> Callable[[], None]:
+    def _setup_service(self, setup: _ServiceSetup[_O], feature_options: _O,
+                       ensemble: str | None = None) -> list[Callable[[], None]]:
         """Set one service direction up with the operator's cluster id, resync period and watch inactivity
-        timeout (``--dry-run`` reaches the direction's own options); its session-reconnected hook."""
+        timeout (``--dry-run`` reaches the direction's own options), on the flags' ensemble or the
+        ZooKeeperEnsemble ``ensemble``; its session-reconnected hook, for the flags' session (on another
+        ensemble, the hook is that session's already: an empty list)."""
         if self.options.dry_run:
             feature_options = replace(feature_options, dry_run=True)
-        return setup(self.manager, self.client, self.zookeeper, self.recorder, feature_options,
+        zookeeper = self.zookeeper if not ensemble else self._ensemble_zookeeper(ensemble)
+        hook = setup(self.manager, self.client, zookeeper, self.recorder, feature_options,
                      cluster_id=self.options.cluster_id, resync_period=self.options.sync_period,
                      inactivity_timeout=self.options.watch_inactivity_timeout).on_session_reconnected
+        if zookeeper is self.zookeeper:
+            return [hook]
+        resync_on_new_session(zookeeper, [hook])
+        return []
+
+    def _ensemble_zookeeper(self, name: str) -> ZooKeeperAdapter:
+        """An adapter on ZooKeeperEnsemble ``name`` as it is at start-up (one per ensemble, shared by the bridge
+        and the importer), opened by a :class:`ZooKeeperStartup` of its own; its spec and Secrets are read once
+        (a change takes a restart).
+
+        Raises:
+            UsageError: no such ensemble, a Secret or key it names missing, or an invalid spec.
+        """
+        if name in self._service_adapters:
+            return self._service_adapters[name]
+        import tempfile
+
+        from zkop.ensembles.spec import GROUP as E_GROUP
+        from zkop.ensembles.spec import PLURAL as E_PLURAL
+        from zkop.ensembles.spec import VERSION as E_VERSION
+        from zkop.ensembles.spec import InvalidEnsemble, SecretMissing, read_ensemble
+        from zkop.kube.client import ApiException, resource_path
+
+        namespace = self.options.ensemble_secret_namespace or default_leader_election_namespace()
+
+        def get(path: str) -> JSON | None:
+            try:
+                found: JSON = self.client.request("GET", path)
+            except ApiException as err:
+                if err.status == 404:
+                    return None
+                raise
+            return found
+
+        directory = Path(tempfile.mkdtemp(prefix=f"zkop-ensemble-{name}-"))
+        try:
+            connection = read_ensemble(
+                lambda n: get(resource_path(E_GROUP, E_VERSION, E_PLURAL, None, n)),
+                lambda n: get(resource_path("", "v1", "secrets", namespace, n)),
+                name, self.options.zookeeper, directory)
+        except (SecretMissing, InvalidEnsemble, ApiException) as err:
+            shutil.rmtree(directory, ignore_errors=True)
+            raise UsageError(f"ZooKeeperEnsemble {name}: {err}") from None
+        adapter = ZooKeeperAdapter(connection)
+        if self.options.dry_run:
+            adapter.refuse_writes = "zkop run --dry-run"
+        startup = ZooKeeperStartup(adapter, "", probe=False, on_fatal=self.manager.fail, directory=directory)
+        startup.name = f"zookeeper-{name}"
+        self.manager.add(startup, needs_leader=False)
+        self._service_adapters[name] = adapter
+        return adapter
 
     def _ready(self) -> str | None:
         unsynced = [name for name in self.manager.not_synced() if name != self.startup.name]

@@ -26,6 +26,9 @@ import yaml
 from zkop.gitops.kustomize import KustomizeError, build, is_kustomization_dir
 from zkop.zkconfig.spec import GROUP, KIND
 
+#: The cluster-scoped kind ZooKeeperConfigs name in ``spec.ensembleRef`` (:mod:`zkop.ensembles.spec`).
+ENSEMBLE_KIND = "ZooKeeperEnsemble"
+
 __all__ = [
     "MANIFEST_SUFFIXES",
     "LoadProblem",
@@ -97,9 +100,10 @@ class ManifestObject:
         return namespace if isinstance(namespace, str) else None
 
     def describe(self) -> str:
-        """``ZooKeeperConfig namespace/name`` (or just the name) for messages."""
+        """``ZooKeeperConfig namespace/name`` (or ``ZooKeeperEnsemble name``) for messages."""
         name = self.name or "<no name>"
-        return f"{KIND} {self.namespace}/{name}" if self.namespace else f"{KIND} {name}"
+        kind = ENSEMBLE_KIND if self.obj.get("kind") == ENSEMBLE_KIND else KIND
+        return f"{kind} {self.namespace}/{name}" if self.namespace else f"{kind} {name}"
 
 
 @dataclass(frozen=True)
@@ -128,6 +132,8 @@ class Manifests:
     """
 
     objects: list[ManifestObject] = field(default_factory=list)
+    #: ZooKeeperEnsemble objects in input order (checked by ``zkop validate``; not counted in ``ignored``).
+    ensembles: list[ManifestObject] = field(default_factory=list)
     problems: list[LoadProblem] = field(default_factory=list)
     ignored: int = 0
     files: int = 0
@@ -221,9 +227,9 @@ def _documents(text: str, source: str) -> Iterator[tuple[Location, Any]]:
         loader.dispose()
 
 
-def _is_ours(obj: dict[str, Any]) -> bool:
+def _is_ours(obj: dict[str, Any], kind: str = KIND) -> bool:
     api_version = obj.get("apiVersion")
-    return obj.get("kind") == KIND and isinstance(api_version, str) and api_version.split("/")[0] == GROUP
+    return obj.get("kind") == kind and isinstance(api_version, str) and api_version.split("/")[0] == GROUP
 
 
 def _note_source(result: Manifests, obj: dict[str, Any]) -> None:
@@ -250,6 +256,8 @@ def _collect(result: Manifests, location: Location, doc: Any) -> None:
             if isinstance(item, dict):
                 if _is_ours(item):
                     result.objects.append(ManifestObject(item_location, item))
+                elif _is_ours(item, ENSEMBLE_KIND):
+                    result.ensembles.append(ManifestObject(item_location, item))
                 else:
                     _note_source(result, item)
                     result.ignored += 1
@@ -258,6 +266,8 @@ def _collect(result: Manifests, location: Location, doc: Any) -> None:
         return
     if _is_ours(doc):
         result.objects.append(ManifestObject(location, doc))
+    elif _is_ours(doc, ENSEMBLE_KIND):
+        result.ensembles.append(ManifestObject(location, doc))
     else:
         _note_source(result, doc)
         result.ignored += 1

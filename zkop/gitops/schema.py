@@ -19,10 +19,12 @@ import yaml
 from zkop.kube.schema import FieldProblem, StructuralSchema, crd_version_schema
 from zkop.zkconfig.spec import VERSION
 
-__all__ = ["REPO_CRD_FILE", "FieldProblem", "SchemaChecker", "crd_schema", "load_crd_schema"]
+__all__ = ["REPO_CRD_FILE", "FieldProblem", "SchemaChecker", "crd_schema", "load_crd_schema",
+           "load_ensemble_crd_schema"]
 
 CRD_PACKAGE = "zkop.crds"
 CRD_FILENAME = "zookeeperconfigs.yaml"
+ENSEMBLE_CRD_FILENAME = "zookeeperensembles.yaml"
 #: The CRD in a source checkout (editable install): ``<repo>/manifests/crd/zookeeperconfigs.yaml``.
 REPO_CRD_FILE = Path(__file__).resolve().parents[2] / "manifests" / "crd" / CRD_FILENAME
 
@@ -40,20 +42,21 @@ def crd_schema(crd: Any, version: str = VERSION) -> dict[str, Any]:
 
 
 @functools.cache
-def _load(path: str | None) -> dict[str, Any]:
+def _load(path: str | None, filename: str = CRD_FILENAME) -> dict[str, Any]:
     if path is not None:
         return crd_schema(yaml.safe_load(Path(path).read_text(encoding="utf-8")))
     try:
-        resource = importlib.resources.files(CRD_PACKAGE).joinpath(CRD_FILENAME)
+        resource = importlib.resources.files(CRD_PACKAGE).joinpath(filename)
         if resource.is_file():
             return crd_schema(yaml.safe_load(resource.read_text(encoding="utf-8")))
     except (ModuleNotFoundError, FileNotFoundError, NotADirectoryError):
         pass
-    if REPO_CRD_FILE.is_file():
-        return crd_schema(yaml.safe_load(REPO_CRD_FILE.read_text(encoding="utf-8")))
+    repo_file = REPO_CRD_FILE.parent / filename
+    if repo_file.is_file():
+        return crd_schema(yaml.safe_load(repo_file.read_text(encoding="utf-8")))
     raise FileNotFoundError(
-        f"ZooKeeperConfig CRD not found: neither the package resource {CRD_PACKAGE}/{CRD_FILENAME} "
-        f"nor {REPO_CRD_FILE} exists; pass the CRD file explicitly (--crd)"
+        f"CRD not found: neither the package resource {CRD_PACKAGE}/{filename} "
+        f"nor {repo_file} exists; pass the CRD file explicitly (--crd)"
     )
 
 
@@ -71,3 +74,13 @@ def load_crd_schema(path: str | None = None) -> dict[str, Any]:
         yaml.YAMLError: the file is not YAML.
     """
     return _load(path)
+
+
+def load_ensemble_crd_schema() -> dict[str, Any]:
+    """The ZooKeeperEnsemble ``openAPIV3Schema`` (``zkop.crds/zookeeperensembles.yaml``, else the checkout's
+    ``manifests/crd/zookeeperensembles.yaml``), as :func:`load_crd_schema` finds the ZooKeeperConfig one.
+
+    Raises:
+        FileNotFoundError: no CRD found.
+    """
+    return _load(None, ENSEMBLE_CRD_FILENAME)

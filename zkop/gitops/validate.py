@@ -19,9 +19,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from zkop.ensembles.spec import InvalidEnsemble, parse_ensemble
 from zkop.gitops.manifests import Location, ManifestObject, Manifests
 from zkop.gitops.names import is_dns1123_label, is_dns1123_subdomain
-from zkop.gitops.schema import SchemaChecker
+from zkop.gitops.schema import SchemaChecker, load_ensemble_crd_schema
+from zkop.zkconfig.objects import ensemble_of
 from zkop.zkconfig.refs import ref_data
 from zkop.zkconfig.spec import (
     DEFAULT_MAX_DATA_BYTES,
@@ -198,6 +200,33 @@ def _check_one(manifest: ManifestObject, checker: SchemaChecker, max_data_bytes:
     return problems, checked
 
 
+def _check_ensemble(manifest: ManifestObject, checker: SchemaChecker, strict: bool) -> list[Problem]:
+    """The problems of a ZooKeeperEnsemble: apiVersion, name (cluster-scoped: no namespace), its CRD's schema,
+    :func:`zkop.ensembles.spec.parse_ensemble`."""
+    where, what = str(manifest.location), manifest.describe()
+
+    def problem(field_: str, rule: str, severity: Severity = "error") -> Problem:
+        return Problem(where, what, field_, rule, severity, _order(manifest.location))
+
+    obj = manifest.obj
+    if obj.get("apiVersion") != f"{GROUP}/{VERSION}":
+        return [problem("apiVersion", f"must be {GROUP}/{VERSION}, not {obj.get('apiVersion')!r}")]
+    problems = [problem(f, r) for f, r in _metadata_problems(obj)]
+    if manifest.namespace is not None:
+        problems.append(problem("metadata.namespace", "a ZooKeeperEnsemble is cluster-scoped: no namespace"))
+    defaulted = checker.with_defaults(obj)
+    schema_problems = checker.check(defaulted)
+    problems.extend(problem(p.field, p.rule) for p in schema_problems)
+    problems.extend(problem(name, "unknown field: not in the CRD schema", "error" if strict else "warning")
+                    for name in checker.unknown_fields(obj))
+    try:
+        parse_ensemble(defaulted.get("spec"))
+    except InvalidEnsemble as err:
+        if not any(_same_field(p.field, err.field) for p in schema_problems):
+            problems.append(problem(err.field, err.message))
+    return problems
+
+
 def validate_manifests(manifests: Manifests, checker: SchemaChecker, *,
                        max_data_bytes: int = DEFAULT_MAX_DATA_BYTES, strict: bool = True) -> Validation:
     """Check every ZooKeeperConfig in ``manifests``; never touches ZooKeeper or Kubernetes.
@@ -224,6 +253,10 @@ def validate_manifests(manifests: Manifests, checker: SchemaChecker, *,
         result.problems.extend(problems)
         if checked is not None:
             candidates.append(checked)
+    if manifests.ensembles:
+        ensemble_checker = SchemaChecker(load_ensemble_crd_schema())
+        for manifest in manifests.ensembles:
+            result.problems.extend(_check_ensemble(manifest, ensemble_checker, strict))
     result.problems.extend(_duplicates(manifests.objects))
     result.problems.sort(key=lambda p: p.order)
     flagged = {p.location for p in result.errors}
@@ -233,13 +266,13 @@ def validate_manifests(manifests: Manifests, checker: SchemaChecker, *,
 
 def _duplicates(objects: Sequence[ManifestObject]) -> list[Problem]:
     problems = []
-    by_path: dict[str, ManifestObject] = {}
+    by_path: dict[tuple[str, str], ManifestObject] = {}  # (ensemble, path): one path per ensemble
     by_name: dict[tuple[str, str], ManifestObject] = {}
     for manifest in objects:
         spec = manifest.obj.get("spec")
         path = spec.get("path") if isinstance(spec, dict) else None
         if isinstance(path, str):
-            first = by_path.setdefault(path, manifest)
+            first = by_path.setdefault((ensemble_of(manifest.obj), path), manifest)
             if first is not manifest:
                 problems.append(Problem(str(manifest.location), manifest.describe(), "spec.path",
                                         f"duplicate path {path}: also declared at {first.location} "

@@ -33,53 +33,21 @@ from zkop.zkconfig.status import desired_status, status_patch
 from zkop.zookeeper.actions import Action, CheckVersion
 from zkop.zookeeper.adapter import ZooKeeperAdapter
 
-__all__ = ["ObjectWriter"]
+__all__ = ["ObjectWriter", "StatusWriter"]
 
 
-class ObjectWriter:
-    """Writes ZooKeeper (plans, ownership releases), finalizers, status and Events of ZooKeeperConfig objects.
+class StatusWriter:
+    """Writes finalizers, status and Events of ZooKeeperConfig objects (no ZooKeeper: :class:`ObjectWriter`).
 
     Args:
         client: JSON client.
         own_writes: where the writes are announced (shared with the controller's update filter).
-        zookeeper: the adapter that executes plans.
-        registry: the ownership records.
     """
 
-    def __init__(self, client: KubeClient, recorder: EventRecorder, own_writes: OwnWrites,
-                 zookeeper: ZooKeeperAdapter, registry: OwnershipRegistry) -> None:
+    def __init__(self, client: KubeClient, recorder: EventRecorder, own_writes: OwnWrites) -> None:
         self.client = client
         self.recorder = recorder
         self.own_writes = own_writes
-        self.zookeeper = zookeeper
-        self.registry = registry
-
-    # --- ZooKeeper ---------------------------------------------------------------------------
-
-    def execute(self, actions: Sequence[Action], *, atomic: bool = False, require: Sequence[CheckVersion] = ()) -> None:
-        """Execute a decision's ZooKeeper writes, arming a data watch on every node created
-        (:meth:`ZooKeeperAdapter.execute`, whose errors it raises)."""
-        self.zookeeper.execute(actions, atomic=atomic, arm_watches=True, require=require)
-
-    def release(self, path: str, ours: OwnerStamp) -> None:
-        """Release the ownership record of ``path`` (:meth:`OwnershipRegistry.release`)."""
-        self.registry.release(path, ours)
-
-    def children_gone(self, path: str) -> bool:
-        """Watch the children of ``path`` (a deletion waits for them); True if none are left meanwhile."""
-        return self.zookeeper.watch_children(path) == []
-
-    # --- the pass as applied -------------------------------------------------------------------
-
-    def synced(self, key: str, record_path: str, decision: Decision) -> Decision:
-        """What is applied to the API server after a live object's pass: ``decision`` itself."""
-        return decision
-
-    def deleting(self, key: str, obj: JSON, record_path: str, decision: Decision,
-                 cause: BaseException | None = None) -> Decision:
-        """What is applied to the API server after a pass over ``obj`` being deleted: ``decision`` itself
-        (``cause``: the ZooKeeper error the pass failed with, if it did)."""
-        return decision
 
     # --- API server ------------------------------------------------------------------------------
 
@@ -154,3 +122,47 @@ class ObjectWriter:
                 return None
             raise
         return updated
+
+
+class ObjectWriter(StatusWriter):
+    """Writes ZooKeeper (plans, ownership releases), finalizers, status and Events of ZooKeeperConfig objects.
+
+    Args:
+        client: JSON client.
+        own_writes: where the writes are announced (shared with the controller's update filter).
+        zookeeper: the adapter that executes plans.
+        registry: the ownership records.
+    """
+
+    def __init__(self, client: KubeClient, recorder: EventRecorder, own_writes: OwnWrites,
+                 zookeeper: ZooKeeperAdapter, registry: OwnershipRegistry) -> None:
+        super().__init__(client, recorder, own_writes)
+        self.zookeeper = zookeeper
+        self.registry = registry
+
+    # --- ZooKeeper ---------------------------------------------------------------------------
+
+    def execute(self, actions: Sequence[Action], *, atomic: bool = False, require: Sequence[CheckVersion] = ()) -> None:
+        """Execute a decision's ZooKeeper writes, arming a data watch on every node created
+        (:meth:`ZooKeeperAdapter.execute`, whose errors it raises)."""
+        self.zookeeper.execute(actions, atomic=atomic, arm_watches=True, require=require)
+
+    def release(self, path: str, ours: OwnerStamp) -> None:
+        """Release the ownership record of ``path`` (:meth:`OwnershipRegistry.release`)."""
+        self.registry.release(path, ours)
+
+    def children_gone(self, path: str) -> bool:
+        """Watch the children of ``path`` (a deletion waits for them); True if none are left meanwhile."""
+        return self.zookeeper.watch_children(path) == []
+
+    # --- the pass as applied -------------------------------------------------------------------
+
+    def synced(self, key: str, record_path: str, decision: Decision) -> Decision:
+        """What is applied to the API server after a live object's pass: ``decision`` itself."""
+        return decision
+
+    def deleting(self, key: str, obj: JSON, record_path: str, decision: Decision,
+                 cause: BaseException | None = None) -> Decision:
+        """What is applied to the API server after a pass over ``obj`` being deleted: ``decision`` itself
+        (``cause``: the ZooKeeper error the pass failed with, if it did)."""
+        return decision

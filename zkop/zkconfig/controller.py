@@ -23,19 +23,32 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from prometheus_client import REGISTRY
 
 from zkop.kube.client import JSON, KubeClient
 from zkop.kube.events import EventRecorder
-from zkop.runtime.cache import Indexer, IndexFunc, Informer, NamedObjectInformer, ResourceRef, meta_namespace_key
+from zkop.runtime.cache import (
+    EventHandler,
+    FilteredHandler,
+    FilteredIndexer,
+    FuncHandler,
+    Indexer,
+    IndexFunc,
+    Informer,
+    NamedObjectInformer,
+    ResourceRef,
+    meta_namespace_key,
+)
 from zkop.runtime.controller import Controller
 from zkop.runtime.manager import Manager
 from zkop.runtime.ownwrites import OwnWrites
 from zkop.runtime.workqueue import RateLimitingQueue
 from zkop.zkconfig import metrics
 from zkop.zkconfig.aclcheck import AclCheck
+from zkop.zkconfig.objects import DEFAULT_ENSEMBLE, ensemble_of
 from zkop.zkconfig.reconciler import (
     PATH_INDEX,
     REF_INDEX,
@@ -50,7 +63,8 @@ from zkop.zkconfig.tenancy import TenancyPolicy
 from zkop.zkconfig.watchroots import WatchRoots
 from zkop.zookeeper.adapter import ZooKeeperAdapter
 
-__all__ = ["CONFIGMAPS", "CONTROLLER_NAME", "NAMESPACES", "SECRETS", "ZOOKEEPERCONFIGS", "ZooKeeperConfigController",
+__all__ = ["CONFIGMAPS", "CONTROLLER_NAME", "ENSEMBLE_INDEX", "NAMESPACES", "SECRETS", "ZOOKEEPERCONFIGS",
+           "SharedInformers", "ZooKeeperConfigController", "build_ensemble", "build_informers", "index_by_ensemble",
            "setup"]
 
 CONTROLLER_NAME = "zookeeperconfig"
@@ -70,6 +84,28 @@ def index_by_namespace(obj: JSON) -> list[str]:
 def namespace_labels_changed(old: JSON, new: JSON) -> bool:
     """Update filter of the Namespace informer: only a change of labels can change admission."""
     return (old.get("metadata") or {}).get("labels") != (new.get("metadata") or {}).get("labels")
+#: Informer index: the ensemble an object names (:func:`~zkop.zkconfig.objects.ensemble_of`) → its objects.
+ENSEMBLE_INDEX = "ensemble"
+
+
+def index_by_ensemble(obj: JSON) -> list[str]:
+    """Index function for :data:`ENSEMBLE_INDEX`: ``[ensemble_of(obj)]`` (``""``: the flags' ensemble)."""
+    return [ensemble_of(obj)]
+
+
+@dataclass
+class SharedInformers:
+    """The caches every ensemble's controller reads (one LIST/WATCH each, whatever the number of ensembles)."""
+
+    informer: Informer
+    configmaps: NamedObjectInformer
+    secrets: NamedObjectInformer
+    namespaces: Informer | None = None
+
+    @property
+    def informers(self) -> list[Informer]:
+        """ZooKeeperConfigs, ConfigMaps, Secrets, and Namespaces if watched."""
+        return [self.informer, self.configmaps, self.secrets, *([self.namespaces] if self.namespaces else [])]
 
 
 @dataclass
@@ -83,7 +119,24 @@ class ZooKeeperConfigController:
     reconciler: ZooKeeperConfigReconciler
     acl_check: AclCheck | None = None
     watch_roots: WatchRoots | None = None
+    #: The ZooKeeperConfigs of this controller's ensemble (``informer.indexer`` holds every ensemble's).
+    view: FilteredIndexer | None = None
+    #: The ensemble: a ZooKeeperEnsemble's name, ``""`` for the one zkop's flags describe.
+    ensemble: str = DEFAULT_ENSEMBLE
+    #: ``(informer, handler)`` pairs :func:`build_ensemble` registered, for :meth:`detach`.
+    handlers: list[tuple[Informer, EventHandler]] = field(default_factory=list)
     namespaces: Informer | None = None
+
+    @property
+    def cache(self) -> Indexer:
+        """This ensemble's objects: :attr:`view`, or the whole informer cache."""
+        return self.view if self.view is not None else self.informer.indexer
+
+    def detach(self) -> None:
+        """Remove every event handler :func:`build_ensemble` registered (the ensemble is going away)."""
+        for informer, handler in self.handlers:
+            informer.remove_event_handler(handler)
+        self.handlers.clear()
 
     @property
     def informers(self) -> list[Informer]:
@@ -98,32 +151,37 @@ class ZooKeeperConfigController:
         return (found.get("metadata") or {}).get("labels") or {} if found is not None else None
 
     def keys_in_namespace(self, namespace_obj: JSON) -> list[str]:
-        """The keys of the ZooKeeperConfigs in a Namespace, and of every object sharing one of their paths."""
+        """The keys of this ensemble's ZooKeeperConfigs in a Namespace, and of every object sharing one of their
+        paths."""
         name = str((namespace_obj.get("metadata") or {}).get("name"))
         keys: dict[str, None] = {}
-        for obj in self.informer.indexer.by_index(NAMESPACE_INDEX, name):
+        for obj in self.cache.by_index(NAMESPACE_INDEX, name):
             keys.update(dict.fromkeys(self.keys_sharing_path(obj)))
         return list(keys)
 
     def on_session_reconnected(self) -> None:
-        """A ZooKeeper session came back (after LOST or SUSPENDED): re-deliver every object.
+        """A ZooKeeper session came back (after LOST or SUSPENDED): re-deliver every object of the ensemble.
 
         After a LOST session every watch is gone and the data may have changed; after SUSPENDED,
         keys may sit in long backoffs.  A resync is cheap where the watch-validated cache holds.
         """
-        self.informer.resync()
+        if self.view is None:
+            self.informer.resync()
+            return
+        for key in self.view.list_keys():
+            self.controller.queue.add(key)
 
     def keys_sharing_path(self, obj: JSON) -> list[str]:
         """``obj``'s key plus every other object declaring one of its paths."""
         keys = [meta_namespace_key(obj)]
         for path in index_by_path(obj):
-            keys.extend(k for k in self.informer.indexer.index_keys(PATH_INDEX, path) if k != keys[0])
+            keys.extend(k for k in self.cache.index_keys(PATH_INDEX, path) if k != keys[0])
         return keys
 
     def keys_referencing(self, kind: str, obj: JSON) -> list[str]:
         """Keys of the ZooKeeperConfigs whose ``spec.dataFrom`` names ``obj`` (a ``kind`` object)."""
         meta = obj.get("metadata") or {}
-        return self.informer.indexer.index_keys(REF_INDEX, f"{kind}/{meta.get('namespace')}/{meta.get('name')}")
+        return self.cache.index_keys(REF_INDEX, f"{kind}/{meta.get('namespace')}/{meta.get('name')}")
 
     def on_znode_changed(self, path: str) -> None:
         """A ZooKeeper watch fired (kazoo's event thread): enqueue the objects declaring that path."""
@@ -131,7 +189,7 @@ class ZooKeeperConfigController:
         managed = registry.managed_path(path) if registry.is_registry_path(path) else path
         if managed is None:
             return
-        for key in self.informer.indexer.index_keys(PATH_INDEX, managed):
+        for key in self.cache.index_keys(PATH_INDEX, managed):
             self.controller.queue.add(key)
 
 
@@ -205,13 +263,107 @@ class _StatusCollector:
             REGISTRY.unregister(self._collector)
 
 
+def build_informers(client: KubeClient, *, namespaces: list[str] | None, sync_period: float,
+                    inactivity_timeout: float, watch_namespaces: bool = False) -> SharedInformers:
+    """The ZooKeeperConfig informer (indexed by path, reference and ensemble) and the ConfigMap/Secret caches of
+    ``spec.dataFrom`` (only the objects ZooKeeperConfigs name), not started.
+
+    Args:
+        namespaces: namespaces to watch, ``None`` for all.
+        sync_period: seconds between resyncs of the ZooKeeperConfig informer.
+        inactivity_timeout: seconds a silent watch is kept before it is reopened.
+        watch_namespaces: also a Namespace informer (tenancy rules with a ``namespaceSelector``).
+    """
+    indexers: dict[str, IndexFunc] = {PATH_INDEX: index_by_path, REF_INDEX: index_by_ref,
+                                      ENSEMBLE_INDEX: index_by_ensemble}
+    if watch_namespaces:
+        indexers[NAMESPACE_INDEX] = index_by_namespace
+    informer = Informer(
+        client, ZOOKEEPERCONFIGS, name="zookeeperconfigs", namespaces=namespaces,
+        indexers=indexers, resync_period=sync_period, inactivity_timeout=inactivity_timeout,
+    )
+    namespace_informer = Informer(client, NAMESPACES, name="namespaces", resync_period=0,
+                                  inactivity_timeout=inactivity_timeout) if watch_namespaces else None
+    configmaps = NamedObjectInformer(client, CONFIGMAPS, name="configmaps", inactivity_timeout=inactivity_timeout)
+    secrets = NamedObjectInformer(client, SECRETS, name="secrets", inactivity_timeout=inactivity_timeout)
+    informer.add_event_handler(_TrackReferences(informer.indexer, {"ConfigMap": configmaps, "Secret": secrets}))
+    return SharedInformers(informer, configmaps, secrets, namespace_informer)
+
+
+def build_ensemble(
+    shared: SharedInformers, client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: EventRecorder,
+    options: ReconcilerOptions, *, ensemble: str = DEFAULT_ENSEMBLE, workers: int, acl_check_period: float = 60.0,
+    ensemble_spec: Mapping[str, Any] | None = None, policy_for: Callable[[JSON], TenancyPolicy] | None = None,
+) -> ZooKeeperConfigController:
+    """The ZooKeeperConfig controller of one ensemble: its reconciler (ownership registry), work queue and
+    workers, watched roots and ACL check, over the objects of ``shared`` that name ``ensemble``; the
+    event handlers are registered on ``shared``'s informers (:meth:`ZooKeeperConfigController.detach` removes
+    them), nothing is started.
+
+    Each ensemble has workers of its own, so an ensemble that is down holds up only its own objects' keys.
+
+    Args:
+        zookeeper: the ensemble's adapter; its watch listener gets :meth:`ZooKeeperConfigController.on_znode_changed`.
+        options: reconciler settings (size limit, cluster id, registry root).
+        ensemble: a ZooKeeperEnsemble's name; ``""`` for the one zkop's flags describe (controller
+            ``zookeeperconfig``; another's is ``zookeeperconfig/<name>``).
+        workers: concurrent reconciles of this ensemble.
+        acl_check_period: seconds between ACL checks of znodes declaring ``spec.acl``; 0 disables.
+        policy_for: the tenancy policy of an object (:class:`~zkop.zkconfig.tenancy.TenancyPolicy`); ``None``: none.
+        ensemble_spec: the ZooKeeperEnsemble's raw ``spec`` (``None``: the flags' ensemble), kept as the
+            reconciler's :attr:`~zkop.zkconfig.reconciler.ZooKeeperConfigReconciler.ensemble_spec`.
+    """
+    informer = shared.informer
+    name = CONTROLLER_NAME if ensemble == DEFAULT_ENSEMBLE else f"{CONTROLLER_NAME}/{ensemble}"
+    view = FilteredIndexer(informer.indexer, ENSEMBLE_INDEX, index_by_ensemble, ensemble)
+    queue: RateLimitingQueue[str] = RateLimitingQueue(name)
+    # An update held while our own write of it was in flight, and not its echo after all, is enqueued;
+    # the echo of a write whose response is in is cached from that response, not decoded (runtime.cache.echoes).
+    own_writes = OwnWrites(release=queue.add, recorded=informer.expect_echo)
+    reconciler = ZooKeeperConfigReconciler(
+        view, client, zookeeper, recorder, options,
+        configmaps=shared.configmaps, secrets=shared.secrets, own_writes=own_writes, policy_for=policy_for,
+    )
+    reconciler.ensemble_spec = ensemble_spec
+    controller = Controller(name, reconciler, workers=workers, queue=queue)
+    parts = ZooKeeperConfigController(informer, shared.configmaps, shared.secrets, controller, reconciler, view=view,
+                                      ensemble=ensemble, namespaces=shared.namespaces)
+
+    def enqueue(keys: list[str]) -> None:
+        for key in keys:
+            queue.add(key)
+
+    def on(source: Informer, handler: EventHandler) -> None:
+        source.add_event_handler(handler)
+        parts.handlers.append((source, handler))
+
+    on(informer, FilteredHandler(view, FuncHandler(lambda obj: enqueue(parts.keys_sharing_path(obj)),
+                                                   reconciler.wants_update)))
+    on(shared.configmaps, FuncHandler(lambda obj: enqueue(parts.keys_referencing("ConfigMap", obj))))
+    on(shared.secrets, FuncHandler(lambda obj: enqueue(parts.keys_referencing("Secret", obj))))
+    if shared.namespaces is not None:
+        reconciler.namespace_labels = parts.namespace_labels
+        on(shared.namespaces, FuncHandler(lambda obj: enqueue(parts.keys_in_namespace(obj)), namespace_labels_changed))
+    for each in shared.informers:
+        controller.wait_for(each)
+    zookeeper.add_watch_listener(parts.on_znode_changed)
+    parts.watch_roots = WatchRoots(view, zookeeper, reconciler.registry, wait=zookeeper.options.session_timeout)
+    on(informer, FilteredHandler(view, parts.watch_roots))
+    if acl_check_period > 0:
+        parts.acl_check = AclCheck(view, zookeeper, queue.add, acl_check_period)
+    return parts
+
+
 def setup(
     manager: Manager, client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: EventRecorder,
     options: ReconcilerOptions, *, namespaces: list[str] | None, workers: int, sync_period: float,
     inactivity_timeout: float, acl_check_period: float = 60.0,
     policy_for: Callable[[JSON], TenancyPolicy] | None = None, watch_namespaces: bool = False,
 ) -> ZooKeeperConfigController:
-    """Build the ZooKeeperConfig controller and add its parts to ``manager``.
+    """Build the ZooKeeperConfig controller of the flags' ensemble and add its parts to ``manager``.
+
+    Only the objects without ``spec.ensembleRef`` are its own (:func:`build_ensemble`); the
+    informers it adds serve every ensemble (:attr:`ZooKeeperConfigController.informers`).
 
     Args:
         manager: where informers (non-leader) and the controller (leader) go.
@@ -237,46 +389,17 @@ def setup(
     # Series known up front start at 0 (Prometheus' advice), so ``increase()`` sees the first one.
     for counter in (metrics.DRIFT_CORRECTIONS, metrics.ZOOKEEPER_QUIET_RETRIES):
         counter.labels(CONTROLLER_NAME).inc(0)
-    indexers: dict[str, IndexFunc] = {PATH_INDEX: index_by_path, REF_INDEX: index_by_ref}
-    if watch_namespaces:
-        indexers[NAMESPACE_INDEX] = index_by_namespace
-    informer = Informer(
-        client, ZOOKEEPERCONFIGS, name="zookeeperconfigs", namespaces=namespaces,
-        indexers=indexers, resync_period=sync_period, inactivity_timeout=inactivity_timeout,
-    )
-    namespace_informer = Informer(client, NAMESPACES, name="namespaces", resync_period=0,
-                                  inactivity_timeout=inactivity_timeout) if watch_namespaces else None
-    configmaps = NamedObjectInformer(client, CONFIGMAPS, name="configmaps", inactivity_timeout=inactivity_timeout)
-    secrets = NamedObjectInformer(client, SECRETS, name="secrets", inactivity_timeout=inactivity_timeout)
-    informer.add_event_handler(_TrackReferences(informer.indexer, {"ConfigMap": configmaps, "Secret": secrets}))
-    queue: RateLimitingQueue[str] = RateLimitingQueue(CONTROLLER_NAME)
-    # An update held while our own write of it was in flight, and not its echo after all, is enqueued;
-    # the echo of a write whose response is in is cached from that response, not decoded (runtime.cache.echoes).
-    own_writes = OwnWrites(release=queue.add, recorded=informer.expect_echo)
-    reconciler = ZooKeeperConfigReconciler(
-        informer.indexer, client, zookeeper, recorder, options,
-        configmaps=configmaps, secrets=secrets, own_writes=own_writes, policy_for=policy_for,
-    )
-    controller = Controller(CONTROLLER_NAME, reconciler, workers=workers, queue=queue)
-    parts = ZooKeeperConfigController(informer, configmaps, secrets, controller, reconciler,
-                                      namespaces=namespace_informer)
-    if namespace_informer is not None:
-        reconciler.namespace_labels = parts.namespace_labels
-        controller.watch(namespace_informer, parts.keys_in_namespace, update_filter=namespace_labels_changed)
-    controller.watch(informer, parts.keys_sharing_path, update_filter=reconciler.wants_update)
-    controller.watch(configmaps, lambda obj: parts.keys_referencing("ConfigMap", obj))
-    controller.watch(secrets, lambda obj: parts.keys_referencing("Secret", obj))
-    zookeeper.add_watch_listener(parts.on_znode_changed)
-    parts.watch_roots = WatchRoots(informer.indexer, zookeeper, reconciler.registry,
-                                   wait=zookeeper.options.session_timeout)
-    informer.add_event_handler(parts.watch_roots)
-    manager.add(_StatusCollector(ZooKeeperConfigStatusCollector(informer.indexer)), needs_leader=False)
+    shared = build_informers(client, namespaces=namespaces, sync_period=sync_period,
+                             inactivity_timeout=inactivity_timeout, watch_namespaces=watch_namespaces)
+    parts = build_ensemble(shared, client, zookeeper, recorder, options, workers=workers,
+                           acl_check_period=acl_check_period, policy_for=policy_for)
+    manager.add(_StatusCollector(ZooKeeperConfigStatusCollector(shared.informer.indexer)), needs_leader=False)
     for each in parts.informers:
         manager.add(each, needs_leader=False)
+    assert parts.watch_roots is not None
     manager.add(parts.watch_roots, needs_leader=True)
-    manager.add(_LearnAbsent(reconciler), needs_leader=True)
-    manager.add(controller, needs_leader=True)
-    if acl_check_period > 0:
-        parts.acl_check = AclCheck(informer.indexer, zookeeper, controller.queue.add, acl_check_period)
+    manager.add(_LearnAbsent(parts.reconciler), needs_leader=True)
+    manager.add(parts.controller, needs_leader=True)
+    if parts.acl_check is not None:
         manager.add(parts.acl_check, needs_leader=True)
     return parts

@@ -119,6 +119,19 @@ class ZooKeeperAdapter:
         """Why there is no usable session (readiness, status), ``None`` while CONNECTED; names a reset in progress."""
         return self._session.unavailable_reason
 
+    def server_version(self) -> str | None:
+        """The version the server of this session reports to ``srvr`` (``3.8.0-…``), or ``None`` when it does not
+        answer: not connected, or ``srvr`` not in its ``4lw.commands.whitelist`` (it is by default since 3.5.3).
+        Waits at most the session timeout."""
+        try:
+            text = self._session.client.command(b"srvr")
+        except Exception:  # kazoo raises socket, TLS and ZooKeeper errors alike: the version is a nicety
+            return None
+        for line in str(text).splitlines():
+            if line.startswith("Zookeeper version:"):
+                return line.split(":", 1)[1].split(",", 1)[0].strip() or None
+        return None
+
     @property
     def session_id(self) -> int | None:
         """The current session id, or ``None`` before the first session."""

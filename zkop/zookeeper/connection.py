@@ -62,6 +62,8 @@ class ConnectionOptions:
             server supports them, ZooKeeper ≥ 3.6; else one watch per znode), ``persistent`` (the
             same, the fallback logged as an error) or ``per-node`` (one watch per znode always);
             see :mod:`zkop.zookeeper.watches`.
+        report_connected: this session sets ``zkop_zookeeper_connected`` (the process's main session; the
+            sessions of other ensembles report their state elsewhere).
     """
 
     hosts: str = "127.0.0.1:2181"
@@ -83,6 +85,7 @@ class ConnectionOptions:
     session_expiration_percent: int = 100
     refusal_check_interval: float | None = 1.0
     watch_mode: str = "auto"
+    report_connected: bool = True
 
 
 def split_chroot(hosts: str) -> tuple[str, str]:

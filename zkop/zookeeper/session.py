@@ -273,7 +273,8 @@ class Session:
                 if self._closed and not self._events:
                     return
                 state = self._events.pop(0)
-            metrics.ZOOKEEPER_CONNECTED.set(1 if state == "CONNECTED" else 0)
+            if self.options.report_connected:
+                metrics.ZOOKEEPER_CONNECTED.set(1 if state == "CONNECTED" else 0)
             log.info("ZooKeeper session state: %s", state)
             for listener in list(self._listeners):
                 try:

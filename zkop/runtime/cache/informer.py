@@ -110,6 +110,15 @@ class Informer:
             for obj in self.indexer.list():
                 handler.on_add(obj)
 
+    def remove_event_handler(self, handler: EventHandler) -> None:
+        """Unregister ``handler`` (client-go ``RemoveEventHandler``); it receives no event after this returns.
+
+        A handler not registered is ignored.
+        """
+        with self._lock:
+            if handler in self._handlers:
+                self._handlers.remove(handler)
+
     def has_synced(self) -> bool:
         """True once every reflector has completed its first LIST."""
         return all(r.synced.is_set() for r in self.reflectors)

@@ -1,0 +1,101 @@
+"""ZooKeeperEnsembles on a real kube-apiserver, ``zkop run --zookeeper-ensembles`` as its own ServiceAccount under
+the RBAC of ``manifests/components/zookeeper-ensembles`` (the kind and its status and finalizer; the
+Secrets of ``zkop-system`` only): an object routed to its ensemble, a credential rotated in the Secret (a new
+session, nothing rewritten), and the ensemble deleted before its objects (it waits for them, then goes).
+The audit log shows no request of zkop's refused."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cluster_support import ZKOP_NAMESPACE, kubectl
+from kazoo.client import KazooClient
+from zkop_testing.controlplane import ControlPlane
+from zkop_testing.ensembles import (
+    ENSEMBLE_CRD_FILE,
+    ZKE,
+    delete_ensemble,
+    ensemble,
+    get_ensemble,
+    put_secret,
+    ready_condition,
+)
+from zkop_testing.kustomize import Obj
+from zkop_testing.operator import OperatorProcess
+from zkop_testing.resources import ZKC, create, get, read, synced, zkc
+from zkop_testing.waiting import wait_for
+from zkop_testing.zookeeper import ZooKeeperServer
+
+from zkop.kube.client import ApiException, KubeClient, resource_path
+
+REPO = Path(__file__).resolve().parents[2]
+ZKOP_USER = "system:serviceaccount:zkop-system:zkop"
+
+
+@pytest.fixture
+def second_ensemble() -> Iterator[tuple[KazooClient, str]]:
+    """A second ensemble for this test, with the chroot ``/team``: a client on it, and its hosts."""
+    with ZooKeeperServer() as server:
+        client = KazooClient(hosts=server.hosts)
+        client.start()
+        client.ensure_path("/team")
+        yield client, server.hosts
+        client.stop()
+        client.close()
+
+
+def test_an_ensemble_under_its_rbac_routes_rotates_and_waits_for_its_objects(
+        plane: ControlPlane, installed: list[Obj], kube: KubeClient, zkop_kubeconfig: str, namespace: str,
+        zk_server: ZooKeeperServer, zk_base: str, zk: KazooClient, second_ensemble: tuple[KazooClient, str],
+        tmp_path: Path) -> None:
+    second, hosts = second_ensemble
+    kubectl(plane, "apply", "--server-side", "--force-conflicts", "--field-manager=zkop-tests",
+            "-f", str(ENSEMBLE_CRD_FILE), "-f", str(REPO / "manifests/components/zookeeper-ensembles/rbac.yaml"))
+    kubectl(plane, "wait", "--for=condition=Established", "crd/zookeeperensembles.platform.example.com",
+            "--timeout=60s")
+    name, secret = f"{namespace}-second", f"{namespace}-auth"  # cluster-scoped and shared: one per test
+    put_secret(kube, ZKOP_NAMESPACE, secret, {"credentials": b"alice:one"})
+    try:
+        with OperatorProcess(zkop_kubeconfig, f"{zk_server.hosts}{zk_base}",
+                             ["--workers", "2", "--namespace", namespace, "--zookeeper-ensembles",
+                              "--ensemble-secret-namespace", ZKOP_NAMESPACE],
+                             env={"TMPDIR": str(tmp_path)}) as proc:
+            kube.request("POST", resource_path(*ZKE), body=ensemble(
+                name, hosts, chroot="/team", auth={"digest": {"secretRef": {"name": secret}}}))
+            create(kube, zkc("remote", "/app/flag", b"remote", namespace, ensembleRef={"name": name}))
+            create(kube, zkc("local", "/app/flag", b"local", namespace))
+            wait_for(lambda: synced(kube, "remote", namespace) and synced(kube, "local", namespace),
+                     message="both synced")
+            assert read(second, "/team/app/flag") == b"remote"
+            assert read(zk, f"{zk_base}/app/flag") == b"local"
+            wait_for(lambda: ready_condition(get_ensemble(kube, name)).get("status") == "True",
+                     message="the ensemble Ready")
+            printed = kubectl(plane, "get", "zke", name)
+            assert "CONNECT" in printed and hosts in printed, printed
+            before = second.get("/team/app/flag")[1]
+            put_secret(kube, ZKOP_NAMESPACE, secret, {"credentials": b"bob:two"})
+            wait_for(lambda: f"ensemble {name}: spec or Secrets changed; opening a new session" in proc.log_tail(500),
+                     message="a new session")
+            wait_for(lambda: ready_condition(get_ensemble(kube, name)).get("status") == "True",
+                     message="Ready again")
+            after = second.get("/team/app/flag")[1]
+            assert (after.mzxid, after.version) == (before.mzxid, before.version)
+            delete_ensemble(kube, name)
+            wait_for(lambda: ready_condition(get_ensemble(kube, name)).get("reason") == "Terminating",
+                     message="the ensemble waits for its object")
+            kube.request("DELETE", resource_path(*ZKC, namespace, "remote"))
+            wait_for(lambda: get(kube, "remote", namespace) is None and get_ensemble(kube, name) is None,
+                     message="the object, then the ensemble, gone")
+            assert not second.exists("/team/app/flag")
+        assert proc.proc is not None and proc.proc.returncode == 0, proc.log_tail()
+    finally:
+        try:
+            kube.request("DELETE", resource_path("", "v1", "secrets", ZKOP_NAMESPACE, secret))
+        except ApiException as err:
+            if err.status != 404:
+                raise
+    refused = [e for e in plane.audit_events() if e.get("user", {}).get("username") == ZKOP_USER
+               and e.get("stage") == "ResponseComplete" and e.get("responseStatus", {}).get("code") == 403]
+    assert refused == [], refused

@@ -1,0 +1,380 @@
+"""The ZooKeeperEnsemble controller: one :class:`~zkop.ensembles.running.EnsembleRuntime` per ensemble,
+its status, and the deletion order (``zkop run --zookeeper-ensembles``).
+
+:func:`setup` adds, besides the ZooKeeperConfig controller of the flags' ensemble that ``zkop run``
+sets up anyway:
+
+* informers (every replica): the ZooKeeperEnsembles (cluster-scoped), indexed by the Secrets they
+  name, and those Secrets, each watched on its own in the one namespace zkop trusts
+  (``--ensemble-secret-namespace``): no other Secret is ever read for an ensemble;
+* leader-only, the ``zookeeperensemble`` controller. A pass over an ensemble: add the finalizer; parse
+  the spec and read its Secrets; if either changed since its runtime was made (a fingerprint of
+  both), stop that runtime and make a new one (a new session: credentials rotate without a restart
+  and without rewriting anything); write ``status`` (``Ready`` = a session is established and the
+  chroot exists, the server version, the watch mode in use, the objects naming it). Being deleted:
+  the finalizer stays while a ZooKeeperConfig naming it still holds its own finalizer (it needs
+  the ensemble to delete its znode); then the runtime is closed and the finalizer removed;
+* leader-only, the ``zookeeperconfig-ensemble`` reporter: a ZooKeeperConfig whose ensemble does not
+  run (absent, being deleted, invalid, a Secret missing) says so in its status
+  (``EnsembleNotFound``, ``EnsembleNotUsable``); one stuck being deleted is released only by hand
+  (``docs/operations.md``, "An object whose ensemble is gone").
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from zkop.ensembles import metrics
+from zkop.ensembles.running import EnsembleRuntime, Ensembles
+from zkop.ensembles.spec import (
+    FINALIZER,
+    GROUP,
+    PLURAL,
+    VERSION,
+    EnsembleSpec,
+    InvalidEnsemble,
+    SecretMissing,
+    connection_options,
+    fingerprint,
+    parse_ensemble,
+)
+from zkop.kube.client import JSON, MERGE_PATCH, ApiException, KubeClient, resource_path
+from zkop.kube.events import EventRecorder, now_rfc3339
+from zkop.runtime.cache import Informer, NamedObjectInformer, ResourceRef
+from zkop.runtime.controller import Controller, Result
+from zkop.runtime.manager import Manager
+from zkop.runtime.ownwrites import OwnWrites
+from zkop.zkconfig.apiwrites import StatusWriter
+from zkop.zkconfig.controller import (
+    ENSEMBLE_INDEX,
+    SECRETS,
+    SharedInformers,
+    ZooKeeperConfigController,
+    build_ensemble,
+)
+from zkop.zkconfig.objects import DEFAULT_ENSEMBLE, ensemble_of, finalizers
+from zkop.zkconfig.plan import Outcome
+from zkop.zkconfig.reconciler import ReconcilerOptions
+from zkop.zkconfig.spec import FINALIZER as OBJECT_FINALIZER
+from zkop.zookeeper.adapter import ZooKeeperAdapter
+from zkop.zookeeper.connection import ConnectionOptions
+
+__all__ = ["CONTROLLER_NAME", "REPORTER_NAME", "ZOOKEEPERENSEMBLES", "EnsembleController", "EnsembleReconciler",
+           "MissingEnsembleReporter", "setup"]
+
+log = logging.getLogger(__name__)
+
+CONTROLLER_NAME = "zookeeperensemble"
+REPORTER_NAME = "zookeeperconfig-ensemble"
+ZOOKEEPERENSEMBLES = ResourceRef(GROUP, VERSION, PLURAL)
+#: Informer index: a Secret's name → the ZooKeeperEnsembles naming it.
+SECRET_INDEX = "secret"
+
+
+def index_by_secret(obj: JSON) -> list[str]:
+    """Index function for :data:`SECRET_INDEX` (none for an invalid spec)."""
+    try:
+        return sorted(parse_ensemble(obj.get("spec")).secret_names)
+    except InvalidEnsemble:
+        return []
+
+
+def _condition(old: list[JSON], status: str, reason: str, message: str, generation: int) -> JSON:
+    transition = now_rfc3339()
+    for previous in old:
+        if previous.get("type") == "Ready" and previous.get("status") == status and previous.get("lastTransitionTime"):
+            transition = previous["lastTransitionTime"]
+    return {"type": "Ready", "status": status, "reason": reason, "message": message,
+            "observedGeneration": generation, "lastTransitionTime": transition}
+
+
+class EnsembleReconciler:
+    """Reconciles one ZooKeeperEnsemble (the module docstring says what a pass does).
+
+    Args:
+        cache: the ZooKeeperEnsemble informer's cache.
+        objects: the ZooKeeperConfig caches every ensemble shares.
+        secrets: the Secrets of the trusted namespace, tracked by name.
+        secret_namespace: that namespace.
+        ensembles: where the runtimes are registered (the lookup tenancy and adoption read).
+        make_runtime: ``(name, raw spec, fingerprint, options, directory)`` → a runtime, not started.
+        on_removed: called with an ensemble's name after its runtime stopped (its objects' status must say so).
+    """
+
+    def __init__(self, cache: Any, objects: SharedInformers, secrets: NamedObjectInformer, secret_namespace: str,
+                 client: KubeClient, ensembles: Ensembles, base: ConnectionOptions,
+                 make_runtime: Callable[[str, JSON, str, ConnectionOptions, Path], EnsembleRuntime],
+                 on_removed: Callable[[str], None] = lambda name: None) -> None:
+        self.cache, self.objects, self.secrets = cache, objects, secrets
+        self.secret_namespace, self.client, self.ensembles, self.base = secret_namespace, client, ensembles, base
+        self.make_runtime, self.on_removed = make_runtime, on_removed
+        self._versions: dict[str, tuple[str, str | None]] = {}  # name -> (fingerprint, server version)
+
+    def _secret(self, name: str) -> JSON | None:
+        return self.secrets.get(f"{self.secret_namespace}/{name}")
+
+    def referrers(self, name: str) -> list[str]:
+        """Keys of the ZooKeeperConfigs naming ensemble ``name``."""
+        return self.objects.informer.indexer.index_keys(ENSEMBLE_INDEX, name)
+
+    def needing(self, name: str) -> list[str]:
+        """Keys of the ZooKeeperConfigs naming ``name`` that still hold zkop's finalizer (they need the
+        ensemble to delete their znode, or to release its ownership record)."""
+        cache = self.objects.informer.indexer
+        return [key for key in self.referrers(name)
+                if OBJECT_FINALIZER in finalizers(cache.get(key) or {})]
+
+    def reconcile(self, key: str) -> Result:
+        """Reconcile the ZooKeeperEnsemble ``key`` (its name).
+
+        Raises:
+            ApiException: a finalizer or status write failed (requeued with backoff).
+        """
+        obj = self.cache.get(key)
+        if obj is None:
+            self._close(key, f"ZooKeeperEnsemble {key} not found")
+            return Result()
+        meta = obj["metadata"]
+        terminating = None
+        if meta.get("deletionTimestamp"):
+            waiting = self.needing(key)
+            if not waiting:
+                self._close(key, f"ZooKeeperEnsemble {key} is being deleted")
+                if FINALIZER in finalizers(obj):
+                    self._set_finalizers(obj, [f for f in finalizers(obj) if f != FINALIZER])
+                return Result()
+            # Still needed: its session runs on (made again after a restart of zkop) until the last one is done.
+            shown = ", ".join(waiting[:5]) + (f" and {len(waiting) - 5} more" if len(waiting) > 5 else "")
+            terminating = (f"being deleted; waiting for {len(waiting)} ZooKeeperConfig(s) that still need it to "
+                           f"delete their znodes: {shown}")
+        elif FINALIZER not in finalizers(obj):
+            updated = self._set_finalizers(obj, [*finalizers(obj), FINALIZER])
+            if updated is None:
+                return Result()
+            obj = updated
+        try:
+            spec = parse_ensemble(obj.get("spec"))
+        except InvalidEnsemble as err:
+            self._close(key, f"ZooKeeperEnsemble {key} has an invalid spec: {err}")
+            self._report(obj, "False", "InvalidSpec", str(err), None)
+            return Result()
+        self.secrets.track(f"{self.secret_namespace}/{name}" for name in spec.secret_names)
+        runtime = self._runtime(key, obj, spec)
+        if isinstance(runtime, str):
+            self._report(obj, "False", "SecretNotFound" if "Secret" in runtime else "InvalidSpec", runtime, None)
+        elif terminating is not None:
+            self._report(obj, "False", "Terminating", terminating, runtime)
+        elif (reason := runtime.not_ready_reason()) is None:
+            self._report(obj, "True", "Connected", f"session established with {spec.hosts}", runtime)
+        else:
+            self._report(obj, "False", "ZooKeeperUnavailable", reason, runtime)
+        return Result()
+
+    def _runtime(self, name: str, obj: JSON, spec: EnsembleSpec) -> EnsembleRuntime | str:
+        """The ensemble's running runtime, made anew if its spec or Secrets changed; or why it cannot run."""
+        raw = obj.get("spec") or {}
+        print_ = fingerprint(raw, self._secret, spec.secret_names)
+        current = self.ensembles.get(name)
+        if current is not None and current.fingerprint == print_:
+            return current
+        directory = Path(tempfile.mkdtemp(prefix=f"zkop-ensemble-{name}-"))
+        try:
+            options = connection_options(spec, self._secret, self.base, directory)
+        except (SecretMissing, InvalidEnsemble) as err:
+            shutil.rmtree(directory, ignore_errors=True)
+            self._close(name, f"ZooKeeperEnsemble {name} cannot be used: {err}")
+            return str(err)
+        if current is not None:
+            log.info("ensemble %s: spec or Secrets changed; opening a new session", name)
+            self._close(name, None, notify=False)
+        runtime = self.make_runtime(name, raw, print_, options, directory)
+        self.ensembles.put(runtime)
+        runtime.start()
+        return runtime
+
+    def _close(self, name: str, reason: str | None, *, notify: bool = True) -> None:
+        runtime = self.ensembles.remove(name, reason)
+        self._versions.pop(name, None)
+        if runtime is not None:
+            runtime.stop()
+        if reason is not None:
+            metrics.forget(name)
+        if notify:
+            self.on_removed(name)
+
+    def _report(self, obj: JSON, ready: str, reason: str, message: str, runtime: EnsembleRuntime | None) -> None:
+        meta = obj["metadata"]
+        name = str(meta["name"])
+        old = obj.get("status") or {}
+        generation = int(meta.get("generation") or 0)
+        status: dict[str, Any] = {
+            "observedGeneration": generation,
+            "managedObjects": len(self.referrers(name)),
+            "conditions": [_condition(old.get("conditions") or [], ready, reason, message, generation)],
+        }
+        if runtime is not None:
+            status["watchMode"] = runtime.adapter.watch_mode
+            version = self._server_version(runtime)
+            if version:
+                status["serverVersion"] = version
+        metrics.ENSEMBLE_READY.labels(name).set(1 if ready == "True" else 0)
+        metrics.ENSEMBLE_MANAGED_OBJECTS.labels(name).set(status["managedObjects"])
+        if all(old.get(k) == v for k, v in status.items()):
+            return
+        try:
+            self.client.request("PATCH", resource_path(GROUP, VERSION, PLURAL, None, name, "status"),
+                                body={"status": status}, content_type=MERGE_PATCH)
+        except ApiException as err:
+            if err.status != 404:
+                raise
+
+    def _server_version(self, runtime: EnsembleRuntime) -> str | None:
+        """The server's version, asked once per session made (``srvr``)."""
+        known = self._versions.get(runtime.name)
+        if known is not None and known[0] == runtime.fingerprint and known[1]:
+            return known[1]
+        version = runtime.adapter.server_version() if runtime.ready else None
+        self._versions[runtime.name] = (runtime.fingerprint, version)
+        return version
+
+    def _set_finalizers(self, obj: JSON, values: list[str]) -> JSON | None:
+        meta = obj["metadata"]
+        body = {"metadata": {"finalizers": values or None, "resourceVersion": meta["resourceVersion"]}}
+        try:
+            updated: JSON = self.client.request("PATCH", resource_path(GROUP, VERSION, PLURAL, None, meta["name"]),
+                                                body=body, content_type=MERGE_PATCH)
+        except ApiException as err:
+            if err.status == 404:
+                return None
+            raise
+        return updated
+
+
+class MissingEnsembleReporter:
+    """Reconciler of the ZooKeeperConfigs whose ensemble does not run: their status says why
+    (``EnsembleNotFound``: no such ZooKeeperEnsemble; ``EnsembleNotUsable``: being deleted, an invalid spec,
+    a Secret missing), and nothing is written to any ZooKeeper. Objects of a running ensemble are left to it.
+    """
+
+    def __init__(self, objects: SharedInformers, ensembles: Ensembles, ensemble_cache: Any,
+                 writer: StatusWriter) -> None:
+        self.objects, self.ensembles, self.ensemble_cache, self.writer = objects, ensembles, ensemble_cache, writer
+
+    def reconcile(self, key: str) -> Result:
+        """Report on the ZooKeeperConfig ``key`` if its ensemble does not run.
+
+        Raises:
+            ApiException: the status write failed (requeued).
+        """
+        obj = self.objects.informer.indexer.get(key)
+        if obj is None:
+            return Result()
+        name = ensemble_of(obj)
+        if name == DEFAULT_ENSEMBLE or self.ensembles.get(name) is not None:
+            return Result()
+        found = self.ensemble_cache.get(name) is not None
+        message = (self.ensembles.unusable_reason(name) or f"ZooKeeperEnsemble {name!r} is not running yet") \
+            if found else f"ZooKeeperEnsemble {name!r} not found"
+        if (obj.get("metadata") or {}).get("deletionTimestamp"):
+            message += ("; the znode cannot be deleted until the ensemble is back (docs/operations.md, "
+                        "\"An object whose ensemble is gone\")")
+        outcome = Outcome("Error", "EnsembleNotUsable", message, False) if found else \
+            Outcome("Error", "EnsembleNotFound", message, False)
+        self.writer.report(obj, outcome, wrote=False, warn=True)  # every Error reason is a Warning Event too
+        return Result()
+
+
+@dataclass
+class EnsembleController:
+    """What :func:`setup` built."""
+
+    informer: Informer
+    secrets: NamedObjectInformer
+    controller: Controller
+    reconciler: EnsembleReconciler
+    reporter: Controller
+    ensembles: Ensembles
+
+
+class _Runtimes:
+    """Leader runnable: stops every ensemble's runtime when leadership or the run ends."""
+
+    name = "zookeeperensemble-runtimes"
+
+    def __init__(self, ensembles: Ensembles) -> None:
+        self._ensembles = ensembles
+
+    def start(self) -> None:
+        """The runtimes are started by the controller."""
+
+    def stop(self, timeout: float, /) -> None:
+        self._ensembles.stop_all(min(timeout, 5.0))
+
+
+def setup(
+    manager: Manager, client: KubeClient, recorder: EventRecorder, default: ZooKeeperConfigController,
+    default_zookeeper: ZooKeeperAdapter, options: ReconcilerOptions, *, secret_namespace: str, workers: int,
+    acl_check_period: float, inactivity_timeout: float, sync_period: float,
+) -> EnsembleController:
+    """Build the ZooKeeperEnsemble controller and the missing-ensemble reporter, and add them to ``manager``.
+
+    Args:
+        default: the flags' ensemble's ZooKeeperConfig controller (its informers are shared by every ensemble).
+        default_zookeeper: the flags' adapter: each ensemble's options start from its options.
+        options: the ZooKeeperConfig reconciler settings every ensemble uses (cluster id, registry root, ...).
+        secret_namespace: the one namespace the ensembles' Secrets are read from.
+        workers: each ensemble's concurrent reconciles.
+    """
+    shared = SharedInformers(default.informer, default.configmaps, default.secrets)
+    ensembles = Ensembles()
+    ensembles.put(EnsembleRuntime(DEFAULT_ENSEMBLE, None, "", default_zookeeper, default))
+    informer = Informer(client, ZOOKEEPERENSEMBLES, name="zookeeperensembles", indexers={SECRET_INDEX: index_by_secret},
+                        resync_period=sync_period, inactivity_timeout=inactivity_timeout)
+    secrets = NamedObjectInformer(client, SECRETS, name="ensemble-secrets", inactivity_timeout=inactivity_timeout)
+    reporter_queue_holder: list[Controller] = []
+
+    def report_on(name: str) -> None:
+        for key in shared.informer.indexer.index_keys(ENSEMBLE_INDEX, name):
+            reporter_queue_holder[0].queue.add(key)
+
+    controller_holder: list[Controller] = []
+
+    def make_runtime(name: str, raw: JSON, print_: str, connection: ConnectionOptions,
+                     directory: Path) -> EnsembleRuntime:
+        adapter = ZooKeeperAdapter(connection)
+        if options.dry_run:
+            adapter.refuse_writes = "zkop run --dry-run"
+        adapter.known_max_age = default_zookeeper.known_max_age
+        parts = build_ensemble(shared, client, adapter, recorder, options, ensemble=name, workers=workers,
+                               acl_check_period=acl_check_period, ensemble_spec=raw)
+        return EnsembleRuntime(name, raw, print_, adapter, parts, directory=directory,
+                               on_change=lambda: controller_holder[0].queue.add(name))
+
+    reconciler = EnsembleReconciler(informer.indexer, shared, secrets, secret_namespace, client, ensembles,
+                                    default_zookeeper.options, make_runtime, on_removed=report_on)
+    controller = Controller(CONTROLLER_NAME, reconciler, workers=2)
+    controller_holder.append(controller)
+    controller.watch(informer)
+    controller.watch(secrets, lambda secret: informer.indexer.index_keys(
+        SECRET_INDEX, str((secret.get("metadata") or {}).get("name"))))
+    controller.watch(shared.informer, lambda obj: [n] if (n := ensemble_of(obj)) != DEFAULT_ENSEMBLE else [])
+    writer = StatusWriter(client, recorder, OwnWrites())
+    reporter = Controller(REPORTER_NAME, MissingEnsembleReporter(shared, ensembles, informer.indexer, writer),
+                          workers=1)
+    reporter_queue_holder.append(reporter)
+    reporter.watch(shared.informer, lambda obj: [] if ensemble_of(obj) == DEFAULT_ENSEMBLE or ensembles.of(obj)
+                   else [f"{obj['metadata'].get('namespace')}/{obj['metadata']['name']}"])
+    reporter.watch(informer, lambda ens: shared.informer.indexer.index_keys(
+        ENSEMBLE_INDEX, str((ens.get("metadata") or {}).get("name"))))
+    manager.add(informer, needs_leader=False)
+    manager.add(secrets, needs_leader=False)
+    manager.add(_Runtimes(ensembles), needs_leader=True)
+    manager.add(controller, needs_leader=True)
+    manager.add(reporter, needs_leader=True)
+    return EnsembleController(informer, secrets, controller, reconciler, reporter, ensembles)

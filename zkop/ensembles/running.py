@@ -1,0 +1,215 @@
+"""One ZooKeeper ensemble at run time: its session and ZooKeeperConfig controller (:class:`EnsembleRuntime`),
+and :class:`Ensembles`, the lookup of every ensemble by name.
+
+Each ensemble has its own session, watch set (the adapter's), ownership registry and ACL check (its
+:func:`~zkop.zkconfig.controller.build_ensemble` parts), data-loss reset (the session's) and its own
+workers: an ensemble that is down or misconfigured holds up only the keys of its own objects, never
+another ensemble's. The flags' ensemble (name ``""``) is set up by ``zkop run`` as before and only
+registered here; a ZooKeeperEnsemble's runtime is made by :mod:`zkop.ensembles.controller` when the
+ensemble appears, made anew when its spec or Secrets change, and closed when it goes.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from zkop.kube.client import JSON
+from zkop.zkconfig.controller import ZooKeeperConfigController
+from zkop.zkconfig.objects import DEFAULT_ENSEMBLE, ensemble_of
+from zkop.zookeeper.adapter import ZooKeeperAdapter, ZooKeeperError
+
+__all__ = ["EnsembleRuntime", "Ensembles"]
+
+log = logging.getLogger(__name__)
+
+#: Seconds between connection attempts to an ensemble that does not answer: 0.5 doubling to this.
+MAX_CONNECT_DELAY = 10.0
+
+
+class EnsembleRuntime:
+    """One ensemble's session and ZooKeeperConfig controller, running on threads of their own.
+
+    Args:
+        name: the ZooKeeperEnsemble's name (``""``: the flags' ensemble).
+        spec: the ZooKeeperEnsemble's raw ``spec`` (``None`` for the flags' ensemble), for the rules
+            that read it (tenancy, adoption).
+        fingerprint: of the spec and Secrets it was made from (:func:`zkop.ensembles.spec.fingerprint`).
+        adapter: the ensemble's ZooKeeper adapter, not started.
+        parts: its ZooKeeperConfig controller (:func:`zkop.zkconfig.controller.build_ensemble`), not started.
+        directory: the private directory of its TLS/SASL files, removed by :meth:`stop`; ``None``: none.
+        on_change: called (from the session's thread, must only enqueue) when the session's state changes
+            or a connection attempt fails.
+    """
+
+    def __init__(self, name: str, spec: JSON | None, fingerprint: str, adapter: ZooKeeperAdapter,
+                 parts: ZooKeeperConfigController, *, directory: Path | None = None,
+                 on_change: Callable[[], None] = lambda: None) -> None:
+        self.name, self.spec, self.fingerprint = name, spec, fingerprint
+        self.adapter, self.parts, self.directory = adapter, parts, directory
+        self.on_change = on_change
+        #: Why the last connection attempt failed, ``None`` once connected.
+        self.last_error: str | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._interrupted = False
+        adapter.add_session_listener(self._on_state)
+
+    # --- state -----------------------------------------------------------------------------------
+
+    @property
+    def ready(self) -> bool:
+        """True while the session is CONNECTED (it was made only once the chroot was found)."""
+        return self.adapter.connected
+
+    def not_ready_reason(self) -> str | None:
+        """``None`` when ready, else why not: the session's reason and the last connection error."""
+        if self.ready:
+            return None
+        reasons = [r for r in (self.adapter.unavailable_reason, self.last_error or self.adapter.last_connect_error)
+                   if r]
+        return "; ".join(dict.fromkeys(reasons)) or "no ZooKeeper session yet"
+
+    def _on_state(self, state: str) -> None:
+        if state in ("LOST", "SUSPENDED"):
+            self._interrupted = True
+        elif state == "CONNECTED":
+            self.last_error = None
+            if self._interrupted:
+                self._interrupted = False
+                log.info("ensemble %s: ZooKeeper session re-established; resyncing its objects", self.name)
+                self.parts.on_session_reconnected()
+        self.on_change()
+
+    # --- lifecycle -------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Connect (retrying, 0.5 s doubling to 10 s) and start the controller, on a thread; returns at once.
+
+        The workers start after the first connection attempt whatever its result, so the objects of an
+        ensemble that is down report ``ZooKeeperUnavailable`` while the attempts go on.
+        """
+        self._thread = threading.Thread(target=self._run, name=f"ensemble-{self.name}", daemon=True)
+        self._thread.start()
+
+    def _attempt(self) -> bool:
+        try:
+            self.adapter.start()
+        except ZooKeeperError as err:
+            if self.last_error != str(err):
+                log.warning("ensemble %s: ZooKeeper not reachable yet: %s", self.name, err)
+            self.last_error = str(err)
+            self.on_change()
+            return False
+        return True
+
+    def _run(self) -> None:
+        connected = self._attempt()
+        if self._stop.is_set():
+            return
+        parts = self.parts
+        assert parts.watch_roots is not None
+        parts.watch_roots.start()
+        if connected:
+            parts.reconciler.learn_absent()
+        parts.controller.start()
+        if parts.acl_check is not None:
+            parts.acl_check.start()
+        delay = 0.5
+        while not connected and not self._stop.wait(delay):
+            connected = self._attempt()
+            delay = min(delay * 2, MAX_CONNECT_DELAY)
+        if connected:
+            self.on_change()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the controller (in-flight reconciles drain for at most ``timeout`` seconds), close the session,
+        remove the event handlers and the private files. Idempotent."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        parts = self.parts
+        if parts.acl_check is not None:
+            parts.acl_check.stop(timeout)
+        if parts.controller.started.is_set():
+            parts.controller.stop(timeout)
+        else:
+            parts.controller.queue.shutdown()
+        if parts.watch_roots is not None:
+            parts.watch_roots.stop(timeout)
+        parts.detach()
+        try:
+            self.adapter.stop(timeout)
+        except Exception:
+            log.debug("ensemble %s: closing the ZooKeeper session failed", self.name, exc_info=True)
+        if self.directory is not None:
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+
+class Ensembles:
+    """Every ensemble zkop manages objects on, by name; thread-safe.
+
+    The lookup the rules that depend on an object's ensemble call (tenancy, adoption): :meth:`spec_of`.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._runtimes: dict[str, EnsembleRuntime] = {}
+        self._unusable: dict[str, str] = {}
+
+    def get(self, name: str) -> EnsembleRuntime | None:
+        """The running ensemble ``name`` (``""``: the flags'), or ``None``."""
+        with self._lock:
+            return self._runtimes.get(name)
+
+    def of(self, obj: JSON) -> EnsembleRuntime | None:
+        """The running ensemble of the ZooKeeperConfig ``obj`` (``spec.ensembleRef.name``, else the flags')."""
+        return self.get(ensemble_of(obj))
+
+    def spec_of(self, obj: JSON) -> Mapping[str, Any] | None:
+        """The raw ZooKeeperEnsemble ``spec`` of ``obj``'s ensemble, ``None`` for the flags' ensemble or one
+        that is not running (:meth:`unusable_reason` says why)."""
+        runtime = self.of(obj)
+        return runtime.spec if runtime is not None else None
+
+    def names(self) -> list[str]:
+        """The running ensembles' names, sorted (``""`` first: the flags')."""
+        with self._lock:
+            return sorted(self._runtimes)
+
+    def put(self, runtime: EnsembleRuntime) -> EnsembleRuntime | None:
+        """Register ``runtime`` under its name; returns the one it replaces (to be stopped by the caller)."""
+        with self._lock:
+            self._unusable.pop(runtime.name, None)
+            old = self._runtimes.get(runtime.name)
+            self._runtimes[runtime.name] = runtime
+            return old
+
+    def remove(self, name: str, reason: str | None = None) -> EnsembleRuntime | None:
+        """Unregister ``name`` (``reason``: why it cannot run, for its objects' status); returns its runtime."""
+        if name == DEFAULT_ENSEMBLE:
+            raise ValueError("the flags' ensemble is never removed")
+        with self._lock:
+            if reason is None:
+                self._unusable.pop(name, None)
+            else:
+                self._unusable[name] = reason
+            return self._runtimes.pop(name, None)
+
+    def unusable_reason(self, name: str) -> str | None:
+        """Why ensemble ``name`` has no runtime, as last set by :meth:`remove`, or ``None``."""
+        with self._lock:
+            return self._unusable.get(name)
+
+    def stop_all(self, timeout: float) -> None:
+        """Stop every ZooKeeperEnsemble's runtime (the flags' ensemble is stopped by its own owner)."""
+        with self._lock:
+            runtimes = [r for n, r in self._runtimes.items() if n != DEFAULT_ENSEMBLE]
+            for runtime in runtimes:
+                del self._runtimes[runtime.name]
+        for runtime in runtimes:
+            runtime.stop(timeout)
