@@ -1,8 +1,9 @@
 """ZooKeeperEnsembles on a real kube-apiserver, ``zkop run --zookeeper-ensembles`` as its own ServiceAccount under
 the RBAC of ``manifests/components/zookeeper-ensembles`` (the kind and its status and finalizer; the
-Secrets of ``zkop-system`` only): an object routed to its ensemble, a credential rotated in the Secret (a new
-session, nothing rewritten), and the ensemble deleted before its objects (it waits for them, then goes).
-The audit log shows no request of zkop's refused."""
+Secrets of ``zkop-system`` only; Namespaces listed and watched): an object routed to its ensemble, a credential
+rotated in the Secret (a new session, nothing rewritten), the ensemble deleted before its objects (it waits for
+them, then goes), and the ensemble's own tenancy rules (a namespace admitted by its labels, a path outside the
+prefixes ``Stalled`` with nothing written). The audit log shows no request of zkop's refused."""
 
 from __future__ import annotations
 
@@ -24,11 +25,11 @@ from zkop_testing.ensembles import (
 )
 from zkop_testing.kustomize import Obj
 from zkop_testing.operator import OperatorProcess
-from zkop_testing.resources import ZKC, create, get, read, synced, zkc
+from zkop_testing.resources import ZKC, conditions, create, get, read, synced, zkc
 from zkop_testing.waiting import wait_for
 from zkop_testing.zookeeper import ZooKeeperServer
 
-from zkop.kube.client import ApiException, KubeClient, resource_path
+from zkop.kube.client import MERGE_PATCH, ApiException, KubeClient, resource_path
 
 REPO = Path(__file__).resolve().parents[2]
 ZKOP_USER = "system:serviceaccount:zkop-system:zkop"
@@ -96,6 +97,57 @@ def test_an_ensemble_under_its_rbac_routes_rotates_and_waits_for_its_objects(
         except ApiException as err:
             if err.status != 404:
                 raise
-    refused = [e for e in plane.audit_events() if e.get("user", {}).get("username") == ZKOP_USER
-               and e.get("stage") == "ResponseComplete" and e.get("responseStatus", {}).get("code") == 403]
-    assert refused == [], refused
+    assert refused_by_zkop(plane) == []
+
+
+def refused_by_zkop(plane: ControlPlane) -> list[dict[str, object]]:
+    """The audit log's requests of zkop's ServiceAccount that kube-apiserver answered 403."""
+    return [e for e in plane.audit_events() if e.get("user", {}).get("username") == ZKOP_USER
+            and e.get("stage") == "ResponseComplete" and e.get("responseStatus", {}).get("code") == 403]
+
+
+def test_an_ensembles_tenancy_rules_hold_its_objects(
+        plane: ControlPlane, installed: list[Obj], kube: KubeClient, zkop_kubeconfig: str, namespace: str,
+        zk_server: ZooKeeperServer, zk_base: str, second_ensemble: tuple[KazooClient, str], tmp_path: Path) -> None:
+    """The rules come from the ZooKeeperEnsemble's ``spec.tenancy``, not from a flag: its objects are held to them,
+    and a namespace selected by label is admitted once labelled (the Namespace informer the component allows)."""
+    second, hosts = second_ensemble
+    kubectl(plane, "apply", "--server-side", "--force-conflicts", "--field-manager=zkop-tests",
+            "-f", str(ENSEMBLE_CRD_FILE), "-f", str(REPO / "manifests/components/zookeeper-ensembles/rbac.yaml"))
+    kubectl(plane, "wait", "--for=condition=Established", "crd/zookeeperensembles.platform.example.com",
+            "--timeout=60s")
+    name, label = f"{namespace}-tenants", f"{namespace}.zkop.test/team"
+    tenancy = {"rules": [{"namespaceSelector": {"matchLabels": {label: "payments"}},
+                          "pathPrefixes": ["/config/payments"]}]}
+    with OperatorProcess(zkop_kubeconfig, f"{zk_server.hosts}{zk_base}",
+                         ["--workers", "2", "--namespace", namespace, "--zookeeper-ensembles",
+                          "--ensemble-secret-namespace", ZKOP_NAMESPACE],
+                         env={"TMPDIR": str(tmp_path)}) as proc:
+        kube.request("POST", resource_path(*ZKE), body=ensemble(name, hosts, chroot="/team", tenancy=tenancy))
+        try:
+            create(kube, zkc("inside", "/config/payments/3ds", b"required", namespace, ensembleRef={"name": name}))
+            create(kube, zkc("outside", "/config/search/boost", b"2", namespace, ensembleRef={"name": name}))
+
+            def stalled(obj: str, reason: str) -> bool:
+                found = conditions(get(kube, obj, namespace))
+                return found.get("Stalled", {}).get("status") == "True" and found["Stalled"]["reason"] == reason
+
+            wait_for(lambda: stalled("inside", "NamespaceNotAllowed") and stalled("outside", "NamespaceNotAllowed"),
+                     message="both stalled: the namespace lacks the label")
+            assert not second.exists("/team/config")
+            kube.request("PATCH", f"/api/v1/namespaces/{namespace}", content_type=MERGE_PATCH,
+                         body={"metadata": {"labels": {label: "payments"}}})
+            wait_for(lambda: synced(kube, "inside", namespace) and stalled("outside", "PathNotAllowed"),
+                     message="the labelled namespace admitted, inside its prefix only")
+            assert read(second, "/team/config/payments/3ds") == b"required"
+            assert not second.exists("/team/config/search")
+            for obj in ("inside", "outside"):
+                kube.request("DELETE", resource_path(*ZKC, namespace, obj))
+            wait_for(lambda: get(kube, "inside", namespace) is None and get(kube, "outside", namespace) is None,
+                     message="the objects deleted")
+            assert not second.exists("/team/config/payments/3ds")
+        finally:
+            delete_ensemble(kube, name)
+            wait_for(lambda: get_ensemble(kube, name) is None, message="the ensemble gone")
+    assert proc.proc is not None and proc.proc.returncode == 0, proc.log_tail()
+    assert refused_by_zkop(plane) == []

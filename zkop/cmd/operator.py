@@ -338,7 +338,7 @@ class Operator:
                               registry_root=options.registry_root, dry_run=options.dry_run),
             namespaces=namespaces, workers=options.workers, sync_period=options.sync_period,
             inactivity_timeout=options.watch_inactivity_timeout, acl_check_period=options.acl_check_period,
-            **self._tenancy(options.tenancy),
+            **self._tenancy(options.tenancy, ensembles=options.ensembles),
         )
         if options.ensembles:
             from zkop.ensembles import controller as ensembles
@@ -374,12 +374,16 @@ class Operator:
         self.manager.add_readyz_check("informers-and-zookeeper", self._ready)
 
     @staticmethod
-    def _tenancy(policy: TenancyPolicy | None) -> dict[str, Any]:
+    def _tenancy(policy: TenancyPolicy | None, *, ensembles: bool = False) -> dict[str, Any]:
         """The tenancy arguments of :func:`zkop.zkconfig.controller.setup` for the default ensemble's policy:
-        none at all without one (Namespaces are watched only for a ``namespaceSelector``)."""
+        none at all without one (Namespaces are watched only for a ``namespaceSelector``). With
+        ZooKeeperEnsembles (``--zookeeper-ensembles``) Namespaces are always watched: any ensemble's
+        ``spec.tenancy`` may select namespaces by label, at any time (the component grants list/watch)."""
+        arguments: dict[str, Any] = {"watch_namespaces": True} if ensembles else {}
         if policy is None:
-            return {}
-        return {"policy_for": lambda obj: policy, "watch_namespaces": policy.needs_namespace_labels}
+            return arguments
+        return {"policy_for": lambda obj: policy,
+                "watch_namespaces": ensembles or policy.needs_namespace_labels}
 
     def _setup_service(self, setup: _ServiceSetup[_O], feature_options: _O,
                        ensemble: str | None = None) -> list[Callable[[], None]]:

@@ -331,7 +331,7 @@ def setup(
         secret_namespace: the one namespace the ensembles' Secrets are read from.
         workers: each ensemble's concurrent reconciles.
     """
-    shared = SharedInformers(default.informer, default.configmaps, default.secrets)
+    shared = SharedInformers(default.informer, default.configmaps, default.secrets, default.namespaces)
     ensembles = Ensembles()
     ensembles.put(EnsembleRuntime(DEFAULT_ENSEMBLE, None, "", default_zookeeper, default))
     informer = Informer(client, ZOOKEEPERENSEMBLES, name="zookeeperensembles", indexers={SECRET_INDEX: index_by_secret},
@@ -351,8 +351,10 @@ def setup(
         if options.dry_run:
             adapter.refuse_writes = "zkop run --dry-run"
         adapter.known_max_age = default_zookeeper.known_max_age
+        policy = parse_ensemble(raw).policy  # parsed before: the runtime is made from a valid spec only
         parts = build_ensemble(shared, client, adapter, recorder, options, ensemble=name, workers=workers,
-                               acl_check_period=acl_check_period, ensemble_spec=raw)
+                               acl_check_period=acl_check_period, ensemble_spec=raw,
+                               policy_for=lambda obj: policy)
         return EnsembleRuntime(name, raw, print_, adapter, parts, directory=directory,
                                on_change=lambda: controller_holder[0].queue.add(name))
 

@@ -16,12 +16,13 @@ import json
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from zkop.kube.client import JSON
 from zkop.zkconfig.spec import GROUP, VERSION
+from zkop.zkconfig.tenancy import TenancyPolicy
 from zkop.zookeeper.connection import ConnectionOptions
 from zkop.zookeeper.paths import InvalidPath, validate_path
 
@@ -92,6 +93,8 @@ class EnsembleSpec:
     sasl_service: str = "zookeeper"
     tls_secret: str | None = None
     tls_check_hostname: bool = True
+    #: ``spec.tenancy`` and ``spec.adoption``: who may use the ensemble, where, and whether it adopts.
+    policy: TenancyPolicy = field(default_factory=TenancyPolicy)
 
     @property
     def hosts(self) -> str:
@@ -192,8 +195,12 @@ def parse_ensemble(spec: Any) -> EnsembleSpec:
             raise InvalidEnsemble("spec.tls", "must be an object")
         tls_secret = _secret_ref(tls.get("secretRef"), "spec.tls.secretRef").name
         check_hostname = not bool(tls.get("insecureSkipHostnameVerify", False))
+    try:
+        policy = TenancyPolicy.from_spec(spec)
+    except ValueError as err:  # names the field below spec: tenancy.rules[0].pathPrefixes[1] ...
+        raise InvalidEnsemble("spec." + str(err).split(":", 1)[0], str(err).split(":", 1)[-1].strip()) from None
     return EnsembleSpec(connect.strip(), chroot, timeout, watch_mode, digest, mechanism, sasl_ref, principal, service,
-                        tls_secret, check_hostname)
+                        tls_secret, check_hostname, policy)
 
 
 def _secret_value(secrets: Callable[[str], JSON | None], name: str, key: str, *, required: bool = True) -> bytes | None:
