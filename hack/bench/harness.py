@@ -39,6 +39,7 @@ from .measure import (
     server_packets,
     server_stats,
     server_zxid,
+    state_counts,
 )
 from .params import (
     CONTROLLER,
@@ -233,14 +234,7 @@ class Harness:
             return api.states()
         rt = api.store.resolve(GROUP, VERSION, PLURAL)
         assert rt is not None
-        states: Counter[str] = Counter()
-        for obj in api.store.iter_objects(rt):
-            status = obj.get("status") or {}
-            state = str(status.get("state") or "none")
-            if state == "Synced" and status.get("observedGeneration") != obj["metadata"].get("generation"):
-                state = "Synced-stale"
-            states[state] += 1
-        return states
+        return state_counts(api.store.iter_objects(rt))
 
     def new_operator(self, args: Sequence[str], label: str, *, command_prefix: Sequence[str] = ()) -> OperatorProcess:
         """A ``zkop run`` (not started; :data:`~.params.UNTHROTTLED`) on :attr:`kubeconfig` and :attr:`chroot`,

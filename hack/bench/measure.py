@@ -9,7 +9,7 @@ import os
 import re
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,19 @@ from zkop.zookeeper.handler import SelectHandler
 from .params import API_WRITE_VERBS, JSON
 
 # --------------------------------------------------------------------------- small measurement helpers
+
+
+def state_counts(objects: Iterable[JSON]) -> Counter[str]:
+    """How many ZooKeeperConfigs are in each ``status.state``; ``Synced`` only at the object's current generation
+    (``Synced-stale`` otherwise), ``none`` without a state."""
+    states: Counter[str] = Counter()
+    for obj in objects:
+        status = obj.get("status") or {}
+        state = str(status.get("state") or "none")
+        if state == "Synced" and status.get("observedGeneration") != obj["metadata"].get("generation"):
+            state = "Synced-stale"
+        states[state] += 1
+    return states
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:

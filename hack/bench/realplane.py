@@ -42,7 +42,7 @@ from zkop.runtime.cache.informer import Informer
 from zkop.runtime.cache.reflector import ResourceRef
 from zkop.zkconfig.spec import GROUP, PLURAL, VERSION
 
-from .measure import proc_cpu_seconds
+from .measure import proc_cpu_seconds, state_counts
 from .params import JSON
 
 log = logging.getLogger("bench")
@@ -190,14 +190,7 @@ class RealApi:
 
     def states(self) -> Counter[str]:
         """``status.state`` of every ZooKeeperConfig from the bench's watch (``Synced`` only at its generation)."""
-        states: Counter[str] = Counter()
-        for obj in self._crs.indexer.list():
-            status = obj.get("status") or {}
-            state = str(status.get("state") or "none")
-            if state == "Synced" and status.get("observedGeneration") != obj["metadata"].get("generation"):
-                state = "Synced-stale"
-            states[state] += 1
-        return states
+        return state_counts(self._crs.indexer.list())
 
     def cost(self) -> dict[str, float]:
         """kube-apiserver's and etcd's CPU seconds so far, and etcd's :data:`ETCD_COUNTERS`."""
