@@ -296,13 +296,14 @@ def test_the_service_bridge_and_importer_use_the_ensemble_their_flags_name(
     args = ["--zookeeper-ensembles", "--ensemble-secret-namespace", TRUSTED, "--service-bridge",
             "--service-bridge-ensemble", name, "--service-bridge-namespace", namespace, "--import-services",
             "--import-namespace", namespace, "--import-ensemble", name, "--namespace", namespace]
-    with OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}", args, env={"TMPDIR": str(tmp_path)}):
+    with OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}", args, env={"TMPDIR": str(tmp_path)}) as proc:
         wait_for(lambda: f"{namespace}-web" in children(second_zk, f"/team{BRIDGE_ROOT}"),
                  message="the Service published into the named ensemble")
         wait_for(lambda: get_service(kube, "orders", namespace) is not None,
                  message="the registration imported from it")
         assert not zk.exists(f"{zk_base}{BRIDGE_ROOT}")
-    assert list(tmp_path.glob("zkop-ensemble-*")) == []  # its private files removed on exit
+    assert proc.proc is not None and proc.proc.returncode == 0, proc.log_tail()  # a clean exit, which
+    assert list(tmp_path.glob("zkop-ensemble-*")) == [], proc.log_tail()  # removes its private files
 
 
 def test_a_service_ensemble_that_does_not_exist_is_a_usage_error(
