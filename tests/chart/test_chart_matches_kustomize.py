@@ -30,9 +30,11 @@ CASES = {
                             ("service-bridge", "service-import")),
     "prometheus": (("metrics.serviceMonitor.enabled=true", "metrics.prometheusRule.enabled=true"), ("prometheus",)),
     "mirrors": (("zookeeperMirrors.enabled=true",), ("zookeeper-mirror",)),
+    "ensembles": (("zookeeperEnsembles.enabled=true",), ("zookeeper-ensembles",)),
     "everything": (("serviceBridge.enabled=true", "serviceImport.enabled=true", "zookeeperMirrors.enabled=true",
-                    "metrics.serviceMonitor.enabled=true", "metrics.prometheusRule.enabled=true"),
-                   ("service-bridge", "service-import", "zookeeper-mirror", "prometheus")),
+                    "zookeeperEnsembles.enabled=true", "metrics.serviceMonitor.enabled=true",
+                    "metrics.prometheusRule.enabled=true"),
+                   ("service-bridge", "service-import", "zookeeper-mirror", "zookeeper-ensembles", "prometheus")),
 }
 
 
@@ -149,6 +151,34 @@ def test_values_users_set(home: Path) -> None:
     assert {s["name"] for b in bindings for s in b["subjects"]} == {"ops-zkop"}
 
 
+def test_ensembles_secret_namespace_moves_the_secrets_role_and_sets_the_flag(home: Path) -> None:
+    """``zookeeperEnsembles.secretNamespace``: ``--ensemble-secret-namespace`` and the Secrets' Role and RoleBinding
+    in that namespace (for zkop's ServiceAccount in the release's); the rest as the component renders it. Off, no
+    flag and none of the component's objects."""
+    objects = template(home, "zookeeperEnsembles.enabled=true", "zookeeperEnsembles.secretNamespace=cert-manager")
+    (manager,) = containers(find(objects, "Deployment")[0])
+    assert manager["args"][-2:] == ["--zookeeper-ensembles", "--ensemble-secret-namespace=cert-manager"]
+    (role,) = find(objects, "Role", "zkop-ensemble-secrets-role")
+    (binding,) = find(objects, "RoleBinding", "zkop-ensemble-secrets-rolebinding")
+    assert role["metadata"]["namespace"] == binding["metadata"]["namespace"] == "cert-manager"
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "watch"]}]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "zkop", "namespace": "zkop-system"}]
+    moved = {object_id(o) for o in (role, binding)}
+    component = [o for o in objects if o["metadata"].get("labels", {}).get("app.kubernetes.io/component")
+                 == "zookeeper-ensembles" and object_id(o) not in moved]
+    assert sorted(o["kind"] for o in component) == ["ClusterRole", "ClusterRoleBinding"]
+
+    enabled = template(home, "zookeeperEnsembles.enabled=true")
+    (manager,) = containers(find(enabled, "Deployment")[0])
+    assert "--zookeeper-ensembles" in manager["args"]
+    assert not any(a.startswith("--ensemble-secret-namespace") for a in manager["args"])
+    off = template(home)
+    (manager,) = containers(find(off, "Deployment")[0])
+    assert not any("ensemble" in a for a in manager["args"])
+    assert not [o for o in off if o["metadata"].get("labels", {}).get("app.kubernetes.io/component")
+                == "zookeeper-ensembles"]
+
+
 @pytest.mark.parametrize(("values", "refused"), [
     (("replicas=two",), "at '/replicas': got string, want integer"),
     (("image.digest=latest",), "/image/digest"),
@@ -157,6 +187,7 @@ def test_values_users_set(home: Path) -> None:
     (("extraArgs={workers=8}",), "/extraArgs/0"),
     (("zookeeper.auth.credentials=nocolon",), "/zookeeper/auth/credentials"),
     (("serviceBridge.enable=true",), "additional properties 'enable' not allowed"),
+    (("zookeeperEnsembles.secretNamespace=Not_A_Namespace",), "/zookeeperEnsembles/secretNamespace"),
     (("replicas=2", "leaderElection.enabled=false"), "replicas > 1 needs leaderElection.enabled"),
 ])
 def test_bad_values_are_refused(values: tuple[str, ...], refused: str, home: Path) -> None:

@@ -1,7 +1,10 @@
 """ZooKeeperEnsembles (``zkop run --zookeeper-ensembles``, docs/operations.md "Several ensembles"): objects
 routed to their ensemble, one ensemble down while the others converge, credentials rotated in a Secret,
 and an ensemble and its objects deleted together in every order. Real ZooKeeper servers (two or three),
-``zkop run`` as its own process, the in-memory API server."""
+``zkop run`` as its own process on the real control plane: zkop's ServiceAccount under the install's roles and the
+``manifests/components/zookeeper-ensembles`` RBAC, ``--namespace`` the test's own. ZooKeeperEnsembles are
+cluster-scoped and their Secrets live in ``zkop-system``: each test names its own after its namespace and
+deletes them afterwards. What zkop asked for is read back from kube-apiserver's audit log."""
 
 from __future__ import annotations
 
@@ -12,39 +15,73 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 from kazoo.security import make_digest_acl_credential
-from zkop_testing.apiserver import ApiServer
+from zkop_testing.audit import requests, settled
+from zkop_testing.controlplane import REPO, ControlPlane
 from zkop_testing.ensembles import (
+    ENSEMBLE_CRD_FILE,
     ZKE,
     delete_ensemble,
     ensemble,
     get_ensemble,
-    install_ensemble_crd,
     put_secret,
     ready_condition,
 )
 from zkop_testing.operator import OperatorProcess, OperatorStartError
 from zkop_testing.resources import ZKC, conditions, create, events, get, read, synced, zkc
-from zkop_testing.services import BRIDGE_ROOT, IMPORT_NAMESPACE, children, get_service, register, svc
+from zkop_testing.services import BRIDGE_ROOT, children, get_service, register, svc
 from zkop_testing.waiting import wait_for
+from zkop_testing.zkop_install import ZKOP_NAMESPACE, ZKOP_SERVICE_ACCOUNT, kubectl
 from zkop_testing.zookeeper import ZooKeeperServer
 from zkop_testing.zookeeper_secure import SecureZooKeeperServer, TestCA
 
-from zkop.kube.client import MERGE_PATCH, KubeClient, resource_path
+from zkop.kube.client import MERGE_PATCH, ApiException, KubeClient, resource_path
 
-TRUSTED = "zkop-system"
+#: The one namespace zkop trusts for the ensembles' Secrets: its own, where the component's Role is.
+TRUSTED = ZKOP_NAMESPACE
+ZKOP_USER = f"system:serviceaccount:{ZKOP_NAMESPACE}:{ZKOP_SERVICE_ACCOUNT}"
+COMPONENT_RBAC = REPO / "manifests" / "components" / "zookeeper-ensembles" / "rbac.yaml"
 
-pytestmark = pytest.mark.double_because(
-    "per-test cluster-scoped ZooKeeperEnsembles, Secrets in zkop-system and the zookeeper-ensembles component's "
-    "RBAC are not in the shared install yet; the same stories on the real kube-apiserver under that RBAC: "
-    "tests/cluster/test_ensembles_on_real_apiserver.py")
+_component_applied: set[str] = set()
 
 
 @pytest.fixture
-def ensembles_kube(kube: KubeClient) -> KubeClient:
-    install_ensemble_crd(kube)
-    kube.request("POST", resource_path("", "v1", "namespaces"),
-                 body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": TRUSTED}})
-    return kube
+def ensembles_kube(control_plane: ControlPlane, kubeconfig: str, kube: KubeClient,
+                   namespace: str) -> Iterator[KubeClient]:
+    """The admin client, with the ZooKeeperEnsemble CRD and the component's RBAC applied (the real ``kubectl apply
+    --server-side``, once per control plane). Afterwards: the test's ensembles (``<namespace>-*``) deleted, their
+    finalizers cleared (zkop has stopped by then) and waited for, and its Secrets in ``zkop-system`` deleted;
+    no request of zkop's was refused (403)."""
+    if control_plane.url not in _component_applied:
+        kubectl(control_plane, "apply", "--server-side", "--force-conflicts", "--field-manager=zkop-tests",
+                "-f", str(ENSEMBLE_CRD_FILE), "-f", str(COMPONENT_RBAC))
+        kubectl(control_plane, "wait", "--for=condition=Established",
+                "crd/zookeeperensembles.platform.example.com", "--timeout=60s")
+        _component_applied.add(control_plane.url)
+    seen = len(control_plane.audit_events())
+    yield kube
+    prefix = f"{namespace}-"
+    mine = [e["metadata"]["name"] for e in kube.request("GET", resource_path(*ZKE))["items"]
+            if e["metadata"]["name"].startswith(prefix)]
+    for name in mine:
+        delete_ensemble(kube, name)
+        try:
+            kube.request("PATCH", resource_path(*ZKE, None, name), body={"metadata": {"finalizers": None}},
+                         content_type=MERGE_PATCH)
+        except ApiException as err:
+            if err.status != 404:
+                raise
+    wait_for(lambda: all(get_ensemble(kube, name) is None for name in mine), message="the test's ensembles gone")
+    secrets = resource_path("", "v1", "secrets", TRUSTED)
+    for secret in kube.request("GET", secrets)["items"]:
+        if secret["metadata"]["name"].startswith(prefix):
+            try:
+                kube.request("DELETE", f"{secrets}/{secret['metadata']['name']}")
+            except ApiException as err:
+                if err.status != 404:
+                    raise
+    refused = [e for e in control_plane.audit_events()[seen:] if (e.get("user") or {}).get("username") == ZKOP_USER
+               and e.get("stage") == "ResponseComplete" and (e.get("responseStatus") or {}).get("code") == 403]
+    assert refused == [], refused
 
 
 @pytest.fixture
@@ -64,32 +101,35 @@ def second_zk(second: ZooKeeperServer) -> Iterator[KazooClient]:
     client.close()
 
 
-def run_zkop(kubeconfig: str, zk_server: ZooKeeperServer, zk_base: str, tmp_path: Path) -> OperatorProcess:
+def run_zkop(kubeconfig: str, zk_server: ZooKeeperServer, zk_base: str, tmp_path: Path,
+             namespace: str) -> OperatorProcess:
     # TMPDIR: each ensemble's private TLS/SASL directory goes there, not to /tmp.
     return OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}",
-                           ["--zookeeper-ensembles", "--ensemble-secret-namespace", TRUSTED, "--workers", "2"],
+                           ["--zookeeper-ensembles", "--ensemble-secret-namespace", TRUSTED, "--workers", "2",
+                            "--namespace", namespace],
                            env={"TMPDIR": str(tmp_path)})
 
 
-def delete_object(kube: KubeClient, name: str, namespace: str = "default") -> None:
+def delete_object(kube: KubeClient, name: str, namespace: str) -> None:
     kube.request("DELETE", resource_path(*ZKC, namespace, name))
 
 
 def test_objects_are_routed_to_their_ensemble(
-        kubeconfig: str, ensembles_kube: KubeClient, zk_server: ZooKeeperServer, zk_base: str, zk: KazooClient,
-        second: ZooKeeperServer, second_zk: KazooClient, tmp_path: Path) -> None:
+        kubeconfig: str, namespace: str, ensembles_kube: KubeClient, zk_server: ZooKeeperServer, zk_base: str,
+        zk: KazooClient, second: ZooKeeperServer, second_zk: KazooClient, tmp_path: Path) -> None:
     """The same path on two ensembles: no conflict, each value on its own ensemble (the second's under its
     chroot), and the ensemble's status says Ready, the server's version, the watch mode and its objects."""
-    kube = ensembles_kube
-    with run_zkop(kubeconfig, zk_server, zk_base, tmp_path):
-        create_ensemble(kube, ensemble("second", second.hosts, chroot="/team"))
-        create(kube, zkc("on-default", "/app/flag", b"default"))
-        create(kube, zkc("on-second", "/app/flag", b"second", ensembleRef={"name": "second"}))
-        wait_for(lambda: synced(kube, "on-default") and synced(kube, "on-second"), message="both synced")
+    kube, name = ensembles_kube, f"{namespace}-second"  # cluster-scoped: the test's own
+    with run_zkop(kubeconfig, zk_server, zk_base, tmp_path, namespace):
+        create_ensemble(kube, ensemble(name, second.hosts, chroot="/team"))
+        create(kube, zkc("on-default", "/app/flag", b"default", namespace))
+        create(kube, zkc("on-second", "/app/flag", b"second", namespace, ensembleRef={"name": name}))
+        wait_for(lambda: synced(kube, "on-default", namespace) and synced(kube, "on-second", namespace),
+                 message="both synced")
         assert read(zk, f"{zk_base}/app/flag") == b"default"
         assert read(second_zk, "/team/app/flag") == b"second"
         assert not second_zk.exists("/app/flag")
-        status = wait_for(lambda: (e := get_ensemble(kube, "second")) and ready_condition(e).get("status") == "True"
+        status = wait_for(lambda: (e := get_ensemble(kube, name)) and ready_condition(e).get("status") == "True"
                           and (e.get("status") or {}).get("serverVersion") and e["status"], message="ensemble Ready")
         assert status["managedObjects"] == 1
         assert status["watchMode"] in ("persistent", "per-node")
@@ -102,33 +142,34 @@ def create_ensemble(kube: KubeClient, obj: dict[str, object]) -> None:
 
 
 def test_an_ensemble_that_is_down_affects_only_its_own_objects(
-        kubeconfig: str, ensembles_kube: KubeClient, zk_server: ZooKeeperServer, zk_base: str, zk: KazooClient,
-        second: ZooKeeperServer, second_zk: KazooClient, tmp_path: Path) -> None:
+        kubeconfig: str, namespace: str, ensembles_kube: KubeClient, zk_server: ZooKeeperServer, zk_base: str,
+        zk: KazooClient, second: ZooKeeperServer, second_zk: KazooClient, tmp_path: Path) -> None:
     """The second ensemble stops: its objects say ZooKeeperUnavailable and the ensemble Ready=False, while
     objects of the flags' ensemble are still created and a hand edit of one is put back; zkop stays ready;
     the second ensemble back, its objects converge."""
-    kube = ensembles_kube
-    with run_zkop(kubeconfig, zk_server, zk_base, tmp_path) as proc:
-        create_ensemble(kube, ensemble("second", second.hosts, chroot="/team", sessionTimeout="4s"))
-        create(kube, zkc("steady", "/app/steady", b"1"))
-        create(kube, zkc("remote", "/app/remote", b"1", ensembleRef={"name": "second"}))
-        wait_for(lambda: synced(kube, "steady") and synced(kube, "remote"), message="both synced")
+    kube, name = ensembles_kube, f"{namespace}-second"  # cluster-scoped: the test's own
+    with run_zkop(kubeconfig, zk_server, zk_base, tmp_path, namespace) as proc:
+        create_ensemble(kube, ensemble(name, second.hosts, chroot="/team", sessionTimeout="4s"))
+        create(kube, zkc("steady", "/app/steady", b"1", namespace))
+        create(kube, zkc("remote", "/app/remote", b"1", namespace, ensembleRef={"name": name}))
+        wait_for(lambda: synced(kube, "steady", namespace) and synced(kube, "remote", namespace), message="both synced")
         second.kill()  # its data stays, the chroot with it
-        wait_for(lambda: ready_condition(get_ensemble(kube, "second")).get("status") == "False",
+        wait_for(lambda: ready_condition(get_ensemble(kube, name)).get("status") == "False",
                  message="the ensemble not Ready")
         for n in range(3):  # more keys than workers on the ensemble that is down
-            create(kube, zkc(f"remote-{n}", f"/app/remote-{n}", b"1", ensembleRef={"name": "second"}))
-        wait_for(lambda: conditions(get(kube, "remote-0")).get("Ready", {}).get("reason") == "ZooKeeperUnavailable",
+            create(kube, zkc(f"remote-{n}", f"/app/remote-{n}", b"1", namespace, ensembleRef={"name": name}))
+        wait_for(lambda: conditions(get(kube, "remote-0", namespace)).get("Ready", {}).get("reason")
+                 == "ZooKeeperUnavailable",
                  message="the object on the stopped ensemble says ZooKeeperUnavailable")
         # Meanwhile the flags' ensemble converges: a new object, and a hand edit put back.
-        create(kube, zkc("new", "/app/new", b"1"))
-        wait_for(lambda: synced(kube, "new"), message="a new object on the other ensemble synced")
+        create(kube, zkc("new", "/app/new", b"1", namespace))
+        wait_for(lambda: synced(kube, "new", namespace), message="a new object on the other ensemble synced")
         zk.set(f"{zk_base}/app/steady", b"hand edit")
         wait_for(lambda: read(zk, f"{zk_base}/app/steady") == b"1", message="drift on the other ensemble put back")
         assert proc.probe("/readyz") == 200
-        assert 'zkop_ensemble_ready{ensemble="second"} 0.0' in proc.metrics()
+        assert f'zkop_ensemble_ready{{ensemble="{name}"}} 0.0' in proc.metrics()
         second.start()
-        wait_for(lambda: all(synced(kube, f"remote-{n}") for n in range(3)), message="converged once back")
+        wait_for(lambda: all(synced(kube, f"remote-{n}", namespace) for n in range(3)), message="converged once back")
         client = KazooClient(hosts=second.hosts)
         client.start()
         try:
@@ -139,192 +180,202 @@ def test_an_ensemble_that_is_down_affects_only_its_own_objects(
 
 
 def test_credentials_rotated_in_a_secret_open_a_new_session_and_rewrite_nothing(
-        kubeconfig: str, apiserver: ApiServer, ensembles_kube: KubeClient, zk_server: ZooKeeperServer,
-        zk_base: str, second: ZooKeeperServer, second_zk: KazooClient, tmp_path: Path) -> None:
+        kubeconfig: str, control_plane: ControlPlane, namespace: str, ensembles_kube: KubeClient,
+        zk_server: ZooKeeperServer, zk_base: str, second: ZooKeeperServer, second_zk: KazooClient,
+        tmp_path: Path) -> None:
     """Digest credentials from a Secret in the trusted namespace; replacing them opens a new session with the
     new identity (an ACL for the new user only is then accepted, refused before as a lock-out) and writes
     neither the existing znode nor its object's status."""
-    kube = ensembles_kube
-    put_secret(kube, TRUSTED, "second-auth", {"credentials": b"alice:one"})
-    with run_zkop(kubeconfig, zk_server, zk_base, tmp_path) as proc:
-        create_ensemble(kube, ensemble("second", second.hosts, chroot="/team",
-                                       auth={"digest": {"secretRef": {"name": "second-auth"}}}))
-        create(kube, zkc("kept", "/app/kept", b"1", ensembleRef={"name": "second"}))
-        wait_for(lambda: synced(kube, "kept"), message="synced")
+    kube, name = ensembles_kube, f"{namespace}-second"  # cluster-scoped: the test's own
+    put_secret(kube, TRUSTED, f"{name}-auth", {"credentials": b"alice:one"})
+    with run_zkop(kubeconfig, zk_server, zk_base, tmp_path, namespace) as proc:
+        create_ensemble(kube, ensemble(name, second.hosts, chroot="/team",
+                                       auth={"digest": {"secretRef": {"name": f"{name}-auth"}}}))
+        create(kube, zkc("kept", "/app/kept", b"1", namespace, ensembleRef={"name": name}))
+        wait_for(lambda: synced(kube, "kept", namespace), message="synced")
         before = second_zk.get("/team/app/kept")[1]
         bob = {"scheme": "digest", "id": make_digest_acl_credential("bob", "two"),
                "permissions": ["read", "write", "create", "delete", "admin"]}
-        create(kube, zkc("bobs", "/app/bobs", b"1", ensembleRef={"name": "second"}, acl=[bob]))
-        wait_for(lambda: conditions(get(kube, "bobs")).get("Ready", {}).get("reason") == "InvalidSpec",
+        create(kube, zkc("bobs", "/app/bobs", b"1", namespace, ensembleRef={"name": name}, acl=[bob]))
+        wait_for(lambda: conditions(get(kube, "bobs", namespace)).get("Ready", {}).get("reason") == "InvalidSpec",
                  message="an ACL locking alice out refused")
-        status_writes = apiserver.count_requests("patch", "zookeeperconfigs", subresource="status", name="kept")
-        put_secret(kube, TRUSTED, "second-auth", {"credentials": b"bob:two"})
-        wait_for(lambda: synced(kube, "bobs"), message="the new session's identity accepts bob's ACL")
-        assert "ensemble second: spec or Secrets changed; opening a new session" in proc.log_tail(400)
+        status_writes = status_patches(control_plane, namespace, "kept")
+        put_secret(kube, TRUSTED, f"{name}-auth", {"credentials": b"bob:two"})
+        wait_for(lambda: synced(kube, "bobs", namespace), message="the new session's identity accepts bob's ACL")
+        assert f"ensemble {name}: spec or Secrets changed; opening a new session" in proc.log_tail(400)
         after = second_zk.get("/team/app/kept")[1]
         assert (after.mzxid, after.version) == (before.mzxid, before.version)
-        assert apiserver.count_requests("patch", "zookeeperconfigs", subresource="status", name="kept") \
-            == status_writes
-        assert base64.b64decode(get(kube, "kept")["spec"]["data"]) == b"1"  # type: ignore[index]
+        assert status_patches(control_plane, namespace, "kept") == status_writes
+        assert base64.b64decode(get(kube, "kept", namespace)["spec"]["data"]) == b"1"  # type: ignore[index]
+
+
+def status_patches(plane: ControlPlane, namespace: str, name: str) -> int:
+    """How many status patches of zkop's on ZooKeeperConfig ``name`` the audit log holds so far."""
+    settled(plane, namespace)
+    return sum(1 for r in requests(plane, namespace=namespace, resource="zookeeperconfigs", verbs=("patch",),
+                                   user=ZKOP_USER) if r.name == name and r.subresource == "status")
 
 
 @pytest.mark.parametrize("order", ["objects-first", "ensemble-first", "together"])
 def test_an_ensemble_and_its_objects_deleted_together_leave_nothing(
-        order: str, kubeconfig: str, ensembles_kube: KubeClient, zk_server: ZooKeeperServer, zk_base: str,
-        second: ZooKeeperServer, second_zk: KazooClient, tmp_path: Path) -> None:
+        order: str, kubeconfig: str, namespace: str, ensembles_kube: KubeClient, zk_server: ZooKeeperServer,
+        zk_base: str, second: ZooKeeperServer, second_zk: KazooClient, tmp_path: Path) -> None:
     """Flux prunes an ensemble and its objects in any order: every znode (deletionPolicy Delete) is removed,
     the ensemble waits (terminating) while an object still needs it, and nothing is left terminating."""
-    kube = ensembles_kube
+    kube, name = ensembles_kube, f"{namespace}-second"  # cluster-scoped: the test's own
     names = [f"pruned-{n}" for n in range(3)]
-    with run_zkop(kubeconfig, zk_server, zk_base, tmp_path):
-        create_ensemble(kube, ensemble("second", second.hosts, chroot="/team"))
-        for name in names:
-            create(kube, zkc(name, f"/app/{name}", b"1", ensembleRef={"name": "second"}))
-        wait_for(lambda: all(synced(kube, n) for n in names), message="synced")
+    with run_zkop(kubeconfig, zk_server, zk_base, tmp_path, namespace):
+        create_ensemble(kube, ensemble(name, second.hosts, chroot="/team"))
+        for obj in names:
+            create(kube, zkc(obj, f"/app/{obj}", b"1", namespace, ensembleRef={"name": name}))
+        wait_for(lambda: all(synced(kube, n, namespace) for n in names), message="synced")
         if order == "ensemble-first":
-            delete_ensemble(kube, "second")
-            held = wait_for(lambda: (e := get_ensemble(kube, "second")) and ready_condition(e).get("reason")
+            delete_ensemble(kube, name)
+            held = wait_for(lambda: (e := get_ensemble(kube, name)) and ready_condition(e).get("reason")
                             == "Terminating" and e, message="the ensemble waits for its objects")
             assert held["metadata"]["deletionTimestamp"]
         if order != "together":
             first, then = (names, []) if order == "objects-first" else ([], names)
         else:
             first, then = [], []
-            delete_ensemble(kube, "second")
-            for name in names:
-                delete_object(kube, name)
-        for name in first:
-            delete_object(kube, name)
+            delete_ensemble(kube, name)
+            for obj in names:
+                delete_object(kube, obj, namespace)
+        for obj in first:
+            delete_object(kube, obj, namespace)
         if order == "objects-first":
-            delete_ensemble(kube, "second")
-        for name in then:
-            delete_object(kube, name)
-        wait_for(lambda: all(get(kube, n) is None for n in names) and get_ensemble(kube, "second") is None,
+            delete_ensemble(kube, name)
+        for obj in then:
+            delete_object(kube, obj, namespace)
+        wait_for(lambda: all(get(kube, n, namespace) is None for n in names) and get_ensemble(kube, name) is None,
                  message="every object and the ensemble gone")
-        for name in names:
-            assert not second_zk.exists(f"/team/app/{name}"), name
+        for obj in names:
+            assert not second_zk.exists(f"/team/app/{obj}"), obj
 
 
 def test_an_object_whose_ensemble_is_missing_says_so(
-        kubeconfig: str, ensembles_kube: KubeClient, zk_server: ZooKeeperServer, zk_base: str, zk: KazooClient,
-        second: ZooKeeperServer, second_zk: KazooClient, tmp_path: Path) -> None:
+        kubeconfig: str, namespace: str, ensembles_kube: KubeClient, zk_server: ZooKeeperServer, zk_base: str,
+        zk: KazooClient, second: ZooKeeperServer, second_zk: KazooClient, tmp_path: Path) -> None:
     """No such ZooKeeperEnsemble: EnsembleNotFound and nothing written; a Secret missing: EnsembleNotUsable on
     the object and SecretNotFound on the ensemble; both converge once what is missing appears."""
-    kube = ensembles_kube
-    with run_zkop(kubeconfig, zk_server, zk_base, tmp_path):
-        create(kube, zkc("lost", "/app/lost", b"1", ensembleRef={"name": "second"}))
-        wait_for(lambda: conditions(get(kube, "lost")).get("Ready", {}).get("reason") == "EnsembleNotFound",
+    kube, name = ensembles_kube, f"{namespace}-second"  # cluster-scoped: the test's own
+    with run_zkop(kubeconfig, zk_server, zk_base, tmp_path, namespace):
+        create(kube, zkc("lost", "/app/lost", b"1", namespace, ensembleRef={"name": name}))
+        wait_for(lambda: conditions(get(kube, "lost", namespace)).get("Ready", {}).get("reason") == "EnsembleNotFound",
                  message="EnsembleNotFound")
         assert not zk.exists(f"{zk_base}/app/lost")
-        create_ensemble(kube, ensemble("second", second.hosts, chroot="/team",
-                                       auth={"digest": {"secretRef": {"name": "absent"}}}))
-        wait_for(lambda: ready_condition(get_ensemble(kube, "second")).get("reason") == "SecretNotFound",
+        create_ensemble(kube, ensemble(name, second.hosts, chroot="/team",
+                                       auth={"digest": {"secretRef": {"name": f"{name}-absent"}}}))
+        wait_for(lambda: ready_condition(get_ensemble(kube, name)).get("reason") == "SecretNotFound",
                  message="the ensemble says its Secret is missing")
-        wait_for(lambda: conditions(get(kube, "lost")).get("Ready", {}).get("reason") == "EnsembleNotUsable",
+        wait_for(lambda: conditions(get(kube, "lost", namespace)).get("Ready", {}).get("reason") == "EnsembleNotUsable",
                  message="EnsembleNotUsable")
-        lost = get(kube, "lost")
+        lost = get(kube, "lost", namespace)
         assert lost is not None and lost["status"]["state"] == "Error"
         assert "Stalled" not in conditions(lost)  # retried: it converges once the Secret is there
         wait_for(lambda: {"EnsembleNotFound", "EnsembleNotUsable"} <= {
-            e["reason"] for e in events(kube, "lost") if e["type"] == "Warning"}, message="a Warning Event of each")
-        put_secret(kube, TRUSTED, "absent", {"credentials": b"carol:three"})
-        wait_for(lambda: synced(kube, "lost"), message="synced once the Secret is there")
+            e["reason"] for e in events(kube, "lost", namespace) if e["type"] == "Warning"},
+                 message="a Warning Event of each")
+        put_secret(kube, TRUSTED, f"{name}-absent", {"credentials": b"carol:three"})
+        wait_for(lambda: synced(kube, "lost", namespace), message="synced once the Secret is there")
         assert read(second_zk, "/team/app/lost") == b"1"
 
 
 def test_the_service_bridge_and_importer_use_the_ensemble_their_flags_name(
-        kubeconfig: str, ensembles_kube: KubeClient, zk_server: ZooKeeperServer, zk_base: str, zk: KazooClient,
-        second: ZooKeeperServer, second_zk: KazooClient, tmp_path: Path) -> None:
+        kubeconfig: str, namespace: str, ensembles_kube: KubeClient, zk_server: ZooKeeperServer, zk_base: str,
+        zk: KazooClient, second: ZooKeeperServer, second_zk: KazooClient, tmp_path: Path) -> None:
     """``--service-bridge-ensemble`` and ``--import-ensemble``: Services published into, and registrations
     imported from, the named ZooKeeperEnsemble (chroot and credentials from its spec and Secret); nothing of
     the kind on the flags' ensemble."""
-    kube = ensembles_kube
-    kube.request("POST", resource_path("", "v1", "namespaces"),
-                 body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": IMPORT_NAMESPACE}})
-    put_secret(kube, TRUSTED, "second-auth", {"credentials": b"alice:one"})
-    create_ensemble(kube, ensemble("second", second.hosts, chroot="/team",
-                                   auth={"digest": {"secretRef": {"name": "second-auth"}}}))
+    kube, name = ensembles_kube, f"{namespace}-second"  # cluster-scoped: the test's own
+    put_secret(kube, TRUSTED, f"{name}-auth", {"credentials": b"alice:one"})
+    create_ensemble(kube, ensemble(name, second.hosts, chroot="/team",
+                                   auth={"digest": {"secretRef": {"name": f"{name}-auth"}}}))
     register(second_zk, "orders", "i1", "10.3.0.1", root="/team/services", ephemeral=False)
-    kube.request("POST", resource_path("", "v1", "services", "default"), body=svc("web"))
+    kube.request("POST", resource_path("", "v1", "services", namespace), body=svc("web", namespace))
     args = ["--zookeeper-ensembles", "--ensemble-secret-namespace", TRUSTED, "--service-bridge",
-            "--service-bridge-ensemble", "second", "--import-services", "--import-namespace", IMPORT_NAMESPACE,
-            "--import-ensemble", "second"]
-    with OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}", args, env={"TMPDIR": str(tmp_path)}):
-        wait_for(lambda: "default-web" in children(second_zk, f"/team{BRIDGE_ROOT}"),
+            "--service-bridge-ensemble", name, "--service-bridge-namespace", namespace, "--import-services",
+            "--import-namespace", namespace, "--import-ensemble", name, "--namespace", namespace]
+    with OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}", args, env={"TMPDIR": str(tmp_path)}) as proc:
+        wait_for(lambda: f"{namespace}-web" in children(second_zk, f"/team{BRIDGE_ROOT}"),
                  message="the Service published into the named ensemble")
-        wait_for(lambda: get_service(kube, "orders") is not None, message="the registration imported from it")
+        wait_for(lambda: get_service(kube, "orders", namespace) is not None,
+                 message="the registration imported from it")
         assert not zk.exists(f"{zk_base}{BRIDGE_ROOT}")
-    assert list(tmp_path.glob("zkop-ensemble-*")) == []  # its private files removed on exit
+    assert proc.proc is not None and proc.proc.returncode == 0, proc.log_tail()  # a clean exit, which
+    assert list(tmp_path.glob("zkop-ensemble-*")) == [], proc.log_tail()  # removes its private files
 
 
 def test_a_service_ensemble_that_does_not_exist_is_a_usage_error(
-        kubeconfig: str, ensembles_kube: KubeClient, zk_server: ZooKeeperServer, zk_base: str,
+        kubeconfig: str, namespace: str, ensembles_kube: KubeClient, zk_server: ZooKeeperServer, zk_base: str,
         tmp_path: Path) -> None:
+    name = f"{namespace}-nope"  # no such ZooKeeperEnsemble
     proc = OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}",
-                           ["--service-bridge", "--service-bridge-ensemble", "nope"], env={"TMPDIR": str(tmp_path)})
+                           ["--service-bridge", "--service-bridge-ensemble", name, "--namespace", namespace],
+                           env={"TMPDIR": str(tmp_path)})
     with pytest.raises(OperatorStartError) as err:
         proc.start()
     assert err.value.returncode == 2
-    assert "ZooKeeperEnsemble nope: ZooKeeperEnsemble 'nope' not found" in err.value.output
+    assert f"ZooKeeperEnsemble {name}: ZooKeeperEnsemble {name!r} not found" in err.value.output
 
 
 def test_an_ensemble_deleted_while_zkop_is_down_still_lets_its_objects_delete_their_znodes(
-        kubeconfig: str, ensembles_kube: KubeClient, zk_server: ZooKeeperServer, zk_base: str,
+        kubeconfig: str, namespace: str, ensembles_kube: KubeClient, zk_server: ZooKeeperServer, zk_base: str,
         second: ZooKeeperServer, second_zk: KazooClient, tmp_path: Path) -> None:
     """The ensemble is deleted while zkop is stopped; the zkop that starts next makes its session again for
     the objects that still need it, deletes their znodes when they go, and only then lets the ensemble go."""
-    kube = ensembles_kube
-    with run_zkop(kubeconfig, zk_server, zk_base, tmp_path):
-        create_ensemble(kube, ensemble("second", second.hosts, chroot="/team"))
-        create(kube, zkc("late", "/app/late", b"1", ensembleRef={"name": "second"}))
-        wait_for(lambda: synced(kube, "late"), message="synced")
-    delete_ensemble(kube, "second")
-    assert (get_ensemble(kube, "second") or {}).get("metadata", {}).get("deletionTimestamp")  # held: finalizer
-    with run_zkop(kubeconfig, zk_server, zk_base, tmp_path):
-        wait_for(lambda: ready_condition(get_ensemble(kube, "second")).get("reason") == "Terminating",
+    kube, name = ensembles_kube, f"{namespace}-second"  # cluster-scoped: the test's own
+    with run_zkop(kubeconfig, zk_server, zk_base, tmp_path, namespace):
+        create_ensemble(kube, ensemble(name, second.hosts, chroot="/team"))
+        create(kube, zkc("late", "/app/late", b"1", namespace, ensembleRef={"name": name}))
+        wait_for(lambda: synced(kube, "late", namespace), message="synced")
+    delete_ensemble(kube, name)
+    assert (get_ensemble(kube, name) or {}).get("metadata", {}).get("deletionTimestamp")  # held: finalizer
+    with run_zkop(kubeconfig, zk_server, zk_base, tmp_path, namespace):
+        wait_for(lambda: ready_condition(get_ensemble(kube, name)).get("reason") == "Terminating",
                  message="the ensemble waits for its object")
-        delete_object(kube, "late")
-        wait_for(lambda: get(kube, "late") is None and get_ensemble(kube, "second") is None,
+        delete_object(kube, "late", namespace)
+        wait_for(lambda: get(kube, "late", namespace) is None and get_ensemble(kube, name) is None,
                  message="the object, then the ensemble, gone")
         assert not second_zk.exists("/team/app/late")
 
 
 def test_changing_the_ensemble_ref_moves_the_object_and_leaves_the_old_znode(
-        kubeconfig: str, ensembles_kube: KubeClient, zk_server: ZooKeeperServer, zk_base: str, zk: KazooClient,
-        second: ZooKeeperServer, second_zk: KazooClient, tmp_path: Path) -> None:
+        kubeconfig: str, namespace: str, ensembles_kube: KubeClient, zk_server: ZooKeeperServer, zk_base: str,
+        zk: KazooClient, second: ZooKeeperServer, second_zk: KazooClient, tmp_path: Path) -> None:
     """docs/operations.md: a changed spec.ensembleRef writes on the new ensemble and leaves the old znode and
     its ownership record as they are."""
-    kube = ensembles_kube
-    with run_zkop(kubeconfig, zk_server, zk_base, tmp_path):
-        create_ensemble(kube, ensemble("second", second.hosts, chroot="/team"))
-        create(kube, zkc("mover", "/app/mover", b"1"))
-        wait_for(lambda: synced(kube, "mover"), message="synced on the flags' ensemble")
-        kube.request("PATCH", resource_path(*ZKC, "default", "mover"),
-                     body={"spec": {"ensembleRef": {"name": "second"}}}, content_type=MERGE_PATCH)
-        wait_for(lambda: synced(kube, "mover") and read(second_zk, "/team/app/mover") == b"1",
+    kube, name = ensembles_kube, f"{namespace}-second"  # cluster-scoped: the test's own
+    with run_zkop(kubeconfig, zk_server, zk_base, tmp_path, namespace):
+        create_ensemble(kube, ensemble(name, second.hosts, chroot="/team"))
+        create(kube, zkc("mover", "/app/mover", b"1", namespace))
+        wait_for(lambda: synced(kube, "mover", namespace), message="synced on the flags' ensemble")
+        kube.request("PATCH", resource_path(*ZKC, namespace, "mover"),
+                     body={"spec": {"ensembleRef": {"name": name}}}, content_type=MERGE_PATCH)
+        wait_for(lambda: synced(kube, "mover", namespace) and read(second_zk, "/team/app/mover") == b"1",
                  message="written on the new ensemble")
         assert read(zk, f"{zk_base}/app/mover") == b"1"  # left on the old one
         assert zk.exists(f"{zk_base}/zkop/owners/app/mover")
 
 
 def test_an_ensemble_over_mutual_tls_from_a_cert_manager_style_secret(
-        kubeconfig: str, ensembles_kube: KubeClient, zk_server: ZooKeeperServer, zk_base: str,
+        kubeconfig: str, namespace: str, ensembles_kube: KubeClient, zk_server: ZooKeeperServer, zk_base: str,
         tmp_path: Path) -> None:
     """``spec.tls.secretRef``: the Secret's ``ca.crt``, ``tls.crt`` and ``tls.key`` (a cert-manager Certificate's
     keys) open a session to a ``secureClientPort`` that needs a client certificate; the object converges."""
-    kube = ensembles_kube
+    kube, name = ensembles_kube, f"{namespace}-second"  # cluster-scoped: the test's own
     ca = TestCA(tmp_path / "ca")
     client = ca.issue("zkop")
-    put_secret(kube, TRUSTED, "second-tls", {"ca.crt": ca.cert.read_bytes(), "tls.crt": client.cert.read_bytes(),
+    put_secret(kube, TRUSTED, f"{name}-tls", {"ca.crt": ca.cert.read_bytes(), "tls.crt": client.cert.read_bytes(),
                                             "tls.key": client.key.read_bytes()})
     with SecureZooKeeperServer(tmp_path / "zk", server_cert=ca.issue("zookeeper", dns=["localhost"]),
                                trust=ca.cert) as server:
         hosts = server.secure_hosts("localhost")
-        with run_zkop(kubeconfig, zk_server, zk_base, tmp_path):
-            create_ensemble(kube, ensemble("second", hosts, tls={"secretRef": {"name": "second-tls"}}))
-            create(kube, zkc("secure", "/app/secure", b"1", ensembleRef={"name": "second"}))
-            wait_for(lambda: synced(kube, "secure"), message="synced over mutual TLS")
-            wait_for(lambda: ready_condition(get_ensemble(kube, "second")).get("status") == "True",
+        with run_zkop(kubeconfig, zk_server, zk_base, tmp_path, namespace):
+            create_ensemble(kube, ensemble(name, hosts, tls={"secretRef": {"name": f"{name}-tls"}}))
+            create(kube, zkc("secure", "/app/secure", b"1", namespace, ensembleRef={"name": name}))
+            wait_for(lambda: synced(kube, "secure", namespace), message="synced over mutual TLS")
+            wait_for(lambda: ready_condition(get_ensemble(kube, name)).get("status") == "True",
                      message="the ensemble Ready")
         reader = KazooClient(hosts=hosts, use_ssl=True, ca=str(ca.cert), certfile=str(client.cert),
                              keyfile=str(client.key), verify_certs=True)

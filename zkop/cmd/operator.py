@@ -431,10 +431,18 @@ class Operator:
                 raise
             return found
 
+        def get_ensemble(ensemble: str) -> JSON | None:
+            # A LIST narrowed to the one name, not a GET: the zookeeper-ensembles component grants list and
+            # watch on the kind (its informer's verbs), not get (kube-apiserver answers a GET 403).
+            found: JSON = self.client.request("GET", resource_path(E_GROUP, E_VERSION, E_PLURAL),
+                                              query={"fieldSelector": f"metadata.name={ensemble}"})
+            items: list[JSON] = list(found.get("items") or [])
+            return items[0] if items else None
+
         directory = Path(tempfile.mkdtemp(prefix=f"zkop-ensemble-{name}-"))
         try:
             connection = read_ensemble(
-                lambda n: get(resource_path(E_GROUP, E_VERSION, E_PLURAL, None, n)),
+                get_ensemble,
                 lambda n: get(resource_path("", "v1", "secrets", namespace, n)),
                 name, self.options.zookeeper, directory)
         except (SecretMissing, InvalidEnsemble, ApiException) as err:

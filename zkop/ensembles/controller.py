@@ -166,6 +166,8 @@ class EnsembleReconciler:
             return Result()
         self.secrets.track(f"{self.secret_namespace}/{name}" for name in spec.secret_names)
         runtime = self._runtime(key, obj, spec)
+        if runtime is None:
+            return Result()  # the run is ending: nothing to report
         if isinstance(runtime, str):
             self._report(obj, "False", "SecretNotFound" if "Secret" in runtime else "InvalidSpec", runtime, None)
         elif terminating is not None:
@@ -176,8 +178,9 @@ class EnsembleReconciler:
             self._report(obj, "False", "ZooKeeperUnavailable", reason, runtime)
         return Result()
 
-    def _runtime(self, name: str, obj: JSON, spec: EnsembleSpec) -> EnsembleRuntime | str:
-        """The ensemble's running runtime, made anew if its spec or Secrets changed; or why it cannot run."""
+    def _runtime(self, name: str, obj: JSON, spec: EnsembleSpec) -> EnsembleRuntime | str | None:
+        """The ensemble's running runtime, made anew if its spec or Secrets changed; or why it cannot run; ``None``
+        once the runtimes have been stopped (:meth:`Ensembles.stop_all`: the run is ending)."""
         raw = obj.get("spec") or {}
         print_ = fingerprint(raw, self._secret, spec.secret_names)
         current = self.ensembles.get(name)
@@ -194,7 +197,9 @@ class EnsembleReconciler:
             log.info("ensemble %s: spec or Secrets changed; opening a new session", name)
             self._close(name, None, notify=False)
         runtime = self.make_runtime(name, raw, print_, options, directory)
-        self.ensembles.put(runtime)
+        if not self.ensembles.put_unless_closed(runtime):
+            runtime.stop(0.0)  # never started: its session closed and its private files removed
+            return None
         runtime.start()
         return runtime
 
@@ -311,7 +316,8 @@ class _Runtimes:
         self._ensembles = ensembles
 
     def start(self) -> None:
-        """The runtimes are started by the controller."""
+        """The runtimes are started by the controller; from now on it may register them again."""
+        self._ensembles.reopen()
 
     def stop(self, timeout: float, /) -> None:
         self._ensembles.stop_all(min(timeout, 5.0))

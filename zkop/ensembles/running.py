@@ -160,6 +160,7 @@ class Ensembles:
         self._lock = threading.Lock()
         self._runtimes: dict[str, EnsembleRuntime] = {}
         self._unusable: dict[str, str] = {}
+        self._closed = False  # set by stop_all: no ZooKeeperEnsemble's runtime is registered after it
 
     def get(self, name: str) -> EnsembleRuntime | None:
         """The running ensemble ``name`` (``""``: the flags'), or ``None``."""
@@ -189,6 +190,21 @@ class Ensembles:
             self._runtimes[runtime.name] = runtime
             return old
 
+    def put_unless_closed(self, runtime: EnsembleRuntime) -> bool:
+        """:meth:`put` ``runtime`` unless :meth:`stop_all` has run (then ``False``: the caller stops it). A reconcile
+        still draining when the run ends must not start a session, and a private directory, that nothing stops."""
+        with self._lock:
+            if self._closed:
+                return False
+            self._unusable.pop(runtime.name, None)
+            self._runtimes[runtime.name] = runtime
+            return True
+
+    def reopen(self) -> None:
+        """Accept runtimes again (leadership starts anew)."""
+        with self._lock:
+            self._closed = False
+
     def remove(self, name: str, reason: str | None = None) -> EnsembleRuntime | None:
         """Unregister ``name`` (``reason``: why it cannot run, for its objects' status); returns its runtime."""
         if name == DEFAULT_ENSEMBLE:
@@ -208,6 +224,7 @@ class Ensembles:
     def stop_all(self, timeout: float) -> None:
         """Stop every ZooKeeperEnsemble's runtime (the flags' ensemble is stopped by its own owner)."""
         with self._lock:
+            self._closed = True
             runtimes = [r for n, r in self._runtimes.items() if n != DEFAULT_ENSEMBLE]
             for runtime in runtimes:
                 del self._runtimes[runtime.name]
