@@ -324,6 +324,7 @@ class Operator:
             metrics_key_name=options.metrics_key_name,
             health_probe_bind_address=options.health_probe_bind_address,
             leader_election=election, graceful_shutdown_timeout=options.graceful_shutdown_timeout,
+            gc_freeze_after_sync=True,
         ), self.client)
         probe_root = f"{options.registry_root.rsplit('/', 1)[0] or '/zkop'}/probe"
         self.startup = ZooKeeperStartup(self.zookeeper, probe_root, probe=options.startup_probe and not options.dry_run,

@@ -5,8 +5,8 @@ It knows no feature: features :meth:`Manager.add` what they build (anything with
 
 Start order [CR pkg/manager/internal.go ``Start``]: the servers; the ``needs_leader=False``
 runnables in the order added (so standbys keep warm caches); wait until each one with
-``has_synced()`` has synced (``WaitForCacheSync``); leader election, if configured; once leading,
-the ``needs_leader=True`` runnables in order.
+``has_synced()`` has synced (``WaitForCacheSync``); with ``gc_freeze_after_sync``, :func:`freeze_heap`;
+leader election, if configured; once leading, the ``needs_leader=True`` runnables in order.
 
 Shutdown [CR pkg/manager/internal.go ``engageStopProcedure``]: a standby stops campaigning first;
 the leader runnables stop together within ``graceful_shutdown_timeout`` **while the Lease is
@@ -26,6 +26,7 @@ Lease is released only if they all stopped in time [client-go tools/leaderelecti
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 import time
@@ -46,7 +47,8 @@ from zkop.runtime.serving import (
 )
 from zkop.runtime.threads import describe_end
 
-__all__ = ["HasSynced", "HealthChecker", "LeaderElectionOptions", "Manager", "ManagerOptions", "Runnable"]
+__all__ = ["HasSynced", "HealthChecker", "LeaderElectionOptions", "Manager", "ManagerOptions", "Runnable",
+           "freeze_heap"]
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +117,9 @@ class ManagerOptions:
         cache_sync_poll: seconds between checks of ``has_synced`` and of a stop request.
         liveness_period: seconds between checks that every runnable still works (see the module
             docstring); with leader election at most a quarter of the renew deadline is used.
+        gc_freeze_after_sync: once the caches have synced, collect and ``gc.freeze()`` the heap
+            (:func:`freeze_heap`); ``zkop run`` sets it, the library default leaves the process's
+            garbage collector alone (the Manager may run inside someone else's process, e.g. a test's).
     """
 
     metrics_bind_address: str = ":8080"
@@ -127,6 +132,7 @@ class ManagerOptions:
     graceful_shutdown_timeout: float = 30.0
     cache_sync_poll: float = 0.05
     liveness_period: float = 0.5
+    gc_freeze_after_sync: bool = False
 
 
 @dataclass
@@ -266,6 +272,8 @@ class Manager:
                 if not self._start(entry):
                     break
             if self._wait_for_caches():
+                if self.options.gc_freeze_after_sync:
+                    freeze_heap()
                 self._elect()
                 self._watch()
             self._shutdown()
@@ -529,6 +537,32 @@ class Manager:
                 entry.runnable.stop(max(1.0, deadline - time.monotonic()))
             except Exception:
                 log.exception("stopping %s failed", entry.name)
+
+
+def freeze_heap() -> int:
+    """Run a full collection, then move every object still alive out of the collector's reach; the count frozen.
+
+    Why: after the initial sync the informers' caches hold one decoded dict per object (70,000 in the scale run),
+    and every full (generation-2) collection traverses all of them -- 600-840 ms at that size, pauses that land in
+    the reconciles (the 50,000-object scale run's drift p99). ``gc.freeze()`` [CPython ``gc`` module docs: "freeze
+    all the objects tracked by the garbage collector; move them to a permanent generation and ignore them in all
+    the future collections"] makes that pause 0 ms; the interpreter's own start-up heap (modules, classes) goes
+    with it. Measured with ``python -m hack.bench.gcpause`` (docs/performance.md, "The gc.freeze() lever").
+
+    What it does not change: reference counting still frees a frozen object when its last reference goes, so a
+    cached object a watch event replaces is freed as before (cached objects are trees of dicts, lists and strings
+    from JSON, without reference cycles); objects allocated later, the replacements included, are collected as
+    ever, so the pause grows back as the cache is replaced (100-140 ms after every cached object was replaced
+    once, at 70,000). The risk is a reference *cycle* among frozen objects that later becomes garbage: it is
+    never freed. The collection first frees the cycles that are garbage already, and what is frozen is the
+    long-lived heap of a process that runs until it exits. It runs once per process, where the Manager has
+    synced its caches: a later relist replaces objects the way watch events do.
+    """
+    gc.collect()
+    gc.freeze()
+    frozen = gc.get_freeze_count()
+    log.info("froze %d objects after the caches synced (full collections skip them)", frozen)
+    return frozen
 
 
 def _bind_error(what: str, address: str, err: OSError) -> OSError:

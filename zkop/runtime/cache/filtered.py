@@ -20,7 +20,9 @@ __all__ = ["FilteredHandler", "FilteredIndexer"]
 class FilteredIndexer(Indexer):
     """A read-only view of ``base`` holding the objects whose ``func`` values include ``value``.
 
-    ``base`` must index by ``func`` under ``index`` (so :meth:`list` is an index lookup, not a scan).
+    ``base`` must index by ``func`` under ``index``: :meth:`list`, :meth:`get`, :meth:`by_index` and
+    :meth:`index_keys` are lookups in that index (set membership), not calls of ``func`` on each object
+    (a reconcile reads its object several times; see docs/performance.md, "Levers: filtered views").
     The writers :meth:`upsert` and :meth:`delete` raise ``TypeError``: the informer writes ``base``.
     """
 
@@ -39,8 +41,7 @@ class FilteredIndexer(Indexer):
         raise TypeError("a FilteredIndexer is read-only")
 
     def get(self, key: str) -> JSON | None:
-        obj = self.base.get(key)
-        return obj if self.belongs(obj) else None
+        return self.base.get_indexed(key, self.index, self.value)
 
     def list(self) -> builtins.list[JSON]:
         return self.base.by_index(self.index, self.value)
@@ -49,10 +50,21 @@ class FilteredIndexer(Indexer):
         return self.base.index_keys(self.index, self.value)
 
     def by_index(self, name: str, value: str) -> builtins.list[JSON]:
-        return [obj for obj in self.base.by_index(name, value) if self.belongs(obj)]
+        return self.base.by_index_within(name, value, self.index, self.value)
 
     def index_keys(self, name: str, value: str) -> builtins.list[str]:
-        return [key for key in self.base.index_keys(name, value) if self.belongs(self.base.get(key))]
+        return self.base.index_keys_within(name, value, self.index, self.value)
+
+    def get_indexed(self, key: str, name: str, value: str) -> JSON | None:
+        obj = self.base.get_indexed(key, name, value)
+        return obj if obj is not None and self.get(key) is obj else None
+
+    def index_keys_within(self, name: str, value: str, within: str, within_value: str) -> builtins.list[str]:
+        return [key for key in self.base.index_keys_within(name, value, within, within_value) if self.get(key)]
+
+    def by_index_within(self, name: str, value: str, within: str, within_value: str) -> builtins.list[JSON]:
+        return [obj for key in self.index_keys_within(name, value, within, within_value)
+                if (obj := self.get(key)) is not None]
 
     def __len__(self) -> int:
         return len(self.base.index_keys(self.index, self.value))

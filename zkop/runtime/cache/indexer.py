@@ -137,6 +137,33 @@ class Indexer:
         with self._lock:
             return sorted(self._indices[name].get(value, ()))
 
+    def get_indexed(self, key: str, name: str, value: str) -> JSON | None:
+        """The object under ``key`` if index ``name`` yields ``value`` for it, else ``None`` (one set lookup).
+
+        Raises:
+            KeyError: no such index.
+        """
+        with self._lock:
+            return self._items.get(key) if key in self._indices[name].get(value, ()) else None
+
+    def index_keys_within(self, name: str, value: str, within: str, within_value: str) -> builtins.list[str]:
+        """Keys whose index ``name`` yields ``value`` and index ``within`` yields ``within_value``, sorted.
+
+        Raises:
+            KeyError: no such index.
+        """
+        with self._lock:
+            return sorted(self._indices[name].get(value, set()) & self._indices[within].get(within_value, set()))
+
+    def by_index_within(self, name: str, value: str, within: str, within_value: str) -> builtins.list[JSON]:
+        """The objects of :meth:`index_keys_within`, in its order.
+
+        Raises:
+            KeyError: no such index.
+        """
+        with self._lock:
+            return [self._items[k] for k in self.index_keys_within(name, value, within, within_value)]
+
     def __len__(self) -> int:
         with self._lock:
             return len(self._items)
