@@ -39,7 +39,7 @@ from zkop.kube.client import ApiException, KubeClient, resource_path
 from zkop.zkconfig.spec import GROUP, PLURAL, VERSION
 
 from .harness import Api, Harness
-from .measure import proc_cpu_seconds, proc_memory_mb, zk_client
+from .measure import api_summary, proc_cpu_seconds, proc_memory_mb, zk_client
 from .params import JSON, NAMESPACE, cr_data, cr_manifest, cr_path
 from .realplane import RealApi
 
@@ -169,7 +169,7 @@ def one_size(h: Harness, servers: Sequence[ZooKeeperServer]) -> JSON:
         started = time.monotonic()
         operator.start(wait_ready=False)
         assert operator.proc is not None
-        pid = operator.proc.pid
+        pid, log_path = operator.proc.pid, operator.log_path
         threads_max = 0
         deadline = started + sub.scaled_timeout(180, 0.05)
         while True:
@@ -185,6 +185,7 @@ def one_size(h: Harness, servers: Sequence[ZooKeeperServer]) -> JSON:
         synced_at = time.monotonic()
         sync_cpu = proc_cpu_seconds(pid)
         memory_synced = proc_memory_mb(pid)
+        sync_requests = api_summary(list(api.request_log), total)
         log.info("ensembles k=%d: %d objects Synced in %.1f s, %.1f CPU s", k, total, synced_at - started, sync_cpu)
         settled_at = _settle(sub, api, operator, quiet=max(2.0, p.quiet * 2))
         threads_max = max(threads_max, proc_threads(pid))
@@ -217,10 +218,30 @@ def one_size(h: Harness, servers: Sequence[ZooKeeperServer]) -> JSON:
         "idle_cpu_percent": round(idle_cpu / idle_elapsed * 100, 3),
         "idle_api_requests": idle_requests,
         "ensembles_ready": ready, "znodes_wrong": wrong,
+        "cold_sync_api": sync_requests,
+        "zkop_log": log_counts(log_path),
         "machine_load_1m": os.getloadavg()[0],
     }
     log.info("ensembles k=%d: %s", k, result)
     return result
+
+
+#: Lines of zkop's log counted by :func:`log_counts`: what a run at scale showed going wrong (issue #25, item 8).
+LOG_PATTERNS = {
+    "tracebacks": "Traceback (most recent call last)",
+    "conflicts_409": "ConflictException: (409)",
+    "ensemble_not_usable_events": "EnsembleNotUsable:",
+    "connection_pool_full": "Connection pool is full",
+}
+
+
+def log_counts(path: str | os.PathLike[str] | None) -> dict[str, int]:
+    """How often each of :data:`LOG_PATTERNS` occurs in zkop's log at ``path`` (``{}`` without a log)."""
+    if path is None or not os.path.exists(path):
+        return {}
+    with open(path, encoding="utf-8", errors="replace") as f:
+        text = f.read()
+    return {name: text.count(pattern) for name, pattern in LOG_PATTERNS.items()}
 
 
 def _seed(api: Api, servers: Sequence[ZooKeeperServer], chroot: str, per: int) -> None:

@@ -43,6 +43,11 @@ def check_run(run: dict[str, Any], k: int, per: int) -> None:
     assert run["threads_settled"] > 0 and run["rss_settled_mb"] > 0 and run["cold_sync_cpu_s"] > 0
     assert run["rss_peak_mb"] >= run["rss_settled_mb"]
     assert run["idle_seconds"] >= 2.0
+    # Every object's finalizer and its Synced status were written during the cold sync (the audit log on the
+    # real plane, the request log on the double).
+    assert run["cold_sync_api"]["api_writes_on_zookeeperconfigs_per_cr"] >= 2.0
+    assert set(run["zkop_log"]) == {"tracebacks", "conflicts_409", "ensemble_not_usable_events",
+                                    "connection_pool_full"}
 
 
 @pytest.mark.timeout(180)
