@@ -39,7 +39,7 @@ from zkop.kube.client import ApiException, KubeClient, resource_path
 from zkop.zkconfig.spec import GROUP, PLURAL, VERSION
 
 from .harness import Api, Harness
-from .measure import api_summary, proc_cpu_seconds, proc_memory_mb, zk_client
+from .measure import api_summary, proc_cpu_seconds, proc_memory_mb, scrape, zk_client
 from .params import JSON, NAMESPACE, cr_data, cr_manifest, cr_path
 from .realplane import RealApi
 
@@ -285,13 +285,17 @@ def _object(i: int, j: int) -> JSON:
 
 
 def _settle(h: Harness, api: Api, operator: OperatorProcess, *, quiet: float) -> float:
-    """Wait until zkop's API requests stopped for ``quiet`` seconds; returns when they stopped (monotonic)."""
+    """Wait until every work queue of zkop is empty with no worker active and its API requests stopped, for
+    ``quiet`` seconds; returns when that began (monotonic). (Every object ``Synced`` is not enough: the echoes of
+    the last status writes may still be queued, and their reconciles would land in the idle window.)"""
     last, since = len(api.request_log), time.monotonic()
     deadline = since + h.scaled_timeout(60, 0.01)
     while True:
         time.sleep(0.25)
+        metrics = scrape(operator)
+        busy = metrics.total("workqueue_depth") + metrics.total("controller_runtime_active_workers")
         now, count = time.monotonic(), len(api.request_log)
-        if count != last:
+        if count != last or busy > 0:
             last, since = count, now
         elif now - since >= quiet:
             return since
