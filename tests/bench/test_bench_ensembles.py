@@ -9,6 +9,7 @@ the runs. The figures themselves (threads, RSS, CPU) are never asserted: on shar
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -27,7 +28,8 @@ def run_bench(tmp_path: Path, *args: str) -> dict[str, Any]:
     """Run the scenario with ``args``; its JSON report (written with ``--output``)."""
     out = tmp_path / "report.json"
     proc = subprocess.run([sys.executable, "-m", "hack.bench", "--smoke", "--scenario", "ensembles", *args,
-                           "--output", str(out)], cwd=REPO, capture_output=True, text=True, timeout=150, check=False)
+                           "--output", str(out)], cwd=REPO, capture_output=True, text=True, timeout=150, check=False,
+                          env={**os.environ, "TMPDIR": str(tmp_path)})  # the bench's workdir and zkop's files
     assert proc.returncode == 0, proc.stderr[-5000:]
     report: dict[str, Any] = json.loads(out.read_text())
     assert json.loads(proc.stdout) == report
