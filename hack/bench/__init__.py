@@ -15,6 +15,7 @@ process (:mod:`zkop_testing.operator`), runs every scenario and prints one JSON 
     .venv/bin/python -m hack.bench --realistic-cluster  # every scenario in a cluster seeded like a real one
     .venv/bin/python -m hack.bench --scenario instructions  # instructions per object under callgrind
     .venv/bin/python -m hack.bench --control-plane double   # on the in-memory API server
+    .venv/bin/python -m hack.bench --scenario ensembles     # zkop with 1, 5 and 20 ZooKeeperEnsembles (issue #25)
     .venv/bin/python -m hack.bench.gcpause            # the gc.freeze() lever (issue #26)
 
 Scenarios (each reports its parameters under ``params``; ``docs/performance.md`` explains them):
@@ -42,6 +43,10 @@ Scenarios (each reports its parameters under ``params``; ``docs/performance.md``
 * ``instructions`` (only with ``--scenario instructions``, needs valgrind) — zkop's cold sync, the
   floor and the controller floor under callgrind at two sizes (``--instructions-n``, default
   100,600): instructions per run, marginal instructions per object, and their ratios.
+* ``ensembles`` (only with ``--scenario ensembles``) — k ZooKeeperEnsembles (``--ensembles``, default
+  1,5,20), each on a real ZooKeeper server of its own, with ``--objects-per-ensemble`` (1,000)
+  ZooKeeperConfigs each, one ``zkop run --zookeeper-ensembles`` per k: cold-sync time and CPU, threads,
+  peak and settled RSS, idle CPU, and their slopes per ensemble (:mod:`hack.bench.ensembles`).
 
 Counting: API requests come from the API server's request log; ZooKeeper operations from
 zkop's own ``zkop_zookeeper_request_duration_seconds_count{operation}`` and ZooKeeper's
@@ -54,7 +59,7 @@ Logs go to stderr. The exit code is 0 even when targets are missed (they are rep
 
 Layout: one module per scenario (``floor``, ``cold_sync``, ``update_latency``,
 ``drift_latency``, ``warm_restart``, ``resync``, ``bridge``, ``memory``, ``realistic``,
-``instructions``), what they share
+``instructions``, ``ensembles``), what they share
 (``harness``: servers, operators, snapshots, waits; ``measure``, ``observer``, ``txns``,
 ``params``), the runner and command line (``runner``) and ``report`` (targets, table).
 Run it from the repository root (``python -m hack.bench``); results of past runs are kept

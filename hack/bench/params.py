@@ -82,6 +82,9 @@ class Params:
         k8s_minor: the Kubernetes minor of the real control plane.
         default_qps: run zkop with its default client-side QPS and burst instead of
             :data:`UNTHROTTLED` (the floor clients have no limiter either way).
+        ensembles: ``--scenario ensembles``: the numbers of ZooKeeperEnsembles measured, one run each.
+        objects_per_ensemble: ZooKeeperConfigs naming each ensemble there.
+        ensemble_idle_seconds: the idle window after each run's cold sync, seconds.
     """
 
     n: int = 2000
@@ -107,6 +110,9 @@ class Params:
     control_plane: str = "double"
     k8s_minor: str = ""
     default_qps: bool = False
+    ensembles: tuple[int, ...] = (1, 5, 20)
+    objects_per_ensemble: int = 1000
+    ensemble_idle_seconds: float = 60.0
 
 
 # --------------------------------------------------------------------------- naming of test objects

@@ -25,6 +25,7 @@ from . import REPO
 from .bridge import bridge
 from .cold_sync import cold_sync, cold_sync_baseline
 from .drift_latency import drift_latency
+from .ensembles import ensembles, parse_counts
 from .floor import floor, floor_client
 from .harness import Harness
 from .instructions import DEFAULT_SIZES, ValgrindMissing, instructions, parse_sizes, valgrind_version
@@ -238,6 +239,29 @@ def run_cpu(h: Harness) -> JSON:
     }
 
 
+def run_ensembles(h: Harness) -> JSON:
+    """Only the ``ensembles`` scenario (``--scenario ensembles``, issue #25 item 8); returns the report."""
+    run_started = time.monotonic()
+    h.git = git_revision()
+    h.load_before = machine_load()
+    h.zk = ZooKeeperServer()
+    h.zk.start()
+    try:
+        log.info("scenario ensembles (%s ensembles of %d objects)", h.p.ensembles, h.p.objects_per_ensemble)
+        result = ensembles(h)
+        log.info("ensembles: %s", result["per_ensemble"])
+    finally:
+        _stop_everything(h)
+    return {
+        "params": {**asdict(h.p), "python": platform.python_version(), "cpus": os.cpu_count(), "git": h.git,
+                   "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                   "duration_s": round(time.monotonic() - run_started, 1), "zkop_client_qps": _qps_param(h.p),
+                   "machine_load": {"start": h.load_before, "end": machine_load()}},
+        "scenarios": {"ensembles": result},
+        "targets": {},
+    }
+
+
 def run_realistic(h: Harness) -> JSON:
     """Only the ``realistic`` scenario (``--scenario realistic``); returns the report."""
     run_started = time.monotonic()
@@ -347,11 +371,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--py-spy", type=Path, default=None, metavar="DIR",
                         help="profile zkop and the API server during cold_sync with py-spy (must be installed; "
                              "collapsed stacks go to DIR)")
-    parser.add_argument("--scenario", choices=("all", "realistic", "cpu", "instructions"), default="all",
+    parser.add_argument("--scenario", choices=("all", "realistic", "cpu", "instructions", "ensembles"),
+                        default="all",
                         help="all: every scenario but realistic (default); realistic: only the realistic-cluster "
                              "footprint (RSS, start-up LIST load); cpu: only floor and cold_sync (CPU per object); "
                              "instructions: zkop's cold sync, the floor and the controller floor under callgrind "
-                             "(needs valgrind)")
+                             "(needs valgrind); ensembles: threads, memory and CPU of zkop with --ensembles "
+                             "ZooKeeperEnsembles (issue #25)")
+    parser.add_argument("--ensembles", default="1,5,20", metavar="K1,K2,...",
+                        help="--scenario ensembles: the numbers of ZooKeeperEnsembles, one run each "
+                             "(default %(default)s; smoke 2)")
+    parser.add_argument("--objects-per-ensemble", type=int, default=None,
+                        help="--scenario ensembles: ZooKeeperConfigs per ensemble (default 1000; smoke 5)")
+    parser.add_argument("--idle-seconds", type=float, default=None,
+                        help="--scenario ensembles: the idle window after each cold sync (default 60; smoke 2)")
     parser.add_argument("--instructions-n", default=",".join(map(str, DEFAULT_SIZES)), metavar="N1,N2",
                         help="--scenario instructions: the two sizes whose difference gives the marginal "
                              "instructions per object (default %(default)s)")
@@ -378,6 +411,28 @@ def build_parser() -> argparse.ArgumentParser:
 
 def params_from_args(args: argparse.Namespace) -> Params:
     """:class:`Params` from parsed flags (``--smoke`` picks the small defaults)."""
+    return _ensemble_params(args, _params_from_args(args))
+
+
+def _ensemble_params(args: argparse.Namespace, params: Params) -> Params:
+    """``params`` with the ``--scenario ensembles`` fields from the flags (``--smoke``: 2 ensembles of 5 objects,
+    2 s idle).
+
+    Raises:
+        SystemExit: ``--ensembles`` is not a list of positive integers, or ``--objects-per-ensemble`` < 1.
+    """
+    try:
+        counts = parse_counts("2" if args.smoke and args.ensembles == "1,5,20" else args.ensembles)
+    except ValueError as err:
+        raise SystemExit(str(err)) from err
+    per = _given(args.objects_per_ensemble, 5 if args.smoke else 1000)
+    if per < 1:
+        raise SystemExit("--objects-per-ensemble must be at least 1")
+    idle = args.idle_seconds if args.idle_seconds is not None else (2.0 if args.smoke else 60.0)
+    return replace(params, ensembles=counts, objects_per_ensemble=per, ensemble_idle_seconds=idle)
+
+
+def _params_from_args(args: argparse.Namespace) -> Params:
     realistic_cluster = bool(args.realistic_cluster or args.scale)
     if args.smoke:
         n = args.n or 50
@@ -453,7 +508,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ok = False
     try:
         harness = Harness(params, workdir, py_spy=args.py_spy)
-        run = {"realistic": run_realistic, "cpu": run_cpu}.get(args.scenario, run_all)
+        run = {"realistic": run_realistic, "cpu": run_cpu, "ensembles": run_ensembles}.get(args.scenario, run_all)
         report = run(harness)
         ok = True
     finally:
