@@ -27,7 +27,7 @@ from zkop_testing.ensembles import (
     ready_condition,
 )
 from zkop_testing.operator import OperatorProcess, OperatorStartError
-from zkop_testing.resources import ZKC, conditions, create, events, get, read, synced, zkc
+from zkop_testing.resources import ZKC, conditions, create, events, get, read, reasons, synced, zkc
 from zkop_testing.services import BRIDGE_ROOT, children, get_service, register, svc
 from zkop_testing.waiting import wait_for
 from zkop_testing.zkop_install import ZKOP_NAMESPACE, ZKOP_SERVICE_ACCOUNT, kubectl
@@ -129,6 +129,8 @@ def test_objects_are_routed_to_their_ensemble(
         assert read(zk, f"{zk_base}/app/flag") == b"default"
         assert read(second_zk, "/team/app/flag") == b"second"
         assert not second_zk.exists("/app/flag")
+        # created before the ensemble's session was up: waited for, never reported as unusable
+        assert "EnsembleNotUsable" not in reasons(kube, "on-second", namespace)
         status = wait_for(lambda: (e := get_ensemble(kube, name)) and ready_condition(e).get("status") == "True"
                           and (e.get("status") or {}).get("serverVersion") and e["status"], message="ensemble Ready")
         assert status["managedObjects"] == 1

@@ -261,6 +261,10 @@ class EnsembleReconciler:
         return updated
 
 
+#: Seconds before the reporter looks again at an object whose ensemble exists but does not run yet.
+STARTING_RECHECK = 5.0
+
+
 class MissingEnsembleReporter:
     """Reconciler of the ZooKeeperConfigs whose ensemble does not run: their status says why
     (``EnsembleNotFound``: no such ZooKeeperEnsemble; ``EnsembleNotUsable``: being deleted, an invalid spec,
@@ -284,8 +288,13 @@ class MissingEnsembleReporter:
         if name == DEFAULT_ENSEMBLE or self.ensembles.get(name) is not None:
             return Result()
         found = self.ensemble_cache.get(name) is not None
-        message = (self.ensembles.unusable_reason(name) or f"ZooKeeperEnsemble {name!r} is not running yet") \
-            if found else f"ZooKeeperEnsemble {name!r} not found"
+        unusable = self.ensembles.unusable_reason(name)
+        if found and unusable is None:
+            # Not decided yet: the ensemble's controller is still opening its session (or has not reconciled it).
+            # Its runtime reconciles the object once it runs; a reason it cannot run re-enqueues the object here
+            # (on_removed). Looked at again meanwhile, never reported as unusable while merely starting.
+            return Result(requeue_after=STARTING_RECHECK)
+        message = unusable if found and unusable else f"ZooKeeperEnsemble {name!r} not found"
         if (obj.get("metadata") or {}).get("deletionTimestamp"):
             message += ("; the znode cannot be deleted until the ensemble is back (docs/operations.md, "
                         "\"An object whose ensemble is gone\")")
