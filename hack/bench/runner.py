@@ -98,14 +98,21 @@ def cpu_reference(h: Harness) -> JSON:
     return result
 
 
-def run_all(h: Harness) -> JSON:
-    """Run every scenario; returns the report."""
-    p = h.p
+def _begin_run(h: Harness) -> float:
+    """Start a run of scenarios on ZooKeeper: record the git revision and the machine's load, start the
+    benchmark's ZooKeeper server (``h.zk``); returns the run's start (``time.monotonic()`` seconds)."""
     run_started = time.monotonic()
     h.git = git_revision()
     h.load_before = machine_load()
     h.zk = ZooKeeperServer()
     h.zk.start()
+    return run_started
+
+
+def run_all(h: Harness) -> JSON:
+    """Run every scenario; returns the report."""
+    p = h.p
+    run_started = _begin_run(h)
     try:
         log.info("ZooKeeper %s (pid %s)", h.server.hosts, h.server.pid)
         with zk_client(h.server) as zk:
@@ -202,11 +209,7 @@ def run_cpu(h: Harness) -> JSON:
     """Only ``floor`` and ``cold_sync`` with its baseline (``--scenario cpu``): the CPU-per-object figures
     (on the real control plane also ``plane_idle`` and ``zkop_idle``: what it costs the cluster)."""
     p = h.p
-    run_started = time.monotonic()
-    h.git = git_revision()
-    h.load_before = machine_load()
-    h.zk = ZooKeeperServer()
-    h.zk.start()
+    run_started = _begin_run(h)
     try:
         with zk_client(h.server) as zk:
             zk.ensure_path(MAIN_CHROOT)
@@ -241,11 +244,7 @@ def run_cpu(h: Harness) -> JSON:
 
 def run_ensembles(h: Harness) -> JSON:
     """Only the ``ensembles`` scenario (``--scenario ensembles``, issue #25 item 8); returns the report."""
-    run_started = time.monotonic()
-    h.git = git_revision()
-    h.load_before = machine_load()
-    h.zk = ZooKeeperServer()
-    h.zk.start()
+    run_started = _begin_run(h)
     try:
         log.info("scenario ensembles (%s ensembles of %d objects)", h.p.ensembles, h.p.objects_per_ensemble)
         result = ensembles(h)
