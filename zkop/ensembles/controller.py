@@ -103,13 +103,13 @@ class EnsembleReconciler:
         secrets: the Secrets of the trusted namespace, tracked by name.
         secret_namespace: that namespace.
         ensembles: where the runtimes are registered (the lookup tenancy and adoption read).
-        make_runtime: ``(name, raw spec, fingerprint, options, directory)`` → a runtime, not started.
+        make_runtime: ``(name, raw spec, parsed spec, fingerprint, options, directory)`` → a runtime, not started.
         on_removed: called with an ensemble's name after its runtime stopped (its objects' status must say so).
     """
 
     def __init__(self, cache: Any, objects: SharedInformers, secrets: NamedObjectInformer, secret_namespace: str,
                  client: KubeClient, ensembles: Ensembles, base: ConnectionOptions,
-                 make_runtime: Callable[[str, JSON, str, ConnectionOptions, Path], EnsembleRuntime],
+                 make_runtime: Callable[[str, JSON, EnsembleSpec, str, ConnectionOptions, Path], EnsembleRuntime],
                  on_removed: Callable[[str], None] = lambda name: None) -> None:
         self.cache, self.objects, self.secrets = cache, objects, secrets
         self.secret_namespace, self.client, self.ensembles, self.base = secret_namespace, client, ensembles, base
@@ -196,7 +196,7 @@ class EnsembleReconciler:
         if current is not None:
             log.info("ensemble %s: spec or Secrets changed; opening a new session", name)
             self._close(name, None, notify=False)
-        runtime = self.make_runtime(name, raw, print_, options, directory)
+        runtime = self.make_runtime(name, raw, spec, print_, options, directory)
         if not self.ensembles.put_unless_closed(runtime):
             runtime.stop(0.0)  # never started: its session closed and its private files removed
             return None
@@ -360,16 +360,15 @@ def setup(
 
     controller_holder: list[Controller] = []
 
-    def make_runtime(name: str, raw: JSON, print_: str, connection: ConnectionOptions,
+    def make_runtime(name: str, raw: JSON, spec: EnsembleSpec, print_: str, connection: ConnectionOptions,
                      directory: Path) -> EnsembleRuntime:
         adapter = ZooKeeperAdapter(connection)
         if options.dry_run:
             adapter.refuse_writes = "zkop run --dry-run"
         adapter.known_max_age = default_zookeeper.known_max_age
-        policy = parse_ensemble(raw).policy  # parsed before: the runtime is made from a valid spec only
         parts = build_ensemble(shared, client, adapter, recorder, options, ensemble=name, workers=workers,
                                acl_check_period=acl_check_period, ensemble_spec=raw,
-                               policy_for=lambda obj: policy)
+                               policy_for=lambda obj: spec.policy)
         return EnsembleRuntime(name, raw, print_, adapter, parts, directory=directory,
                                on_change=lambda: controller_holder[0].queue.add(name))
 
