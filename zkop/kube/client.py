@@ -12,6 +12,9 @@ verb (rest/request.go ``request``, ``Watch``, ``tryThrottleWithInfo``; rest/with
   to :data:`MAX_RETRIES` times (``checkWait``, ``IsNextRetry``), but never past the request's
   ``timeout`` (client-go: the context deadline); then the caller gets the last answer as
   :class:`ApiException`. urllib3's own ``Retry-After`` handling is off: one retry layer.
+* **Cancellation**: a thread running under a :class:`~zkop.kube.cancel.CancelToken` (a controller's
+  workers) has its requests aborted when the token is cancelled, and later ones refused
+  (:class:`~zkop.kube.cancel.RequestCancelled`), as a cancelled context aborts client-go's.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ import kubernetes.config
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
-from zkop.kube import metrics
+from zkop.kube import cancel, metrics
 from zkop.kube.flowcontrol import TokenBucket
 from zkop.kube.types import JSON as JSON
 
@@ -163,6 +166,7 @@ class KubeClient:
         self._sleep = sleep
         self._throttle_logged_at = -math.inf
         self._retries = _without_retry_after(api_client.rest_client.pool_manager)
+        cancel.install(api_client.rest_client.pool_manager)
         self._lock = threading.Lock()
         self._host = api_client.configuration.host.rstrip("/")
         self._auth: dict[str, str] = {}
@@ -300,6 +304,7 @@ class KubeClient:
         first = self._clock()
         retries = 0
         while True:
+            _refuse_if_cancelled()
             response = self._call(method, path, query, body, content_type, timeout, stream=stream)
             status = response.status
             self._metric(metrics.REST_CLIENT_REQUESTS, str(status), method).inc()
@@ -337,8 +342,10 @@ class KubeClient:
         Raises:
             ApiException: a non-2xx answer (after the retries); ``status`` is the HTTP code, ``body`` the
                 ``Status`` JSON text, ``headers`` the response headers.
-            urllib3.exceptions.HTTPError: transport failures (connection refused, read timeout).
+            urllib3.exceptions.HTTPError: transport failures (connection refused, read timeout), and
+                :class:`~zkop.kube.cancel.RequestCancelled` for a cancelled thread (module docstring).
         """
+        _refuse_if_cancelled()
         started = self._clock()
         self._throttle(method, path)
         response = self._send(method, path, query, body, content_type, timeout or self.default_timeout)
@@ -431,6 +438,14 @@ class WatchStream:
                 sock.shutdown(socket.SHUT_RDWR)
         with contextlib.suppress(Exception):
             self._response.close()
+
+
+def _refuse_if_cancelled() -> None:
+    """Raise :class:`~zkop.kube.cancel.RequestCancelled` if the calling thread's token is cancelled (before a wait
+    for the rate limiter or a retry, not only before the send)."""
+    token = cancel.current()
+    if token is not None and token.cancelled:
+        raise token.error()
 
 
 def _query_value(value: Any) -> str:

@@ -15,6 +15,10 @@ success                ``forget``                                 ``success``
 
 ``done`` is always called. An ``Exception`` never kills a worker; a ``BaseException`` escaping a
 reconcile does, and :meth:`Controller.health_check` reports it to the Manager.
+
+Workers reconcile under the controller's :class:`~zkop.kube.cancel.CancelToken`: a reconcile still
+running when :meth:`Controller.stop`'s drain ends has its API requests aborted and later ones refused,
+as controller-runtime cancels the reconcile's context when it stops.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from zkop.kube.cancel import CancelToken, cancel_scope
 from zkop.kube.client import JSON
 from zkop.runtime import metrics
 from zkop.runtime.cache import FuncHandler, Informer, meta_namespace_key
@@ -97,6 +102,8 @@ class Controller:
         self._active_lock = threading.Lock()
         self.started = threading.Event()
         self._stopping = threading.Event()
+        #: Cancels the workers' API requests once the drain of :meth:`stop` has ended.
+        self.cancel = CancelToken(f"controller {name}")
         # The labelled children of the per-reconcile metrics, looked up once.
         self._active_gauge = metrics.ACTIVE_WORKERS.labels(name)
         self._reconcile_time = metrics.RECONCILE_TIME.labels(name)
@@ -162,6 +169,10 @@ class Controller:
         self.started.set()
 
     def _worker(self) -> None:
+        with cancel_scope(self.cancel):
+            self._work()
+
+    def _work(self) -> None:
         while True:
             key, shutdown = self.queue.get()
             if shutdown:
@@ -215,8 +226,13 @@ class Controller:
 
         Keys still queued are dropped, not reconciled: a replica shutting down hands
         over quickly, and the next leader's initial list enqueues everything anyway.
+        A reconcile still running when the drain ends is cancelled: its API requests in flight are
+        aborted and later ones refused (:class:`~zkop.kube.cancel.CancelToken`; a request the API server
+        already received may still take effect, as with a cancelled context in client-go), so it
+        ends with an error instead of holding its worker (and writing) after the Lease is released.
         Then the worker threads are joined, all within :data:`WORKER_JOIN` seconds more (they only
-        skip what is still queued; a reconcile that outlived the drain keeps its worker running),
+        skip what is still queued; a reconcile blocked elsewhere, e.g. in a ZooKeeper wait bounded by the
+        session timeout, keeps its worker running),
         as controller-runtime's ``Start`` waits for its workers once the context ends
         [CR pkg/internal/controller/controller.go ``Controller.Start``]; the queue's own shutdown has joined
         its delaying thread. Idempotent; never joins the calling thread (a stop from a reconcile).
@@ -226,6 +242,10 @@ class Controller:
         """
         self._stopping.set()
         drained = self.queue.shutdown_with_drain(drain_timeout)
+        if not drained:
+            aborted = self.cancel.cancel()
+            log.warning("%s: reconciles still running after the %g s drain; their API requests are cancelled "
+                        "(%d in flight aborted)", self.name, drain_timeout, aborted)
         deadline = time.monotonic() + WORKER_JOIN
         for thread in self._threads:
             if thread is not threading.current_thread():
