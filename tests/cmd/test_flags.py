@@ -65,7 +65,7 @@ def test_help_prints_defaults_as_durations() -> None:
     text = " ".join(_subcommand_help("run").split())
     for flag, default in (("--leader-election-lease-duration", "15s"), ("--leader-election-renew-deadline", "10s"),
                           ("--leader-election-retry-period", "2s"), ("--sync-period", "10m"),
-                          ("--zk-session-timeout", "10s"), ("--graceful-shutdown-timeout", "30s"),
+                          ("--zk-session-timeout", "10s"), ("--graceful-shutdown-timeout", "20s"),
                           ("--service-bridge-endpoints-debounce", "5s")):
         assert re.search(rf"{flag} DURATION [^()]*\(default {default}[);]", text), flag
 

@@ -22,6 +22,7 @@ from kubernetes.config.config_exception import ConfigException
 from zkop import __version__
 from zkop.cmd.flags import (
     EXIT_ERROR,
+    GRACEFUL_SHUTDOWN_TIMEOUT,
     LOG_LEVELS,
     ArgumentParser,
     UsageError,
@@ -264,8 +265,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help=f"a leader that cannot renew for this long exits (default {format_duration(10.0)})")
     run.add_argument("--leader-election-retry-period", type=positive_duration, default=2.0, metavar="DURATION",
                      help=f"how often candidates try and leaders renew (default {format_duration(2.0)})")
-    run.add_argument("--graceful-shutdown-timeout", type=duration, default=30.0, metavar="DURATION",
-                     help=f"time to drain in-flight reconciles on SIGTERM (default {format_duration(30.0)})")
+    run.add_argument("--graceful-shutdown-timeout", type=duration, default=GRACEFUL_SHUTDOWN_TIMEOUT,
+                     metavar="DURATION",
+                     help="time to drain in-flight reconciles on SIGTERM; then their API requests are cancelled "
+                          f"(default {format_duration(GRACEFUL_SHUTDOWN_TIMEOUT)})")
     run.add_argument("--log-level", type=log_level, default=_env("ZKOP_LOG_LEVEL", "info"),
                      metavar="{" + ",".join(LOG_LEVELS) + "}", help="[ZKOP_LOG_LEVEL] (default info)")
     run.add_argument("--log-format", default=_env("ZKOP_LOG_FORMAT", "text"), choices=["text", "json"],

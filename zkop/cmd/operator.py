@@ -37,7 +37,7 @@ from tenacity import Retrying, retry_if_exception_type, stop_any, wait_exponenti
 from tenacity.stop import stop_base
 
 from zkop import __version__
-from zkop.cmd.flags import EXIT_ERROR, UsageError
+from zkop.cmd.flags import EXIT_ERROR, GRACEFUL_SHUTDOWN_TIMEOUT, UsageError
 from zkop.cmd.kube_flags import DEFAULT_KUBE_API_BURST, DEFAULT_KUBE_API_QPS
 from zkop.kube.client import JSON, KubeClient, load_api_client
 from zkop.kube.events import EventRecorder
@@ -97,7 +97,7 @@ class OperatorOptions:
     renew_deadline: float = 10.0
     retry_period: float = 2.0
     sync_period: float = 600.0
-    graceful_shutdown_timeout: float = 30.0
+    graceful_shutdown_timeout: float = GRACEFUL_SHUTDOWN_TIMEOUT
     max_data_bytes: int = DEFAULT_MAX_DATA_BYTES
     watch_inactivity_timeout: float = 90.0
     cluster_id: str = "default"

@@ -2,8 +2,10 @@
 
 ``with TcpProxy(("127.0.0.1", port)) as proxy:`` forwards every connection to the target;
 ``proxy.cut()`` closes every forwarded connection and refuses new ones (accepted, then closed at
-once) until ``proxy.restore()``. Nothing is left behind: on exit the sockets are closed and the
-threads have ended.
+once) until ``proxy.restore()``. ``proxy.freeze()`` keeps every connection open but delivers nothing
+more either way, as a dead network path does (no FIN, no RST: a request sent then never gets an
+answer); ``proxy.held`` counts the bytes clients sent since. Nothing is left behind: on exit the
+sockets are closed and the threads have ended.
 
 ``TcpProxy(target, framed=True)`` forwards a length-prefixed protocol (a 4-byte big-endian length,
 then that many bytes: jute's framing, ZooKeeper's wire format) frame by frame, and
@@ -91,6 +93,9 @@ class TcpProxy:
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port: int = self._listener.getsockname()[1]
         self._cut = threading.Event()
+        self._frozen = threading.Event()
+        #: Bytes clients sent while :meth:`freeze` held everything (never delivered).
+        self.held = 0
         self._stopped = threading.Event()
         self._lock = threading.Lock()
         self._links: list[tuple[socket.socket, socket.socket]] = []
@@ -124,6 +129,14 @@ class TcpProxy:
         """Close every forwarded connection and refuse new ones until :meth:`restore`."""
         self._cut.set()
         self._close_links()
+
+    def freeze(self) -> None:
+        """From now on deliver nothing, either way, on any connection (new ones included); close none.
+
+        What arrives is read and dropped (clients' bytes counted in :attr:`held`), so neither side
+        sees a closed connection or a full window: a client waits for an answer until its own timeout.
+        """
+        self._frozen.set()
 
     def restore(self) -> None:
         """Forward new connections again."""
@@ -192,6 +205,11 @@ class TcpProxy:
                     data = sock.recv(65536)
                     if not data:
                         return
+                    if self._frozen.is_set():
+                        if sock is client:
+                            with self._lock:
+                                self.held += len(data)
+                        continue
                     out = relay(sock, data)
                     if out is None:
                         return
