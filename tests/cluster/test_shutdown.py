@@ -19,7 +19,7 @@ from pathlib import Path
 from kazoo.client import KazooClient
 from zkop_testing.controlplane import ControlPlane
 from zkop_testing.operator import OperatorProcess
-from zkop_testing.services import endpoints, get_service, register
+from zkop_testing.services import endpoints, events, get_service, register
 from zkop_testing.tcpproxy import TcpProxy
 from zkop_testing.waiting import wait_for
 from zkop_testing.zookeeper import ZooKeeperServer
@@ -46,6 +46,8 @@ def test_sigterm_while_a_request_hangs_exits_0_inside_the_kubelets_default_grace
             gone = register(chrooted, "gone", "a", "10.30.0.7")
             wait_for(lambda: endpoints(kube, "billing", ns) == {"10.30.0.5": True}
                      and endpoints(kube, "gone", ns) == {"10.30.0.7": True}, message="both imported")
+            # Their Imported Events written too: after the freeze only the importer's deletes are sent.
+            wait_for(lambda: len(events(kube, "Imported", ns)) == 2, message="both Imported Events written")
             proxy.freeze()
             # The service goes from ZooKeeper (its node with it): the full sync's deletes are sent and never answered.
             removal = chrooted.transaction()

@@ -23,6 +23,7 @@ from zkop_testing.waiting import EVENTUALLY, wait_for
 
 from zkop.kube.cancel import CancelToken, RequestCancelled, cancel_scope
 from zkop.kube.client import KubeClient
+from zkop.kube.events import EventRecorder
 from zkop.runtime.controller import Controller, Result
 
 #: What the test server answers a request it answers.
@@ -205,3 +206,21 @@ def test_a_pooled_connection_the_server_closed_while_idle_is_not_waited_on() -> 
             assert server.connections == 2
         finally:
             client.close()
+
+
+def test_an_event_write_that_never_gets_an_answer_is_cancelled_when_the_recorder_stops(server: SilentServer) -> None:
+    """The Manager stops the recorder after the leader runnables with what is left of the drain: its flush may use
+    that much, then the write in hand is cancelled instead of holding the shutdown for the 30 s request timeout
+    (CI: ``zkop run`` killed 30 s after SIGTERM while an Event POST went unanswered)."""
+    client = client_of(server)
+    recorder = EventRecorder(client)
+    recorder.start()
+    try:
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "hang", "uid": "u"}}
+        recorder.event(pod, "Warning", "Stuck", "never written")
+        wait_for(lambda: server.seen(b"/namespaces/hang/events"), message="the Event POST reached the server")
+        recorder.stop(0.2)
+        thread = recorder._thread
+        assert thread is not None and not thread.is_alive()
+    finally:
+        client.close()

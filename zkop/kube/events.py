@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from zkop.kube import metrics
+from zkop.kube.cancel import CancelToken, cancel_scope
 from zkop.kube.client import JSON, ApiException, KubeClient, resource_path
 from zkop.kube.correlator import EventCorrelator, EventFields
 from zkop.kube.flowcontrol import TokenBucket
@@ -64,6 +65,7 @@ class EventRecorder:
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
         self._stop_requested = False  # stop() began: the writer ends after the flush
+        self._cancel = CancelToken("event recorder")  # aborts the write in hand once the flush ran out of time
         self.recorded: list[tuple[str, EventType, str, str]] = []
 
     def start(self) -> None:
@@ -73,10 +75,11 @@ class EventRecorder:
             self._thread.start()
 
     def stop(self, timeout: float = 2.0) -> None:
-        """Flush what is queued for up to ``timeout`` seconds, then stop: the writer ends after the
-        write in hand, and this waits for it up to ``timeout`` seconds more (a write is bounded by the
-        client's request timeout). Events still queued then are dropped, with a warning. Idempotent;
-        a no-op from the writer thread itself."""
+        """Flush what is queued for up to ``timeout`` seconds, then stop: the write in hand is cancelled
+        (:class:`~zkop.kube.cancel.CancelToken`: a request that gets no answer would otherwise hold the
+        shutdown for the client's request timeout) and this waits for the writer up to ``timeout`` seconds
+        more. Events still queued then are dropped, with a warning. Idempotent; a no-op from the writer
+        thread itself."""
         thread = self._thread
         if thread is None or thread is threading.current_thread():
             return
@@ -89,6 +92,7 @@ class EventRecorder:
         thread.join(max(0.0, deadline - time.monotonic()))
         if thread.is_alive():  # the flush ran out of time
             self._stopping.set()
+            self._cancel.cancel()
             thread.join(timeout)
         dropped = sum(1 for item in list(self._queue.queue) if item is not None)
         if dropped:
@@ -126,6 +130,10 @@ class EventRecorder:
             log.warning("event queue full; dropped %s event for %s", reason, meta.get("name"))
 
     def _run(self) -> None:
+        with cancel_scope(self._cancel):
+            self._write_queued()
+
+    def _write_queued(self) -> None:
         while not self._stopping.is_set():
             item = self._queue.get()
             if item is None:
