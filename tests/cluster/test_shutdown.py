@@ -18,6 +18,7 @@ from pathlib import Path
 
 from kazoo.client import KazooClient
 from zkop_testing.controlplane import ControlPlane
+from zkop_testing.metrics import Metrics
 from zkop_testing.operator import OperatorProcess
 from zkop_testing.services import endpoints, events, get_service, register
 from zkop_testing.tcpproxy import TcpProxy
@@ -26,6 +27,12 @@ from zkop_testing.zookeeper import ZooKeeperServer
 
 from zkop.cmd.flags import GRACEFUL_SHUTDOWN_TIMEOUT
 from zkop.kube.client import KubeClient
+
+
+def importing(proc: OperatorProcess) -> bool:
+    """Whether a ``service-import`` reconcile is running (``controller_runtime_active_workers``)."""
+    return Metrics(proc.metrics()).total("controller_runtime_active_workers", controller="service-import") > 0
+
 
 #: The kubelet's default ``terminationGracePeriodSeconds``: SIGKILL follows SIGTERM after this long.
 KUBELET_GRACE = 30.0
@@ -46,7 +53,7 @@ def test_sigterm_while_a_request_hangs_exits_0_inside_the_kubelets_default_grace
             gone = register(chrooted, "gone", "a", "10.30.0.7")
             wait_for(lambda: endpoints(kube, "billing", ns) == {"10.30.0.5": True}
                      and endpoints(kube, "gone", ns) == {"10.30.0.7": True}, message="both imported")
-            # Their Imported Events written too: after the freeze only the importer's deletes are sent.
+            # Their Imported Events written too, so that the request the freeze catches is the importer's.
             wait_for(lambda: len(events(kube, "Imported", ns)) == 2, message="both Imported Events written")
             proxy.freeze()
             # The service goes from ZooKeeper (its node with it): the full sync's deletes are sent and never answered.
@@ -55,6 +62,15 @@ def test_sigterm_while_a_request_hangs_exits_0_inside_the_kubelets_default_grace
             removal.delete(gone.rsplit("/", 1)[0])
             removal.commit()
             wait_for(lambda: proxy.held > 0, message="the importer's delete sent into the frozen path")
+            # ... and its reconcile blocked in it: the importer's worker busy at two scrapes 0.2 s apart (a pass
+            # that only reads ZooKeeper takes milliseconds).
+            busy: list[bool] = []
+
+            def blocked() -> bool:
+                busy.append(importing(proc))
+                return busy[-2:] == [True, True]
+
+            wait_for(blocked, interval=0.2, message="the importer's reconcile blocked in the frozen delete")
             started = time.monotonic()
             code = proc.stop(timeout=KUBELET_GRACE)  # SIGKILL after the kubelet's default grace
             took = time.monotonic() - started
@@ -64,8 +80,8 @@ def test_sigterm_while_a_request_hangs_exits_0_inside_the_kubelets_default_grace
     assert code == 0, log
     assert GRACEFUL_SHUTDOWN_TIMEOUT <= took < KUBELET_GRACE - 5, (took, log)
     assert (f"service-import: reconciles still running after the {GRACEFUL_SHUTDOWN_TIMEOUT:g} s drain; their API "
-            "requests are cancelled") in log
-    assert "Traceback" not in log
+            "requests are cancelled") in log, log
+    assert "Traceback" not in log, log
     # Nothing imported was deleted by the shutdown: the frozen deletes never reached the API server either.
     assert get_service(kube, "billing", ns) is not None and endpoints(kube, "billing", ns) == {"10.30.0.5": True}
     assert get_service(kube, "gone", ns) is not None
