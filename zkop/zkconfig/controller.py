@@ -347,10 +347,13 @@ def build_ensemble(
     for each in shared.informers:
         controller.wait_for(each)
     zookeeper.add_watch_listener(parts.on_znode_changed)
-    parts.watch_roots = WatchRoots(view, zookeeper, reconciler.registry, wait=zookeeper.options.session_timeout)
+    parts.watch_roots = WatchRoots(view, zookeeper, reconciler.registry, wait=zookeeper.options.session_timeout,
+                                   admits=reconciler.admits)
     on(informer, FilteredHandler(view, parts.watch_roots))
+    if shared.namespaces is not None:
+        on(shared.namespaces, FuncHandler(parts.watch_roots.admission_changed, namespace_labels_changed))
     if acl_check_period > 0:
-        parts.acl_check = AclCheck(view, zookeeper, queue.add, acl_check_period)
+        parts.acl_check = AclCheck(view, zookeeper, queue.add, acl_check_period, admits=reconciler.admits)
     return parts
 
 
