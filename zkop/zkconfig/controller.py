@@ -171,6 +171,12 @@ class ZooKeeperConfigController:
         for key in self.view.list_keys():
             self.controller.queue.add(key)
 
+    def admission_changed(self) -> None:
+        """The tenancy policy changed: re-deliver every object of the ensemble and re-register the watched roots."""
+        if self.watch_roots is not None:
+            self.watch_roots.admission_changed({})
+        self.on_session_reconnected()
+
     def keys_sharing_path(self, obj: JSON) -> list[str]:
         """``obj``'s key plus every other object declaring one of its paths."""
         keys = [meta_namespace_key(obj)]
