@@ -51,8 +51,9 @@ class AclCheck:
 
     def start(self) -> None:
         """Start the loop on its own thread; the first check runs one period from now."""
-        self._thread = threading.Thread(target=self._loop, name=self.name, daemon=True)
-        self._thread.start()
+        thread = threading.Thread(target=self._loop, name=self.name, daemon=True)
+        thread.start()  # then published: is_alive() is False until start()
+        self._thread = thread
 
     def health_check(self) -> str | None:
         """``None``, or that the loop's thread ended before :meth:`stop` (no ACL would be checked again)."""

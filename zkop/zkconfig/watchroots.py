@@ -96,8 +96,9 @@ class WatchRoots:
                      self._wait)
         log.info("ZooKeeper watch mode %s; %d managed paths under roots %s", self._zookeeper.watch_mode, count,
                  ", ".join(sorted(self._zookeeper.watches.roots)) or "-")
-        self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
-        self._thread.start()
+        thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+        thread.start()  # then published: is_alive() is False until start()
+        self._thread = thread
 
     def health_check(self) -> str | None:
         """``None``, or that the thread following changes ended before :meth:`stop` (new paths would go unwatched)."""
