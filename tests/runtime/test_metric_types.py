@@ -40,8 +40,8 @@ def test_histogram_with_an_exemplar_records_it_as_prometheus_client_does() -> No
     ours = metric_types.Histogram("ours", "h", ["k"], buckets=BUCKETS, registry=registry).labels("a")
     ours.observe(0.7, {"trace_id": "abc"})
     samples = [s for metric in registry.collect() for s in metric.samples if s.name == "ours_bucket"]
-    with_exemplar = [s for s in samples if s.exemplar is not None]
-    assert [(s.labels["le"], s.exemplar.labels) for s in with_exemplar] == [("1.0", {"trace_id": "abc"})]
+    assert [(s.labels["le"], s.exemplar.labels) for s in samples if s.exemplar is not None] == [
+        ("1.0", {"trace_id": "abc"})]
 
 
 def test_counter_and_gauge_values_match_prometheus_client() -> None:
