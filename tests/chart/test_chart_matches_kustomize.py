@@ -10,6 +10,7 @@ as their contents. The values users set change what they say, and ``values.schem
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -179,6 +180,62 @@ def test_ensembles_secret_namespace_moves_the_secrets_role_and_sets_the_flag(hom
                 == "zookeeper-ensembles"]
 
 
+#: A policy file as docs/operations.md's "Tenancy and adoption" shows one: a rule by name, one by label.
+POLICY = {"tenancy": {"rules": [{"namespaces": ["checkout"], "pathPrefixes": ["/config/checkout"]},
+                                {"namespaceSelector": {"matchLabels": {"zkop.example.com/tenant": "payments"}},
+                                 "pathPrefixes": ["/config/payments"]}]},
+          "adoption": "IfRequested"}
+
+
+def without_policy_checksum(objects: list[Obj]) -> list[Obj]:
+    """``objects`` with the Deployment's ``checksum/tenancy-policy`` annotation dropped (Helm's way of rolling the
+    Pods on a changed policy, where kustomize changes the ConfigMap's hashed name), after checking it is there."""
+    for deployment in find(objects, "Deployment"):
+        annotations = deployment["spec"]["template"]["metadata"]["annotations"]
+        assert len(annotations.pop("checksum/tenancy-policy")) == 64
+    return objects
+
+
+def test_tenancy_policy_renders_what_the_tenancy_components_render(home: Path, tmp_path: Path) -> None:
+    """``tenancy.policy`` is manifests/components/tenancy with the documented ``configMapGenerator`` (and
+    tenancy-namespace-selector, because a rule selects by label): the same objects, but for the ConfigMap's name
+    (kustomize's hash suffix) and Helm's checksum annotation; the file holds the policy."""
+    kustomized = by_id(kustomize_overlay(
+        tmp_path / "overlay", ("tenancy", "tenancy-namespace-selector"), files={"policy.yaml": yaml.safe_dump(POLICY)},
+        extra={"configMapGenerator": [{"name": "zkop-tenancy-policy", "namespace": "zkop-system",
+                                       "files": ["policy.yaml"]}]}))
+    kustomized.pop(("", "Namespace", "", "zkop-system"))
+    (hashed,) = [key for key in kustomized if key[1] == "ConfigMap" and key[3].startswith("zkop-tenancy-policy-")]
+    generated = kustomized.pop(hashed)
+    charted = by_id(without_policy_checksum(template(home, set_json=[f"tenancy.policy={json.dumps(POLICY)}"])))
+    policy = charted.pop(("", "ConfigMap", "zkop-system", "zkop-tenancy-policy"))
+    assert yaml.safe_load(policy["data"]["policy.yaml"]) == yaml.safe_load(generated["data"]["policy.yaml"]) == POLICY
+    for volume in kustomized[("apps", "Deployment", "zkop-system", "zkop-controller-manager")]["spec"]["template"][
+            "spec"]["volumes"]:
+        if volume["name"] == "tenancy-policy":
+            assert volume["configMap"]["name"] == hashed[3]
+            volume["configMap"]["name"] = "zkop-tenancy-policy"
+    assert sorted(charted) == sorted(kustomized)
+    for key, expected in kustomized.items():
+        assert comparable(charted[key]) == expected, f"{key} differs between charts/zkop and manifests/"
+
+
+def test_tenancy_policy_without_selectors_needs_no_namespaces_and_a_new_policy_rolls_the_pods(home: Path) -> None:
+    by_name = {"tenancy": {"rules": [{"namespaces": ["checkout"], "pathPrefixes": ["/config/checkout"]}]}}
+    objects = template(home, set_json=[f"tenancy.policy={json.dumps(by_name)}"])
+    assert not [o for o in objects if "namespaces" in str(o.get("rules"))]
+    never = template(home, "tenancy.policy.adoption=Never")
+    checksums = {json.dumps(p): find(o, "Deployment")[0]["spec"]["template"]["metadata"]["annotations"][
+        "checksum/tenancy-policy"] for p, o in ((by_name, objects), ({"adoption": "Never"}, never))}
+    assert len(set(checksums.values())) == 2
+    (config,) = find(never, "ConfigMap", "zkop-tenancy-policy")
+    assert yaml.safe_load(config["data"]["policy.yaml"]) == {"adoption": "Never"}
+    default = template(home)
+    assert not find(default, "ConfigMap", "zkop-tenancy-policy")
+    (manager,) = containers(find(default, "Deployment")[0])
+    assert not any("tenancy" in a for a in manager["args"])
+
+
 @pytest.mark.parametrize(("values", "refused"), [
     (("replicas=two",), "at '/replicas': got string, want integer"),
     (("image.digest=latest",), "/image/digest"),
@@ -188,6 +245,8 @@ def test_ensembles_secret_namespace_moves_the_secrets_role_and_sets_the_flag(hom
     (("zookeeper.auth.credentials=nocolon",), "/zookeeper/auth/credentials"),
     (("serviceBridge.enable=true",), "additional properties 'enable' not allowed"),
     (("zookeeperEnsembles.secretNamespace=Not_A_Namespace",), "/zookeeperEnsembles/secretNamespace"),
+    (("tenancy.policy.adoption=Sometimes",), "/tenancy/policy/adoption"),
+    (("tenancy.policy.rules[0].namespaces[0]=checkout",), "additional properties 'rules' not allowed"),
     (("replicas=2", "leaderElection.enabled=false"), "replicas > 1 needs leaderElection.enabled"),
 ])
 def test_bad_values_are_refused(values: tuple[str, ...], refused: str, home: Path) -> None:

@@ -67,8 +67,8 @@ def pod_of_deployment(plane: ControlPlane, directory: Path, namespace: str = ZKO
     """``zkop run`` as the live Deployment ``namespace/name`` would run it in Pod ``pod``, not started.
 
     There is no kubelet, so this does its part: the container's ``args`` after the image's ENTRYPOINT ``zkop``,
-    its ``env`` resolved from the live ConfigMaps/Secrets and the Pod's fields, its Secret and emptyDir volumes
-    written under ``directory`` (and the args that name a path under a mount pointed there), a bound token of
+    its ``env`` resolved from the live ConfigMaps/Secrets and the Pod's fields, its Secret, ConfigMap and emptyDir
+    volumes written under ``directory`` (and the args that name a path under a mount pointed there), a bound token of
     ``spec.serviceAccountName`` from the TokenRequest API (in a kubeconfig: the in-cluster configuration's
     equivalent). Only the bind addresses change: :class:`OperatorProcess` binds free loopback ports.
     ``python_path`` puts another zkop tree first on ``PYTHONPATH`` (a previous release's).
@@ -90,6 +90,14 @@ def pod_of_deployment(plane: ControlPlane, directory: Path, namespace: str = ZKO
                 for item in items:
                     if item["key"] in data:
                         (local / item["path"]).write_bytes(base64.b64decode(data[item["key"]]))
+            elif "configMap" in volume:
+                ref = volume["configMap"]
+                found = _optional_get(kube, f"/api/v1/namespaces/{namespace}/configmaps/{ref['name']}")
+                assert found is not None or ref.get("optional"), f"ConfigMap {ref['name']} is missing"
+                text = (found or {}).get("data") or {}
+                for item in ref.get("items") or [{"key": k, "path": k} for k in text]:
+                    if item["key"] in text:
+                        (local / item["path"]).write_text(text[item["key"]], encoding="utf-8")
             mounts[volume["name"]] = local
         paths = {m["mountPath"]: mounts[m["name"]] for m in container.get("volumeMounts", [])}
         env = {e["name"]: value for e in container.get("env", [])

@@ -7,6 +7,7 @@ prefixes ``Stalled`` with nothing written). The audit log shows no request of zk
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,7 +28,7 @@ from zkop_testing.kustomize import Obj
 from zkop_testing.operator import OperatorProcess
 from zkop_testing.resources import ZKC, conditions, create, get, read, synced, zkc
 from zkop_testing.waiting import wait_for
-from zkop_testing.zookeeper import ZooKeeperServer
+from zkop_testing.zookeeper import ZooKeeperServer, four_letter_word
 
 from zkop.kube.client import MERGE_PATCH, ApiException, KubeClient, resource_path
 
@@ -45,6 +46,12 @@ def second_ensemble() -> Iterator[tuple[KazooClient, str]]:
         yield client, server.hosts
         client.stop()
         client.close()
+
+
+def sessions_of(hosts: str) -> set[str]:
+    """The session ids the server at ``hosts`` has clients for (its ``cons``)."""
+    host, port = hosts.rsplit(":", 1)
+    return set(re.findall(r"sid=(0x[0-9a-f]+)", four_letter_word(host, int(port), "cons")))
 
 
 def test_an_ensemble_under_its_rbac_routes_rotates_and_waits_for_its_objects(
@@ -141,6 +148,15 @@ def test_an_ensembles_tenancy_rules_hold_its_objects(
                      message="the labelled namespace admitted, inside its prefix only")
             assert read(second, "/team/config/payments/3ds") == b"required"
             assert not second.exists("/team/config/search")
+
+            # A new rule in the ensemble's spec admits "outside", in the session zkop already has.
+            sessions = sessions_of(hosts)
+            wider = {"rules": [*tenancy["rules"], {"namespaces": [namespace], "pathPrefixes": ["/config/search"]}]}
+            kube.request("PATCH", resource_path(*ZKE, None, name), content_type=MERGE_PATCH,
+                         body={"spec": {"tenancy": wider}})
+            wait_for(lambda: synced(kube, "outside", namespace), message="admitted by the new rule")
+            assert read(second, "/team/config/search/boost") == b"2"
+            assert sessions_of(hosts) == sessions, "a tenancy change opened a new session"
             for obj in ("inside", "outside"):
                 kube.request("DELETE", resource_path(*ZKC, namespace, obj))
             wait_for(lambda: get(kube, "inside", namespace) is None and get(kube, "outside", namespace) is None,

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import json
 import os
 import subprocess
 import time
@@ -45,11 +46,11 @@ from zkop_testing.flux import GITREPOSITORY, KUSTOMIZATION, Flux, GitServer, con
 from zkop_testing.helm import CHART, helm
 from zkop_testing.kubectl import venv_kubectl
 from zkop_testing.operator import OperatorProcess
-from zkop_testing.resources import get, synced
+from zkop_testing.resources import ZKC, conditions, create, get, synced, zkc
 from zkop_testing.waiting import EVENTUALLY, wait_for
 from zkop_testing.zookeeper import ZooKeeperServer
 
-from zkop.kube.client import ApiException, KubeClient
+from zkop.kube.client import ApiException, KubeClient, resource_path
 
 #: The commit that released 0.1.0 (CHANGELOG's [0.1.0]; the repository has no tags).
 PREVIOUS_RELEASE = "e8bfb8859e270cefb7a79bc5acdff4c30c85fce3"
@@ -244,6 +245,39 @@ def test_helm_install_uninstall(cluster: ControlPlane, admin: KubeClient, zk_ser
     nothing_of_zkop_left(admin, crd=True)
     documented(cluster, "kubectl delete crd")
     nothing_of_zkop_left(admin)
+
+
+def test_helm_tenancy_policy_is_what_zkop_enforces(cluster: ControlPlane, admin: KubeClient, zk_server: ZooKeeperServer,
+                                                  zk_base: str, zk: KazooClient, tmp_path: Path) -> None:
+    """``tenancy.policy``: zkop, run as the Deployment says (the policy file from the chart's ConfigMap volume,
+    Namespaces listed and watched under the chart's RBAC), writes the labelled namespace's object and stalls the
+    other's, writing nothing for it."""
+    home = tmp_path / "helm"
+    label = {"zkop-test.example.com/tenant": "payments"}
+    policy = {"tenancy": {"rules": [{"namespaceSelector": {"matchLabels": label},
+                                     "pathPrefixes": ["/config/payments"]}]}}
+    helm(home, "install", "zkop", str(CHART), "--namespace", NAMESPACE, "--create-namespace",
+         "--set", f"zookeeper.hosts={zk_server.hosts}{zk_base}".replace(",", "\\,"),
+         "--set-json", f"tenancy.policy={json.dumps(policy)}", kubeconfig=cluster.kubeconfig)
+    kubectl(cluster, "wait", "--for=condition=Established", f"crd/{CRD}", "--timeout=60s")
+    admin.request("POST", "/api/v1/namespaces", body={"metadata": {"name": "payments", "labels": label}})
+    zkop = start(pod_of_deployment(cluster, tmp_path / "pod"))
+    try:
+        create(admin, zkc("3ds", "/config/payments/3ds", b"required", namespace="payments"))
+        create(admin, zkc("squatter", "/config/payments/3ds", b"hijacked"))  # namespace default: not labelled
+        wait_for(lambda: synced(admin, "3ds", "payments"), message="the labelled namespace's object Synced")
+        stalled = wait_for(lambda: conditions(get(admin, "squatter")).get("Stalled"), message="the other stalled")
+        assert (stalled["status"], stalled["reason"]) == ("True", "NamespaceNotAllowed")
+        assert zk.get(zk_base + "/config/payments/3ds")[0] == b"required"
+        for name, namespace in (("3ds", "payments"), ("squatter", "default")):
+            admin.request("DELETE", resource_path(*ZKC, namespace, name))
+        wait_for(lambda: get(admin, "3ds", "payments") is None and get(admin, "squatter") is None,
+                 message="both deleted")
+    finally:
+        stopped(zkop)
+    helm(home, "uninstall", "zkop", "--namespace", NAMESPACE, "--wait", kubeconfig=cluster.kubeconfig)
+    assert not [o for o in admin.request("GET", "/apis/rbac.authorization.k8s.io/v1/clusterroles")["items"]
+                if o["metadata"]["name"].startswith("zkop-tenancy")]
 
 
 def test_upgrade_from_the_previous_release_keeps_znodes_and_status(cluster: ControlPlane, admin: KubeClient,

@@ -166,8 +166,14 @@ def test_adoption_never_leaves_the_znode_untouched(run_zkop: RunZkop, kube: Kube
         assert zk.exists(zk_base + RECORDS + "/legacy/switch") is None
 
 
+def watched_under(server: ZooKeeperServer, base: str) -> list[str]:
+    """The paths under ``base`` that some session watches (the server's ``wchp``)."""
+    return [line.strip() for line in server.four_letter_word("wchp").splitlines() if line.startswith(base + "/")]
+
+
 def test_a_label_change_admits_a_stalled_object_and_a_removed_one_freezes_it(
-        run_zkop: RunZkop, kube: KubeClient, namespace: str, zk: KazooClient, zk_base: str) -> None:
+        run_zkop: RunZkop, kube: KubeClient, namespace: str, zk: KazooClient, zk_base: str,
+        zk_server: ZooKeeperServer) -> None:
     policy = {"tenancy": {"rules": [{"namespaceSelector": {"matchLabels": {TENANT_LABEL: "payments"}},
                                      "pathPrefixes": ["/config/payments"]}]}}
 
@@ -182,10 +188,12 @@ def test_a_label_change_admits_a_stalled_object_and_a_removed_one_freezes_it(
         assert found["Ready"]["reason"] == "NamespaceNotAllowed"
         assert f"namespaceSelector {TENANT_LABEL} in (payments)" in found["Ready"]["message"]
         assert zk.exists(flag) is None
+        assert watched_under(zk_server, zk_base) == []  # a refused object makes zkop watch nothing for it
 
         label("payments")  # no change to the object: the Namespace's event re-reconciles it
         wait_for(lambda: synced(kube, "3ds", namespace), message="admitted once labelled")
         assert read(zk, flag) == b"required"
+        assert watched_under(zk_server, zk_base), "the admitted object's path is watched"
 
         # The label goes: stalled again; a hand edit is no longer put back, and deletion leaves the znode.
         label(None)

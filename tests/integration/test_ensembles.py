@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
+from kazoo.exceptions import NoAuthError
 from kazoo.security import make_digest_acl_credential
 from zkop_testing.audit import requests, settled
 from zkop_testing.controlplane import REPO, ControlPlane
@@ -32,7 +33,7 @@ from zkop_testing.services import BRIDGE_ROOT, children, get_service, register, 
 from zkop_testing.waiting import wait_for
 from zkop_testing.zkop_install import ZKOP_NAMESPACE, ZKOP_SERVICE_ACCOUNT, kubectl
 from zkop_testing.zookeeper import ZooKeeperServer
-from zkop_testing.zookeeper_secure import SecureZooKeeperServer, TestCA
+from zkop_testing.zookeeper_secure import SecureZooKeeperServer, TestCA, digest_jaas
 
 from zkop.kube.client import MERGE_PATCH, ApiException, KubeClient, resource_path
 
@@ -387,3 +388,42 @@ def test_an_ensemble_over_mutual_tls_from_a_cert_manager_style_secret(
         finally:
             reader.stop()
             reader.close()
+
+
+def test_an_ensemble_over_sasl_digest_md5_writes_a_sasl_acl_and_bad_credentials_say_so(
+        kubeconfig: str, namespace: str, ensembles_kube: KubeClient, zk_server: ZooKeeperServer, zk_base: str,
+        tmp_path: Path) -> None:
+    """``spec.auth.sasl`` (DIGEST-MD5, ``user:password`` in a Secret key) against a server that enforces SASL: the
+    object converges under an ACL only zkop's SASL identity can read; an ensemble whose Secret holds a wrong
+    password is ``Ready=False`` and its object is not written, while the good one goes on."""
+    kube, good, bad = ensembles_kube, f"{namespace}-sasl", f"{namespace}-sasl-bad"
+    put_secret(kube, TRUSTED, good, {"credentials": b"zkop:zkop-secret"})
+    put_secret(kube, TRUSTED, bad, {"credentials": b"zkop:wrong"})
+    jaas = digest_jaas({"zkop": "zkop-secret", "reader": "reader-secret"})
+    acl = [{"scheme": "sasl", "id": "zkop", "permissions": ["read", "write", "create", "delete", "admin"]}]
+    with SecureZooKeeperServer(tmp_path / "zk", jaas=jaas, enforce_sasl=True) as server:
+        with run_zkop(kubeconfig, zk_server, zk_base, tmp_path, namespace):
+            for name in (good, bad):
+                create_ensemble(kube, ensemble(name, server.hosts, auth={"sasl": {
+                    "mechanism": "DIGEST-MD5", "secretRef": {"name": name, "key": "credentials"}}}))
+            create(kube, zkc("flag", "/sasl/flag", b"on", namespace, ensembleRef={"name": good}, acl=acl))
+            create(kube, zkc("other", "/sasl/other", b"on", namespace, ensembleRef={"name": bad}))
+            wait_for(lambda: synced(kube, "flag", namespace), message="synced over SASL")
+            refused = wait_for(lambda: (c := ready_condition(get_ensemble(kube, bad))).get("status") == "False"
+                               and c.get("reason") == "ZooKeeperUnavailable" and c, message="the bad one not Ready")
+            assert "SASL" in refused["message"], refused
+            assert synced(kube, "other", namespace) is None
+        for user, password, allowed in (("zkop", "zkop-secret", True), ("reader", "reader-secret", False)):
+            client = KazooClient(hosts=server.hosts, sasl_options={
+                "mechanism": "DIGEST-MD5", "username": user, "password": password})
+            client.start(timeout=30)
+            try:
+                if allowed:
+                    assert read(client, "/sasl/flag") == b"on"
+                    assert client.exists("/sasl/other") is None  # the bad ensemble wrote nothing
+                else:
+                    with pytest.raises(NoAuthError):
+                        client.get("/sasl/flag")
+            finally:
+                client.stop()
+                client.close()

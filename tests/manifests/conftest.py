@@ -51,12 +51,18 @@ def rendered_full(full_overlay: Path) -> list[Obj]:
 
 @pytest.fixture(scope="session")
 def zkop_metric_names() -> frozenset[str]:
-    """Every sample name registered by ``zkop.runtime.metrics`` on the default registry."""
+    """Every sample name zkop registers on the default registry: every module of the package is imported for its
+    registrations (a module only some other test would import must not decide the answer)."""
+    import importlib
+    import pkgutil
+
     from prometheus_client import REGISTRY
 
-    from zkop.runtime import metrics
+    import zkop
 
-    assert metrics.RECONCILE_TOTAL is not None  # imported for its registrations
+    for module in pkgutil.walk_packages(zkop.__path__, "zkop."):
+        if module.name != "zkop.__main__":
+            importlib.import_module(module.name)
     from zkop.runtime.cache import Indexer
     from zkop.zkconfig.status_metrics import ZooKeeperConfigStatusCollector
 

@@ -222,6 +222,35 @@ def test_a_refused_object_reads_nothing_and_an_unseen_namespace_is_no_refusal_ye
     assert r.get(key)["status"]["state"] == "Synced" and zk.get(f"{zk_base}/app/flag")[0] == b"on"
 
 
+def test_a_refused_object_makes_zkop_watch_and_read_nothing_of_its_path(
+        kube: KubeClient, namespace: str, adapter: ZooKeeperAdapter, zk: KazooClient, zk_base: str) -> None:
+    """A tenant cannot make zkop watch or read outside what it may manage: the watched roots, the ACL check and
+    ``learn_absent`` leave a refused object's path out, until a namespace label change admits it."""
+    from zkop.zkconfig.aclcheck import AclCheck
+    from zkop.zkconfig.watchroots import WatchRoots
+    from zkop.zookeeper.watches import covered
+
+    labels: dict[str, dict[str, str]] = {namespace: {"team": "b"}}
+    policy = {"tenancy": {"rules": [{"namespaceSelector": {"matchLabels": {"team": "a"}}, "pathPrefixes": ["/"]}]}}
+    r = Reconciler(kube, adapter, namespace, policy=policy, namespace_labels=labels.get)
+    zk.create(f"{zk_base}/legacy/flags", b"theirs", makepath=True)  # world:anyone, not what the object declares
+    key = r.create("wide", {"path": "/legacy/flags", "stringData": "on",
+                            "acl": [{"scheme": "world", "id": "anyone", "permissions": ["read"]}]})
+    for name in ("a", "b"):  # two new znodes under one absent parent: what learn_absent lists at once
+        r.create(name, {"path": f"/legacy/new/{name}", "stringData": "on"})
+    roots = WatchRoots(r.cache, adapter, r.reconciler.registry, wait=5, admits=r.reconciler.admits)
+    check = AclCheck(r.cache, adapter, lambda k: None, 60, admits=r.reconciler.admits)
+
+    assert roots.register() == 0 and not covered("/legacy/flags", adapter.watches.roots)
+    assert check.check_once() == [] and r.reconciler.learn_absent() == 0
+
+    labels[namespace] = {"team": "a"}  # the Namespace informer's update: admitted from now on
+    roots.admission_changed({"metadata": {"name": namespace, "labels": labels[namespace]}})
+    assert roots.register() == 6 and covered("/legacy/flags", adapter.watches.roots)  # 3 paths, 3 records
+    assert check.check_once() == [key]
+    assert r.reconciler.learn_absent() == 4  # /legacy/new/{a,b} and their records
+
+
 def _documented_reasons() -> dict[str, tuple[str, str]]:
     """docs/operations.md, "Troubleshooting by status reason": reason → (state, retried?)."""
     from zkop_testing.kustomize import REPO

@@ -4,17 +4,18 @@ and never leaving a node zkop cannot read (a create it cannot read back is undon
 from __future__ import annotations
 
 import pytest
-from kazoo.client import KazooClient
+from kazoo.client import KazooClient, TransactionRequest
 from kazoo.security import make_digest_acl_credential
 from zkop_testing.zookeeper import ZooKeeperServer
 
-from zkop.zookeeper.actions import AclEntry, CreateNode, DeleteNode, SetData
+from zkop.zookeeper.actions import AclEntry, Action, CheckVersion, CreateNode, DeleteNode, SetData
 from zkop.zookeeper.adapter import (
     ConcurrentModification,
     ConnectionOptions,
     ZooKeeperAdapter,
     ZooKeeperNoAuth,
 )
+from zkop.zookeeper.writer import multi_request, to_kazoo_acl
 
 #: Runs on every ZooKeeper line under test (ZKOP_ZOOKEEPER_LINES, tests/conftest.py).
 pytestmark = pytest.mark.zookeeper_semantics
@@ -152,3 +153,42 @@ def test_the_probe_leaves_nothing_it_cannot_read(zk_server: ZooKeeperServer, zk:
         assert _left_under(zk, zk_base) == []
     finally:
         probing.stop()
+
+
+@pytest.mark.parametrize("chroot", ["", "/bench/root"])
+def test_multi_request_is_what_kazoos_transaction_builder_sends(chroot: str) -> None:
+    client = KazooClient(hosts=f"127.0.0.1:1{chroot}")  # never started: only its chroot is read
+    digest = (AclEntry("digest", "u:x", 31),)
+    actions: list[Action] = [CreateNode("/app/x", b"1"), CreateNode("/zkop/registry/app/x", b"{}", digest),
+               CreateNode("//odd//path/", b""), SetData("/app/y", b"2", 3), DeleteNode("/app/z", 4),
+               DeleteNode("/a/.hidden", -1)]
+    require = [CheckVersion("/app", 7)]
+    kazoo_builder = TransactionRequest(client)
+    kazoo_builder.check("/app", 7)
+    for action in actions:
+        if isinstance(action, CreateNode):
+            kazoo_builder.create(action.path, action.data, acl=to_kazoo_acl(action.acl))
+        elif isinstance(action, SetData):
+            kazoo_builder.set_data(action.path, action.data, version=action.expected_version)
+        elif isinstance(action, DeleteNode):
+            kazoo_builder.delete(action.path, version=action.expected_version)
+    built = multi_request(client.chroot, actions, require)
+    assert list(built.operations) == kazoo_builder.operations
+    assert built.operations[1].path == f"{chroot}/app/x"
+
+
+def test_atomic_execute_with_a_precondition_under_a_chroot(adapter: ZooKeeperAdapter, zk: KazooClient,
+                                                            zk_base: str) -> None:
+    zk.create(f"{zk_base}/app/y", b"old", makepath=True)
+    zk.create(f"{zk_base}/app/z", b"gone soon")
+    adapter.execute([CreateNode("/app/x", b"new"), SetData("/app/y", b"changed", 0), DeleteNode("/app/z", 0)],
+                    atomic=True, require=[CheckVersion("/app", 0)])
+    assert zk.get(f"{zk_base}/app/x")[0] == b"new"
+    assert zk.get(f"{zk_base}/app/y")[0] == b"changed"
+    assert zk.exists(f"{zk_base}/app/z") is None
+    zk.set(f"{zk_base}/app", b"moved on")
+    with pytest.raises(ConcurrentModification):
+        adapter.execute([SetData("/app/y", b"again", 1), CreateNode("/app/w", b"")], atomic=True,
+                        require=[CheckVersion("/app", 0)])  # /app is at version 1 now: nothing written
+    assert zk.get(f"{zk_base}/app/y")[0] == b"changed"
+    assert zk.exists(f"{zk_base}/app/w") is None

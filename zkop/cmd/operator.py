@@ -222,8 +222,9 @@ class ZooKeeperStartup:
 
     def start(self) -> None:
         """Connect and probe on a thread; returns at once."""
-        self._thread = threading.Thread(target=self._connect, name="zookeeper-startup", daemon=True)
-        self._thread.start()
+        thread = threading.Thread(target=self._connect, name="zookeeper-startup", daemon=True)
+        thread.start()  # then published: is_alive() is False until start()
+        self._thread = thread
 
     def _connect(self) -> None:
         started = threading.Event()

@@ -9,11 +9,13 @@ sets up anyway:
   (``--ensemble-secret-namespace``): no other Secret is ever read for an ensemble;
 * leader-only, the ``zookeeperensemble`` controller. A pass over an ensemble: add the finalizer; parse
   the spec and read its Secrets; if either changed since its runtime was made (a fingerprint of
-  both), stop that runtime and make a new one (a new session: credentials rotate without a restart
-  and without rewriting anything); write ``status`` (``Ready`` = a session is established and the
-  chroot exists, the server version, the watch mode in use, the objects naming it). Being deleted:
-  the finalizer stays while a ZooKeeperConfig naming it still holds its own finalizer (it needs
-  the ensemble to delete its znode); then the runtime is closed and the finalizer removed;
+  both, but ``tenancy`` and ``adoption``), stop that runtime and make a new one (a new session: credentials
+  rotate without a restart and without rewriting anything); a change of ``tenancy`` or ``adoption`` alone is
+  applied in the same session, and every object of the ensemble is looked at again; write ``status``
+  (``Ready`` = a session is established and the chroot exists, the server version, the watch mode in use,
+  the objects naming it). Being deleted: the finalizer stays while a ZooKeeperConfig naming it still
+  holds its own finalizer (it needs the ensemble to delete its znode); then the runtime is closed and
+  the finalizer removed;
 * leader-only, the ``zookeeperconfig-ensemble`` reporter: a ZooKeeperConfig whose ensemble does not
   run (absent, being deleted, invalid, a Secret missing) says so in its status
   (``EnsembleNotFound``, ``EnsembleNotUsable``); one stuck being deleted is released only by hand
@@ -31,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from zkop.ensembles import metrics
-from zkop.ensembles.running import EnsembleRuntime, Ensembles
+from zkop.ensembles.running import EnsembleRuntime, Ensembles, PolicySlot
 from zkop.ensembles.spec import (
     FINALIZER,
     GROUP,
@@ -185,6 +187,8 @@ class EnsembleReconciler:
         print_ = fingerprint(raw, self._secret, spec.secret_names)
         current = self.ensembles.get(name)
         if current is not None and current.fingerprint == print_:
+            if current.spec != raw:  # only its tenancy or adoption: the same session
+                current.change_policy(raw, spec.policy)
             return current
         directory = Path(tempfile.mkdtemp(prefix=f"zkop-ensemble-{name}-"))
         try:
@@ -366,10 +370,10 @@ def setup(
         if options.dry_run:
             adapter.refuse_writes = "zkop run --dry-run"
         adapter.known_max_age = default_zookeeper.known_max_age
+        policy = PolicySlot(spec.policy)
         parts = build_ensemble(shared, client, adapter, recorder, options, ensemble=name, workers=workers,
-                               acl_check_period=acl_check_period, ensemble_spec=raw,
-                               policy_for=lambda obj: spec.policy)
-        return EnsembleRuntime(name, raw, print_, adapter, parts, directory=directory,
+                               acl_check_period=acl_check_period, ensemble_spec=raw, policy_for=policy)
+        return EnsembleRuntime(name, raw, print_, adapter, parts, policy=policy, directory=directory,
                                on_change=lambda: controller_holder[0].queue.add(name))
 
     reconciler = EnsembleReconciler(informer.indexer, shared, secrets, secret_namespace, client, ensembles,

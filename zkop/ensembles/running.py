@@ -6,7 +6,8 @@ Each ensemble has its own session, watch set (the adapter's), ownership registry
 workers: an ensemble that is down or misconfigured holds up only the keys of its own objects, never
 another ensemble's. The flags' ensemble (name ``""``) is set up by ``zkop run`` as before and only
 registered here; a ZooKeeperEnsemble's runtime is made by :mod:`zkop.ensembles.controller` when the
-ensemble appears, made anew when its spec or Secrets change, and closed when it goes.
+ensemble appears, made anew when its connection spec or Secrets change (a change of its tenancy or adoption alone
+keeps the session), and closed when it goes.
 """
 
 from __future__ import annotations
@@ -21,14 +22,29 @@ from typing import Any
 from zkop.kube.client import JSON
 from zkop.zkconfig.controller import ZooKeeperConfigController
 from zkop.zkconfig.objects import DEFAULT_ENSEMBLE, ensemble_of
+from zkop.zkconfig.tenancy import ADMIT_ALL, TenancyPolicy
 from zkop.zookeeper.adapter import ZooKeeperAdapter, ZooKeeperError
 
-__all__ = ["EnsembleRuntime", "Ensembles"]
+__all__ = ["EnsembleRuntime", "Ensembles", "PolicySlot"]
 
 log = logging.getLogger(__name__)
 
 #: Seconds between connection attempts to an ensemble that does not answer: 0.5 doubling to this.
 MAX_CONNECT_DELAY = 10.0
+
+
+class PolicySlot:
+    """The tenancy policy an ensemble's objects are held to, replaceable while its controller runs.
+
+    Called with an object (the controller's ``policy_for``) it returns the current :attr:`policy`; the object is
+    not read: every object of an ensemble is held to the same rules.
+    """
+
+    def __init__(self, policy: TenancyPolicy = ADMIT_ALL) -> None:
+        self.policy = policy
+
+    def __call__(self, obj: JSON) -> TenancyPolicy:
+        return self.policy
 
 
 class EnsembleRuntime:
@@ -41,15 +57,18 @@ class EnsembleRuntime:
         fingerprint: of the spec and Secrets it was made from (:func:`zkop.ensembles.spec.fingerprint`).
         adapter: the ensemble's ZooKeeper adapter, not started.
         parts: its ZooKeeperConfig controller (:func:`zkop.zkconfig.controller.build_ensemble`), not started.
+        policy: the tenancy rules and adoption mode its objects are held to, the ``policy_for`` its controller
+            was built with (replaced by :meth:`change_policy`).
         directory: the private directory of its TLS/SASL files, removed by :meth:`stop`; ``None``: none.
         on_change: called (from the session's thread, must only enqueue) when the session's state changes
             or a connection attempt fails.
     """
 
     def __init__(self, name: str, spec: JSON | None, fingerprint: str, adapter: ZooKeeperAdapter,
-                 parts: ZooKeeperConfigController, *, directory: Path | None = None,
-                 on_change: Callable[[], None] = lambda: None) -> None:
+                 parts: ZooKeeperConfigController, *, policy: PolicySlot | None = None,
+                 directory: Path | None = None, on_change: Callable[[], None] = lambda: None) -> None:
         self.name, self.spec, self.fingerprint = name, spec, fingerprint
+        self.policy = policy or PolicySlot()
         self.adapter, self.parts, self.directory = adapter, parts, directory
         self.on_change = on_change
         #: Why the last connection attempt failed, ``None`` once connected.
@@ -84,6 +103,14 @@ class EnsembleRuntime:
                 log.info("ensemble %s: ZooKeeper session re-established; resyncing its objects", self.name)
                 self.parts.on_session_reconnected()
         self.on_change()
+
+    def change_policy(self, spec: JSON, policy: TenancyPolicy) -> None:
+        """Hold the ensemble's objects to ``policy`` from now on, in the same session (only ``spec.tenancy`` or
+        ``spec.adoption`` changed), and look at each of them again: admitted or refused, watched or not."""
+        self.spec, self.policy.policy = spec, policy
+        self.parts.reconciler.ensemble_spec = spec
+        log.info("ensemble %s: tenancy or adoption changed; its objects are looked at again", self.name)
+        self.parts.admission_changed()
 
     # --- lifecycle -------------------------------------------------------------------------------
 

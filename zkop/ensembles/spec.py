@@ -276,10 +276,16 @@ def connection_options(spec: EnsembleSpec, secrets: Callable[[str], JSON | None]
     )
 
 
+#: The spec fields that say which objects an ensemble admits, not how zkop connects: a change of these alone
+#: keeps the session (:meth:`zkop.ensembles.running.EnsembleRuntime.change_policy`).
+POLICY_FIELDS = frozenset({"tenancy", "adoption"})
+
+
 def fingerprint(spec: JSON, secrets: Callable[[str], JSON | None], names: frozenset[str]) -> str:
-    """A digest of ``spec`` and the data of the Secrets ``names``: the ensemble's session is made anew when it
-    changes (a Secret's other metadata changing does not count)."""
-    material = {"spec": spec, "secrets": {n: ((secrets(n) or {}).get("data")) for n in sorted(names)}}
+    """A digest of ``spec`` (but :data:`POLICY_FIELDS`) and the data of the Secrets ``names``: the ensemble's
+    session is made anew when it changes (a Secret's other metadata changing does not count)."""
+    connection = {k: v for k, v in spec.items() if k not in POLICY_FIELDS}
+    material = {"spec": connection, "secrets": {n: ((secrets(n) or {}).get("data")) for n in sorted(names)}}
     return hashlib.sha256(json.dumps(material, sort_keys=True, default=str).encode()).hexdigest()
 
 

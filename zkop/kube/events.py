@@ -71,8 +71,9 @@ class EventRecorder:
     def start(self) -> None:
         """Start the writer thread."""
         if self.client is not None and self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="event-recorder", daemon=True)
-            self._thread.start()
+            thread = threading.Thread(target=self._run, name="event-recorder", daemon=True)
+            thread.start()  # then published: is_alive() is False until start()
+            self._thread = thread
 
     def stop(self, timeout: float = 2.0) -> None:
         """Flush what is queued for up to ``timeout`` seconds, then stop: the write in hand is cancelled

@@ -12,7 +12,8 @@ metrics/prometheus/restclient/metrics.go has the same two last ones). Defined on
 from __future__ import annotations
 
 import prometheus_client
-from prometheus_client import Counter, Histogram
+
+from zkop.metric_types import Counter, Histogram
 
 __all__ = [
     "EVENTS_DROPPED",

@@ -437,15 +437,16 @@ class Manager:
             on_started_leading=self._on_started_leading,
             on_stopped_leading=self._on_stopped_leading,
         )
-        self._election_thread = threading.Thread(target=self._elector.run, args=(self._election_stop,),
-                                                 name="leader-election", daemon=True)
-        self._election_thread.start()
+        thread = threading.Thread(target=self._elector.run, args=(self._election_stop,), name="leader-election",
+                                  daemon=True)
+        thread.start()  # then published: is_alive() is False until start()
+        self._election_thread = thread
 
     def _on_started_leading(self) -> None:
         # On the election thread, which must go on renewing: start the runnables on a thread of their own.
-        self._leader_start_thread = threading.Thread(target=self._start_leader_runnables,
-                                                     name="start-leader-runnables", daemon=True)
-        self._leader_start_thread.start()
+        thread = threading.Thread(target=self._start_leader_runnables, name="start-leader-runnables", daemon=True)
+        thread.start()  # then published: is_alive() is False until start()
+        self._leader_start_thread = thread
 
     def _start_leader_runnables(self) -> None:
         with self._lock:

@@ -25,10 +25,11 @@ from collections.abc import Iterable
 from typing import Any
 
 import prometheus_client
-from prometheus_client import REGISTRY, Counter, Gauge, Histogram
+from prometheus_client import REGISTRY
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from zkop.metric_types import Counter, Gauge, Histogram
 from zkop.runtime.workqueue import metrics as workqueue_metrics
 from zkop.runtime.workqueue.metrics import InFlightSource
 

@@ -14,6 +14,7 @@ import logging
 import threading
 from collections.abc import Callable
 
+from zkop.kube.client import JSON
 from zkop.runtime.cache import Indexer
 from zkop.zkconfig.acldrift import decide_acl_drift, declared_acls
 from zkop.zookeeper.adapter import ZooKeeperAdapter, ZooKeeperError
@@ -31,6 +32,8 @@ class AclCheck:
         zookeeper: the adapter (its ``read_acls``).
         enqueue: the controller queue's ``add``.
         period: seconds between checks (> 0).
+        admits: whether an object's znode may be read for it
+            (:meth:`~zkop.zkconfig.reconciler.ZooKeeperConfigReconciler.admits`); default: every object.
 
     Attributes:
         checks: checks completed (tests wait on it).
@@ -39,16 +42,18 @@ class AclCheck:
     name = "zookeeperconfig-acl-check"
 
     def __init__(self, cache: Indexer, zookeeper: ZooKeeperAdapter, enqueue: Callable[[str], None],
-                 period: float) -> None:
+                 period: float, admits: Callable[[JSON], bool] = lambda obj: True) -> None:
         self.cache, self.zookeeper, self.enqueue, self.period = cache, zookeeper, enqueue, period
+        self.admits = admits
         self.checks = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
         """Start the loop on its own thread; the first check runs one period from now."""
-        self._thread = threading.Thread(target=self._loop, name=self.name, daemon=True)
-        self._thread.start()
+        thread = threading.Thread(target=self._loop, name=self.name, daemon=True)
+        thread.start()  # then published: is_alive() is False until start()
+        self._thread = thread
 
     def health_check(self) -> str | None:
         """``None``, or that the loop's thread ended before :meth:`stop` (no ACL would be checked again)."""
@@ -83,7 +88,7 @@ class AclCheck:
         Raises:
             ZooKeeperUnavailable: the session went away during the check.
         """
-        declared = declared_acls(self.cache.list(), self.zookeeper.identities)
+        declared = declared_acls(list(filter(self.admits, self.cache.list())), self.zookeeper.identities)
         if not declared:
             self.checks += 1
             return []

@@ -171,6 +171,12 @@ class ZooKeeperConfigController:
         for key in self.view.list_keys():
             self.controller.queue.add(key)
 
+    def admission_changed(self) -> None:
+        """The tenancy policy changed: re-deliver every object of the ensemble and re-register the watched roots."""
+        if self.watch_roots is not None:
+            self.watch_roots.admission_changed({})
+        self.on_session_reconnected()
+
     def keys_sharing_path(self, obj: JSON) -> list[str]:
         """``obj``'s key plus every other object declaring one of its paths."""
         keys = [meta_namespace_key(obj)]
@@ -347,10 +353,13 @@ def build_ensemble(
     for each in shared.informers:
         controller.wait_for(each)
     zookeeper.add_watch_listener(parts.on_znode_changed)
-    parts.watch_roots = WatchRoots(view, zookeeper, reconciler.registry, wait=zookeeper.options.session_timeout)
+    parts.watch_roots = WatchRoots(view, zookeeper, reconciler.registry, wait=zookeeper.options.session_timeout,
+                                   admits=reconciler.admits)
     on(informer, FilteredHandler(view, parts.watch_roots))
+    if shared.namespaces is not None:
+        on(shared.namespaces, FuncHandler(parts.watch_roots.admission_changed, namespace_labels_changed))
     if acl_check_period > 0:
-        parts.acl_check = AclCheck(view, zookeeper, queue.add, acl_check_period)
+        parts.acl_check = AclCheck(view, zookeeper, queue.add, acl_check_period, admits=reconciler.admits)
     return parts
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import prometheus_client
-from prometheus_client import Counter
+
+from zkop.metric_types import Counter
 
 __all__ = [
     "DRIFT_CORRECTIONS",

@@ -235,7 +235,7 @@ class ZooKeeperConfigReconciler:
             How many paths were learned absent.
         """
         paths: list[str] = []
-        for path in filter(None, map(unsynced_path, self.cache.list())):
+        for path in filter(None, map(unsynced_path, filter(self.admits, self.cache.list()))):
             if not self.registry.is_registry_path(path):
                 paths += [path, self.registry.record_path(path)]
         if not paths:
@@ -295,6 +295,18 @@ class ZooKeeperConfigReconciler:
         namespace = str((obj.get("metadata") or {}).get("namespace"))
         labels = self.namespace_labels(namespace) if self.namespace_labels is not None else None
         return policy.admit(namespace, labels, path)
+
+    def admits(self, obj: JSON) -> bool:
+        """True if zkop may read ``obj``'s ``spec.path`` on its behalf: its tenancy policy admits it there.
+
+        The watched roots, the ACL check and :meth:`learn_absent` ask this, so an object the rules refuse
+        cannot make zkop watch or read a path outside its tenant's prefixes. An object whose namespace is
+        not in the Namespace cache yet is not admitted until it is (its add event re-registers).
+        """
+        if self.policy_for(obj).rules is None:  # no tenancy: the common case reads no labels
+            return True
+        path = (obj.get("spec") or {}).get("path")
+        return isinstance(path, str) and not self._namespace_unseen(obj) and self._refusal(obj, path) is None
 
     def _namespace_unseen(self, obj: JSON) -> bool:
         """True if ``obj``'s policy selects namespaces by label and its namespace is not in the cache yet."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
 from zkop.kube.client import JSON
 from zkop.ownership.registry import OwnershipRegistry
@@ -30,10 +31,14 @@ DEBOUNCE = 0.2
 OWNER = "zookeeperconfig"
 
 
-def managed_paths(objects: list[JSON], registry: OwnershipRegistry) -> set[str]:
-    """Every valid ``spec.path`` of ``objects`` and its ownership record path (pure; invalid paths skipped)."""
+def managed_paths(objects: list[JSON], registry: OwnershipRegistry,
+                  admits: Callable[[JSON], bool] = lambda obj: True) -> set[str]:
+    """Every valid ``spec.path`` of the ``objects`` that ``admits`` and its ownership record path (pure;
+    invalid paths and objects the tenancy rules refuse are skipped)."""
     paths: set[str] = set()
     for obj in objects:
+        if not admits(obj):
+            continue
         for path in index_by_path(obj):
             try:
                 validate_path(path)
@@ -53,13 +58,16 @@ class WatchRoots:
         zookeeper: the adapter.
         registry: where ownership records live.
         wait: seconds :meth:`start` waits for the server to watch the roots (the session timeout).
+        admits: whether an object's path may be watched for it
+            (:meth:`~zkop.zkconfig.reconciler.ZooKeeperConfigReconciler.admits`); default: every object.
     """
 
     name = "zookeeperconfig-watch-roots"
 
     def __init__(self, indexer: Indexer, zookeeper: ZooKeeperAdapter, registry: OwnershipRegistry,
-                 wait: float) -> None:
+                 wait: float, admits: Callable[[JSON], bool] = lambda obj: True) -> None:
         self._indexer = indexer
+        self._admits = admits
         self._zookeeper = zookeeper
         self._registry = registry
         self._wait = wait
@@ -72,7 +80,7 @@ class WatchRoots:
     def register(self) -> int:
         """Register the paths of every cached object now; returns how many paths."""
         with self._register_lock:
-            paths = managed_paths(self._indexer.list(), self._registry)
+            paths = managed_paths(self._indexer.list(), self._registry, self._admits)
             self._registered = frozenset(paths)
             self._zookeeper.watch_subtrees(OWNER, paths)
             return len(paths)
@@ -88,8 +96,9 @@ class WatchRoots:
                      self._wait)
         log.info("ZooKeeper watch mode %s; %d managed paths under roots %s", self._zookeeper.watch_mode, count,
                  ", ".join(sorted(self._zookeeper.watches.roots)) or "-")
-        self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
-        self._thread.start()
+        thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+        thread.start()  # then published: is_alive() is False until start()
+        self._thread = thread
 
     def health_check(self) -> str | None:
         """``None``, or that the thread following changes ended before :meth:`stop` (new paths would go unwatched)."""
@@ -122,7 +131,7 @@ class WatchRoots:
         """A path not registered yet marks the set for re-registration; once started, a path no
         wanted root covers is registered at once (see the module docstring)."""
         paths = [p for p in index_by_path(obj) if p not in self._registered]
-        if not paths:
+        if not paths or not self._admits(obj):
             return
         roots = self._zookeeper.watches.roots
         if self._thread is not None and any(not covered(p, roots) for p in paths):
@@ -140,4 +149,8 @@ class WatchRoots:
 
     def on_delete(self, obj: JSON) -> None:
         """A deleted object may shrink the roots."""
+        self._dirty.set()
+
+    def admission_changed(self, namespace: JSON) -> None:
+        """A Namespace appeared, went or changed its labels: which objects are admitted may have changed."""
         self._dirty.set()

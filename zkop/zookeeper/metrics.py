@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import prometheus_client
-from prometheus_client import Counter, Gauge, Histogram
+
+from zkop.metric_types import Counter, Gauge, Histogram
 
 __all__ = [
     "ZOOKEEPER_CONNECTED",

@@ -37,6 +37,12 @@ from kazoo.exceptions import (
     NotEmptyError,
     RolledBackError,
 )
+from kazoo.protocol.paths import _prefix_root
+from kazoo.protocol.serialization import CheckVersion as KazooCheckVersion
+from kazoo.protocol.serialization import Create as KazooCreate
+from kazoo.protocol.serialization import Delete as KazooDelete
+from kazoo.protocol.serialization import SetData as KazooSetData
+from kazoo.protocol.serialization import Transaction
 from kazoo.security import ACL, Id
 
 from zkop.zookeeper.acls import is_redacted
@@ -60,7 +66,7 @@ from zkop.zookeeper.reads import PendingRead, Reads
 from zkop.zookeeper.session import Session
 from zkop.zookeeper.watches import NODE_CREATED, NODE_DATA_CHANGED, NODE_DELETED
 
-__all__ = ["Writer", "to_kazoo_acl"]
+__all__ = ["Writer", "multi_request", "to_kazoo_acl"]
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +86,38 @@ def to_kazoo_acl(acl: Sequence[AclEntry]) -> tuple[ACL, ...]:
 
 #: The open ACL as kazoo's (immutable) objects.
 _OPEN_KAZOO_ACL: tuple[ACL, ...] = tuple(ACL(entry.perms, Id(entry.scheme, entry.id)) for entry in OPEN_ACL)
+
+
+def multi_request(chroot: str, actions: Sequence[Action], require: Sequence[CheckVersion] = ()) -> Transaction:
+    """kazoo's ``multi`` request for the ``require`` checks, then ``actions``, on a client rooted at ``chroot``.
+
+    The request kazoo's ``TransactionRequest`` builds, without its per-operation work (argument type
+    checks, a log call, normalising each path): every ``multi`` of a cold sync carries two creates.
+    Send it with the client's ``_call``, as ``TransactionRequest.commit_async`` does.
+
+    Raises:
+        TypeError: an action that cannot run in a ``multi`` (:class:`SetAcl`).
+    """
+    operations: list[Any] = [KazooCheckVersion(_rooted(chroot, c.path), c.version) for c in require]
+    for action in actions:
+        if isinstance(action, CreateNode):
+            operations.append(KazooCreate(_rooted(chroot, action.path), action.data, to_kazoo_acl(action.acl), 0))
+        elif isinstance(action, SetData):
+            operations.append(KazooSetData(_rooted(chroot, action.path), action.data, action.expected_version))
+        elif isinstance(action, DeleteNode):
+            operations.append(KazooDelete(_rooted(chroot, action.path), action.expected_version))
+        else:
+            raise TypeError(f"{action!r} cannot run in a multi")
+    return Transaction(operations)
+
+
+def _rooted(chroot: str, path: str) -> str:
+    """``path`` under kazoo's (normalised) ``chroot``, as kazoo's ``_prefix_root`` writes it: a plain
+    concatenation when ``path`` is already normal (absolute, no empty or dot segment, no trailing slash)."""
+    if path.startswith("/") and "//" not in path and "/." not in path and not path.endswith("/"):
+        return chroot + path
+    rooted: str = _prefix_root(chroot, path)
+    return rooted
 
 
 class Writer:
@@ -298,24 +336,14 @@ class Writer:
             made_parents = self.create_parents(parents)  # known missing: no failed multi first
         for attempt in range(2):
             relied_on = self.parents.known_of(parents)
-            transaction = session.client.transaction()
-            for check in require:
-                transaction.check(check.path, check.version)
-            for action in actions:
-                if isinstance(action, CreateNode):
-                    transaction.create(action.path, action.data, acl=to_kazoo_acl(action.acl))
-                elif isinstance(action, SetData):
-                    transaction.set_data(action.path, action.data, version=action.expected_version)
-                elif isinstance(action, DeleteNode):
-                    transaction.delete(action.path, version=action.expected_version)
-                else:  # pragma: no cover - execute() never sends SetAcl here
-                    raise TypeError(f"{action!r} cannot run in a multi")
+            transaction = multi_request(session.client.chroot, actions, require)
             expected = self._expect(actions)
             filled = {a.path for a, _ in expected if isinstance(a, CreateNode) and a.acl == OPEN_ACL}
             started = time.monotonic()
             failed: tuple[CheckVersion | Action, Exception] | None
             try:
-                request = transaction.commit_async()
+                request = session.client.handler.async_result()
+                session.client._call(transaction, request)  # what kazoo's TransactionRequest.commit_async sends
                 # Sent behind the multi on the same session, so answered after it (in order).
                 reads = self._read_back([a for a in creates if a.path not in filled], arm_watches)
                 self.reads.settle(reads)

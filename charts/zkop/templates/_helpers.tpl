@@ -58,3 +58,9 @@ subjects:
     name: {{ include "zkop.serviceAccountName" . }}
     namespace: {{ .Release.Namespace }}
 {{- end -}}
+
+{{- /* "true" when a rule of tenancy.policy selects namespaces by label (zkop then watches Namespaces), else "". */ -}}
+{{- define "zkop.tenancyNamespaceSelector" -}}
+{{- $rules := dig "tenancy" "rules" list (.Values.tenancy.policy | default dict) -}}
+{{- range $rules }}{{ if hasKey . "namespaceSelector" }}true{{ end }}{{ end -}}
+{{- end }}

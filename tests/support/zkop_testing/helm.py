@@ -79,23 +79,29 @@ def helm(home: Path, *args: str, kubeconfig: Path | None = None, timeout: float 
 
 
 def template(home: Path, *values: str, release: str = "zkop", namespace: str = "zkop-system",
-             chart: Path = CHART) -> list[Obj]:
-    """``helm template release chart --namespace namespace --set v ...`` for each of ``values``, parsed."""
+             chart: Path = CHART, set_json: Sequence[str] = ()) -> list[Obj]:
+    """``helm template release chart --namespace namespace --set v ... --set-json j ...`` for each of ``values``
+    and ``set_json`` (``key=<JSON>``), parsed."""
     sets = [arg for value in values for arg in ("--set", value)]
+    sets += [arg for value in set_json for arg in ("--set-json", value)]
     out = helm(home, "template", release, str(chart), "--namespace", namespace, *sets)
     return [doc for doc in yaml.safe_load_all(out) if doc]
 
 
-def kustomize_overlay(directory: Path, components: Sequence[str] = (), base: Path | None = None) -> list[Obj]:
+def kustomize_overlay(directory: Path, components: Sequence[str] = (), base: Path | None = None,
+                      extra: Obj | None = None, files: dict[str, str] | None = None) -> list[Obj]:
     """The real ``kubectl kustomize`` of an overlay in ``directory`` over ``base`` (``manifests/default``) with
-    ``manifests/components/<c>`` for each of ``components``, parsed."""
+    ``manifests/components/<c>`` for each of ``components`` and the fields of ``extra`` (e.g. a
+    ``configMapGenerator`` reading ``files``, written next to it), parsed."""
     base = base or REPO / "manifests" / "default"
     directory.mkdir(parents=True, exist_ok=True)
     paths = [os.path.relpath(base, directory),
              *(os.path.relpath(base.parent / "components" / c, directory) for c in components)]
-    (directory / "kustomization.yaml").write_text(
-        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
-        f"resources: [{paths[0]}]\ncomponents: [{', '.join(paths[1:])}]\n", encoding="utf-8")
+    kustomization = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+                     "resources": paths[:1], "components": paths[1:], **(extra or {})}
+    (directory / "kustomization.yaml").write_text(yaml.safe_dump(kustomization), encoding="utf-8")
+    for name, text in (files or {}).items():
+        (directory / name).write_text(text, encoding="utf-8")
     out = subprocess.run([venv_kubectl(), "kustomize", str(directory)], capture_output=True, text=True, timeout=60,
                          check=True).stdout
     return [doc for doc in yaml.safe_load_all(out) if doc]

@@ -95,10 +95,11 @@ class DelayingQueue(WorkQueue[T]):
                 self._waiting[item] = entry
                 heapq.heappush(self._heap, entry)
             if self._delay_thread is None:
-                self._delay_thread = threading.Thread(
+                thread = threading.Thread(
                     target=self._waiting_loop, name=f"workqueue-delay-{self.name or 'unnamed'}", daemon=True
                 )
-                self._delay_thread.start()
+                thread.start()  # then published: is_alive() is False until start()
+                self._delay_thread = thread
             self._delay_cond.notify()
 
     def _waiting_loop(self) -> None:
