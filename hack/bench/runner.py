@@ -269,10 +269,7 @@ def run_realistic(h: Harness) -> JSON:
         result = realistic(h)
         log.info("realistic: %s", brief(result))
     finally:
-        for operator in h.operators:
-            with contextlib.suppress(Exception):
-                operator.stop(timeout=10)
-        h.zk.stop()
+        _stop_everything(h)
     scale = h.p.n >= 10000 and h.p.m >= 5000 and h.p.realistic_secrets >= 2000
     unreferenced = result["configmaps_secrets_listed_unreferenced"]
     return {
