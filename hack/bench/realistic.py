@@ -40,12 +40,12 @@ from zkop_testing.crds import install_crds
 from zkop_testing.operator import OperatorProcess
 from zkop_testing.waiting import wait_for
 
-from zkop.kube.client import KubeClient
+from zkop.kube.client import KubeClient, resource_path
 from zkop.zkconfig.spec import GROUP, PLURAL, VERSION
 
 from .harness import Harness
 from .measure import proc_memory_mb, zk_client
-from .params import JSON, UNTHROTTLED, cr_manifest, svc_manifest
+from .params import JSON, UNTHROTTLED, cr_manifest, cr_name, svc_manifest
 from .realplane import RealApi, cost_delta
 from .realseed import REAL_SEEDING, put_many, seed_real
 
@@ -273,6 +273,7 @@ def _realistic_real(h: Harness, refs: int) -> JSON:
         sizes = api.response_bytes() - sizes
         cluster = cost_delta(cost, api.cost(), p.n)
         load = audit_load(api, referenced, sizes)
+        sample = api.kube.request("GET", resource_path(GROUP, VERSION, PLURAL, NAMESPACE, cr_name(0)))
     finally:
         api.stop()
     return {
@@ -282,6 +283,9 @@ def _realistic_real(h: Harness, refs: int) -> JSON:
         "rss_mb": memory.get("VmRSS"),
         "peak_rss_mb": memory.get("VmHWM"),
         "cluster": cluster,
+        # The real field manager's record of the first ZooKeeperConfig once zkop has written it.
+        "managed_fields_sample": [{k: entry.get(k) for k in ("manager", "operation", "subresource")}
+                                  for entry in sample["metadata"].get("managedFields") or []],
         **load,
     }
 

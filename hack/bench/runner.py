@@ -354,6 +354,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--cpu-reference-n", type=int, default=None,
                         help=f"run a reference cold sync at this N first (default {SCALE_CPU_REFERENCE_N} with "
                              "--scale, else none)")
+    parser.add_argument("--floor-runs", type=int, default=None,
+                        help="runs of the floor and of the controller floor, the median taken (default 3; "
+                             "1 with --scale or --smoke)")
     parser.add_argument("--workers", type=int, default=8, help="zkop run --workers (default 8)")
     parser.add_argument("--update-rate", type=float, default=50.0, help="spec.data changes per second (default 50)")
     parser.add_argument("--update-seconds", type=float, default=None, help="length of the update stream (default 10)")
@@ -434,7 +437,7 @@ def _params_from_args(args: argparse.Namespace) -> Params:
                       update_rate=args.update_rate,
                       update_seconds=args.update_seconds or 2.0, drift_rate=args.drift_rate,
                       drift_seconds=args.drift_seconds or 2.0, min_sync_period=3.0, quiet=0.5, smoke=True,
-                      floor_runs=1, realistic_secrets=_given(args.realistic_secrets, 20),
+                      floor_runs=_given(args.floor_runs, 1), realistic_secrets=_given(args.realistic_secrets, 20),
                       realistic_secret_kb=_given(args.realistic_secret_kb, 5), realistic_namespaces=3,
                       realistic_refs=10, realistic_managed_fields=not args.realistic_no_managed_fields,
                       realistic_cluster=realistic_cluster, scale=args.scale,
@@ -445,7 +448,8 @@ def _params_from_args(args: argparse.Namespace) -> Params:
                   drift_seconds=args.drift_seconds or 10.0, realistic_secrets=_given(args.realistic_secrets, 2000),
                   realistic_secret_kb=_given(args.realistic_secret_kb, 50),
                   realistic_managed_fields=not args.realistic_no_managed_fields,
-                  floor_runs=1 if args.scale else 3, realistic_cluster=realistic_cluster, scale=args.scale,
+                  floor_runs=_given(args.floor_runs, 1 if args.scale else 3), realistic_cluster=realistic_cluster,
+                  scale=args.scale,
                   cpu_reference_n=_given(args.cpu_reference_n, SCALE_CPU_REFERENCE_N if args.scale else 0))
 
 
@@ -490,6 +494,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.environ["ZOOKEEPER_WATCH_MODE"] = args.zk_watch_mode  # inherited by every zkop process
     if params.n < 2:
         raise SystemExit("--n must be at least 2")
+    if params.floor_runs < 1:
+        raise SystemExit("--floor-runs must be at least 1")
     if params.cpu_reference_n < 0 or params.cpu_reference_n == 1:
         raise SystemExit("--cpu-reference-n must be 0 (none) or at least 2")
     if args.scenario == "instructions":
