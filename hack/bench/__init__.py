@@ -62,7 +62,8 @@ Layout: one module per scenario (``floor``, ``cold_sync``, ``update_latency``,
 ``drift_latency``, ``warm_restart``, ``resync``, ``bridge``, ``memory``, ``realistic``,
 ``instructions``, ``ensembles``), what they share
 (``harness``: servers, operators, snapshots, waits; ``measure``, ``observer``, ``txns``,
-``params``; ``realplane`` and ``realseed``: the real control plane and its seeding), the runner and command line (``runner``) and ``report`` (targets, table).
+``params``; ``realplane`` and ``realseed``: the real control plane and its seeding),
+the runner and command line (``runner``) and ``report`` (targets, table).
 Run it from the repository root (``python -m hack.bench``); results of past runs are kept
 in ``docs/bench/*.json``.
 """
