@@ -4,7 +4,8 @@ Absolute times on shared machines are noise; ratios taken in one run on one mach
 This package starts a real ZooKeeper (:mod:`zkop_testing.zookeeper`) and the in-memory API
 server (:mod:`zkop_testing.apiserver`, in this process) -- or, with ``--control-plane real`` (the
 default where built), a real etcd + kube-apiserver + kube-controller-manager per environment
-(:mod:`hack.bench.realplane`) --, runs ``zkop run`` as its own
+(:mod:`hack.bench.realplane`; seeded like a real cluster by server-side apply where asked,
+:mod:`hack.bench.realseed`) --, runs ``zkop run`` as its own
 process (:mod:`zkop_testing.operator`), runs every scenario and prints one JSON object
 (``--table``: a readable table instead)::
 
@@ -61,7 +62,8 @@ Layout: one module per scenario (``floor``, ``cold_sync``, ``update_latency``,
 ``drift_latency``, ``warm_restart``, ``resync``, ``bridge``, ``memory``, ``realistic``,
 ``instructions``, ``ensembles``), what they share
 (``harness``: servers, operators, snapshots, waits; ``measure``, ``observer``, ``txns``,
-``params``), the runner and command line (``runner``) and ``report`` (targets, table).
+``params``; ``realplane`` and ``realseed``: the real control plane and its seeding),
+the runner and command line (``runner``) and ``report`` (targets, table).
 Run it from the repository root (``python -m hack.bench``); results of past runs are kept
 in ``docs/bench/*.json``.
 """

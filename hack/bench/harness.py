@@ -55,6 +55,7 @@ from .params import (
     throttle_args,
 )
 from .realplane import RealApi, cost_rates
+from .realseed import REAL_SEEDING, put_many, seed_real
 from .txns import TxnWindow, txn_summary
 
 #: An environment's API server: the in-memory double or a real control plane.
@@ -143,7 +144,9 @@ class Harness:
 
         With :attr:`Params.realistic_cluster` it is seeded like a real cluster first
         (:func:`zkop_testing.apiserver_realistic.seed`) and the ZooKeeperConfigs carry three
-        managers' ``managedFields``. Its watch history holds at least 2 n events, so that a
+        managers' ``managedFields``; on the real plane through kube-apiserver, the ZooKeeperConfigs
+        server-side applied (:func:`~.realseed.seed_real`, :func:`~.realseed.put_many`).
+        Its watch history holds at least 2 n events, so that a
         paginated LIST or a watch resumed during a burst of n status writes is not answered 410
         merely because the double keeps less history than etcd's compaction window would.
         """
@@ -178,7 +181,18 @@ class Harness:
         real = RealApi(self.p.k8s_minor, self.workdir / f"plane-{name}")
         kubeconfig = str(real.write_kubeconfig(self.workdir / f"kubeconfig-{name}"))
         rt = real.store.resolve(GROUP, VERSION, PLURAL)
-        real.store.create_many(rt, NAMESPACE, (cr_manifest(i) for i in range(n)))
+        if self.p.realistic_cluster:
+            # Seeded through kube-apiserver like a real cluster: hack.bench.realseed.
+            report = seed_real(real, namespaces=self.p.realistic_namespaces, helm_secrets=self.p.realistic_secrets,
+                               secret_kb=self.p.realistic_secret_kb, managed_fields=self.p.realistic_managed_fields)
+            self.seeded = {"namespaces": len(report.namespaces), "root_ca_configmaps": report.configmaps,
+                           "helm_secrets": report.secrets, "helm_secret_mb": round(report.secret_bytes / 2**20, 1),
+                           "managed_fields": self.p.realistic_managed_fields,
+                           "how": REAL_SEEDING if self.p.realistic_managed_fields else "plain creates"}
+            put_many(real, rt, NAMESPACE, (cr_manifest(i) for i in range(n)),
+                     managed_fields=self.p.realistic_managed_fields)
+        else:
+            real.store.create_many(rt, NAMESPACE, (cr_manifest(i) for i in range(n)))
         wait_for(lambda: sum(real.states().values()) == n, timeout=self.scaled_timeout(60, 0.01),
                  message=f"{n} ZooKeeperConfigs in the bench's watch")
         log.info("%s control plane %s (Kubernetes %s): %d ZooKeeperConfigs created in %.1f s", name, real.url,
@@ -202,6 +216,14 @@ class Harness:
         """Namespace ``bench`` and the M Services, straight into the store (not timed, not logged; on the real
         control plane over HTTP by the bench's own identity, not counted)."""
         if isinstance(api, RealApi):
+            if self.p.realistic_cluster:  # applied by the GitOps tool's field manager (hack.bench.realseed)
+                applied = self.p.realistic_managed_fields
+                put_many(api, api.store.resolve("", "v1", "namespaces"), None, [
+                    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SERVICE_NAMESPACE}}],
+                    managed_fields=applied)
+                put_many(api, api.store.resolve("", "v1", "services"), SERVICE_NAMESPACE,
+                         (svc_manifest(i) for i in range(m)), managed_fields=applied)
+                return
             api.store.create(api.store.resolve("", "v1", "namespaces"), None,
                              {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SERVICE_NAMESPACE}}, {})
             api.store.create_many(api.store.resolve("", "v1", "services"), SERVICE_NAMESPACE,

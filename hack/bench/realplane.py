@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import shutil
+import ssl
 import urllib.request
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -55,6 +57,8 @@ ETCD_COUNTERS = ("etcd_mvcc_put_total", "etcd_mvcc_txn_total", "etcd_mvcc_delete
 #: The plane's own Service range (``/24``) holds 254 ClusterIPs; the bridge scenario creates M (1,000+)
 #: Services. kube-apiserver takes the last value of a repeated flag.
 SERVICE_RANGE = ("--service-cluster-ip-range=10.0.0.0/16,fd00:10:96::/112",)
+#: Content type of a server-side apply (``k8s.io/apimachinery`` ``types.ApplyYAMLPatchType``; JSON is YAML).
+APPLY_PATCH = "application/apply-patch+yaml"
 
 Resource = tuple[str, str, str]
 
@@ -87,14 +91,34 @@ class HttpStore:
         """The resource handle of ``group/version/plural``."""
         return (group, version, plural)
 
-    def create(self, rt: Resource, namespace: str | None, body: JSON, _options: Any) -> JSON:
-        """POST ``body``; the created object."""
-        return self.kube.request("POST", resource_path(*rt, namespace), body=body)
+    def create(self, rt: Resource, namespace: str | None, body: JSON, _options: Any, *,
+               field_manager: str | None = None) -> JSON:
+        """POST ``body`` (into its own ``metadata.namespace`` when ``namespace`` is ``None`` and it names one),
+        recorded under ``field_manager`` (the API server's default: the User-Agent's program name); the
+        created object."""
+        namespace = namespace if namespace is not None else (body.get("metadata") or {}).get("namespace")
+        return self.kube.request("POST", resource_path(*rt, namespace), body=body,
+                                 query={"fieldManager": field_manager})
 
-    def create_many(self, rt: Resource, namespace: str | None, bodies: Iterator[JSON]) -> int:
-        """POST every body from :attr:`threads` threads; how many were created."""
+    def create_many(self, rt: Resource, namespace: str | None, bodies: Iterator[JSON], *,
+                    field_manager: str | None = None) -> int:
+        """POST every body from :attr:`threads` threads (:meth:`create`); how many were created."""
         with ThreadPoolExecutor(self.threads) as pool:
-            return sum(1 for _ in pool.map(lambda body: self.create(rt, namespace, body, {}), bodies))
+            return sum(1 for _ in pool.map(
+                lambda body: self.create(rt, namespace, body, {}, field_manager=field_manager), bodies))
+
+    def apply(self, rt: Resource, namespace: str | None, body: JSON, manager: str) -> JSON:
+        """Server-side apply ``body`` (``PATCH`` :data:`APPLY_PATCH`, ``force=true``) as field manager
+        ``manager``, into ``namespace`` or its own ``metadata.namespace``; the object as stored."""
+        meta = body["metadata"]
+        namespace = namespace if namespace is not None else meta.get("namespace")
+        return self.kube.request("PATCH", resource_path(*rt, namespace, meta["name"]), body=body,
+                                 content_type=APPLY_PATCH, query={"fieldManager": manager, "force": True})
+
+    def apply_many(self, rt: Resource, namespace: str | None, bodies: Iterable[JSON], manager: str) -> int:
+        """:meth:`apply` every body from :attr:`threads` threads; how many were applied."""
+        with ThreadPoolExecutor(self.threads) as pool:
+            return sum(1 for _ in pool.map(lambda body: self.apply(rt, namespace, body, manager), bodies))
 
     def patch(self, rt: Resource, namespace: str, name: str, body: bytes, content_type: str, _rv: Any,
               _options: Any) -> JSON:
@@ -204,6 +228,28 @@ class RealApi:
             if name in ETCD_COUNTERS:
                 out[name] = float(value)
         return out
+
+    def response_bytes(self) -> Counter[tuple[str, str]]:
+        """Bytes of every response kube-apiserver has written so far, any client's, by ``(verb, resource)``
+        (``("LIST", "secrets")``): its ``apiserver_response_sizes_sum`` histogram sums from ``/metrics``
+        (``k8s.io/apiserver/pkg/endpoints/metrics``; subresources left out)."""
+        pki = self.plane.directory / "pki"
+        context = ssl.create_default_context(cafile=str(self.plane.ca_file))
+        context.load_cert_chain(str(pki / "admin.pem"), str(pki / "admin.key"))
+        with urllib.request.urlopen(f"{self.url}/metrics", context=context, timeout=30) as answer:
+            text = answer.read().decode()
+        out: Counter[tuple[str, str]] = Counter()
+        for line in text.splitlines():
+            if not line.startswith("apiserver_response_sizes_sum{"):
+                continue
+            labels_text, _, value = line[len("apiserver_response_sizes_sum{"):].rpartition("} ")
+            labels = dict(_LABEL.findall(labels_text))
+            if not labels.get("subresource"):
+                out[(labels.get("verb", ""), labels.get("resource", ""))] += int(float(value))
+        return out
+
+
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
 
 def audit_record(line: bytes) -> RequestRecord | None:

@@ -263,25 +263,20 @@ def run_ensembles(h: Harness) -> JSON:
 
 def run_realistic(h: Harness) -> JSON:
     """Only the ``realistic`` scenario (``--scenario realistic``); returns the report."""
-    run_started = time.monotonic()
-    h.git = git_revision()
-    h.zk = ZooKeeperServer()
-    h.zk.start()
+    run_started = _begin_run(h)
     try:
         log.info("scenario realistic")
         result = realistic(h)
         log.info("realistic: %s", brief(result))
     finally:
-        for operator in h.operators:
-            with contextlib.suppress(Exception):
-                operator.stop(timeout=10)
-        h.zk.stop()
+        _stop_everything(h)
     scale = h.p.n >= 10000 and h.p.m >= 5000 and h.p.realistic_secrets >= 2000
     unreferenced = result["configmaps_secrets_listed_unreferenced"]
     return {
         "params": {**asdict(h.p), "python": platform.python_version(), "cpus": os.cpu_count(), "git": h.git,
                    "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                   "duration_s": round(time.monotonic() - run_started, 1)},
+                   "duration_s": round(time.monotonic() - run_started, 1),
+                   "machine_load": {"start": h.load_before, "end": machine_load()}},
         "scenarios": {"realistic": result},
         "targets": {
             "realistic_memory_rss": target(
@@ -359,6 +354,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--cpu-reference-n", type=int, default=None,
                         help=f"run a reference cold sync at this N first (default {SCALE_CPU_REFERENCE_N} with "
                              "--scale, else none)")
+    parser.add_argument("--floor-runs", type=int, default=None,
+                        help="runs of the floor and of the controller floor, the median taken (default 3; "
+                             "1 with --scale or --smoke)")
     parser.add_argument("--workers", type=int, default=8, help="zkop run --workers (default 8)")
     parser.add_argument("--update-rate", type=float, default=50.0, help="spec.data changes per second (default 50)")
     parser.add_argument("--update-seconds", type=float, default=None, help="length of the update stream (default 10)")
@@ -439,7 +437,7 @@ def _params_from_args(args: argparse.Namespace) -> Params:
                       update_rate=args.update_rate,
                       update_seconds=args.update_seconds or 2.0, drift_rate=args.drift_rate,
                       drift_seconds=args.drift_seconds or 2.0, min_sync_period=3.0, quiet=0.5, smoke=True,
-                      floor_runs=1, realistic_secrets=_given(args.realistic_secrets, 20),
+                      floor_runs=_given(args.floor_runs, 1), realistic_secrets=_given(args.realistic_secrets, 20),
                       realistic_secret_kb=_given(args.realistic_secret_kb, 5), realistic_namespaces=3,
                       realistic_refs=10, realistic_managed_fields=not args.realistic_no_managed_fields,
                       realistic_cluster=realistic_cluster, scale=args.scale,
@@ -450,7 +448,8 @@ def _params_from_args(args: argparse.Namespace) -> Params:
                   drift_seconds=args.drift_seconds or 10.0, realistic_secrets=_given(args.realistic_secrets, 2000),
                   realistic_secret_kb=_given(args.realistic_secret_kb, 50),
                   realistic_managed_fields=not args.realistic_no_managed_fields,
-                  floor_runs=1 if args.scale else 3, realistic_cluster=realistic_cluster, scale=args.scale,
+                  floor_runs=_given(args.floor_runs, 1 if args.scale else 3), realistic_cluster=realistic_cluster,
+                  scale=args.scale,
                   cpu_reference_n=_given(args.cpu_reference_n, SCALE_CPU_REFERENCE_N if args.scale else 0))
 
 
@@ -459,19 +458,18 @@ def _qps_param(p: Params) -> str:
 
 
 def choose_plane(args: argparse.Namespace, params: Params) -> Params:
-    """``params`` with the control plane the flags ask for (``auto``: real where built, double otherwise).
+    """``params`` with the control plane the flags ask for (``auto``: real where built, double otherwise; always
+    the double for ``--scenario instructions``).
 
     Raises:
-        SystemExit: ``real`` was asked for but no minor is built, or for a scenario only the double has.
+        SystemExit: ``real`` was asked for but no minor is built, or for ``--scenario instructions``.
     """
     wanted = args.control_plane
-    if wanted == "double" or args.scenario in ("instructions", "realistic"):
+    # --scenario instructions counts zkop's and the clients' instructions, which do not depend on where the
+    # API server runs: it keeps the double (not run under callgrind beside a real plane yet).
+    if wanted == "double" or args.scenario == "instructions":
         if wanted == "real":
-            raise SystemExit(f"--scenario {args.scenario} runs on the in-memory API server only")
-        return replace(params, control_plane="double", default_qps=args.zkop_default_qps)
-    if params.realistic_cluster:
-        if wanted == "real":
-            raise SystemExit("--realistic-cluster/--scale seed the in-memory API server only")
+            raise SystemExit("--scenario instructions runs on the in-memory API server only")
         return replace(params, control_plane="double", default_qps=args.zkop_default_qps)
     minor = cached_minor((args.k8s_version,)) if args.k8s_version else cached_minor()
     if minor is None:
@@ -498,6 +496,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.environ["ZOOKEEPER_WATCH_MODE"] = args.zk_watch_mode  # inherited by every zkop process
     if params.n < 2:
         raise SystemExit("--n must be at least 2")
+    if params.floor_runs < 1:
+        raise SystemExit("--floor-runs must be at least 1")
     if params.cpu_reference_n < 0 or params.cpu_reference_n == 1:
         raise SystemExit("--cpu-reference-n must be 0 (none) or at least 2")
     if args.scenario == "instructions":

@@ -1,4 +1,5 @@
-"""``python -m hack.bench --smoke --scale`` wires the scale run (issue #17) at smoke size.
+"""``python -m hack.bench --smoke --scale`` wires the scale run (issue #17) at smoke size, on the in-memory API
+server and on a real control plane (seeded through kube-apiserver by server-side apply).
 
 The scale run proper (N = 50,000, M = 20,000) takes far too long for CI; this checks that the flag
 puts every scenario in the realistically seeded cluster, runs the reference cold sync its CPU
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from zkop_testing.controlplane import NEWEST, binaries
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = ("floor", "cpu_reference", "cold_sync", "warm_restart", "resync", "update_latency", "drift_latency",
@@ -23,17 +25,22 @@ SCALE_TARGETS = ("scale_rss_mb", "scale_warm_restart_ready_s", "scale_resync_wri
                  "scale_drift_p99_ms", "scale_cpu_per_object")
 
 
-@pytest.mark.timeout(150)
-def test_scale_flag_runs_every_scenario_in_the_realistic_cluster(tmp_path: Path) -> None:
+@pytest.mark.timeout(360)
+@pytest.mark.parametrize("plane", ["double", "real"])
+def test_scale_flag_runs_every_scenario_in_the_realistic_cluster(tmp_path: Path, plane: str) -> None:
+    if plane == "real":
+        binaries(NEWEST)  # built (or found in its cache) as for tests/cluster; the bench itself never builds
     out = tmp_path / "report.json"
-    proc = subprocess.run([sys.executable, "-m", "hack.bench", "--smoke", "--scale", "--output", str(out)],
-                          cwd=REPO, capture_output=True, text=True, timeout=140, check=False)
+    proc = subprocess.run([sys.executable, "-m", "hack.bench", "--smoke", "--scale", "--control-plane", plane,
+                           "--output", str(out)],
+                          cwd=REPO, capture_output=True, text=True, timeout=340, check=False)
     assert proc.returncode == 0, proc.stderr[-5000:]
     report: dict[str, Any] = json.loads(proc.stdout)
     assert json.loads(out.read_text()) == report
 
     params = report["params"]
     assert params["scale"] is True and params["realistic_cluster"] is True and params["smoke"] is True
+    assert params["control_plane"] == plane
     assert (params["n"], params["m"], params["floor_runs"]) == (50, 20, 1)
     assert params["cpu_reference_n"] == 25
     cluster = params["cluster"]
@@ -41,7 +48,13 @@ def test_scale_flag_runs_every_scenario_in_the_realistic_cluster(tmp_path: Path)
     assert {"load_1m", "uptime"} <= set(params["machine_load"]["start"])
 
     scenarios = report["scenarios"]
-    assert list(scenarios) == list(SCENARIOS)
+    # The real plane adds its idle windows: the plane alone before zkop, zkop idle after its cold sync.
+    expected = SCENARIOS if plane == "double" else (*SCENARIOS[:2], "plane_idle", SCENARIOS[2], "zkop_idle",
+                                                    *SCENARIOS[3:])
+    assert list(scenarios) == list(expected)
+    if plane == "real":
+        assert "server-side apply" in cluster["how"]
+        assert scenarios["cold_sync"]["cluster"]["etcd_puts"] >= 2 * 50
     assert scenarios["cpu_reference"]["params"]["n"] == 25 and scenarios["cold_sync"]["params"]["n"] == 50
     assert "zkop_cpu_ms_per_cr" in scenarios["cpu_reference"] and "zookeeper_writes" in scenarios["cpu_reference"]
     assert "ready_seconds" in scenarios["warm_restart"]

@@ -24,7 +24,7 @@ from __future__ import annotations
 import base64
 import random
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -33,7 +33,15 @@ from zkop_testing.apiserver import ApiServer
 from zkop_testing.apiserver_errors import ApiError
 from zkop_testing.apiserver_store import Store
 
-__all__ = ["HELM_RELEASE_TYPE", "ROOT_CA_CONFIGMAP", "SeedReport", "fields_v1", "managed_fields_for", "seed"]
+__all__ = [
+    "HELM_RELEASE_TYPE",
+    "ROOT_CA_CONFIGMAP",
+    "SeedReport",
+    "fields_v1",
+    "helm_release_secrets",
+    "managed_fields_for",
+    "seed",
+]
 
 JSON = dict[str, Any]
 
@@ -173,18 +181,25 @@ def seed(server: ApiServer, *, namespaces: Sequence[str] | int = 10, helm_secret
                                          "internal service IP or kubernetes.default.svc. No other usage is "
                                          "guaranteed across distributions of Kubernetes clusters."}},
             "data": {"ca.crt": pem}}, managed_fields)
-    targets = names or ["default"]
-    for i in range(helm_secrets):
-        release, revision = f"release-{i // helm_revisions}", i % helm_revisions + 1
-        namespace = targets[(i // helm_revisions) % len(targets)]
-        payload = _helm_payload(rng, secret_kb * 1024)
-        created = _create(store, "", "secrets", namespace, {
+    for body in helm_release_secrets(names, helm_secrets, secret_kb, helm_revisions, rng):
+        if _create(store, "", "secrets", body["metadata"]["namespace"], body, managed_fields):
+            report.secrets += 1
+            report.secret_bytes += len(body["data"]["release"])
+    return report
+
+
+def helm_release_secrets(namespaces: Sequence[str], count: int, secret_kb: int, revisions: int,
+                         rng: random.Random) -> Iterator[JSON]:
+    """``count`` Helm release Secrets (``revisions`` per release, the last one ``deployed``), spread over
+    ``namespaces`` (``default`` if empty), each with a ``data.release`` of about ``secret_kb`` KB
+    (Helm 3's ``storage/driver/secrets.go`` ``newSecretsObject``: name, type and labels)."""
+    targets = list(namespaces) or ["default"]
+    for i in range(count):
+        release, revision = f"release-{i // revisions}", i % revisions + 1
+        namespace = targets[(i // revisions) % len(targets)]
+        yield {
             "apiVersion": "v1", "kind": "Secret", "type": HELM_RELEASE_TYPE,
             "metadata": {"name": f"sh.helm.release.v1.{release}.v{revision}", "namespace": namespace,
                          "labels": {"name": release, "owner": "helm", "version": str(revision),
-                                    "status": "deployed" if revision == helm_revisions else "superseded"}},
-            "data": {"release": payload}}, managed_fields)
-        if created:
-            report.secrets += 1
-            report.secret_bytes += len(payload)
-    return report
+                                    "status": "deployed" if revision == revisions else "superseded"}},
+            "data": {"release": _helm_payload(rng, secret_kb * 1024)}}
