@@ -135,7 +135,7 @@ def test_demo_keep_running_stops_everything_on_a_signal(tmpdir_for_demo: Path, s
                 pytest.fail(f"the demo exited early ({proc.wait()}):\n{out}")
             out += line
         kubeconfig = Path(re.findall(r"export KUBECONFIG=(\S+)", out)[0])
-        port = int(re.findall(r"ZooKeeper serves on 127\.0\.0\.1:(\d+)", out)[0])
+        port = int(re.findall(r"ZooKeeper \S+ serves on 127\.0\.0\.1:(\d+)", out)[0])
         workdir = kubeconfig.parent
         assert workdir.parent == tmpdir and workdir.name.startswith("zkop-demo-")
         # the ZooKeeper credentials: a private directory, a file only its owner can read
