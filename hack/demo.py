@@ -23,6 +23,7 @@ import base64
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -223,7 +224,8 @@ def run(stack: contextlib.ExitStack, workdir: Path, keep_running: bool, control_
     step("starting ZooKeeper (a JVM; a few seconds)")
     zookeeper = stack.enter_context(ZooKeeperServer())
     which = "a real control plane" if control_plane == "real" else "the in-memory Kubernetes API server"
-    step(f"ZooKeeper serves on {zookeeper.hosts}; starting {which}")
+    release = re.search(r"^Zookeeper version: ([^-,\s]+)", zookeeper.srvr(), re.MULTILINE)
+    step(f"ZooKeeper {release[1] if release else '(version unknown)'} serves on {zookeeper.hosts}; starting {which}")
     kube, kubeconfig = start_api_server(stack, workdir, control_plane)
     operator = OperatorProcess(kubeconfig, zookeeper.hosts, ["--zk-auth-file", str(credentials)],
                                log_path=str(workdir / "zkop.log"))

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # One command from a fresh machine to zkop running locally:
-# installs Debian's ZooKeeper if missing, creates or updates .venv (hack/setup-venv.sh), then runs
+# installs Java and Maven if missing, resolves the test suite's default ZooKeeper (the newest line, from Maven
+# Central: hack/zookeeper-lines.sh; ZKOP_ZOOKEEPER_DEFAULT=debian: Debian's package, installed if missing),
+# creates or updates .venv (hack/setup-venv.sh), then runs
 # hack/demo.py (a ZooKeeper server, the in-memory API server, `zkop run`, examples/ applied, and
 # what converged: kubectl get zkc, znode values and ACLs, Events, ownership records).
 # Every step prints a line with the elapsed seconds; a long step prints a heartbeat every 10 s.
@@ -39,12 +41,27 @@ run_step() {
   if [ "$rc" -ne 0 ]; then say "failed: $what (exit $rc)"; exit "$rc"; fi
 }
 
-if ! { command -v java >/dev/null && [ -f /usr/share/java/zookeeper.jar ] && command -v krb5-config >/dev/null; }; then
-  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  run_step "installing Debian's zookeeper package, and libkrb5-dev to build the kerberos test dependency (apt-get; a minute or two)" \
-    sh -c "$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq zookeeper libkrb5-dev >/dev/null"
+# The ZooKeeper server demo.py starts is the test harness's default (zkop_testing.zookeeper.find_zookeeper).
+zk_default=${ZKOP_ZOOKEEPER_DEFAULT:-}
+if [ "$zk_default" = debian ] || { [ -z "$zk_default" ] && [ -n "${ZKOP_ZOOKEEPER_JAR:-}" ]; }; then
+  zk_package=zookeeper; zk_ready() { [ -f "${ZKOP_ZOOKEEPER_JAR:-/usr/share/java/zookeeper.jar}" ]; }
 else
-  say "ZooKeeper is installed ($(readlink -f /usr/share/java/zookeeper.jar))"
+  zk_package=maven; zk_ready() { command -v mvn >/dev/null; }
+fi
+if ! { command -v java >/dev/null && zk_ready && command -v krb5-config >/dev/null; }; then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  run_step "installing Debian's $zk_package package (and Java), and libkrb5-dev to build the kerberos test dependency (apt-get; a minute or two)" \
+    sh -c "$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $zk_package libkrb5-dev >/dev/null"
+fi
+if [ "$zk_package" = zookeeper ]; then
+  say "ZooKeeper is installed ($(readlink -f "${ZKOP_ZOOKEEPER_JAR:-/usr/share/java/zookeeper.jar}"))"
+else
+  zk_line=$zk_default  # a line (3.9) or a release (3.9.5); unset: the newest line the tests pin
+  if [ -z "$zk_line" ] || [ "$zk_line" = default ]; then
+    zk_line=$(awk '!/^#/ && NF == 2 {line = $1} END {print line}' tests/support/zookeeper-lines/versions)
+  fi
+  run_step "ZooKeeper $zk_line from Maven Central into ~/.cache/zkop/zookeeper (hack/zookeeper-lines.sh; under a minute the first time, instant afterwards)" \
+    sh -c "hack/zookeeper-lines.sh '$zk_line' >/dev/null"
 fi
 
 # setup-venv.sh runs pip every time (~40 s even when nothing changed); skip it while .venv is newer

@@ -12,11 +12,12 @@
   Tests that stop members must call ``zk_ensemble.heal()`` (in a ``finally``).
 - ``zookeeper_line``/``zookeeper_installation``: the ZooKeeper line the test runs on and its
   :class:`~zkop_testing.zookeeper.ZooKeeperInstallation` (for a test's own ``ZooKeeperServer(installation=…)``).
-  ``default`` (Debian's 3.8.0 jar) everywhere, except in tests marked ``zookeeper_semantics``: those run once per
-  line of :func:`~zkop_testing.zookeeper_lines.lines_under_test` (``ZKOP_ZOOKEEPER_LINES``, e.g. ``all``; ids
-  ``zk-default``, ``zk-3.5.10`` …), and ``zk_server``, ``zk``, ``adapter``, ``zk_ensemble`` are then of that line.
-  Unset, nothing is parametrized. Lines missing from the cache are resolved from Maven Central
-  (``hack/zookeeper-lines.sh``) before the first test runs.
+  ``default`` (the newest line, 3.9, from Maven Central; ``ZKOP_ZOOKEEPER_DEFAULT`` names another, or ``debian``
+  for Debian's 3.8.0 jar: :func:`~zkop_testing.zookeeper.find_zookeeper`) everywhere, except in tests marked
+  ``zookeeper_semantics``: those run once per line of :func:`~zkop_testing.zookeeper_lines.lines_under_test`
+  (``ZKOP_ZOOKEEPER_LINES``, e.g. ``all``; ids ``zk-default``, ``zk-3.5.10`` …), and ``zk_server``, ``zk``,
+  ``adapter``, ``zk_ensemble`` are then of that line. Unset, nothing is parametrized. The default and the lines
+  missing from the cache are resolved from Maven Central (``hack/zookeeper-lines.sh``) before the first test runs.
 - ``control_plane``: a real Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager built
   from source, :mod:`zkop_testing.controlplane`) shared by the session, of the first minor ``ZKOP_K8S_MINORS``
   names (default: the newest tested); ``control_plane_each``: the same, parametrized over every tested minor.
@@ -115,7 +116,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         except ControlPlaneError as err:
             _build_errors[minor] = str(err)
     needed = {param for item in session.items for param in re.findall(r"zk-(3\.\d+\.\d+)", item.nodeid)}
-    for version in sorted(needed):
+    for version in [DEFAULT, *sorted(needed)]:
         _resolve_zookeeper(version)  # a failure fails the tests of that line
 
 

@@ -1,7 +1,7 @@
 """``zkop export/diff/sync`` against secured ZooKeeper servers: TLS (server-verified and mutual, x509
 ACLs, host name checking, the system trust store) and SASL DIGEST-MD5 with ``enforce.auth.enabled``.
 
-The servers are real (Debian's ZooKeeper 3.8, :mod:`zkop_testing.zookeeper_secure`), with a CA made
+The servers are real (the suite's default line, :mod:`zkop_testing.zookeeper_secure`), with a CA made
 per module; failures must be one clear line on stderr and exit code 2, not a hang.
 """
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from zkop_testing.zookeeper_lines import LINES, default_line
 
 import zkop
 
@@ -118,17 +119,22 @@ def test_readme_installs_the_published_image_and_lists_supported_versions() -> N
     assert f"{node} (`kindest/node:v{node}" in row, "the table must name the Kubernetes version the kind suite runs"
 
 
-def test_the_zookeeper_lines_called_tested_are_the_ones_ci_runs() -> None:
+def test_the_zookeeper_lines_called_tested_are_the_ones_ci_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     """README's ZooKeeper row calls a release tested only if ``.ci/run`` runs the ``zookeeper_semantics`` set on
     its line (``ZKOP_ZOOKEEPER_LINES``) and resolves it (``hack/zookeeper-lines.sh``); the releases are the ones
-    ``tests/support/zookeeper-lines/versions`` pins."""
+    ``tests/support/zookeeper-lines/versions`` pins, and the one it says runs the whole suite is the harness's
+    default (the newest line, :func:`zkop_testing.zookeeper_lines.default_line`)."""
     readme = (REPO / "README.md").read_text()
     (row,) = [line for line in readme.splitlines() if line.startswith("| ZooKeeper |")]
     tested = row.split("|")[2]
     pinned = [line.split()[1] for line in (REPO / "tests/support/zookeeper-lines/versions").read_text().splitlines()
               if line.strip() and not line.startswith("#")]
     claimed = re.findall(r"\b3\.\d+\.\d+\b", tested)
-    assert set(claimed) - {"3.8.0"} == set(pinned), claimed
+    assert set(claimed) == set(pinned), claimed
+    monkeypatch.delenv("ZKOP_ZOOKEEPER_DEFAULT", raising=False)
+    monkeypatch.delenv("ZKOP_ZOOKEEPER_JAR", raising=False)
+    whole_suite = tested.split("the whole test suite")[0]
+    assert re.findall(r"\b3\.\d+\.\d+\b", whole_suite) == [LINES[default_line()]] == pinned[-1:], whole_suite
     ci = (REPO / ".ci/run").read_text()
     (lines,) = re.findall(r"^export ZKOP_ZOOKEEPER_LINES=(\S+)$", ci, re.MULTILINE)
     assert lines == "all" or set(lines.split(",")) == {v.rsplit(".", 1)[0] for v in pinned}, lines

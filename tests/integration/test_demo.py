@@ -26,7 +26,7 @@ from types import ModuleType
 import pytest
 from kazoo.security import ACL, Id, Permissions
 from zkop_testing.controlplane import NEWEST
-from zkop_testing.zookeeper import port_is_free
+from zkop_testing.zookeeper import DEBIAN, find_zookeeper, port_is_free
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "hack" / "demo.sh"
@@ -75,6 +75,11 @@ def test_demo_shows_what_converged_and_leaves_nothing_behind(tmpdir_for_demo: Pa
     for what in ("starting ZooKeeper", started, "with zkop's CRD; starting `zkop run`", "applying examples/",
                  "waiting for zkop to reconcile"):
         assert re.search(rf"^>> \[ *\d+s\] .*{re.escape(what)}", out, re.MULTILINE), what
+    # the suite's default ZooKeeper (the newest line, or what ZKOP_ZOOKEEPER_DEFAULT names), resolved by demo.sh
+    zookeeper = find_zookeeper()
+    release = "3.8.0" if zookeeper.name == DEBIAN else zookeeper.name
+    assert re.search(rf"^>> \[ *\d+s\] ZooKeeper {re.escape(release)} serves on 127\.0\.0\.1:\d+; ", out,
+                     re.MULTILINE), out
     if control_plane == "real":
         assert re.search(rf"^>> \[ *\d+s\] Kubernetes {re.escape(NEWEST)} on https://127\.0\.0\.1:\d+ ",
                          out, re.MULTILINE), out
@@ -130,7 +135,7 @@ def test_demo_keep_running_stops_everything_on_a_signal(tmpdir_for_demo: Path, s
                 pytest.fail(f"the demo exited early ({proc.wait()}):\n{out}")
             out += line
         kubeconfig = Path(re.findall(r"export KUBECONFIG=(\S+)", out)[0])
-        port = int(re.findall(r"ZooKeeper serves on 127\.0\.0\.1:(\d+)", out)[0])
+        port = int(re.findall(r"ZooKeeper \S+ serves on 127\.0\.0\.1:(\d+)", out)[0])
         workdir = kubeconfig.parent
         assert workdir.parent == tmpdir and workdir.name.startswith("zkop-demo-")
         # the ZooKeeper credentials: a private directory, a file only its owner can read

@@ -1,5 +1,5 @@
-"""``zkop run`` in both watch modes against ZooKeeper 3.8: server-side watches, drift, a foreign
-ownership record, and a hand edit made while zkop is disconnected."""
+"""``zkop run`` in both watch modes against real ZooKeeper (the suite's default line): server-side watches,
+drift, a foreign ownership record, and a hand edit made while zkop is disconnected."""
 
 from __future__ import annotations
 

@@ -125,7 +125,7 @@ def test_redaction_markers_and_digest_ids(entry: AclEntry, redacted: bool, valid
 
 
 def test_acls_match_the_server(zk_server: ZooKeeperServer, zk: KazooClient, zk_base: str) -> None:
-    """The evaluation agrees with a real 3.8 server for the digest, world, ip and auth rows."""
+    """The evaluation agrees with a real server (each line under test) for the digest, world, ip and auth rows."""
     session = KazooClient(hosts=zk_server.hosts, auth_data=[("digest", "ops:ops-pw")])
     session.start(timeout=EVENTUALLY)
     made: list[str] = []

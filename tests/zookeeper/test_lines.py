@@ -1,9 +1,9 @@
 """What differs between the ZooKeeper lines zkop supports, asserted on real servers of each line.
 
 Each test runs once per line under test (``ZKOP_ZOOKEEPER_LINES``; ``tests/conftest.py``): the four-letter
-words the benchmark reads (``hack/bench``), and ``enforce.auth`` (ZooKeeper 3.7+,
+words the benchmark reads (``hack/bench``), ``enforce.auth`` (ZooKeeper 3.7+,
 ``AuthenticationHelper``: an unauthenticated client's requests end its session; older lines take the key for
-an unknown system property and admit it).
+an unknown system property and admit it), and ``exists`` on a znode the client may not read (ZOOKEEPER-2590).
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
-from kazoo.exceptions import SessionClosedRequireSaslError
+from kazoo.exceptions import NoAuthError, SessionClosedRequireSaslError
 from kazoo.retry import KazooRetry
+from kazoo.security import make_digest_acl
 from zkop_testing.waiting import EVENTUALLY
-from zkop_testing.zookeeper import ZooKeeperInstallation, ZooKeeperServer
+from zkop_testing.zookeeper import DEBIAN, ZooKeeperInstallation, ZooKeeperServer
 from zkop_testing.zookeeper_secure import SecureZooKeeperServer, digest_jaas
 
 pytestmark = pytest.mark.zookeeper_semantics
@@ -43,7 +44,7 @@ def test_each_line_answers_the_four_letter_words_the_benchmark_reads(
     release = re.search(r"^Zookeeper version: (\d+\.\d+\.\d+)", srvr, re.MULTILINE)
     assert release is not None, srvr
     assert tuple(int(n) for n in release.group(1).split(".")[:2]) == zookeeper_installation.version
-    if zookeeper_installation.name != "default":
+    if zookeeper_installation.name != DEBIAN:  # a Maven line's name is its release; Debian's jar says 3.8.0
         assert release.group(1) == zookeeper_installation.name
     zxid = re.search(r"^Zxid: (0x[0-9a-f]+)", srvr, re.MULTILINE)  # hack/bench/measure.py reads it
     assert zxid is not None and zk_server.mode() == "standalone"
@@ -83,3 +84,26 @@ def test_enforce_auth_ends_an_unauthenticated_session_from_37_on(
             client.stop()
             client.close()
         assert ("zookeeper.enforce.auth.enabled = true" in server.log_path.read_text()) == enforced
+
+
+def test_exists_checks_read_from_384_and_392_on(zk_server: ZooKeeperServer, zk: KazooClient, zk_base: str) -> None:
+    """ZOOKEEPER-2590 (3.8.4, 3.9.2; ``FinalRequestProcessor``, ``OpCode.exists``): ``exists`` on a znode that
+    exists checks READ as ``getData`` does, so a client that may not read it gets NoAuth; earlier releases (3.5 to
+    3.7, Debian's 3.8.0) answer its stat. A missing znode is no error on any line. zkop needs READ on every
+    znode it manages anyway (``zkop.zkconfig.spec.ZNODE_NEEDS``)."""
+    release = re.search(r"^Zookeeper version: (\d+)\.(\d+)\.(\d+)", zk_server.srvr(), re.MULTILINE)
+    assert release is not None
+    major, minor, patch = (int(n) for n in release.groups())
+    checks = (major, minor, patch) >= (3, 9, 2) or (3, 8, 4) <= (major, minor, patch) < (3, 9, 0)
+    locked = f"{zk_base}/locked"
+    zk.create(locked, b"theirs", acl=[make_digest_acl("other", "secret", all=True)])
+    try:
+        if checks:
+            with pytest.raises(NoAuthError):
+                zk.exists(locked)
+        else:
+            stat = zk.exists(locked)
+            assert stat is not None and stat.dataLength == len(b"theirs")
+        assert zk.exists(f"{locked}/missing") is None and zk.exists(f"{zk_base}/missing") is None
+    finally:
+        zk.delete(locked)  # DELETE is the parent's (open) ACL's

@@ -251,7 +251,7 @@ def test_per_node_mode_arms_one_watch_per_znode(zk_server: ZooKeeperServer, zk_b
 
 def test_a_server_without_addwatch_falls_back_to_one_watch_per_znode(
         zk: KazooClient, zk_server: ZooKeeperServer, zk_base: str, caplog: pytest.LogCaptureFixture) -> None:
-    # ZooKeeper 3.8 answers an opcode it does not know exactly as 3.5 answers addWatch (106):
+    # Every line answers an opcode it does not know exactly as 3.5 answers addWatch (106):
     # UNIMPLEMENTED, then it closes the connection (ZooKeeperServer.submitRequest).
     caplog.set_level(logging.WARNING, logger="zkop.zookeeper.watches")
     with started(f"{zk_server.hosts}{zk_base}", opcode=9999) as adapter:

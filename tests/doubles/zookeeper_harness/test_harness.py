@@ -78,6 +78,26 @@ def flaky_forever() -> bool:
 # ------------------------------------------------------------------------ installation
 
 
+def test_the_default_server_is_the_newest_line_and_debian_on_request(monkeypatch: pytest.MonkeyPatch,
+                                                                     tmp_path: Path) -> None:
+    """Unset, every test's server is the newest line's pinned release from Maven Central; ``debian`` (or a jar of
+    ``ZKOP_ZOOKEEPER_JAR``) is Debian's package, another line that line."""
+    monkeypatch.delenv("ZKOP_ZOOKEEPER_DEFAULT", raising=False)
+    monkeypatch.delenv("ZKOP_ZOOKEEPER_JAR", raising=False)
+    newest = find_zookeeper()
+    assert (newest.name, newest.version) == (LINES["3.9"], (3, 9)) and newest == installation("3.9")
+    assert installation("default") == newest
+    monkeypatch.setenv("ZKOP_ZOOKEEPER_DEFAULT", "3.5")
+    assert find_zookeeper() == installation("3.5")
+    monkeypatch.setenv("ZKOP_ZOOKEEPER_DEFAULT", "debian")
+    jar = tmp_path / "zookeeper.jar"  # a file for the check, never started here
+    jar.touch()
+    monkeypatch.setenv("ZKOP_ZOOKEEPER_JAR", str(jar))
+    assert find_zookeeper().name == "debian" and find_zookeeper().classpath[0] == str(jar)
+    monkeypatch.delenv("ZKOP_ZOOKEEPER_DEFAULT")
+    assert find_zookeeper().name == "debian"  # a jar of one's own is Debian-style
+
+
 def test_missing_installation_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ZKOP_ZOOKEEPER_DEFAULT", raising=False)
     monkeypatch.setenv("ZKOP_ZOOKEEPER_JAR", "/nonexistent/zookeeper.jar")
@@ -353,11 +373,18 @@ def test_ensemble_rejects_bad_size() -> None:
 
 def test_lines_under_test_follow_zkop_zookeeper_lines(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ZKOP_ZOOKEEPER_LINES", raising=False)
+    monkeypatch.delenv("ZKOP_ZOOKEEPER_DEFAULT", raising=False)
+    monkeypatch.delenv("ZKOP_ZOOKEEPER_JAR", raising=False)
     assert lines_under_test() == ("default",)  # a developer's run: the default server alone
-    monkeypatch.setenv("ZKOP_ZOOKEEPER_LINES", "all")
-    assert lines_under_test() == ("default", *LINES) and list(LINES) == ["3.5", "3.6", "3.7", "3.8", "3.9"]
-    monkeypatch.setenv("ZKOP_ZOOKEEPER_LINES", "3.9, 3.5,3.9")
-    assert lines_under_test() == ("default", "3.9", "3.5")
+    monkeypatch.setenv("ZKOP_ZOOKEEPER_LINES", "all")  # the default is 3.9: not run twice
+    assert lines_under_test() == ("default", "3.5", "3.6", "3.7", "3.8")
+    assert list(LINES) == ["3.5", "3.6", "3.7", "3.8", "3.9"]
+    monkeypatch.setenv("ZKOP_ZOOKEEPER_LINES", "3.9, 3.5,3.9,3.6")
+    assert lines_under_test() == ("default", "3.5", "3.6")
+    monkeypatch.setenv("ZKOP_ZOOKEEPER_DEFAULT", "debian")  # Debian's 3.8.0 is no line: every line runs
+    assert lines_under_test() == ("default", "3.9", "3.5", "3.6")
+    monkeypatch.setenv("ZKOP_ZOOKEEPER_DEFAULT", LINES["3.5"])  # a pinned release is its line
+    assert lines_under_test() == ("default", "3.9", "3.6")
     monkeypatch.setenv("ZKOP_ZOOKEEPER_LINES", "3.4")
     with pytest.raises(ZooKeeperLineError, match=r"\['3\.4'\]"):
         lines_under_test()

@@ -1,10 +1,12 @@
 """Real ZooKeeper servers for tests: a standalone server, a quorum ensemble, session expiry.
 
 kazoo's own ``kazoo.testing`` harness needs pyOpenSSL/pyjks (and breaks with current
-pyOpenSSL), so this module drives the ZooKeeper jar directly. It expects Debian's
-``zookeeper`` package (``apt-get install -y zookeeper``): ``java`` on ``PATH`` and
-``/usr/share/java/zookeeper.jar``. Override with the environment variables
-``ZKOP_JAVA`` and ``ZKOP_ZOOKEEPER_JAR``.
+pyOpenSSL), so this module drives the ZooKeeper jars directly: ``java`` on ``PATH`` and, by
+default, the newest supported line (3.9) resolved from Maven Central into ``~/.cache/zkop/zookeeper/``
+(``hack/zookeeper-lines.sh``, :mod:`zkop_testing.zookeeper_lines`). ``ZKOP_ZOOKEEPER_DEFAULT`` names another
+line, or ``debian`` for Debian's ``zookeeper`` package (``apt-get install -y zookeeper``:
+``/usr/share/java/zookeeper.jar``, 3.8.0 on bookworm); see :func:`find_zookeeper`. ``ZKOP_JAVA`` overrides
+``java``.
 
 Everything binds to ``127.0.0.1`` on ports picked by the kernel (never a fixed port).
 Each server runs ``org.apache.zookeeper.server.quorum.QuorumPeerMain`` in its own
@@ -16,8 +18,8 @@ interpreter exits, so a failing test run does not leak JVMs; servers launched fr
 main thread also get a parent-death signal (``setpriv --pdeathsig KILL``) so they die
 even if the test process is killed outright.
 
-Configuration keys and four-letter words follow the ZooKeeper 3.8 Administrator's
-Guide ("Configuration Parameters", "The Four Letter Words"); session expiry follows
+Configuration keys and four-letter words follow the ZooKeeper Administrator's Guide (3.8 and 3.9,
+"Configuration Parameters", "The Four Letter Words"); session expiry follows
 the ZooKeeper FAQ ("How do I simulate a session expiration?").
 
 Typical use::
@@ -57,6 +59,7 @@ from kazoo.client import KazooClient, KazooState
 from zkop_testing.waiting import EVENTUALLY, wait_for
 
 __all__ = [
+    "DEBIAN",
     "DEFAULT_JVM_FLAGS",
     "INSTALL_HINT",
     "LOOPBACK",
@@ -69,6 +72,7 @@ __all__ = [
     "ZooKeeperServer",
     "ZooKeeperStartError",
     "connected_client",
+    "debian_zookeeper",
     "expire_session",
     "find_zookeeper",
     "four_letter_word",
@@ -80,6 +84,8 @@ __all__ = [
 LOOPBACK = "127.0.0.1"
 INSTALL_HINT = "apt-get install -y zookeeper"
 DEFAULT_ZOOKEEPER_JAR = "/usr/share/java/zookeeper.jar"
+#: ``ZKOP_ZOOKEEPER_DEFAULT=debian``: Debian's package instead of the newest line (:func:`debian_zookeeper`).
+DEBIAN = "debian"
 # Debian's zookeeper.jar manifest pulls in slf4j-api but no binding; without one the
 # server logs nothing. Both jars come with the package's dependencies.
 _LOG_JARS = ("/usr/share/java/slf4j-log4j12.jar", "/usr/share/java/log4j-1.2.jar")
@@ -135,11 +141,12 @@ class ZooKeeperInstallation:
 
     :ivar java: path of the ``java`` executable.
     :ivar classpath: jar files, ZooKeeper first, then the log4j binding jars if present.
-    :ivar name: what the installation is, for test ids and messages: ``default`` (Debian's jar or
-        ``ZKOP_ZOOKEEPER_JAR``, :func:`find_zookeeper`) or the release (``3.5.10``) of a line resolved from
-        Maven Central (:func:`zkop_testing.zookeeper_lines.installation`).
-    :ivar version: ``(major, minor)`` of the server, e.g. ``(3, 5)``; for the default installation the
-        version Debian ships (3.8), unless ``ZKOP_ZOOKEEPER_JAR`` names another jar (then ``(3, 8)`` is assumed).
+    :ivar name: what the installation is, for test ids and messages: the release (``3.9.5``) of a line resolved
+        from Maven Central (:func:`zkop_testing.zookeeper_lines.installation`; the suite's default is the newest
+        line, :func:`find_zookeeper`), or ``debian`` (Debian's jar or ``ZKOP_ZOOKEEPER_JAR``,
+        :func:`debian_zookeeper`).
+    :ivar version: ``(major, minor)`` of the server, e.g. ``(3, 5)``; for Debian's jar the version Debian ships
+        (3.8), unless ``ZKOP_ZOOKEEPER_JAR`` names another jar (then ``(3, 8)`` is assumed).
     """
 
     java: str
@@ -158,21 +165,35 @@ class ZooKeeperInstallation:
 
 
 def find_zookeeper() -> ZooKeeperInstallation:
-    """Locate ``java`` and the ZooKeeper jar.
+    """Locate ``java`` and the ZooKeeper server every test starts unless it names another.
 
-    ``ZKOP_JAVA`` overrides the ``java`` found on ``PATH``; ``ZKOP_ZOOKEEPER_JAR``
-    overrides ``/usr/share/java/zookeeper.jar``. ``ZKOP_ZOOKEEPER_DEFAULT`` (a line such as ``3.9``, or a
-    release) makes a line from Maven Central the default of every server the tests start instead
-    (:func:`zkop_testing.zookeeper_lines.installation`), to try the whole suite on it.
+    The default is the newest supported line (:func:`zkop_testing.zookeeper_lines.default_line`: 3.9, the
+    release ``tests/support/zookeeper-lines/versions`` pins, resolved from Maven Central into
+    ``~/.cache/zkop/zookeeper/`` by ``hack/zookeeper-lines.sh`` when missing). ``ZKOP_ZOOKEEPER_DEFAULT`` names
+    another line (``3.5``) or release (``3.5.10``) instead, or ``debian`` for Debian's package
+    (:func:`debian_zookeeper`); ``ZKOP_ZOOKEEPER_JAR`` alone also means a jar of its own (Debian-style).
+    ``ZKOP_JAVA`` overrides the ``java`` found on ``PATH``.
+
+    :raises ZooKeeperNotInstalledError: ``java`` (or, for ``debian``, the jar) is missing; the message says how
+        to install it.
+    :raises zkop_testing.zookeeper_lines.ZooKeeperLineError: the line is unknown, or resolving it from Maven
+        Central failed.
+    """
+    line = os.environ.get("ZKOP_ZOOKEEPER_DEFAULT", "").strip()
+    if line == DEBIAN or (not line and os.environ.get("ZKOP_ZOOKEEPER_JAR")):
+        return debian_zookeeper()
+    from zkop_testing.zookeeper_lines import default_line, installation  # imports this module: import when asked
+
+    return installation(line if line and line != "default" else default_line())
+
+
+def debian_zookeeper() -> ZooKeeperInstallation:
+    """Debian's ZooKeeper (bookworm: 3.8.0): ``/usr/share/java/zookeeper.jar`` (or ``ZKOP_ZOOKEEPER_JAR``) and the
+    log4j binding Debian ships beside it; ``java`` from ``ZKOP_JAVA`` or ``PATH``.
 
     :raises ZooKeeperNotInstalledError: if either is missing; the message tells to run
         ``apt-get install -y zookeeper``.
     """
-    line = os.environ.get("ZKOP_ZOOKEEPER_DEFAULT", "").strip()
-    if line:
-        from zkop_testing.zookeeper_lines import installation  # imports this module: import when asked
-
-        return installation(line)
     java = os.environ.get("ZKOP_JAVA") or shutil.which("java")
     jar = os.environ.get("ZKOP_ZOOKEEPER_JAR") or DEFAULT_ZOOKEEPER_JAR
     missing = []
@@ -187,7 +208,7 @@ def find_zookeeper() -> ZooKeeperInstallation:
         )
     # the slf4j binding is useless without log4j itself: add both or neither
     extra = _LOG_JARS if all(os.path.isfile(p) for p in _LOG_JARS) else ()
-    return ZooKeeperInstallation(java=java, classpath=(jar, *extra))
+    return ZooKeeperInstallation(java=java, classpath=(jar, *extra), name=DEBIAN)
 
 
 # ---------------------------------------------------------------------------- ports

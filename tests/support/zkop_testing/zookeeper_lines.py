@@ -11,8 +11,10 @@ when present. :func:`installation` turns that into a
 Which lines a test run covers follows the pattern of
 :func:`zkop_testing.controlplane.minors_under_test`: :func:`lines_under_test` reads ``ZKOP_ZOOKEEPER_LINES``
 (comma-separated lines such as ``3.5,3.9``, or ``all``); unset or empty, a run covers only the default server
-(Debian's 3.8.0 jar, :func:`~zkop_testing.zookeeper.find_zookeeper`), so a developer's run is unchanged.
-The tests marked ``zookeeper_semantics`` run once per line under test (``tests/conftest.py``).
+(:func:`~zkop_testing.zookeeper.find_zookeeper`: the newest line, :func:`default_line`, unless
+``ZKOP_ZOOKEEPER_DEFAULT`` names another, or ``debian`` for Debian's 3.8.0 jar). The tests marked
+``zookeeper_semantics`` run once per line under test (``tests/conftest.py``); the default server's own line is
+not run a second time.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ __all__ = [
     "RESOLVE_SCRIPT",
     "VERSIONS_FILE",
     "ZooKeeperLineError",
+    "default_line",
     "installation",
     "lines_under_test",
     "resolve",
@@ -61,20 +64,31 @@ def _read_versions() -> dict[str, str]:
 LINES: dict[str, str] = _read_versions()
 
 
+def default_line() -> str:
+    """The line of the server every test starts unless it names another: the one ``ZKOP_ZOOKEEPER_DEFAULT``
+    names when it names a line of :data:`LINES` or its pinned release (``3.8``, ``3.8.6``), else the newest line
+    of :data:`LINES` (``3.9``) when the variable is unset; ``""`` when the default is no line of :data:`LINES`
+    (``debian``, a jar of ``ZKOP_ZOOKEEPER_JAR``, another release). Resolves nothing."""
+    raw = os.environ.get("ZKOP_ZOOKEEPER_DEFAULT", "").strip()
+    if not raw or raw == DEFAULT:
+        return "" if os.environ.get("ZKOP_ZOOKEEPER_JAR") else next(reversed(LINES))
+    return next((line for line, release in LINES.items() if raw in (line, release)), "")
+
+
 def lines_under_test() -> tuple[str, ...]:
     """The servers the ``zookeeper_semantics`` tests run against: ``default`` first, then each line named by
-    ``ZKOP_ZOOKEEPER_LINES`` (comma-separated lines of :data:`LINES`, or ``all``); ``("default",)`` when unset.
+    ``ZKOP_ZOOKEEPER_LINES`` (comma-separated lines of :data:`LINES`, or ``all``) but the default's own
+    (:func:`default_line`: its server is the same); ``("default",)`` when unset.
 
     :raises ZooKeeperLineError: if the variable names a line the project does not list.
     """
     raw = os.environ.get("ZKOP_ZOOKEEPER_LINES", "").strip()
-    if raw == "all":
-        return (DEFAULT, *LINES)
-    chosen = [line.strip() for line in raw.split(",") if line.strip() and line.strip() != DEFAULT]
+    chosen = list(LINES) if raw == "all" else [line.strip() for line in raw.split(",")
+                                                if line.strip() and line.strip() != DEFAULT]
     unknown = [line for line in chosen if line not in LINES]
     if unknown:
         raise ZooKeeperLineError(f"ZKOP_ZOOKEEPER_LINES names {unknown}; the project tests {list(LINES)}")
-    return (DEFAULT, *dict.fromkeys(chosen))
+    return (DEFAULT, *dict.fromkeys(line for line in chosen if line != default_line()))
 
 
 @functools.cache
@@ -100,7 +114,7 @@ def installation(line: str) -> ZooKeeperInstallation:
     :raises ZooKeeperNotInstalledError: if ``java`` is missing (or Debian's jar, for ``default``).
     """
     if line == DEFAULT:
-        return find_zookeeper()  # Debian's jar, or the line ZKOP_ZOOKEEPER_DEFAULT names
+        return find_zookeeper()  # the newest line, or what ZKOP_ZOOKEEPER_DEFAULT names
     version = LINES.get(line, line)
     match = re.fullmatch(r"(3)\.(\d+)\.\d+", version)
     if match is None:

@@ -1,6 +1,7 @@
 """Secured ZooKeeper servers for tests: a throw-away CA, TLS on ``secureClientPort``, SASL with JAAS.
 
-Follows the facts in ``shared/reference/zookeeper-secure-servers.md`` (Debian's ZooKeeper 3.8):
+Follows the facts in ``shared/reference/zookeeper-secure-servers.md`` (Debian's ZooKeeper 3.8; the same keys
+hold on the Maven lines, 3.9 the suite's default):
 
 * TLS needs Netty (``-Dzookeeper.serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory``)
   and ``/usr/share/java/netty-codec.jar`` on the class path (Debian's ``zookeeper.jar`` manifest
@@ -131,8 +132,8 @@ class SecureZooKeeperServer(ZooKeeperServer):
         enforce_sasl: refuse clients that have not authenticated with SASL.
         jvm_flags_extra: more JVM flags (``-Djava.security.krb5.conf=…`` for Kerberos).
         extra_config: more ``zoo.cfg`` keys.
-        installation: the server's line (default :func:`find_zookeeper`: Debian's jar, to which netty's
-            codec is added; a Maven line has it already). ``enforce.auth.enabled`` exists from 3.7 on: older
+        installation: the server's line (default :func:`find_zookeeper`, the newest line; to Debian's jar
+            netty's codec is added, a Maven line has it already). ``enforce.auth.enabled`` exists from 3.7 on: older
             lines take it for an unknown system property and admit unauthenticated clients.
         Other keyword arguments go to :class:`ZooKeeperServer`.
     """
