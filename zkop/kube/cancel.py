@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import urllib3
@@ -118,10 +118,11 @@ class _Cancellable:
             token._enter(self)
         return token
 
-    def connect(self) -> None:
+    def _entered(self, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``call(*args, **kwargs)`` registered with the thread's token; a failure once it is cancelled is its error."""
         token = self._token_enter()
         try:
-            super().connect()  # type: ignore[misc]
+            return call(*args, **kwargs)
         except Exception as err:
             if token is not None:
                 token._leave(self)
@@ -129,16 +130,11 @@ class _Cancellable:
                     raise token.error() from err
             raise
 
+    def connect(self) -> None:
+        self._entered(super().connect)  # type: ignore[misc]
+
     def request(self, *args: Any, **kwargs: Any) -> None:
-        token = self._token_enter()
-        try:
-            super().request(*args, **kwargs)  # type: ignore[misc]
-        except Exception as err:
-            if token is not None:
-                token._leave(self)
-                if token.cancelled:
-                    raise token.error() from err
-            raise
+        self._entered(super().request, *args, **kwargs)  # type: ignore[misc]
 
     def getresponse(self) -> Any:
         token = current()
