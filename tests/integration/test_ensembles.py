@@ -32,7 +32,7 @@ from zkop_testing.resources import ZKC, conditions, create, events, get, read, r
 from zkop_testing.services import BRIDGE_ROOT, children, get_service, register, svc
 from zkop_testing.waiting import wait_for
 from zkop_testing.zkop_install import ZKOP_NAMESPACE, ZKOP_SERVICE_ACCOUNT, kubectl
-from zkop_testing.zookeeper import ZooKeeperServer
+from zkop_testing.zookeeper import ZooKeeperServer, connected_client
 from zkop_testing.zookeeper_secure import SecureZooKeeperServer, TestCA, digest_jaas
 
 from zkop.kube.client import MERGE_PATCH, ApiException, KubeClient, resource_path
@@ -413,17 +413,12 @@ def test_an_ensemble_over_sasl_digest_md5_writes_a_sasl_acl_and_bad_credentials_
                                and c.get("reason") == "ZooKeeperUnavailable" and c, message="the bad one not Ready")
             assert "SASL" in refused["message"], refused
             assert synced(kube, "other", namespace) is None
-        for user, password, allowed in (("zkop", "zkop-secret", True), ("reader", "reader-secret", False)):
-            client = KazooClient(hosts=server.hosts, sasl_options={
-                "mechanism": "DIGEST-MD5", "username": user, "password": password})
-            client.start(timeout=30)
-            try:
-                if allowed:
-                    assert read(client, "/sasl/flag") == b"on"
-                    assert client.exists("/sasl/other") is None  # the bad ensemble wrote nothing
-                else:
-                    with pytest.raises(NoAuthError):
-                        client.get("/sasl/flag")
-            finally:
-                client.stop()
-                client.close()
+        def login(user: str, password: str) -> dict[str, str]:
+            return {"mechanism": "DIGEST-MD5", "username": user, "password": password}
+
+        with connected_client(server.hosts, sasl_options=login("zkop", "zkop-secret")) as client:
+            assert read(client, "/sasl/flag") == b"on"
+            assert client.exists("/sasl/other") is None  # the bad ensemble wrote nothing
+        with connected_client(server.hosts, sasl_options=login("reader", "reader-secret")) as client, \
+                pytest.raises(NoAuthError):
+            client.get("/sasl/flag")

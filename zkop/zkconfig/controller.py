@@ -174,7 +174,7 @@ class ZooKeeperConfigController:
     def admission_changed(self) -> None:
         """The tenancy policy changed: re-deliver every object of the ensemble and re-register the watched roots."""
         if self.watch_roots is not None:
-            self.watch_roots.admission_changed({})
+            self.watch_roots.admission_changed()
         self.on_session_reconnected()
 
     def keys_sharing_path(self, obj: JSON) -> list[str]:

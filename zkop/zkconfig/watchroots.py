@@ -151,6 +151,7 @@ class WatchRoots:
         """A deleted object may shrink the roots."""
         self._dirty.set()
 
-    def admission_changed(self, namespace: JSON) -> None:
-        """A Namespace appeared, went or changed its labels: which objects are admitted may have changed."""
+    def admission_changed(self, namespace: JSON | None = None) -> None:
+        """Which objects are admitted may have changed (a Namespace appeared, went or changed its labels, or the
+        tenancy policy changed): re-register."""
         self._dirty.set()

@@ -1034,15 +1034,17 @@ class ZooKeeperEnsemble(_StopOnExit):
 
 
 @contextlib.contextmanager
-def connected_client(hosts: str, *, timeout: float = 10.0, handler: Any = None) -> Iterator[KazooClient]:
+def connected_client(hosts: str, *, timeout: float = 10.0, handler: Any = None,
+                     **options: Any) -> Iterator[KazooClient]:
     """A kazoo client connected to ``hosts``, stopped and closed on leaving.
 
     :param hosts: connect string, optionally with a chroot (``127.0.0.1:2181/base``).
     :param timeout: session timeout in seconds.
     :param handler: a kazoo handler; default kazoo's threading handler.
+    :param options: more ``KazooClient`` arguments (``sasl_options``, ``auth_data``).
     :raises kazoo.handlers.threading.KazooTimeoutError: not connected within ``EVENTUALLY`` s.
     """
-    client = KazooClient(hosts=hosts, timeout=timeout, handler=handler)
+    client = KazooClient(hosts=hosts, timeout=timeout, handler=handler, **options)
     client.start(timeout=EVENTUALLY)
     try:
         yield client
