@@ -155,7 +155,7 @@ def cold_sync(h: Harness, operator: OperatorProcess) -> JSON:
         raise RuntimeError(f"cold sync: {wrong} znodes do not hold their bytes")
     seconds = synced_at - started
     converge = synced_at - ready_at
-    floor_rate = float(h.results["floor"]["cr_per_s"])
+    floor_rate = h.results["floor"].get("cr_per_s")  # None: no floor run (--floor-runs 0)
     reconciles = metrics.total("controller_runtime_reconcile_total", controller=CONTROLLER)
     result: JSON = {
         "params": {"n": p.n, "workers": p.workers, "sync_period_s": 600},
@@ -165,8 +165,9 @@ def cold_sync(h: Harness, operator: OperatorProcess) -> JSON:
         "settled_seconds": round(settled_at - started, 3),
         "cr_per_s": round(p.n / seconds, 1),
         "cr_per_s_after_ready": round(p.n / max(converge, 1e-6), 1),
-        "ratio_to_floor": round(p.n / seconds / floor_rate, 3),
-        "ratio_to_floor_after_ready": round(p.n / max(converge, 1e-6) / floor_rate, 3),
+        "ratio_to_floor": None if floor_rate is None else round(p.n / seconds / float(floor_rate), 3),
+        "ratio_to_floor_after_ready": (None if floor_rate is None
+                                       else round(p.n / max(converge, 1e-6) / float(floor_rate), 3)),
         "reconciles_per_cr": per(reconciles, p.n),
         **api_summary(records, p.n),
         "zookeeper_ops_per_cr": per(sum(metrics.zookeeper_ops().values()), p.n),
