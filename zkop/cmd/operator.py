@@ -117,6 +117,34 @@ class OperatorOptions:
     tenancy: TenancyPolicy | None = None
 
 
+#: client-go keeps up to this many idle connections to one API server (``transport/cache.go``
+#: ``idleConnsPerHost``); zkop's pool keeps at least as many.
+IDLE_CONNECTIONS_PER_HOST = 25
+#: What may hold an API connection at once besides the workers: the informers' watches (one connection
+#: each for the watch's life: ZooKeeperConfigs, Namespaces, Secrets, ConfigMaps, Services, EndpointSlices,
+#: ZooKeeperEnsembles, ZooKeeperMirrors, ...), the Lease renewal, the Event writer and the ensemble
+#: controllers' own reconciles.
+API_CONNECTIONS_BESIDE_WORKERS = 16
+
+
+def api_pool_size(options: OperatorOptions) -> int:
+    """Connections the API client keeps open to the API server: one per thread that may use one at once.
+
+    Every controller's workers (the ZooKeeperConfig workers; the ZooKeeperMirror and ZooKeeperEnsemble
+    controllers' as many again; the service bridge's and the importer's) plus
+    :data:`API_CONNECTIONS_BESIDE_WORKERS`, and never below client-go's :data:`IDLE_CONNECTIONS_PER_HOST`.
+    urllib3 opens a connection beyond the pool when every kept one is in use, and closes it after the
+    request with a "Connection pool is full" warning; a pool this size keeps a busy operator from paying a
+    new TLS handshake per request. Each ZooKeeperEnsemble's own workers get their room when it starts
+    (:meth:`zkop.kube.client.KubeClient.reserve_connections`).
+    """
+    workers = options.workers * (1 + int(options.mirrors) + int(options.ensembles))
+    for feature in (options.bridge, options.importer):
+        if feature is not None:
+            workers += feature.workers
+    return max(IDLE_CONNECTIONS_PER_HOST, workers + API_CONNECTIONS_BESIDE_WORKERS)
+
+
 def default_leader_election_namespace() -> str:
     """The pod's namespace: ``$POD_NAMESPACE``, else the service-account namespace file, else ``default``."""
     if os.environ.get("POD_NAMESPACE"):
@@ -302,7 +330,7 @@ class Operator:
         self.options = options
         self.identity = f"{socket.gethostname()}_{uuid.uuid4()}"
         limiter = client_rate_limiter(options.kube_api_qps, options.kube_api_burst)
-        self.client = KubeClient(load_api_client(options.kubeconfig, pool_size=options.workers + 10),
+        self.client = KubeClient(load_api_client(options.kubeconfig, pool_size=api_pool_size(options)),
                                  user_agent=f"zkop-operator/{__version__}", rate_limiter=limiter)
         self._rate_limited = limiter is not None
         self.zookeeper = ZooKeeperAdapter(options.zookeeper)

@@ -371,6 +371,7 @@ def setup(
             adapter.refuse_writes = "zkop run --dry-run"
         adapter.known_max_age = default_zookeeper.known_max_age
         policy = PolicySlot(spec.policy)
+        client.reserve_connections(f"zookeeperensemble/{name}", workers)  # its workers' API requests
         parts = build_ensemble(shared, client, adapter, recorder, options, ensemble=name, workers=workers,
                                acl_check_period=acl_check_period, ensemble_spec=raw, policy_for=policy)
         return EnsembleRuntime(name, raw, print_, adapter, parts, policy=policy, directory=directory,

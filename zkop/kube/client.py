@@ -172,6 +172,7 @@ class KubeClient:
         self._auth: dict[str, str] = {}
         self._auth_at = -AUTH_REFRESH_SECONDS
         self._pool: urllib3.HTTPConnectionPool | None = None
+        self._reserved: set[str] = set()  # reserve_connections' holders
         server = urlsplit(self._host)
         self._netloc = server.netloc
         # A server URL may carry a path (Rancher's /k8s/clusters/<id>, an API gateway's prefix).
@@ -191,6 +192,28 @@ class KubeClient:
         if pool is None or pool.pool is None:  # first use, or closed (PoolManager eviction, close())
             pool = self._pool = manager.connection_from_url(self._host)
         return pool
+
+    def reserve_connections(self, holder: str, count: int) -> None:
+        """Keep ``count`` more connections to the API server for ``holder``'s threads, once per holder.
+
+        For threads that start after the client is built (a ZooKeeperEnsemble's workers): urllib3
+        opens a connection when every kept one is in use and closes it after the request ("Connection
+        pool is full, discarding connection"), a new TCP and TLS handshake each time. The room grows
+        the pool that exists (its queue's ``maxsize``) and the size of any made later
+        (``connection_pool_kw``); it is never given back, so it follows the most holders seen.
+        Behind an HTTP proxy (the official client's ``ProxyManager``) nothing changes.
+        """
+        manager = self.api_client.rest_client.pool_manager
+        with self._lock:
+            if count <= 0 or holder in self._reserved or isinstance(manager, urllib3.ProxyManager):
+                return
+            self._reserved.add(holder)
+            size = manager.connection_pool_kw["maxsize"] = int(manager.connection_pool_kw.get("maxsize") or 1) + count
+        pool = self._connection_pool()
+        if pool is not None and pool.pool is not None:
+            kept = pool.pool
+            with kept.mutex:  # queue.Queue reads maxsize under this lock in put()
+                kept.maxsize = max(kept.maxsize, size)
 
     def _headers(self, *, refresh: bool = False) -> dict[str, str]:
         """Default headers plus authentication, the latter recomputed at most every
