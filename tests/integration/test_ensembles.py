@@ -16,6 +16,7 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 from kazoo.security import make_digest_acl_credential
+from prometheus_client.parser import text_string_to_metric_families
 from zkop_testing.audit import requests, settled
 from zkop_testing.controlplane import REPO, ControlPlane
 from zkop_testing.ensembles import (
@@ -359,6 +360,43 @@ def test_changing_the_ensemble_ref_moves_the_object_and_leaves_the_old_znode(
                  message="written on the new ensemble")
         assert read(zk, f"{zk_base}/app/mover") == b"1"  # left on the old one
         assert zk.exists(f"{zk_base}/zkop/owners/app/mover")
+
+
+def ensemble_reconciles(operator: OperatorProcess) -> float:
+    """``controller_runtime_reconcile_total`` of the ZooKeeperEnsemble controller, every result."""
+    return sum(s.value for family in text_string_to_metric_families(operator.metrics()) for s in family.samples
+               if s.name == "controller_runtime_reconcile_total" and s.labels.get("controller") == "zookeeperensemble")
+
+
+def managed_objects(kube: KubeClient, name: str) -> int | None:
+    return ((get_ensemble(kube, name) or {}).get("status") or {}).get("managedObjects")
+
+
+def test_managed_objects_follow_membership_and_data_changes_leave_the_ensemble_alone(
+        kubeconfig: str, namespace: str, ensembles_kube: KubeClient, zk_server: ZooKeeperServer, zk_base: str,
+        second: ZooKeeperServer, second_zk: KazooClient, tmp_path: Path) -> None:
+    """An ensemble's ``managedObjects`` counts the objects that name it, the one they left included, at once; an
+    object's data and status changes do not reconcile its ensemble (its reconcile depends only on membership and,
+    while it is deleted, on finalizers: ``EnsembleMembership``)."""
+    kube, first, then = ensembles_kube, f"{namespace}-first", f"{namespace}-then"
+    second_zk.ensure_path("/team2")
+    with run_zkop(kubeconfig, zk_server, zk_base, tmp_path, namespace) as operator:
+        create_ensemble(kube, ensemble(first, second.hosts, chroot="/team"))
+        create_ensemble(kube, ensemble(then, second.hosts, chroot="/team2"))
+        create(kube, zkc("member", "/app/member", b"0", namespace, ensembleRef={"name": first}))
+        wait_for(lambda: synced(kube, "member", namespace) and managed_objects(kube, first) == 1
+                 and managed_objects(kube, then) == 0, message="the member counted by its ensemble")
+        before = ensemble_reconciles(operator)
+        for value in (b"1", b"2", b"3"):
+            kube.request("PATCH", resource_path(*ZKC, namespace, "member"),
+                         body={"spec": {"data": base64.b64encode(value).decode()}}, content_type=MERGE_PATCH)
+            wait_for(lambda v=value: synced(kube, "member", namespace) and read(second_zk, "/team/app/member") == v,
+                     message=f"data {value!r} written")
+        assert ensemble_reconciles(operator) == before
+        kube.request("PATCH", resource_path(*ZKC, namespace, "member"),
+                     body={"spec": {"ensembleRef": {"name": then}}}, content_type=MERGE_PATCH)
+        wait_for(lambda: managed_objects(kube, first) == 0 and managed_objects(kube, then) == 1,
+                 message="both ensembles count the move")
 
 
 def test_an_ensemble_over_mutual_tls_from_a_cert_manager_style_secret(

@@ -269,6 +269,40 @@ class EnsembleReconciler:
 STARTING_RECHECK = 5.0
 
 
+class EnsembleMembership:
+    """The ZooKeeperConfig events a ZooKeeperEnsemble's reconcile depends on, as an informer event handler.
+
+    The reconcile reads its ZooKeeperConfigs for two things only: how many name it (``managedObjects``)
+    and, while it is being deleted, which still hold zkop's finalizer (:meth:`EnsembleReconciler.needing`).
+    So an object's creation and deletion enqueue its ensemble; an update enqueues the ensemble it left and
+    the one it joined when ``spec.ensembleRef`` changed, and its ensemble when zkop's finalizer was removed;
+    every other update (data, status, labels: a cold sync's two echoes per object) is none of the ensemble's
+    business (controller-runtime's ``handler.EnqueueRequestsFromMapFunc`` behind a predicate). The flags'
+    ensemble has no ZooKeeperEnsemble and is never enqueued.
+    """
+
+    def __init__(self, enqueue: Callable[[str], None]) -> None:
+        self._enqueue = enqueue
+
+    def _add(self, name: str) -> None:
+        if name != DEFAULT_ENSEMBLE:
+            self._enqueue(name)
+
+    def on_add(self, obj: JSON) -> None:
+        self._add(ensemble_of(obj))
+
+    def on_update(self, old: JSON, new: JSON) -> None:
+        before, after = ensemble_of(old), ensemble_of(new)
+        if before != after:
+            self._add(before)
+            self._add(after)
+        elif OBJECT_FINALIZER in finalizers(old) and OBJECT_FINALIZER not in finalizers(new):
+            self._add(after)
+
+    def on_delete(self, obj: JSON) -> None:
+        self._add(ensemble_of(obj))
+
+
 class MissingEnsembleReporter:
     """Reconciler of the ZooKeeperConfigs whose ensemble does not run: their status says why
     (``EnsembleNotFound``: no such ZooKeeperEnsemble; ``EnsembleNotUsable``: being deleted, an invalid spec,
@@ -384,7 +418,8 @@ def setup(
     controller.watch(informer)
     controller.watch(secrets, lambda secret: informer.indexer.index_keys(
         SECRET_INDEX, str((secret.get("metadata") or {}).get("name"))))
-    controller.watch(shared.informer, lambda obj: [n] if (n := ensemble_of(obj)) != DEFAULT_ENSEMBLE else [])
+    shared.informer.add_event_handler(EnsembleMembership(controller.queue.add))
+    controller.wait_for(shared.informer)
     writer = StatusWriter(client, recorder, OwnWrites())
     reporter = Controller(REPORTER_NAME, MissingEnsembleReporter(shared, ensembles, informer.indexer, writer),
                           workers=1)
