@@ -198,8 +198,15 @@ class RealApi:
         self._base = len(self._records)
 
     def _read_audit(self) -> None:
+        """Read the audit log's new lines into the request log.
+
+        Raises:
+            RuntimeError: the log is shorter than what was read (rotated: the counts would lose requests).
+        """
         try:
             with self.plane.audit_log.open("rb") as fh:
+                if fh.seek(0, 2) < self._offset:
+                    raise RuntimeError(f"{self.plane.audit_log} was rotated: requests would go uncounted")
                 fh.seek(self._offset)
                 chunk = fh.read()
         except FileNotFoundError:

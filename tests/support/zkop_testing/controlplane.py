@@ -82,6 +82,8 @@ CONTROLLERS: tuple[str, ...] = (
 )
 #: Dual-stack, IPv4 primary: a Service gets a ClusterIP from the first range, a ``RequireDualStack`` one from both.
 SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24,fd00:10:96::/112"
+#: ``--audit-log-maxsize`` (MB): 1 TB, so the audit log is never rotated while a test or the benchmark reads it.
+AUDIT_LOG_MAX_MB = 1 << 20
 _AUDIT_POLICY = {
     "apiVersion": "audit.k8s.io/v1",
     "kind": "Policy",
@@ -223,6 +225,9 @@ class ControlPlane:
             f"--service-account-key-file={pki / 'sa-signer.pem'}",
             f"--service-account-signing-key-file={pki / 'sa-signer.key'}",
             f"--audit-policy-file={policy}", f"--audit-log-path={self.audit_log}",
+            # Never rotated: readers follow one file. With the default (0) lumberjack rotates at 100 MB, which a
+            # plane of 50,000 objects (the benchmark's scale run) writes within minutes.
+            f"--audit-log-maxsize={AUDIT_LOG_MAX_MB}",
             *self.apiserver_args,
         ])
         self._write_kubeconfig(self.kubeconfig, "admin", cert=pki / "admin.pem", key=pki / "admin.key")
