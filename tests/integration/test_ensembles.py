@@ -390,8 +390,8 @@ def test_managed_objects_follow_membership_and_data_changes_leave_the_ensemble_a
         for value in (b"1", b"2", b"3"):
             kube.request("PATCH", resource_path(*ZKC, namespace, "member"),
                          body={"spec": {"data": base64.b64encode(value).decode()}}, content_type=MERGE_PATCH)
-            wait_for(lambda v=value: synced(kube, "member", namespace) and read(second_zk, "/team/app/member") == v,
-                     message=f"data {value!r} written")
+            wait_for(lambda: synced(kube, "member", namespace) and read(second_zk, "/team/app/member")
+                     == value, message=f"data {value!r} written")  # noqa: B023 - called in this iteration
         assert ensemble_reconciles(operator) == before
         kube.request("PATCH", resource_path(*ZKC, namespace, "member"),
                      body={"spec": {"ensembleRef": {"name": then}}}, content_type=MERGE_PATCH)

@@ -139,6 +139,13 @@ class Controller:
         """True once all watched informers have listed."""
         return all(i.has_synced() for i in self.informers)
 
+    def settled(self) -> bool:
+        """True when no key is waiting for a worker and no reconcile is running (keys waiting out a delay, e.g.
+        a requeue or a backoff, do not count): :class:`zkop.runtime.manager.Settles`."""
+        with self._active_lock:
+            active = self._active
+        return active == 0 and len(self.queue) == 0
+
     def health_check(self) -> str | None:
         """Liveness: ``None``, or which worker threads died (and what ended them) while the controller runs.
 

@@ -6,7 +6,9 @@ It knows no feature: features :meth:`Manager.add` what they build (anything with
 Start order [CR pkg/manager/internal.go ``Start``]: the servers; the ``needs_leader=False``
 runnables in the order added (so standbys keep warm caches); wait until each one with
 ``has_synced()`` has synced (``WaitForCacheSync``); with ``gc_freeze_after_sync``, :func:`freeze_heap`;
-leader election, if configured; once leading, the ``needs_leader=True`` runnables in order.
+leader election, if configured; once leading, the ``needs_leader=True`` runnables in order; with
+``gc_freeze_after_sync`` :func:`freeze_heap` once more, the first time every leader runnable that
+:class:`Settles` has settled (the initial reconciles are done).
 
 Shutdown [CR pkg/manager/internal.go ``engageStopProcedure``]: a standby stops campaigning first;
 the leader runnables stop together within ``graceful_shutdown_timeout`` **while the Lease is
@@ -47,7 +49,7 @@ from zkop.runtime.serving import (
 )
 from zkop.runtime.threads import describe_end
 
-__all__ = ["HasSynced", "HealthChecker", "LeaderElectionOptions", "Manager", "ManagerOptions", "Runnable",
+__all__ = ["HasSynced", "HealthChecker", "LeaderElectionOptions", "Manager", "ManagerOptions", "Runnable", "Settles",
            "freeze_heap"]
 
 log = logging.getLogger(__name__)
@@ -70,6 +72,17 @@ class HasSynced(Protocol):
     """A runnable with a cache: leader runnables start only once ``has_synced()`` is True."""
 
     def has_synced(self) -> bool: ...
+
+
+@runtime_checkable
+class Settles(Protocol):
+    """A runnable that can tell it has nothing to do: ``settled()`` is True when no work is queued or running.
+
+    Asked by the Manager every ``liveness_period`` seconds until the leader runnables first settle
+    (``gc_freeze_after_sync``); must not block.
+    """
+
+    def settled(self) -> bool: ...
 
 
 @runtime_checkable
@@ -117,9 +130,10 @@ class ManagerOptions:
         cache_sync_poll: seconds between checks of ``has_synced`` and of a stop request.
         liveness_period: seconds between checks that every runnable still works (see the module
             docstring); with leader election at most a quarter of the renew deadline is used.
-        gc_freeze_after_sync: once the caches have synced, collect and ``gc.freeze()`` the heap
-            (:func:`freeze_heap`); ``zkop run`` sets it, the library default leaves the process's
-            garbage collector alone (the Manager may run inside someone else's process, e.g. a test's).
+        gc_freeze_after_sync: once the caches have synced, and again once the leader runnables first
+            settled, collect and ``gc.freeze()`` the heap (:func:`freeze_heap`); ``zkop run`` sets it, the
+            library default leaves the process's garbage collector alone (the Manager may run inside
+            someone else's process, e.g. a test's).
     """
 
     metrics_bind_address: str = ":8080"
@@ -273,7 +287,7 @@ class Manager:
                     break
             if self._wait_for_caches():
                 if self.options.gc_freeze_after_sync:
-                    freeze_heap()
+                    freeze_heap("the caches synced")
                 self._elect()
                 self._watch()
             self._shutdown()
@@ -312,8 +326,21 @@ class Manager:
     def _watch(self) -> None:
         """Block until the run must end, checking every runnable's liveness meanwhile (see the module docstring)."""
         period = self._liveness_period()
+        freeze_when_settled = self.options.gc_freeze_after_sync
         while not self.stop_event.wait(period):
             self._check_liveness()
+            if freeze_when_settled and self._leader_runnables_settled():
+                freeze_when_settled = False
+                freeze_heap("the first reconciles were done")
+
+    def _leader_runnables_settled(self) -> bool:
+        """True once the leader runnables have started and every one that :class:`Settles` has settled."""
+        if not self.elected.is_set():
+            return False
+        with self._lock:
+            settling = [e.runnable for e in self._entries
+                        if e.needs_leader and e.started and isinstance(e.runnable, Settles)]
+        return bool(settling) and all(r.settled() for r in settling)
 
     def _check_liveness(self) -> None:
         """End the run (:meth:`_stopped_working`) if a started runnable or a thread of the Manager's stopped working."""
@@ -540,7 +567,7 @@ class Manager:
                 log.exception("stopping %s failed", entry.name)
 
 
-def freeze_heap() -> int:
+def freeze_heap(when: str = "the caches synced") -> int:
     """Run a full collection, then move every object still alive out of the collector's reach; the count frozen.
 
     Why: after the initial sync the informers' caches hold one decoded dict per object (70,000 in the scale run),
@@ -556,13 +583,16 @@ def freeze_heap() -> int:
     ever, so the pause grows back as the cache is replaced (100-140 ms after every cached object was replaced
     once, at 70,000). The risk is a reference *cycle* among frozen objects that later becomes garbage: it is
     never freed. The collection first frees the cycles that are garbage already, and what is frozen is the
-    long-lived heap of a process that runs until it exits. It runs once per process, where the Manager has
-    synced its caches: a later relist replaces objects the way watch events do.
+    long-lived heap of a process that runs until it exits. The Manager runs it twice per process: where it has
+    synced its caches, and when the first reconciles are done: a cold start replaces every cached object (the
+    echoes of its own writes) and fills the ZooKeeper caches after the first freeze, which brought the full
+    collections of the 50,000-object scale run on the real control plane back to 330 ms (its drift p99). A later
+    relist replaces objects the way watch events do. ``when`` goes into the log line.
     """
     gc.collect()
     gc.freeze()
     frozen = gc.get_freeze_count()
-    log.info("froze %d objects after the caches synced (full collections skip them)", frozen)
+    log.info("froze %d objects after %s (full collections skip them)", frozen, when)
     return frozen
 
 
