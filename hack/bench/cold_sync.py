@@ -136,8 +136,9 @@ def cold_sync(h: Harness, operator: OperatorProcess) -> JSON:
         profilers.extend(h.start_profilers({"zkop": pid, "bench-apiserver": os.getpid()}))
 
     try:
-        cpu_operator, ready_at, synced_at, (cpu_at_ready, synced_at_ready) = _until_synced(
-            h, operator, api, p.n, started, on_ready)
+        with h.apiserver_profile(api, f"cold_sync-{p.n}"):
+            cpu_operator, ready_at, synced_at, (cpu_at_ready, synced_at_ready) = _until_synced(
+                h, operator, api, p.n, started, on_ready)
         machine_after = machine_cpu()
         cpu_split = proc_cpu_split(pid)
         switches = proc_context_switches(pid)

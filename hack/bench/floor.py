@@ -223,8 +223,10 @@ def floor_once(h: Harness, k: int, *, informer: bool = False, command_prefix: Se
         before = h.snapshot()
         cost0 = api.cost() if isinstance(api, RealApi) else None
         log_before = len(api.request_log)
-        proc = subprocess.run([*command_prefix, sys.executable, "-m", "hack.bench", "--floor-client", str(spec_path)],
-                              capture_output=True, text=True, timeout=timeout, check=False, cwd=REPO)
+        with h.apiserver_profile(api, f"{label}-{p.n}"):
+            proc = subprocess.run([*command_prefix, sys.executable, "-m", "hack.bench", "--floor-client",
+                                   str(spec_path)], capture_output=True, text=True, timeout=timeout, check=False,
+                                  cwd=REPO)
         if proc.returncode != 0:
             raise RuntimeError(f"floor client failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
         client = json.loads(proc.stdout)

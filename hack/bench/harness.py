@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import os
@@ -54,7 +55,7 @@ from .params import (
     svc_manifest,
     throttle_args,
 )
-from .realplane import RealApi, cost_rates
+from .realplane import ApiserverProfile, RealApi, cost_rates
 from .realseed import REAL_SEEDING, put_many, seed_real
 from .txns import TxnWindow, txn_summary
 
@@ -89,10 +90,13 @@ class Harness:
         workdir: operator logs, kubeconfigs, scratch files.
     """
 
-    def __init__(self, params: Params, workdir: Path, *, py_spy: Path | None = None) -> None:
+    def __init__(self, params: Params, workdir: Path, *, py_spy: Path | None = None,
+                 apiserver_pprof: Path | None = None) -> None:
         self.p = params
         self.workdir = workdir
         self.py_spy = py_spy
+        #: ``--apiserver-pprof DIR``: kube-apiserver CPU profiles of each cold sync and floor run (real plane only).
+        self.apiserver_pprof = apiserver_pprof
         self.zk: ZooKeeperServer | None = None
         self.api: Api | None = None
         self.kubeconfig = ""
@@ -365,6 +369,13 @@ class Harness:
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
             log.info("py-spy recording %s (pid %d) to %s", name, pid, out)
         return procs
+
+    def apiserver_profile(self, api: Api, label: str) -> contextlib.AbstractContextManager[object]:
+        """kube-apiserver's CPU profile of a window into ``--apiserver-pprof DIR``/``label``-*.pb.gz
+        (:class:`~.realplane.ApiserverProfile`); nothing without the flag or on the in-memory API server."""
+        if self.apiserver_pprof is None or not isinstance(api, RealApi):
+            return contextlib.nullcontext()
+        return ApiserverProfile(api, self.apiserver_pprof / label, slice_seconds=1 if self.p.smoke else 5)
 
     @staticmethod
     def stop_profilers(procs: Sequence[subprocess.Popen[bytes]]) -> None:

@@ -27,6 +27,7 @@ import logging
 import re
 import shutil
 import ssl
+import threading
 import urllib.request
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
@@ -257,6 +258,45 @@ class RealApi:
 
 
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+class ApiserverProfile:
+    """kube-apiserver's CPU profile over a window, as ``with ApiserverProfile(api, out):``.
+
+    Go's ``net/http/pprof`` ``/debug/pprof/profile?seconds=S``, which kube-apiserver serves to an authorized user
+    (``--profiling``, on by default; the bench is ``system:masters``), fetched in slices of :data:`SLICE_SECONDS`
+    one after the other until the window ends, each written to ``<out>-<i>.pb.gz``: ``go tool pprof -top
+    <out>-*.pb.gz`` merges them. The slice running when the window ends is waited for (at most one slice more).
+
+    Args:
+        slice_seconds: the length of one profile (whole seconds, as the endpoint takes them).
+    """
+
+    def __init__(self, api: RealApi, out: Path, slice_seconds: int = 5) -> None:
+        self.api, self.out, self.slice_seconds = api, out, slice_seconds
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="apiserver-pprof", daemon=True)
+        pki = api.plane.directory / "pki"
+        self._context = ssl.create_default_context(cafile=str(api.plane.ca_file))
+        self._context.load_cert_chain(str(pki / "admin.pem"), str(pki / "admin.key"))
+
+    def __enter__(self) -> ApiserverProfile:
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        self._thread.start()
+        log.info("kube-apiserver CPU profile to %s-*.pb.gz", self.out)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(self.slice_seconds + 30)
+
+    def _run(self) -> None:
+        url = f"{self.api.url}/debug/pprof/profile?seconds={self.slice_seconds}"
+        i = 0
+        while not self._stop.is_set():
+            with urllib.request.urlopen(url, timeout=self.slice_seconds + 30, context=self._context) as answer:
+                Path(f"{self.out}-{i}.pb.gz").write_bytes(answer.read())
+            i += 1
 
 
 def audit_record(line: bytes) -> RequestRecord | None:

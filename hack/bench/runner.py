@@ -370,6 +370,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--table", action="store_true", help="print a readable table instead of the JSON object")
     parser.add_argument("--output", type=Path, default=None, help="also write the JSON report to this file")
     parser.add_argument("--keep-workdir", action="store_true", help="keep operator logs and kubeconfigs")
+    parser.add_argument("--apiserver-pprof", type=Path, default=None, metavar="DIR",
+                        help="real control plane: kube-apiserver's CPU profile (/debug/pprof/profile) of every cold "
+                             "sync and floor run into DIR/<run>-<n>-<i>.pb.gz (go tool pprof -top merges a run's)")
     parser.add_argument("--py-spy", type=Path, default=None, metavar="DIR",
                         help="profile zkop and the API server during cold_sync with py-spy (must be installed; "
                              "collapsed stacks go to DIR)")
@@ -512,7 +515,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     log.info("workdir %s; params %s", workdir, params)
     ok = False
     try:
-        harness = Harness(params, workdir, py_spy=args.py_spy)
+        harness = Harness(params, workdir, py_spy=args.py_spy, apiserver_pprof=args.apiserver_pprof)
         run = {"realistic": run_realistic, "cpu": run_cpu, "ensembles": run_ensembles}.get(args.scenario, run_all)
         report = run(harness)
         ok = True

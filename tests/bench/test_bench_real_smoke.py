@@ -26,8 +26,9 @@ N = 50
 def test_cpu_scenario_on_the_real_control_plane_reports_the_cluster_cost(tmp_path: Path) -> None:
     binaries(NEWEST)  # built (or found in its cache) as for tests/cluster; the bench itself never builds
     out = tmp_path / "report.json"
+    pprof = tmp_path / "pprof"
     proc = subprocess.run([sys.executable, "-m", "hack.bench", "--smoke", "--scenario", "cpu", "--control-plane",
-                           "real", "--k8s-version", NEWEST, "--output", str(out)],
+                           "real", "--k8s-version", NEWEST, "--output", str(out), "--apiserver-pprof", str(pprof)],
                           cwd=REPO, capture_output=True, text=True, timeout=220, check=False)
     assert proc.returncode == 0, proc.stderr[-5000:]
     report: dict[str, Any] = json.loads(out.read_text())
@@ -55,3 +56,10 @@ def test_cpu_scenario_on_the_real_control_plane_reports_the_cluster_cost(tmp_pat
     cost = targets["cluster_cost_vs_controller_floor"]["value"]
     assert cost["zkop"]["etcd_puts_per_cr"] == cold["cluster"]["etcd_puts_per_cr"]
     assert cost["controller_floor"] == controller["cluster_median"]
+
+    # --apiserver-pprof: kube-apiserver's CPU profile of each window, which Go's own pprof reads.
+    profiles = {path.name.rsplit("-", 1)[0] for path in pprof.glob("*.pb.gz")}
+    assert profiles == {f"floor-0-{N}", f"controller-floor-0-{N}", f"cold_sync-{N // 10}", f"cold_sync-{N}"}
+    top = subprocess.run(["go", "tool", "pprof", "-top", *map(str, sorted(pprof.glob(f"cold_sync-{N}-*.pb.gz")))],
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    assert "kube-apiserver" in top and "flat%" in top
