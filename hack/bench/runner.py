@@ -511,6 +511,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise SystemExit("--cpu-reference-n must be 0 (none) or at least 2")
     if args.scenario == "instructions":
         return _main_instructions(args, params)
+    # A SIGTERM (a CI timeout, `kill`) unwinds like an error: operators, planes and ZooKeeper stopped, files removed.
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     workdir = Path(tempfile.mkdtemp(prefix="zkop-bench-"))
     log.info("workdir %s; params %s", workdir, params)
     ok = False
