@@ -72,7 +72,8 @@ def cold_sync_baseline(h: Harness) -> JSON:
         started = time.monotonic()
         operator.start(wait_ready=False)
         assert operator.proc is not None
-        cpu, _, synced_at, _ = _until_synced(h, operator, api, n0, started)
+        with h.apiserver_profile(api, f"cold_sync-{n0}"):
+            cpu, _, synced_at, _ = _until_synced(h, operator, api, n0, started)
     finally:
         h.stop_operator(operator)
         api.stop()
