@@ -26,7 +26,6 @@ import json
 import logging
 import re
 import shutil
-import ssl
 import threading
 import urllib.request
 from collections import Counter
@@ -241,10 +240,8 @@ class RealApi:
         """Bytes of every response kube-apiserver has written so far, any client's, by ``(verb, resource)``
         (``("LIST", "secrets")``): its ``apiserver_response_sizes_sum`` histogram sums from ``/metrics``
         (``k8s.io/apiserver/pkg/endpoints/metrics``; subresources left out)."""
-        pki = self.plane.directory / "pki"
-        context = ssl.create_default_context(cafile=str(self.plane.ca_file))
-        context.load_cert_chain(str(pki / "admin.pem"), str(pki / "admin.key"))
-        with urllib.request.urlopen(f"{self.url}/metrics", context=context, timeout=30) as answer:
+        with urllib.request.urlopen(f"{self.url}/metrics", context=self.plane.admin_ssl_context(),
+                                    timeout=30) as answer:
             text = answer.read().decode()
         out: Counter[tuple[str, str]] = Counter()
         for line in text.splitlines():
@@ -264,7 +261,7 @@ class ApiserverProfile:
     """kube-apiserver's CPU profile over a window, as ``with ApiserverProfile(api, out):``.
 
     Go's ``net/http/pprof`` ``/debug/pprof/profile?seconds=S``, which kube-apiserver serves to an authorized user
-    (``--profiling``, on by default; the bench is ``system:masters``), fetched in slices of :data:`SLICE_SECONDS`
+    (``--profiling``, on by default; the bench is ``system:masters``), fetched in slices of ``slice_seconds``
     one after the other until the window ends, each written to ``<out>-<i>.pb.gz``: ``go tool pprof -top
     <out>-*.pb.gz`` merges them. The slice running when the window ends is waited for (at most one slice more).
 
@@ -276,9 +273,7 @@ class ApiserverProfile:
         self.api, self.out, self.slice_seconds = api, out, slice_seconds
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="apiserver-pprof", daemon=True)
-        pki = api.plane.directory / "pki"
-        self._context = ssl.create_default_context(cafile=str(api.plane.ca_file))
-        self._context.load_cert_chain(str(pki / "admin.pem"), str(pki / "admin.key"))
+        self._context = api.plane.admin_ssl_context()
 
     def __enter__(self) -> ApiserverProfile:
         self.out.parent.mkdir(parents=True, exist_ok=True)

@@ -509,10 +509,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "compare with it: all, realistic, ensembles)")
     if params.cpu_reference_n < 0 or params.cpu_reference_n == 1:
         raise SystemExit("--cpu-reference-n must be 0 (none) or at least 2")
+    # SIGTERM (a test's or CI's timeout, `kill`) unwinds like Ctrl-C, in every scenario: the finally blocks stop
+    # zkop, the floor clients, the API servers and ZooKeeper, and deal with the workdir.
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     if args.scenario == "instructions":
         return _main_instructions(args, params)
-    # A SIGTERM (a CI timeout, `kill`) unwinds like an error: operators, planes and ZooKeeper stopped, files removed.
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     workdir = Path(tempfile.mkdtemp(prefix="zkop-bench-"))
     log.info("workdir %s; params %s", workdir, params)
     ok = False
@@ -554,9 +555,6 @@ def _main_instructions(args: argparse.Namespace, params: Params) -> int:
         print(f"python -m hack.bench: error: {err}", file=sys.stderr)
         return 2
     params = replace(params, n=sizes[1])
-    # SIGTERM (a test's or CI's timeout) unwinds like Ctrl-C: the finally blocks stop zkop and the
-    # floor client under valgrind, the API servers and ZooKeeper, and remove the workdir.
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     workdir = Path(tempfile.mkdtemp(prefix="zkop-bench-"))
     log.info("workdir %s; %s; sizes %s; params %s", workdir, valgrind, sizes, params)
     try:

@@ -9,12 +9,15 @@ keeps the benchmark from rotting (see docs/performance.md).
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from zkop_testing.waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = ("floor", "cold_sync", "warm_restart", "resync", "update_latency", "drift_latency", "bridge", "memory")
@@ -89,3 +92,39 @@ def test_table_output_is_rendered_from_a_report() -> None:
     }
     table = bench.render_table(report)
     assert "cr_per_s" in table and "cold_sync_vs_floor" in table and "skipped" in table
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    """Pids whose command line contains ``text``."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if text.encode() in (proc / "cmdline").read_bytes():
+                    pids.append(int(proc.name))
+            except OSError:
+                continue
+    return pids
+
+
+def test_sigterm_stops_every_process_the_bench_started(tmp_path: Path) -> None:
+    """A bench killed with SIGTERM (a CI timeout) unwinds: zkop and ZooKeeper stopped, ZooKeeper's files removed;
+    the workdir with zkop's logs is kept, as after any failed run."""
+    log_path = tmp_path / "bench.log"
+    with log_path.open("w") as log_file:
+        proc = subprocess.Popen([sys.executable, "-m", "hack.bench", "--smoke", "--control-plane", "double"],
+                                cwd=REPO, stdout=subprocess.DEVNULL, stderr=log_file,
+                                env={**os.environ, "TMPDIR": str(tmp_path)})
+    try:
+        workdir = wait_for(lambda: next(tmp_path.glob("zkop-bench-*"), None), timeout=60, message="the workdir")
+        # a zkop run of the cold sync, its kubeconfig in the workdir
+        wait_for(lambda: "scenario cold_sync" in log_path.read_text() and _processes_mentioning(str(workdir)),
+                 timeout=120, message="zkop started")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert _processes_mentioning(str(workdir)) == []
+    assert list(tmp_path.glob("zkop-zk-*")) == []  # the bench's ZooKeeper server stopped and removed
+    assert f"operator logs kept in {workdir}" in log_path.read_text()

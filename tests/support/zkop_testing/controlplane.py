@@ -387,12 +387,17 @@ class ControlPlane:
         if process.finalizer is not None:
             process.finalizer.detach()
 
-    def _apiserver_ready(self) -> bool:
+    def admin_ssl_context(self) -> ssl.SSLContext:
+        """A TLS context that trusts the API server and presents the admin's client certificate, for requests
+        :class:`KubeClient` does not make (``/readyz``, ``/debug/pprof``)."""
         pki = self.directory / "pki"
         context = ssl.create_default_context(cafile=str(self.ca_file))
         context.load_cert_chain(str(pki / "admin.pem"), str(pki / "admin.key"))
+        return context
+
+    def _apiserver_ready(self) -> bool:
         try:
-            with urllib.request.urlopen(f"{self.url}/readyz", context=context, timeout=5) as answer:
+            with urllib.request.urlopen(f"{self.url}/readyz", context=self.admin_ssl_context(), timeout=5) as answer:
                 return bool(answer.status == 200)
         except (urllib.error.URLError, OSError):
             return False
