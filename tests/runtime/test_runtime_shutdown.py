@@ -151,3 +151,52 @@ def test_manager_run_returns_with_its_election_and_start_threads_ended(apiserver
     assert alive([t for t in started if t.name in ("leader-election", "start-leader-runnables")]) == []
     assert zkop_threads(before) == []  # and nothing else of the Manager's (the API server's threads aside)
     assert runnable.log == ["start", "stop"]  # stopped only once its start returned
+
+
+class HeldStart:
+    """A leader runnable whose start returns only once :attr:`release` is set; records its calls."""
+
+    name = "held-start"
+
+    def __init__(self) -> None:
+        self.log: list[str] = []
+        self.starting = threading.Event()
+        self.release = threading.Event()
+
+    def start(self) -> None:
+        self.starting.set()
+        self.release.wait(EVENTUALLY)
+        self.log.append("start")
+
+    def stop(self, timeout: float, /) -> None:
+        self.log.append("stop")
+
+
+#: Seconds the run is watched after the stop while a start is held: beyond the 2 s the Manager
+#: used to give a start in progress (on a starved machine, a 0.3 s start outlived it).
+HELD = 3.0
+
+
+def test_a_clean_stop_waits_for_a_leader_runnable_start_in_progress_within_the_drain(apiserver: ApiServer) -> None:
+    kube = KubeClient(apiserver.api_client())
+    election = LeaderElectionOptions(namespace="default", name="held-start-test", identity="me", lease_duration=30.0,
+                                     renew_deadline=20.0, retry_period=0.5)
+    manager = Manager(ManagerOptions(metrics_bind_address="0", health_probe_bind_address="0", cache_sync_poll=0.01,
+                                     graceful_shutdown_timeout=60.0, leader_election=election), kube)
+    runnable = HeldStart()
+    manager.add(runnable, needs_leader=True)
+    codes: list[int] = []
+    runner = threading.Thread(target=lambda: codes.append(manager.run()), name="test-manager-run")
+    runner.start()
+    try:
+        assert runnable.starting.wait(EVENTUALLY)
+        manager.stop()
+        runner.join(HELD)
+        assert runner.is_alive(), "the run returned while a leader runnable was still starting"
+        assert runnable.log == []  # not stopped before its start returned
+    finally:
+        runnable.release.set()
+        runner.join(EVENTUALLY)
+        kube.close()
+    assert codes == [0]
+    assert runnable.log == ["start", "stop"]

@@ -357,7 +357,8 @@ class Manager:
         if election is not None and not election.is_alive() and not self._election_stop.is_set():
             self._stopped_working("leader election", f"its thread {election.name} ended", lease_lost=True)
             return
-        starter = self._leader_start_thread
+        with self._lock:
+            starter = self._leader_start_thread
         if starter is not None and not starter.is_alive() and not self.elected.is_set():
             self._stopped_working("leader runnables", f"the thread {starter.name} ended before starting them all")
 
@@ -471,9 +472,15 @@ class Manager:
 
     def _on_started_leading(self) -> None:
         # On the election thread, which must go on renewing: start the runnables on a thread of their own.
-        thread = threading.Thread(target=self._start_leader_runnables, name="start-leader-runnables", daemon=True)
-        thread.start()  # then published: is_alive() is False until start()
-        self._leader_start_thread = thread
+        # Started and published under the lock, so that _shutdown and _check_liveness see either no
+        # thread or a started one (is_alive() is False until start()); none once the run is stopping.
+        with self._lock:
+            if self.stop_event.is_set():
+                return
+            thread = threading.Thread(target=self._start_leader_runnables, name="start-leader-runnables",
+                                      daemon=True)
+            thread.start()
+            self._leader_start_thread = thread
 
     def _start_leader_runnables(self) -> None:
         with self._lock:
@@ -520,8 +527,9 @@ class Manager:
 
     def _shutdown(self) -> None:
         """Stop leader runnables (concurrently, bounded), release the Lease, stop the others."""
-        with self._lock:
+        with self._lock:  # the start thread is published under it (_on_started_leading)
             leading = self._leading
+            starter = self._leader_start_thread
         timeout, slack = self._drain_timeout() if leading else (0.0, 2.0)
         deadline = time.monotonic() + timeout
         election = self.options.leader_election
@@ -531,7 +539,9 @@ class Manager:
         if not leading:  # a standby: no acquiring from now on [CR "prevent leader election when
             self._election_stop.set()  # shutting down a non-elected manager"]
             _join(self._election_thread, election_join)
-        _join(self._leader_start_thread, 2.0)  # it checks stop_event before each start
+        # A start in progress is part of the drain: it checks stop_event before each start, but one
+        # start (a controller's informer start, on a starved machine) may take a while to return.
+        _join(starter, max(0.0, deadline - time.monotonic()) + slack)
         stopped: list[object] = []
 
         def stop(entry: _Entry) -> None:
