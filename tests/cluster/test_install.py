@@ -387,14 +387,14 @@ def test_deleting_the_install_before_its_objects_leaves_them_terminating_until_f
     documented(cluster, "kubectl get zkc -A -o jsonpath=")
     wait_for(lambda: namespace_gone(admin), message="zkop-system deleted")
 
-    def crd_gone() -> bool:
-        try:
-            admin.request("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD}")
-        except ApiException as err:
-            return bool(err.status == 404)
-        return False
+    # Every CRD the install made, not only ZooKeeperConfig's: kube-apiserver removes a deleted CRD only after its
+    # customresourcecleanup.apiextensions.k8s.io finalizer ran (apiextensions-apiserver's CRD finalizer controller,
+    # asynchronously), so the ZooKeeperEnsemble CRD may still be terminating when ZooKeeperConfig's is gone.
+    def crds_gone() -> bool:
+        query = {"labelSelector": "app.kubernetes.io/part-of=zkop"}
+        return not admin.request("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", query=query)["items"]
 
-    wait_for(crd_gone, message="CRD deleted")
+    wait_for(crds_gone, message="the install's CRDs deleted")
     nothing_of_zkop_left(admin)
     for obj in configs(objects):
         assert zk.get(zk_base + obj["spec"]["path"])[0] == expected_bytes(obj, objects)
