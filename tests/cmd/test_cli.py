@@ -208,7 +208,8 @@ def test_the_operator_client_gets_the_kube_api_bucket(
 ) -> None:
     """``zkop run``'s flags reach the one client every controller, informer, the Lease and Events share."""
     from zkop.cmd import main as cli
-    from zkop.cmd.operator import Operator, OperatorOptions
+    from zkop.operator.options import OperatorOptions
+    from zkop.operator.run import Operator
 
     kubeconfig = tmp_path / "kubeconfig"  # never contacted: the operator is built, not run
     kubeconfig.write_text(json.dumps({
@@ -225,7 +226,7 @@ def test_the_operator_client_gets_the_kube_api_bucket(
         def run(self) -> int:
             return 0
 
-    monkeypatch.setattr("zkop.cmd.operator.Operator", Built)
+    monkeypatch.setattr("zkop.operator.run.Operator", Built)
     monkeypatch.setattr("signal.signal", lambda *args: None)  # _run's SIGTERM handler is not the test process's
     assert cli.main(["run", "--kubeconfig", str(kubeconfig), "--zk-hosts", "127.0.0.1:1", *flags]) == 0
     (operator,) = built

@@ -10,7 +10,7 @@ import pytest
 
 from zkop.cmd.flags import UsageError
 from zkop.cmd.main import build_parser, read_tenancy_policy
-from zkop.cmd.operator import Operator
+from zkop.zkconfig.controller import ZooKeeperConfigOptions
 from zkop.zkconfig.tenancy import TenancyPolicy
 
 POLICY = """\
@@ -37,16 +37,16 @@ def test_the_file_is_read_by_the_ensembles_parser(tmp_path: Path) -> None:
     refusal = policy.admit("shop", {}, "/config/payments/x")
     assert refusal is not None and refusal.reason == "NamespaceNotAllowed"
     # Only a namespaceSelector makes zkop watch Namespaces (and need list/watch on them).
-    assert Operator._tenancy(policy)["watch_namespaces"] is True
+    assert ZooKeeperConfigOptions(tenancy=policy).needs_namespaces() is True
     plain = TenancyPolicy.from_spec({"tenancy": {"rules": [{"namespaces": ["a"], "pathPrefixes": ["/a"]}]}})
-    assert Operator._tenancy(plain)["watch_namespaces"] is False
+    assert ZooKeeperConfigOptions(tenancy=plain).needs_namespaces() is False
 
 
 def test_without_the_flag_nothing_changes() -> None:
     """No policy: the controller is set up exactly as before tenancy existed (no policy, no Namespace informer)."""
     assert build_parser().parse_args(["run"]).tenancy_policy_file is None
     assert read_tenancy_policy(None) is None
-    assert Operator._tenancy(None) == {}
+    assert ZooKeeperConfigOptions().needs_namespaces() is False
 
 
 @pytest.mark.parametrize(("content", "message"), [

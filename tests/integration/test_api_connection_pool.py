@@ -3,7 +3,7 @@
 urllib3 opens a connection beyond its pool when every kept one is in use and, when the request ends,
 closes it with a "Connection pool is full, discarding connection" warning: a busy operator would pay a
 new TLS handshake for each such request and log a warning for each. The pool is sized by
-:func:`zkop.cmd.operator.api_pool_size` (every controller's workers and the watches, never below
+:func:`zkop.operator.run.api_pool_size` (every controller's workers and the watches, never below
 client-go's 25 idle connections per host), and grown by each ZooKeeperEnsemble's workers when it starts
 (:meth:`zkop.kube.client.KubeClient.reserve_connections`). Here as many watches as the pool holds are open
 at once through the operator's own client, on the real API server, and each ends at the server's
@@ -18,8 +18,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from zkop.cmd.operator import IDLE_CONNECTIONS_PER_HOST, Operator, OperatorOptions, api_pool_size
 from zkop.kube.client import KubeClient
+from zkop.operator.options import OperatorOptions
+from zkop.operator.run import IDLE_CONNECTIONS_PER_HOST, Operator, api_pool_size
 from zkop.services.bridge.options import BridgeOptions
 from zkop.zookeeper.adapter import ConnectionOptions
 

@@ -168,7 +168,7 @@ def test_a_code_path_that_misses_the_dry_run_fails_closed(kube: KubeClient, adap
 
     def setup(manager: Manager) -> None:
         manager.add(recorder, needs_leader=False)
-        zkconfig_controller.setup(manager, kube, adapter, recorder, ReconcilerOptions(dry_run=False),
+        zkconfig_controller.add_to_manager(manager, kube, adapter, recorder, ReconcilerOptions(dry_run=False),
                                   namespaces=[namespace], workers=1, sync_period=600, inactivity_timeout=90)
 
     with caplog.at_level(logging.ERROR), running_manager(setup, zookeeper=adapter):

@@ -25,8 +25,9 @@ from zkop_testing.waiting import EVENTUALLY, wait_for
 from zkop_testing.zkop_install import ZKOP_NAMESPACE
 from zkop_testing.zookeeper import ZooKeeperServer
 
-from zkop.cmd.operator import Operator, OperatorOptions
 from zkop.kube.client import KubeClient
+from zkop.operator.options import OperatorOptions
+from zkop.operator.run import Operator
 from zkop.zookeeper.adapter import ConnectionOptions
 
 #: Seconds the session listener takes over LOST.

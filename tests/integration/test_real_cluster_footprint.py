@@ -118,7 +118,7 @@ def test_the_reconciler_reads_a_referenced_object_before_its_cache_has_fetched_i
         "data": {"k": "from-the-configmap"}})
     obj = create(kube, zkc("early", "/app/early", dataFrom={"configMapKeyRef": {"name": "early", "key": "k"}},
                            namespace=namespace))
-    parts = zkconfig_controller.setup(
+    parts = zkconfig_controller.add_to_manager(
         Manager(ManagerOptions(metrics_bind_address="0", health_probe_bind_address="0")), kube, adapter,
         EventRecorder(kube), ReconcilerOptions(), namespaces=[namespace], workers=1, sync_period=600,
         inactivity_timeout=90)

@@ -1,7 +1,7 @@
 """ZooKeeperConfig for production: drift, conditions, validation, ownership, ACLs, dataFrom, sessions.
 
 Real ZooKeeper, the real kube-apiserver (zkop as its ServiceAccount, watching the test's namespace), and
-``zkop run`` as a separate process (in-process :class:`~zkop.cmd.operator.Operator` where a test needs its session).
+``zkop run`` as a separate process (in-process :class:`~zkop.operator.run.Operator` where a test needs its session).
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ from zkop_testing.resources import ZKC, conditions, create, events, get, read, r
 from zkop_testing.waiting import EVENTUALLY, wait_for
 from zkop_testing.zookeeper import ZooKeeperEnsemble, ZooKeeperServer, expire_session
 
-from zkop.cmd.operator import Operator, OperatorOptions
 from zkop.kube.client import MERGE_PATCH, ApiException, KubeClient, resource_path
+from zkop.operator.options import OperatorOptions
+from zkop.operator.run import Operator
 from zkop.zookeeper.adapter import ConnectionOptions
 
 

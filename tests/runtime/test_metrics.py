@@ -54,7 +54,7 @@ class FakeClock:
 
 def test_every_metric_is_registered_with_controller_runtime_names_and_types() -> None:
     # What `zkop run` registers: the runtime's metrics and those of the packages it wires.
-    importlib.import_module("zkop.cmd.operator")
+    importlib.import_module("zkop.operator.run")
     for module in ("zkop.zookeeper.metrics", "zkop.zkconfig.metrics", "zkop.services.bridge.metrics"):
         importlib.import_module(module)
     families = {m.name: m for m in REGISTRY.collect()}

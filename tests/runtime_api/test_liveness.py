@@ -15,7 +15,7 @@ from zkop_testing.tcpproxy import TcpProxy
 from zkop_testing.waiting import EVENTUALLY, wait_for
 from zkop_testing.zookeeper import ZooKeeperServer, free_port
 
-from zkop.cmd.operator import ZooKeeperStartup
+from zkop.feature.session import ZooKeeperStartup
 from zkop.kube.client import JSON, MERGE_PATCH, KubeClient, resource_path
 from zkop.kube.events import EventRecorder
 from zkop.runtime.cache import Indexer, NamedObjectInformer, ResourceRef

@@ -242,7 +242,7 @@ def test_start_up_logs_a_refused_certificate_once_and_names_it_in_readiness(
     distinct reason while it keeps retrying, and ``/readyz?verbose`` says ``ZooKeeper session not connected: TLS
     to …``. The start-up used to log the same reason again at every retry (about every 10 s) and to say
     ``ZooKeeper start-up (session and probe) not complete``."""
-    from zkop.cmd.operator import ZooKeeperStartup
+    from zkop.feature.session import ZooKeeperStartup
 
     ca = TestCA(tmp_path / "pki")
     wrong = TestCA(tmp_path / "wrong", name="wrong CA")

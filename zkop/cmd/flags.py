@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 
 from zkop.cmd.duration import format_duration, parse_duration
 from zkop.kube.validation import is_dns1123_label
+from zkop.operator.options import GRACEFUL_SHUTDOWN_TIMEOUT
 from zkop.runtime.serving import parse_bind_address
 from zkop.zookeeper.paths import InvalidPath, validate_path
 
@@ -47,12 +48,6 @@ EXIT_ERROR = 2
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
-#: ``--graceful-shutdown-timeout``'s default, seconds: how long SIGTERM waits for in-flight reconciles before
-#: their API requests are cancelled. Well inside the kubelet's default ``terminationGracePeriodSeconds`` (30 s),
-#: so a pod spec that sets none still sees zkop drain, release its Lease and exit 0 before SIGKILL; the
-#: install's Deployment sets 30 s with a 40 s grace period. (controller-runtime's ``GracefulShutdownTimeout``
-#: is 30 s, but it cancels the reconciles' context at once, so a request in flight does not wait for it.)
-GRACEFUL_SHUTDOWN_TIMEOUT = 20.0
 
 
 class UsageError(Exception):

@@ -17,12 +17,10 @@ import argparse
 import math
 
 from zkop.cmd.flags import positive_int
+from zkop.operator.options import DEFAULT_KUBE_API_BURST, DEFAULT_KUBE_API_QPS
 
 __all__ = ["DEFAULT_KUBE_API_BURST", "DEFAULT_KUBE_API_QPS", "add_flags", "kube_api_qps"]
 
-#: Requests per second and burst of the API client (Flux's controllers' defaults).
-DEFAULT_KUBE_API_QPS = 50.0
-DEFAULT_KUBE_API_BURST = 100
 
 
 def kube_api_qps(text: str) -> float:

@@ -365,7 +365,8 @@ def read_tenancy_policy(path: str | None) -> TenancyPolicy | None:
 def _run(args: argparse.Namespace) -> int:
     from zkop.cmd.bridge_flags import options_from_args as bridge_options_from_args
     from zkop.cmd.import_flags import options_from_args as import_options_from_args
-    from zkop.cmd.operator import Operator, OperatorOptions
+    from zkop.operator.options import OperatorOptions
+    from zkop.operator.run import ConfigurationError, Operator
     from zkop.runtime.certs import CertificateError
 
     _check_leader_election(args)
@@ -388,7 +389,6 @@ def _run(args: argparse.Namespace) -> int:
         cluster_id=args.cluster_id, registry_root=args.registry_root, acl_check_period=args.acl_check_period,
         bridge=bridge, importer=importer, mirrors=args.zookeeper_mirrors, dry_run=args.dry_run,
         ensembles=args.zookeeper_ensembles, ensemble_secret_namespace=args.ensemble_secret_namespace,
-        bridge_ensemble=args.service_bridge_ensemble, import_ensemble=args.import_ensemble,
         metrics_secure=args.metrics_secure,
         metrics_cert_dir=args.metrics_cert_dir, metrics_cert_name=args.metrics_cert_name,
         metrics_key_name=args.metrics_cert_key, kube_api_qps=args.kube_api_qps, kube_api_burst=args.kube_api_burst,
@@ -399,6 +399,8 @@ def _run(args: argparse.Namespace) -> int:
     except ConfigException as err:
         raise UsageError(f"no usable Kubernetes configuration ({err}); pass --kubeconfig, set KUBECONFIG, "
                          "or run in a cluster") from None
+    except ConfigurationError as err:
+        raise UsageError(str(err)) from None
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         log.info("received %s; shutting down", signal.Signals(signum).name)
@@ -414,7 +416,11 @@ def _run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     log.info("zkop %s starting (identity %s)", __version__, operator.identity)
-    code = operator.run()
+    try:
+        code = operator.run()
+    except CertificateError as err:
+        log.error("cannot serve metrics securely: %s", err)
+        code = EXIT_ERROR
     log.info("zkop stopped (exit code %d)", code)
     return code
 

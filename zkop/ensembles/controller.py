@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from zkop.ensembles import metrics
+from zkop.ensembles.options import EnsembleOptions
 from zkop.ensembles.running import EnsembleRuntime, Ensembles, PolicySlot
 from zkop.ensembles.spec import (
     FINALIZER,
@@ -46,6 +47,7 @@ from zkop.ensembles.spec import (
     fingerprint,
     parse_ensemble,
 )
+from zkop.feature.context import FeatureContext
 from zkop.kube.client import JSON, MERGE_PATCH, ApiException, KubeClient, resource_path
 from zkop.kube.events import EventRecorder, now_rfc3339
 from zkop.runtime.cache import Informer, NamedObjectInformer, ResourceRef
@@ -68,7 +70,7 @@ from zkop.zookeeper.adapter import ZooKeeperAdapter
 from zkop.zookeeper.connection import ConnectionOptions
 
 __all__ = ["CONTROLLER_NAME", "REPORTER_NAME", "ZOOKEEPERENSEMBLES", "EnsembleController", "EnsembleReconciler",
-           "MissingEnsembleReporter", "setup"]
+           "MissingEnsembleReporter", "add_to_manager", "setup"]
 
 log = logging.getLogger(__name__)
 
@@ -370,7 +372,19 @@ class _Runtimes:
         self._ensembles.stop_all(min(timeout, 5.0))
 
 
-def setup(
+def setup(context: FeatureContext, options: EnsembleOptions) -> EnsembleController:
+    """Build the ZooKeeperEnsemble controller and the missing-ensemble reporter over the ZooKeeperConfig
+    feature's informers (built before it: :meth:`~zkop.feature.context.FeatureContext.part`), and add them to
+    ``context.manager``; each ensemble's runtime hooks its own session's resync."""
+    default = context.part(ZooKeeperConfigController)
+    settings = context.settings
+    return add_to_manager(context.manager, context.client, context.recorder, default, context.zookeeper,
+                          default.reconciler.options, secret_namespace=options.secret_namespace,
+                          workers=settings.workers, acl_check_period=settings.acl_check_period,
+                          inactivity_timeout=settings.inactivity_timeout, sync_period=settings.sync_period)
+
+
+def add_to_manager(
     manager: Manager, client: KubeClient, recorder: EventRecorder, default: ZooKeeperConfigController,
     default_zookeeper: ZooKeeperAdapter, options: ReconcilerOptions, *, secret_namespace: str, workers: int,
     acl_check_period: float, inactivity_timeout: float, sync_period: float,

@@ -11,15 +11,16 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from zkop.feature.context import FeatureContext
 from zkop.kube.client import KubeClient
 from zkop.kube.events import EventRecorder
 from zkop.mirror.decide import MANAGED_LABEL
+from zkop.mirror.options import MirrorOptions
 from zkop.mirror.reconciler import MirrorReconciler
 from zkop.mirror.tree import TreeReader
 from zkop.mirror.writer import GROUP, PLURAL, VERSION, ApiWriter
 from zkop.runtime.cache import Informer, ResourceRef
 from zkop.runtime.controller import Controller
-from zkop.runtime.manager import Manager
 from zkop.runtime.workqueue import RateLimitingQueue
 from zkop.zookeeper.adapter import ZooKeeperAdapter
 
@@ -80,12 +81,13 @@ def build_mirrors(client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: Eve
     return ZooKeeperMirrors([mirrors, config_maps], [controller], reconciler, reader)
 
 
-def setup(manager: Manager, client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: EventRecorder, *,
-          namespaces: Sequence[str] | None, workers: int, dry_run: bool, resync_period: float,
-          inactivity_timeout: float) -> ZooKeeperMirrors:
-    """:func:`build_mirrors` and add its parts to ``manager`` (informers everywhere, the controller while
-    leading)."""
-    mirrors = build_mirrors(client, zookeeper, recorder, namespaces=namespaces, workers=workers, dry_run=dry_run,
-                            resync_period=resync_period, inactivity_timeout=inactivity_timeout)
-    manager.add_controllers(mirrors.informers, mirrors.controllers)
+def setup(context: FeatureContext, options: MirrorOptions) -> ZooKeeperMirrors:
+    """:func:`build_mirrors` on the flags' session and add its parts to ``context.manager`` (informers everywhere,
+    the controller while leading); ``--dry-run`` (``context.settings.dry_run``) chooses its planning-only writer."""
+    settings = context.settings
+    mirrors = build_mirrors(context.client, context.zookeeper, context.recorder, namespaces=settings.namespaces,
+                            workers=settings.workers, dry_run=settings.dry_run, resync_period=settings.sync_period,
+                            inactivity_timeout=settings.inactivity_timeout)
+    context.manager.add_controllers(mirrors.informers, mirrors.controllers)
+    context.on_new_session(context.zookeeper, mirrors.on_session_reconnected)
     return mirrors

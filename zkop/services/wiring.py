@@ -58,7 +58,7 @@ class ServiceSync(ABC, Generic[R]):
     def on_session_reconnected(self) -> None:
         """A new ZooKeeper session (after LOST or SUSPENDED): enqueue what must be re-read.
 
-        Called on kazoo's event thread (:func:`zkop.cmd.operator.resync_on_new_session`), so it
+        Called on kazoo's event thread (:func:`zkop.feature.session.resync_on_new_session`), so it
         must only enqueue.
         """
 

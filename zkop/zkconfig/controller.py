@@ -28,6 +28,7 @@ from typing import Any
 
 from prometheus_client import REGISTRY
 
+from zkop.feature.context import FeatureContext
 from zkop.kube.client import JSON, KubeClient
 from zkop.kube.events import EventRecorder
 from zkop.runtime.cache import (
@@ -57,15 +58,15 @@ from zkop.zkconfig.reconciler import (
     index_by_path,
     index_by_ref,
 )
-from zkop.zkconfig.spec import GROUP, PLURAL, VERSION
+from zkop.zkconfig.spec import DEFAULT_MAX_DATA_BYTES, GROUP, PLURAL, VERSION
 from zkop.zkconfig.status_metrics import ZooKeeperConfigStatusCollector
 from zkop.zkconfig.tenancy import TenancyPolicy
 from zkop.zkconfig.watchroots import WatchRoots
 from zkop.zookeeper.adapter import ZooKeeperAdapter
 
 __all__ = ["CONFIGMAPS", "CONTROLLER_NAME", "ENSEMBLE_INDEX", "NAMESPACES", "SECRETS", "ZOOKEEPERCONFIGS",
-           "SharedInformers", "ZooKeeperConfigController", "build_ensemble", "build_informers", "index_by_ensemble",
-           "setup"]
+           "SharedInformers", "ZooKeeperConfigController", "ZooKeeperConfigOptions", "add_to_manager", "build_ensemble",
+           "build_informers", "index_by_ensemble", "setup"]
 
 CONTROLLER_NAME = "zookeeperconfig"
 ZOOKEEPERCONFIGS = ResourceRef(GROUP, VERSION, PLURAL)
@@ -363,22 +364,66 @@ def build_ensemble(
     return parts
 
 
-def setup(
+@dataclass(frozen=True)
+class ZooKeeperConfigOptions:
+    """The ZooKeeperConfig feature's own options (``zkop run``'s flags of the same names).
+
+    Attributes:
+        max_data_bytes: largest decoded data, bytes (``--max-data-bytes``).
+        registry_root: where ownership records live (``--registry-root``).
+        tenancy: the flags' ensemble's tenancy rules and adoption mode (``--tenancy-policy-file``); ``None``:
+            every namespace may manage every path and pre-existing znodes are adopted.
+        watch_namespaces: watch Namespaces even without a ``namespaceSelector`` in ``tenancy`` (with
+            ZooKeeperEnsembles any ensemble's ``spec.tenancy`` may select namespaces by label, at any time).
+    """
+
+    max_data_bytes: int = DEFAULT_MAX_DATA_BYTES
+    registry_root: str = "/zkop/owners"
+    tenancy: TenancyPolicy | None = None
+    watch_namespaces: bool = False
+
+    def needs_namespaces(self) -> bool:
+        """Whether Namespaces are watched (list/watch RBAC): for :attr:`watch_namespaces`, or a ``tenancy`` rule
+        with a ``namespaceSelector`` (its cache answers the label lookups; never a GET per reconcile)."""
+        return self.watch_namespaces or (self.tenancy is not None and self.tenancy.needs_namespace_labels)
+
+
+def setup(context: FeatureContext, options: ZooKeeperConfigOptions) -> ZooKeeperConfigController:
+    """Build the ZooKeeperConfig controller of the flags' ensemble and add its parts to ``context.manager``.
+
+    Only the objects without ``spec.ensembleRef`` are its own (:func:`build_ensemble`); the informers it adds
+    serve every ensemble (:attr:`ZooKeeperConfigController.informers`). Its resync hook is registered for the
+    flags' session; ``--dry-run`` (``context.settings.dry_run``) chooses its planning-only writer.
+    """
+    settings = context.settings
+    policy = options.tenancy
+    parts = add_to_manager(
+        context.manager, context.client, context.zookeeper, context.recorder,
+        ReconcilerOptions(max_data_bytes=options.max_data_bytes, cluster_id=settings.cluster_id,
+                          registry_root=options.registry_root, dry_run=settings.dry_run),
+        namespaces=list(settings.namespaces) if settings.namespaces else None, workers=settings.workers,
+        sync_period=settings.sync_period, inactivity_timeout=settings.inactivity_timeout,
+        acl_check_period=settings.acl_check_period,
+        policy_for=None if policy is None else (lambda obj: policy),
+        watch_namespaces=options.needs_namespaces())
+    context.on_new_session(context.zookeeper, parts.on_session_reconnected)
+    return parts
+
+
+def add_to_manager(
     manager: Manager, client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: EventRecorder,
     options: ReconcilerOptions, *, namespaces: list[str] | None, workers: int, sync_period: float,
     inactivity_timeout: float, acl_check_period: float = 60.0,
     policy_for: Callable[[JSON], TenancyPolicy] | None = None, watch_namespaces: bool = False,
 ) -> ZooKeeperConfigController:
-    """Build the ZooKeeperConfig controller of the flags' ensemble and add its parts to ``manager``.
-
-    Only the objects without ``spec.ensembleRef`` are its own (:func:`build_ensemble`); the
-    informers it adds serve every ensemble (:attr:`ZooKeeperConfigController.informers`).
+    """Build the ZooKeeperConfig controller of ``zookeeper`` and add its parts to ``manager`` (:func:`setup`'s
+    work, for a caller that holds the collaborators itself).
 
     Args:
         manager: where informers (non-leader) and the controller (leader) go.
         client: JSON client the informers list and watch with, and the reconciler writes with.
         zookeeper: the adapter; its watch listener gets :meth:`ZooKeeperConfigController.on_znode_changed`.
-        options: reconciler settings (size limit, cluster id, registry root).
+        options: reconciler settings (size limit, cluster id, registry root, dry run).
         namespaces: namespaces to watch, ``None`` for all.
         workers: concurrent reconciles.
         sync_period: seconds between resyncs of the ZooKeeperConfig informer.
@@ -388,9 +433,7 @@ def setup(
             :class:`~zkop.zkconfig.tenancy.TenancyPolicy`); ``None``: everything is admitted and adopted.
             Called on every reconcile: it must read only memory.
         watch_namespaces: watch Namespaces (list/watch RBAC) so that ``namespaceSelector`` rules see
-            namespace labels, and a label change re-reconciles the namespace's objects; needed as soon
-            as any policy ``policy_for`` can return has
-            :attr:`~zkop.zkconfig.tenancy.TenancyPolicy.needs_namespace_labels`.
+            namespace labels, and a label change re-reconciles the namespace's objects.
 
     Returns:
         The parts, e.g. for :meth:`ZooKeeperConfigController.on_session_reconnected`.

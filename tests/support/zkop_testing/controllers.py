@@ -6,7 +6,7 @@ import contextlib
 import threading
 from collections.abc import Callable, Iterator, Sequence
 
-from zkop.cmd.operator import resync_on_new_session
+from zkop.feature.session import resync_on_new_session
 from zkop.runtime.cache import Informer
 from zkop.runtime.controller import Controller
 from zkop.runtime.manager import Manager, ManagerOptions
@@ -24,7 +24,7 @@ def running_manager(setup: Callable[[Manager], None], *, zookeeper: ZooKeeperAda
 
     ``setup(manager)`` adds the runnables (a feature's ``setup``, or informers and controllers).
     With ``zookeeper``, ``on_new_session`` callbacks run when its session comes back after LOST or
-    SUSPENDED, exactly as ``zkop run`` wires them (:func:`zkop.cmd.operator.resync_on_new_session`).
+    SUSPENDED, exactly as ``zkop run`` wires them (:func:`zkop.feature.session.resync_on_new_session`).
     Yields once the leader runnables started; on exit stops the manager (``drain_timeout``
     seconds for in-flight reconciles) and waits for it.
 

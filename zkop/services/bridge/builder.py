@@ -11,14 +11,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
+from zkop.feature.context import FeatureContext
 from zkop.kube.client import JSON, KubeClient
 from zkop.kube.events import EventRecorder
 from zkop.runtime.cache import FuncHandler, Informer, meta_namespace_key
 from zkop.runtime.controller import Controller
-from zkop.runtime.manager import Manager
 from zkop.runtime.workqueue import RateLimitingQueue
 from zkop.services.bridge.options import BridgeOptions
 from zkop.services.bridge.reconciler import FULL_SYNC_KEY, KEY_INDEX, SLICE_INDEX, ServiceBridgeReconciler
@@ -111,11 +111,17 @@ def build_service_bridge(
     return ServiceBridge(informers, [controller], reconciler)
 
 
-def setup(manager: Manager, client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: EventRecorder,
-          options: BridgeOptions, *, cluster_id: str, resync_period: float, inactivity_timeout: float) -> ServiceBridge:
-    """:func:`build_service_bridge` and add its parts to ``manager`` (informers everywhere, the controller
-    while leading)."""
-    bridge = build_service_bridge(client, zookeeper, recorder, options, cluster_id=cluster_id,
-                                  resync_period=resync_period, inactivity_timeout=inactivity_timeout)
-    manager.add_controllers(bridge.informers, bridge.controllers)
+def setup(context: FeatureContext, options: BridgeOptions) -> ServiceBridge:
+    """:func:`build_service_bridge` on the session of ``options.ensemble`` (``--service-bridge-ensemble``; unset: the
+    flags' ensemble) and add its parts to ``context.manager`` (informers everywhere, the controller while leading);
+    ``--dry-run`` (``context.settings.dry_run``) chooses its planning-only writer. Its resync hook follows that
+    session."""
+    settings = context.settings
+    zookeeper = context.session(options.ensemble)
+    bridge = build_service_bridge(context.client, zookeeper, context.recorder,
+                                  replace(options, dry_run=options.dry_run or settings.dry_run),
+                                  cluster_id=settings.cluster_id, resync_period=settings.sync_period,
+                                  inactivity_timeout=settings.inactivity_timeout)
+    context.manager.add_controllers(bridge.informers, bridge.controllers)
+    context.on_new_session(zookeeper, bridge.on_session_reconnected)
     return bridge

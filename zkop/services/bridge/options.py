@@ -66,6 +66,7 @@ class BridgeOptions:
             stable this long …
         endpoints_max_delay: … or at the latest this long after the first unpublished change.
         workers: concurrent reconciles of the ``service-bridge`` controller.
+        ensemble: the ZooKeeperEnsemble published into (``--service-bridge-ensemble``); ``None``: the flags'.
         gc_delay: a Service that disappears triggers a full sync after this delay, so a burst of
             deletions is judged (and, if too large, refused) as one.
     """
@@ -86,3 +87,4 @@ class BridgeOptions:
     endpoints_max_delay: float = 30.0
     workers: int = 2
     gc_delay: float = 1.0
+    ensemble: str | None = None

@@ -9,14 +9,14 @@ replica and waits for their sync, starts the controller only while leading; the 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
+from zkop.feature.context import FeatureContext
 from zkop.kube.client import KubeClient
 from zkop.kube.events import EventRecorder
 from zkop.runtime.cache import Informer
 from zkop.runtime.controller import Controller
-from zkop.runtime.manager import Manager
 from zkop.runtime.workqueue import RateLimitingQueue
 from zkop.services.endpoints import slice_service_key
 from zkop.services.importer.options import IMPORTED_LABEL, ImportOptions
@@ -99,12 +99,17 @@ def build_service_importer(
     return ServiceImporter(informers, [controller], reconciler)
 
 
-def setup(manager: Manager, client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: EventRecorder,
-          options: ImportOptions, *, cluster_id: str, resync_period: float,
-          inactivity_timeout: float) -> ServiceImporter:
-    """:func:`build_service_importer` and add its parts to ``manager`` (informers everywhere, the controller
-    while leading)."""
-    importer = build_service_importer(client, zookeeper, recorder, options, cluster_id=cluster_id,
-                                      resync_period=resync_period, inactivity_timeout=inactivity_timeout)
-    manager.add_controllers(importer.informers, importer.controllers)
+def setup(context: FeatureContext, options: ImportOptions) -> ServiceImporter:
+    """:func:`build_service_importer` on the session of ``options.ensemble`` (``--import-ensemble``; unset: the
+    flags' ensemble) and add its parts to ``context.manager`` (informers everywhere, the controller while leading);
+    ``--dry-run`` (``context.settings.dry_run``) chooses its planning-only writer. Its resync hook follows that
+    session."""
+    settings = context.settings
+    zookeeper = context.session(options.ensemble)
+    importer = build_service_importer(context.client, zookeeper, context.recorder,
+                                  replace(options, dry_run=options.dry_run or settings.dry_run),
+                                  cluster_id=settings.cluster_id, resync_period=settings.sync_period,
+                                  inactivity_timeout=settings.inactivity_timeout)
+    context.manager.add_controllers(importer.informers, importer.controllers)
+    context.on_new_session(zookeeper, importer.on_session_reconnected)
     return importer

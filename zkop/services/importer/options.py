@@ -81,6 +81,7 @@ class ImportOptions:
             burst of deletions is judged (and, if too large, refused) as one.
         dry_run: plan, log and count every Service and EndpointSlice write, make none
             (``zkop run --dry-run``).
+        ensemble: the ZooKeeperEnsemble read from (``--import-ensemble``); ``None``: the flags'.
     """
 
     namespace: str = "default"
@@ -91,3 +92,4 @@ class ImportOptions:
     workers: int = 2
     gc_delay: float = 1.0
     dry_run: bool = False
+    ensemble: str | None = None
