@@ -11,12 +11,12 @@ real ZooKeeper.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import threading
 from dataclasses import dataclass
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NodeExistsError
 from zkop_testing.resources import create, zkc
 from zkop_testing.waiting import EVENTUALLY, wait_for
 from zkop_testing.zookeeper import ZooKeeperServer
@@ -32,7 +32,7 @@ from zkop.services.bridge.options import BridgeOptions
 from zkop.services.importer.options import ImportOptions
 from zkop.zkconfig.controller import ZOOKEEPERCONFIGS
 from zkop.zookeeper.actions import CreateNode
-from zkop.zookeeper.adapter import ConnectionOptions, ZooKeeperAdapter
+from zkop.zookeeper.adapter import ConcurrentModification, ConnectionOptions, ZooKeeperAdapter
 
 
 @dataclass(frozen=True)
@@ -54,11 +54,9 @@ class ExampleReconciler:
     def reconcile(self, key: str) -> Result:
         obj = self.cache.indexer.get(key)
         if obj is not None:
-            try:
+            with contextlib.suppress(ConcurrentModification):  # created by an earlier pass
                 self.zookeeper.execute([CreateNode(f"{self.root}/{key.replace('/', '.')}",
                                                    str(obj["spec"]["path"]).encode())])
-            except NodeExistsError:
-                pass
         return Result()
 
 

@@ -21,8 +21,8 @@ from zkop_testing.kustomize import REPO
 
 import zkop
 import zkop.zkconfig
-from zkop.cmd.duration import format_duration
 from zkop.cmd.main import build_parser
+from zkop.kube.duration import format_duration
 from zkop.runtime.cache import Indexer
 from zkop.zkconfig.status_metrics import ZooKeeperConfigStatusCollector
 

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NoReturn
 
-from zkop.cmd.duration import format_duration, parse_duration
+from zkop.kube.duration import format_duration, parse_duration
 from zkop.kube.validation import is_dns1123_label
 from zkop.operator.options import GRACEFUL_SHUTDOWN_TIMEOUT
 from zkop.runtime.serving import parse_bind_address
@@ -134,10 +134,10 @@ def duration(text: str) -> float:
     """argparse type: a non-negative Go duration (``15s``, ``10m``, ``1h30m``) or bare seconds → seconds.
 
     Raises:
-        argparse.ArgumentTypeError: not a duration (:func:`~zkop.cmd.duration.parse_duration`) or negative.
+        argparse.ArgumentTypeError: not a duration (:func:`~zkop.kube.duration.parse_duration`) or negative.
     """
     try:
-        seconds = parse_duration(text)
+        seconds = parse_duration(text, bare_seconds=True)
     except ValueError as err:
         raise argparse.ArgumentTypeError(f"{err} (want e.g. 15s, 10m, 1h30m, 500ms)") from None
     if seconds < 0:

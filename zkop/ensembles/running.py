@@ -24,13 +24,11 @@ from zkop.zkconfig.controller import ZooKeeperConfigController
 from zkop.zkconfig.objects import DEFAULT_ENSEMBLE, ensemble_of
 from zkop.zkconfig.tenancy import ADMIT_ALL, TenancyPolicy
 from zkop.zookeeper.adapter import ZooKeeperAdapter, ZooKeeperError
+from zkop.zookeeper.connect_retry import connect_retrying
 
 __all__ = ["EnsembleRuntime", "Ensembles", "PolicySlot"]
 
 log = logging.getLogger(__name__)
-
-#: Seconds between connection attempts to an ensemble that does not answer: 0.5 doubling to this.
-MAX_CONNECT_DELAY = 10.0
 
 
 class PolicySlot:
@@ -115,7 +113,8 @@ class EnsembleRuntime:
     # --- lifecycle -------------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Connect (retrying, 0.5 s doubling to 10 s) and start the controller, on a thread; returns at once.
+        """Connect (retrying, 0.5 s doubling to 10 s: :func:`~zkop.zookeeper.connect_retry.connect_retrying`) and
+        start the controller, on a thread; returns at once.
 
         The workers start after the first connection attempt whatever its result, so the objects of an
         ensemble that is down report ``ZooKeeperUnavailable`` while the attempts go on.
@@ -123,7 +122,9 @@ class EnsembleRuntime:
         self._thread = threading.Thread(target=self._run, name=f"ensemble-{self.name}", daemon=True)
         self._thread.start()
 
-    def _attempt(self) -> bool:
+    def _attempt(self) -> None:
+        """One connection attempt; a failure is kept for :meth:`not_ready_reason`, logged once per distinct
+        reason in a row, and re-raised."""
         try:
             self.adapter.start()
         except ZooKeeperError as err:
@@ -131,13 +132,9 @@ class EnsembleRuntime:
                 log.warning("ensemble %s: ZooKeeper not reachable yet: %s", self.name, err)
             self.last_error = str(err)
             self.on_change()
-            return False
-        return True
+            raise
 
-    def _run(self) -> None:
-        connected = self._attempt()
-        if self._stop.is_set():
-            return
+    def _start_workers(self, connected: bool) -> None:
         parts = self.parts
         assert parts.watch_roots is not None
         parts.watch_roots.start()
@@ -146,12 +143,24 @@ class EnsembleRuntime:
         parts.controller.start()
         if parts.acl_check is not None:
             parts.acl_check.start()
-        delay = 0.5
-        while not connected and not self._stop.wait(delay):
-            connected = self._attempt()
-            delay = min(delay * 2, MAX_CONNECT_DELAY)
-        if connected:
-            self.on_change()
+
+    def _run(self) -> None:
+        first = True
+        try:
+            for attempt in connect_retrying(self._stop, retry_on=ZooKeeperError):
+                with attempt:
+                    self._attempt()
+                if first:  # before the wait for the second attempt
+                    first = False
+                    if self._stop.is_set():
+                        return
+                    outcome = attempt.retry_state.outcome
+                    error = outcome.exception() if outcome is not None and outcome.failed else None
+                    if error is None or isinstance(error, ZooKeeperError):  # any other: raised by the retries
+                        self._start_workers(connected=error is None)
+        except ZooKeeperError:
+            return  # stopped before a session was made
+        self.on_change()
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the controller (in-flight reconciles drain for at most ``timeout`` seconds), close the session,

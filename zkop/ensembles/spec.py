@@ -14,13 +14,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from zkop.kube.client import JSON
+from zkop.kube.duration import parse_duration
 from zkop.zkconfig.spec import GROUP, VERSION
 from zkop.zkconfig.tenancy import TenancyPolicy
 from zkop.zookeeper.connection import ConnectionOptions
@@ -40,7 +40,6 @@ __all__ = [
     "SecretMissing",
     "connection_options",
     "fingerprint",
-    "parse_duration",
     "parse_ensemble",
     "read_ensemble",
 ]
@@ -54,8 +53,6 @@ DEFAULT_SECRET_KEY = "credentials"
 #: As ``--zk-watch-mode``.
 WATCH_MODES = ("auto", "persistent", "per-node")
 _SASL_MECHANISMS = ("DIGEST-MD5", "GSSAPI")
-_DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|ms|s|m|h)")
-_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 class InvalidEnsemble(ValueError):
@@ -108,20 +105,6 @@ class EnsembleSpec:
         return frozenset([r.name for r in refs if r is not None] + ([self.tls_secret] if self.tls_secret else []))
 
 
-def parse_duration(text: str) -> float:
-    """A Go duration (``10s``, ``1m30s``, ``500ms``) in seconds.
-
-    Raises:
-        ValueError: not a sequence of number-unit pairs, or not positive.
-    """
-    if not text or _DURATION.sub("", text):
-        raise ValueError(f"{text!r} is not a duration such as 10s or 1m30s")
-    seconds = sum(float(n) * _UNITS[u] for n, u in _DURATION.findall(text))
-    if seconds <= 0:
-        raise ValueError(f"{text!r} must be positive")
-    return seconds
-
-
 def _secret_ref(value: Any, field: str) -> SecretKeyRef:
     if not isinstance(value, dict) or not isinstance(value.get("name"), str) or not value["name"]:
         raise InvalidEnsemble(field, "needs a Secret name")
@@ -160,10 +143,12 @@ def parse_ensemble(spec: Any) -> EnsembleSpec:
             raise InvalidEnsemble("spec.chroot", str(err)) from None
     timeout = None
     if spec.get("sessionTimeout") is not None:
-        try:
+        try:  # a metav1.Duration: Go's rules, no bare seconds
             timeout = parse_duration(str(spec["sessionTimeout"]))
         except ValueError as err:
-            raise InvalidEnsemble("spec.sessionTimeout", str(err)) from None
+            raise InvalidEnsemble("spec.sessionTimeout", f"{err}: want a duration such as 10s or 1m30s") from None
+        if timeout <= 0:
+            raise InvalidEnsemble("spec.sessionTimeout", f"{spec['sessionTimeout']!r} must be positive")
     watch_mode = _optional_str(spec, "watchMode", "spec.watchMode")
     if watch_mode is not None and watch_mode not in WATCH_MODES:
         raise InvalidEnsemble("spec.watchMode", f"must be one of {', '.join(WATCH_MODES)}")

@@ -13,10 +13,8 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from tenacity import Retrying, retry_if_exception_type, stop_any, wait_exponential
-from tenacity.stop import stop_base
-
 from zkop.zookeeper.adapter import ZooKeeperAdapter, ZooKeeperError, ZooKeeperUnavailable
+from zkop.zookeeper.connect_retry import connect_retrying
 
 __all__ = ["ZooKeeperStartup", "resync_on_new_session"]
 
@@ -42,14 +40,6 @@ def resync_on_new_session(zookeeper: ZooKeeperAdapter, callbacks: Sequence[Calla
                 callback()
 
     zookeeper.add_session_listener(on_state)
-
-
-class _StopWhenSet(stop_base):
-    def __init__(self, event: threading.Event) -> None:
-        self.event = event
-
-    def __call__(self, retry_state: object) -> bool:
-        return self.event.is_set()
 
 
 class ZooKeeperStartup:
@@ -146,14 +136,8 @@ class ZooKeeperStartup:
             if self.probe:
                 self.zookeeper.probe(self.probe_root)
 
-        retrying = Retrying(
-            retry=retry_if_exception_type(ZooKeeperUnavailable),
-            wait=wait_exponential(multiplier=0.5, max=10),
-            stop=stop_any(_StopWhenSet(self._stop)),
-            sleep=self._sleep,
-            reraise=True,
-            before_sleep=lambda rs: log_once(rs.outcome.exception() if rs.outcome else None),
-        )
+        retrying = connect_retrying(self._stop, retry_on=ZooKeeperUnavailable, sleep=self._sleep,
+                                    before_sleep=lambda rs: log_once(rs.outcome.exception() if rs.outcome else None))
         try:
             for attempt in retrying:
                 with attempt:

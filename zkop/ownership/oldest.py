@@ -5,17 +5,25 @@ keeps it, ties broken by a stable identity (``namespace/name``, a path). The age
 what every replica sees (the informer cache, ZooKeeper's ``czxid``), so every reconcile and every
 replica computes the same winner, ownership never flaps, and a newcomer never takes a name over
 from an established one.
+
+An API object's age is :func:`object_age`, for every feature (a ZooKeeperConfig's path, a bridged
+Service's key path). An object without a ``metadata.creationTimestamp`` (or with one that is not
+RFC 3339) counts as the newest: it sorts after every object that has one, so it never takes a path
+or a name from one that has; among several without, ``namespace/name`` decides. The API server
+always sets the timestamp; only an object built by hand (a test, a manifest) lacks it.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from zkop.kube.client import JSON
 from zkop.runtime.cache.indexer import meta_namespace_key
 
-__all__ = ["object_age", "oldest"]
+__all__ = ["creation_seconds", "object_age", "oldest"]
 
 T = TypeVar("T")
 
@@ -34,9 +42,25 @@ def oldest(candidates: Iterable[T], age: Callable[[T], tuple[Any, str]]) -> T | 
     return best
 
 
-def object_age(obj: JSON) -> tuple[str, str]:
-    """``(metadata.creationTimestamp, namespace/name)`` of an API object, for :func:`oldest`.
+def creation_seconds(obj: JSON) -> float | None:
+    """``metadata.creationTimestamp`` (RFC 3339; without an offset, UTC) as Unix seconds; ``None`` if it is
+    missing or not a timestamp."""
+    raw = (obj.get("metadata") or {}).get("creationTimestamp")
+    if not raw:
+        return None
+    try:
+        stamp = datetime.fromisoformat(str(raw).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=UTC)
+    return stamp.timestamp()
 
-    The API server writes RFC 3339 timestamps in UTC at one-second precision, so text order is time order.
+
+def object_age(obj: JSON) -> tuple[float, str]:
+    """``(creation time in Unix seconds, namespace/name)`` of an API object, for :func:`oldest`.
+
+    No (readable) ``metadata.creationTimestamp``: ``math.inf``, the newest (the module docstring).
     """
-    return str((obj.get("metadata") or {}).get("creationTimestamp", "")), meta_namespace_key(obj)
+    created = creation_seconds(obj)
+    return (math.inf if created is None else created), meta_namespace_key(obj)

@@ -15,9 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from zkop.kube.client import JSON
-from zkop.ownership.oldest import oldest
+from zkop.ownership.oldest import object_age, oldest
 from zkop.services.bridge.options import Layout
-from zkop.services.bridge.records import creation_millis
 
 __all__ = ["key_path", "namespace_container", "service_node_name", "winner"]
 
@@ -39,15 +38,10 @@ def namespace_container(root: str, layout: Layout, namespace: str) -> str | None
     return f"{root}/{namespace}" if layout == "nested" else None
 
 
-def _order(obj: JSON) -> tuple[int, str]:
-    meta = obj.get("metadata") or {}
-    created = creation_millis(obj) or 2**62  # no timestamp: youngest
-    return created, f"{meta.get('namespace')}/{meta.get('name')}"
-
-
 def winner(candidates: Iterable[JSON]) -> JSON | None:
-    """The Service that keeps a contested key path: oldest creationTimestamp, then ``namespace/name``.
+    """The Service that keeps a contested key path: oldest creationTimestamp, then ``namespace/name``
+    (:func:`~zkop.ownership.oldest.object_age`: a Service without a timestamp is the newest).
 
     Returns ``None`` for no candidates.
     """
-    return oldest(candidates, _order)
+    return oldest(candidates, object_age)

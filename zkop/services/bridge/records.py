@@ -11,9 +11,9 @@ entries carry an ``ip`` and/or a ``hostname``.
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
 
 from zkop.kube.client import JSON
+from zkop.ownership.oldest import creation_seconds
 from zkop.services.bridge.options import IMPORTED_LABEL, SYNC_ANNOTATION, BridgeOptions
 from zkop.services.codecs.base import PortRecord, ServiceRecord
 from zkop.services.endpoints import EndpointsView
@@ -83,17 +83,10 @@ def is_selected(obj: JSON, options: BridgeOptions) -> bool:
 
 
 def creation_millis(obj: JSON) -> int:
-    """``metadata.creationTimestamp`` (RFC 3339) as Unix milliseconds; 0 if missing or unparsable."""
-    raw = (obj.get("metadata") or {}).get("creationTimestamp")
-    if not raw:
-        return 0
-    try:
-        stamp = datetime.fromisoformat(str(raw).replace("Z", "+00:00"))
-    except ValueError:
-        return 0
-    if stamp.tzinfo is None:
-        stamp = stamp.replace(tzinfo=UTC)
-    return int(stamp.timestamp() * 1000)
+    """``metadata.creationTimestamp`` (RFC 3339) as Unix milliseconds, the records' registration time; 0 if
+    missing or unparsable (who wins a key path is decided by :func:`zkop.ownership.oldest.object_age`)."""
+    seconds = creation_seconds(obj)
+    return 0 if seconds is None else int(seconds * 1000)
 
 
 def _port(raw: JSON) -> PortRecord:

@@ -1,13 +1,16 @@
-"""Go-style durations for flags: ``15s``, ``10m``, ``1h30m``, ``500ms``, ``1.5h``.
+"""Go durations, the one parser: ``15s``, ``10m``, ``1h30m``, ``500ms``, ``1.5h``.
 
-:func:`parse_duration` follows Go's ``time.ParseDuration`` (``src/time/format.go``): an optional
-sign, then one or more ``<number><unit>`` components, each number a decimal with an optional
-fraction, units ``ns``, ``us`` (or ``µs``/``μs``), ``ms``, ``s``, ``m``, ``h`` (case-sensitive, no
-spaces). controller-runtime's and client-go's duration flags use it, so ``--sync-period 10m`` means
-what it means for them. One extension keeps existing manifests working: a bare number (``15``,
-``2.5``) is seconds, where Go would say "missing unit".
+:func:`parse_duration` follows Go's ``time.ParseDuration`` (``src/time/format.go``), which
+apimachinery's ``metav1.Duration`` and controller-runtime's and client-go's duration flags use: an
+optional sign, then ``0`` alone or one or more ``<number><unit>`` components, each number a decimal
+with an optional fraction, units ``ns``, ``us`` (or ``µs``/``μs``), ``ms``, ``s``, ``m``, ``h``
+(case-sensitive, no spaces). So ``--sync-period 10m`` and a ZooKeeperEnsemble's
+``spec.sessionTimeout: 10m`` mean what they mean for Kubernetes. ``zkop run``'s flags add one
+extension (``bare_seconds=True``) that keeps existing manifests working: a bare number (``15``,
+``2.5``) is seconds, where Go says "missing unit".
 
 :func:`format_duration` prints seconds in that notation for help texts and docs.
+This module imports nothing else of zkop.
 """
 
 from __future__ import annotations
@@ -40,27 +43,31 @@ _BARE_NUMBER = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
 _COMPONENT = re.compile(r"([0-9]*)(?:\.([0-9]*))?([^0-9.]*)")
 
 
-def parse_duration(text: str) -> float:
-    """Parse a Go duration (or a bare number of seconds) into seconds.
+def parse_duration(text: str, *, bare_seconds: bool = False) -> float:
+    """Parse a Go duration into seconds (with ``bare_seconds``, a bare number is seconds too).
 
     Args:
-        text: e.g. ``"15s"``, ``"1h30m"``, ``"-1.5h"``, ``"300ms"``, ``"0"``, ``"2.5"`` (seconds).
+        text: e.g. ``"15s"``, ``"1h30m"``, ``"-1.5h"``, ``"300ms"``, ``"0"``.
+        bare_seconds: also read a number without a unit (``"2.5"``) as seconds, ``zkop run``'s
+            extension for its flags; Go (and a ``metav1.Duration`` field) rejects it.
 
     Returns:
         Seconds (negative for a leading ``-``), exact to the nanosecond as in Go: digits
         beyond nanosecond precision are truncated.
 
     Raises:
-        ValueError: empty text, a component without digits (``".s"``), a missing unit inside a
-            unit-bearing duration (``"1h30"``), an unknown unit (``"1d"``, ``"1H"``, ``"1 h"``),
-            or more than Go's int64 nanoseconds.  Messages quote the input as Go's do.
+        ValueError: empty text, a component without digits (``".s"``), a missing unit
+            (``"1h30"``; ``"15"`` unless ``bare_seconds``), an unknown unit (``"1d"``, ``"1H"``,
+            ``"1 h"``), or more than Go's int64 nanoseconds.  Messages quote the input as Go's do.
     """
     rest = text
     negative = False
     if rest[:1] in ("-", "+"):
         negative = rest[0] == "-"
         rest = rest[1:]
-    if _BARE_NUMBER.fullmatch(rest):  # zkop's extension: seconds, for manifests written before durations
+    if rest == "0":  # Go's special case: zero needs no unit
+        return 0.0
+    if bare_seconds and _BARE_NUMBER.fullmatch(rest):
         seconds = Fraction(rest if not rest.endswith(".") else rest[:-1])
         return float(-seconds if negative else seconds)
     if not rest:

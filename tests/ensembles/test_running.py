@@ -1,0 +1,143 @@
+"""An ensemble's runtime connects by the one policy (:func:`zkop.zookeeper.connect_retry.connect_retrying`):
+its workers start after the first attempt whatever its result, the attempts go on 0.5 s doubling to 10 s, each
+reason is logged once in a row, and a stop ends the waiting with no attempt after it."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any, cast
+
+import pytest
+from zkop_testing.waiting import wait_for
+
+from zkop.ensembles import running
+from zkop.ensembles.running import EnsembleRuntime
+from zkop.zkconfig.controller import ZooKeeperConfigController
+from zkop.zookeeper.adapter import ZooKeeperAdapter
+from zkop.zookeeper.connect_retry import connect_retrying
+from zkop.zookeeper.errors import ZooKeeperUnavailable
+
+
+class FakeAdapter:
+    """Fails ``start`` with ``errors`` in turn, then connects."""
+
+    def __init__(self, *errors: str) -> None:
+        self.errors = list(errors)
+        self.attempts = 0
+        self.connected = False
+        self.unavailable_reason: str | None = None
+        self.last_connect_error: str | None = None
+        self.listeners: list[Callable[[str], None]] = []
+        self.stopped: Callable[[], bool] = lambda: False  # the runtime's stop event
+        self.after_stop = 0  # attempts made once the runtime was stopped
+
+    def add_session_listener(self, listener: Callable[[str], None]) -> None:
+        self.listeners.append(listener)
+
+    def start(self) -> None:
+        self.attempts += 1
+        self.after_stop += self.stopped()
+        if self.errors:
+            raise ZooKeeperUnavailable(self.errors.pop(0))
+        self.connected = True
+
+    def stop(self, timeout: float) -> None:
+        self.connected = False
+
+
+class Part:
+    """A worker of the ensemble's controller: records the calls it gets."""
+
+    def __init__(self, calls: list[str], name: str) -> None:
+        self.calls, self.name = calls, name
+        self.started = threading.Event()
+        self.queue = self
+
+    def start(self) -> None:
+        self.started.set()
+        self.calls.append(f"{self.name}.start")
+
+    def stop(self, timeout: float) -> None:
+        self.calls.append(f"{self.name}.stop")
+
+    def shutdown(self) -> None:
+        self.calls.append(f"{self.name}.shutdown")
+
+    def learn_absent(self) -> None:
+        self.calls.append(f"{self.name}.learn_absent")
+
+
+class FakeParts:
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self.watch_roots, self.controller = Part(self.calls, "watch_roots"), Part(self.calls, "controller")
+        self.reconciler = Part(self.calls, "reconciler")
+        self.acl_check = None
+
+    def detach(self) -> None:
+        self.calls.append("detach")
+
+
+def runtime(adapter: FakeAdapter, parts: FakeParts, changes: list[str]) -> EnsembleRuntime:
+    return EnsembleRuntime("eu", {}, "fp", cast(ZooKeeperAdapter, adapter), cast(ZooKeeperConfigController, parts),
+                           on_change=lambda: changes.append(str(adapter.attempts)))
+
+
+@pytest.fixture
+def waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The runtime's waits between attempts, recorded instead of waited."""
+    recorded: list[float] = []
+
+    def policy(stop: threading.Event, **kwargs: Any) -> Any:
+        return connect_retrying(stop, sleep=recorded.append, **kwargs)
+
+    monkeypatch.setattr(running, "connect_retrying", policy)
+    return recorded
+
+
+def test_workers_start_after_a_failed_first_attempt_and_the_attempts_go_on(
+        waits: list[float], caplog: pytest.LogCaptureFixture) -> None:
+    adapter, parts = FakeAdapter("refused", "refused", "TLS: untrusted", "refused"), FakeParts()
+    changes: list[str] = []
+    ensemble = runtime(adapter, parts, changes)
+    caplog.set_level(logging.WARNING, logger="zkop.ensembles.running")
+    ensemble.start()
+    assert ensemble._thread is not None
+    ensemble._thread.join(10)
+    assert not ensemble._thread.is_alive()
+    assert adapter.attempts == 5 and waits == [0.5, 1.0, 2.0, 4.0]
+    assert parts.calls == ["watch_roots.start", "controller.start"]  # no learn_absent: not connected then
+    assert changes == ["1", "2", "3", "4", "5"]  # each failure, then the session
+    assert [r.getMessage() for r in caplog.records] == [  # once per reason in a row
+        "ensemble eu: ZooKeeper not reachable yet: refused", "ensemble eu: ZooKeeper not reachable yet: TLS: untrusted",
+        "ensemble eu: ZooKeeper not reachable yet: refused"]
+    assert ensemble.last_error == "refused"  # cleared by the session's CONNECTED event, not by the attempt
+    ensemble.stop(1.0)
+
+
+def test_a_first_attempt_that_connects_learns_the_absent_paths(waits: list[float]) -> None:
+    adapter, parts = FakeAdapter(), FakeParts()
+    changes: list[str] = []
+    ensemble = runtime(adapter, parts, changes)
+    ensemble.start()
+    assert ensemble._thread is not None
+    ensemble._thread.join(10)
+    assert parts.calls == ["watch_roots.start", "reconciler.learn_absent", "controller.start"]
+    assert adapter.attempts == 1 and waits == [] and changes == ["1"]
+    ensemble.stop(1.0)
+
+
+def test_a_stop_ends_the_waiting_and_no_attempt_follows() -> None:
+    adapter, parts = FakeAdapter(*["refused"] * 100), FakeParts()
+    changes: list[str] = []
+    ensemble = runtime(adapter, parts, changes)
+    adapter.stopped = ensemble._stop.is_set
+    ensemble.start()
+    wait_for(lambda: adapter.attempts >= 2, message="a second attempt (after 0.5 s)")
+    thread = ensemble._thread
+    assert thread is not None
+    ensemble.stop(5.0)  # the runtime waits (1 s, then 2 s ...) on its stop event
+    assert not thread.is_alive()
+    assert adapter.after_stop == 0 and "controller.stop" in parts.calls
