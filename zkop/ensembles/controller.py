@@ -49,6 +49,7 @@ from zkop.ensembles.spec import (
 from zkop.kube.client import JSON, MERGE_PATCH, ApiException, KubeClient, resource_path
 from zkop.kube.events import EventRecorder, now_rfc3339
 from zkop.runtime.cache import Informer, NamedObjectInformer, ResourceRef
+from zkop.runtime.conditions import condition
 from zkop.runtime.controller import Controller, Result
 from zkop.runtime.manager import Manager
 from zkop.runtime.ownwrites import OwnWrites
@@ -85,15 +86,6 @@ def index_by_secret(obj: JSON) -> list[str]:
         return sorted(parse_ensemble(obj.get("spec")).secret_names)
     except InvalidEnsemble:
         return []
-
-
-def _condition(old: list[JSON], status: str, reason: str, message: str, generation: int) -> JSON:
-    transition = now_rfc3339()
-    for previous in old:
-        if previous.get("type") == "Ready" and previous.get("status") == status and previous.get("lastTransitionTime"):
-            transition = previous["lastTransitionTime"]
-    return {"type": "Ready", "status": status, "reason": reason, "message": message,
-            "observedGeneration": generation, "lastTransitionTime": transition}
 
 
 class EnsembleReconciler:
@@ -225,7 +217,8 @@ class EnsembleReconciler:
         status: dict[str, Any] = {
             "observedGeneration": generation,
             "managedObjects": len(self.referrers(name)),
-            "conditions": [_condition(old.get("conditions") or [], ready, reason, message, generation)],
+            "conditions": [condition(old.get("conditions") or [], "Ready", ready, reason, message, generation,
+                                     now_rfc3339())],
         }
         if runtime is not None:
             status["watchMode"] = runtime.adapter.watch_mode
