@@ -379,6 +379,7 @@ class Operator:
                 secret_namespace=options.ensemble_secret_namespace or default_leader_election_namespace(),
                 workers=options.workers, acl_check_period=options.acl_check_period,
                 inactivity_timeout=options.watch_inactivity_timeout, sync_period=options.sync_period,
+                dry_run=options.dry_run,
             )
         on_new_session: list[Callable[[], None]] = [self.zkconfig.on_session_reconnected]
         # Each feature is imported only when enabled: a process without it starts faster.
