@@ -104,11 +104,11 @@ def second_zk(second: ZooKeeperServer) -> Iterator[KazooClient]:
 
 
 def run_zkop(kubeconfig: str, zk_server: ZooKeeperServer, zk_base: str, tmp_path: Path,
-             namespace: str) -> OperatorProcess:
+             namespace: str, *extra: str) -> OperatorProcess:
     # TMPDIR: each ensemble's private TLS/SASL directory goes there, not to /tmp.
     return OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}",
                            ["--zookeeper-ensembles", "--ensemble-secret-namespace", TRUSTED, "--workers", "2",
-                            "--namespace", namespace],
+                            "--namespace", namespace, *extra],
                            env={"TMPDIR": str(tmp_path)})
 
 
@@ -143,6 +143,28 @@ def test_objects_are_routed_to_their_ensemble(
 
 def create_ensemble(kube: KubeClient, obj: dict[str, object]) -> None:
     kube.request("POST", resource_path(*ZKE), body=obj)
+
+
+def test_a_dry_run_adds_no_finalizer_to_an_ensemble_and_still_reports_its_status(
+        kubeconfig: str, namespace: str, ensembles_kube: KubeClient, zk_server: ZooKeeperServer, zk_base: str,
+        second: ZooKeeperServer, second_zk: KazooClient, tmp_path: Path) -> None:
+    """docs/operations.md, "Dry run": under ``--dry-run`` a ZooKeeperEnsemble is reported as in a real run (Ready,
+    its objects) but gets no finalizer, its objects plan their writes and make none, and deleting it does not
+    wait for zkop."""
+    kube, name = ensembles_kube, f"{namespace}-second"  # cluster-scoped: the test's own
+    with run_zkop(kubeconfig, zk_server, zk_base, tmp_path, namespace, "--dry-run") as proc:
+        create_ensemble(kube, ensemble(name, second.hosts, chroot="/team"))
+        create(kube, zkc("planned", "/app/planned", b"1", namespace, ensembleRef={"name": name}))
+        wait_for(lambda: conditions(get(kube, "planned", namespace)).get("Ready", {}).get("reason") == "DryRun",
+                 message="the object on the ensemble reports its planned writes")
+        held = wait_for(lambda: (e := get_ensemble(kube, name)) and ready_condition(e).get("status") == "True"
+                        and (e.get("status") or {}).get("managedObjects") == 1 and e,
+                        message="the ensemble reports Ready and its object")
+        assert held["metadata"].get("finalizers") is None, held["metadata"]
+        assert not second_zk.exists("/team/app/planned")
+        assert "REFUSED" not in proc.log_tail(1_000_000)
+        delete_ensemble(kube, name)
+        wait_for(lambda: get_ensemble(kube, name) is None, message="the ensemble deleted at once")
 
 
 def test_an_ensemble_that_is_down_affects_only_its_own_objects(

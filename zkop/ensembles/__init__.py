@@ -6,4 +6,5 @@
   the lookup of every ensemble by name (the flags' ensemble included).
 * :mod:`.controller` -- the ZooKeeperEnsemble controller (status, finalizer, rebuilds on a change of its spec
   or Secrets) and the reporter of objects whose ensemble is missing; ``setup(manager, ...)``.
+* :mod:`.writer` -- the ZooKeeperEnsemble controller's finalizer and status writes, the dry-run seam.
 """

@@ -7,7 +7,8 @@ sets up anyway:
 * informers (every replica): the ZooKeeperEnsembles (cluster-scoped), indexed by the Secrets they
   name, and those Secrets, each watched on its own in the one namespace zkop trusts
   (``--ensemble-secret-namespace``): no other Secret is ever read for an ensemble;
-* leader-only, the ``zookeeperensemble`` controller. A pass over an ensemble: add the finalizer; parse
+* leader-only, the ``zookeeperensemble`` controller. A pass over an ensemble: add the finalizer (none under
+  ``--dry-run``: every API write goes through the :mod:`~zkop.ensembles.writer` chosen here); parse
   the spec and read its Secrets; if either changed since its runtime was made (a fingerprint of
   both, but ``tenancy`` and ``adoption``), stop that runtime and make a new one (a new session: credentials
   rotate without a restart and without rewriting anything); a change of ``tenancy`` or ``adoption`` alone is
@@ -47,10 +48,12 @@ from zkop.ensembles.spec import (
     fingerprint,
     parse_ensemble,
 )
+from zkop.ensembles.writer import ApiWriter, DryRunWriter, EnsembleWriter
 from zkop.feature.context import FeatureContext
-from zkop.kube.client import JSON, MERGE_PATCH, ApiException, KubeClient, resource_path
+from zkop.kube.client import JSON, KubeClient
 from zkop.kube.events import EventRecorder, now_rfc3339
 from zkop.runtime.cache import Informer, NamedObjectInformer, ResourceRef
+from zkop.runtime.conditions import condition
 from zkop.runtime.controller import Controller, Result
 from zkop.runtime.manager import Manager
 from zkop.runtime.ownwrites import OwnWrites
@@ -89,15 +92,6 @@ def index_by_secret(obj: JSON) -> list[str]:
         return []
 
 
-def _condition(old: list[JSON], status: str, reason: str, message: str, generation: int) -> JSON:
-    transition = now_rfc3339()
-    for previous in old:
-        if previous.get("type") == "Ready" and previous.get("status") == status and previous.get("lastTransitionTime"):
-            transition = previous["lastTransitionTime"]
-    return {"type": "Ready", "status": status, "reason": reason, "message": message,
-            "observedGeneration": generation, "lastTransitionTime": transition}
-
-
 class EnsembleReconciler:
     """Reconciles one ZooKeeperEnsemble (the module docstring says what a pass does).
 
@@ -106,17 +100,19 @@ class EnsembleReconciler:
         objects: the ZooKeeperConfig caches every ensemble shares.
         secrets: the Secrets of the trusted namespace, tracked by name.
         secret_namespace: that namespace.
+        writer: every change to the API server goes through it (:class:`~zkop.ensembles.writer.ApiWriter`, or
+            :class:`~zkop.ensembles.writer.DryRunWriter` under ``zkop run --dry-run``).
         ensembles: where the runtimes are registered (the lookup tenancy and adoption read).
         make_runtime: ``(name, raw spec, parsed spec, fingerprint, options, directory)`` → a runtime, not started.
         on_removed: called with an ensemble's name after its runtime stopped (its objects' status must say so).
     """
 
     def __init__(self, cache: Any, objects: SharedInformers, secrets: NamedObjectInformer, secret_namespace: str,
-                 client: KubeClient, ensembles: Ensembles, base: ConnectionOptions,
+                 writer: EnsembleWriter, ensembles: Ensembles, base: ConnectionOptions,
                  make_runtime: Callable[[str, JSON, EnsembleSpec, str, ConnectionOptions, Path], EnsembleRuntime],
                  on_removed: Callable[[str], None] = lambda name: None) -> None:
         self.cache, self.objects, self.secrets = cache, objects, secrets
-        self.secret_namespace, self.client, self.ensembles, self.base = secret_namespace, client, ensembles, base
+        self.secret_namespace, self.writer, self.ensembles, self.base = secret_namespace, writer, ensembles, base
         self.make_runtime, self.on_removed = make_runtime, on_removed
         self._versions: dict[str, tuple[str, str | None]] = {}  # name -> (fingerprint, server version)
 
@@ -151,14 +147,14 @@ class EnsembleReconciler:
             if not waiting:
                 self._close(key, f"ZooKeeperEnsemble {key} is being deleted")
                 if FINALIZER in finalizers(obj):
-                    self._set_finalizers(obj, [f for f in finalizers(obj) if f != FINALIZER])
+                    self.writer.remove_finalizer(obj)
                 return Result()
             # Still needed: its session runs on (made again after a restart of zkop) until the last one is done.
             shown = ", ".join(waiting[:5]) + (f" and {len(waiting) - 5} more" if len(waiting) > 5 else "")
             terminating = (f"being deleted; waiting for {len(waiting)} ZooKeeperConfig(s) that still need it to "
                            f"delete their znodes: {shown}")
         elif FINALIZER not in finalizers(obj):
-            updated = self._set_finalizers(obj, [*finalizers(obj), FINALIZER])
+            updated = self.writer.add_finalizer(obj)
             if updated is None:
                 return Result()
             obj = updated
@@ -227,7 +223,8 @@ class EnsembleReconciler:
         status: dict[str, Any] = {
             "observedGeneration": generation,
             "managedObjects": len(self.referrers(name)),
-            "conditions": [_condition(old.get("conditions") or [], ready, reason, message, generation)],
+            "conditions": [condition(old.get("conditions") or [], "Ready", ready, reason, message, generation,
+                                     now_rfc3339())],
         }
         if runtime is not None:
             status["watchMode"] = runtime.adapter.watch_mode
@@ -238,12 +235,7 @@ class EnsembleReconciler:
         metrics.ENSEMBLE_MANAGED_OBJECTS.labels(name).set(status["managedObjects"])
         if all(old.get(k) == v for k, v in status.items()):
             return
-        try:
-            self.client.request("PATCH", resource_path(GROUP, VERSION, PLURAL, None, name, "status"),
-                                body={"status": status}, content_type=MERGE_PATCH)
-        except ApiException as err:
-            if err.status != 404:
-                raise
+        self.writer.patch_status(obj, status)
 
     def _server_version(self, runtime: EnsembleRuntime) -> str | None:
         """The server's version, asked once per session made (``srvr``)."""
@@ -253,18 +245,6 @@ class EnsembleReconciler:
         version = runtime.adapter.server_version() if runtime.ready else None
         self._versions[runtime.name] = (runtime.fingerprint, version)
         return version
-
-    def _set_finalizers(self, obj: JSON, values: list[str]) -> JSON | None:
-        meta = obj["metadata"]
-        body = {"metadata": {"finalizers": values or None, "resourceVersion": meta["resourceVersion"]}}
-        try:
-            updated: JSON = self.client.request("PATCH", resource_path(GROUP, VERSION, PLURAL, None, meta["name"]),
-                                                body=body, content_type=MERGE_PATCH)
-        except ApiException as err:
-            if err.status == 404:
-                return None
-            raise
-        return updated
 
 
 #: Seconds before the reporter looks again at an object whose ensemble exists but does not run yet.
@@ -381,13 +361,14 @@ def setup(context: FeatureContext, options: EnsembleOptions) -> EnsembleControll
     return add_to_manager(context.manager, context.client, context.recorder, default, context.zookeeper,
                           default.reconciler.options, secret_namespace=options.secret_namespace,
                           workers=settings.workers, acl_check_period=settings.acl_check_period,
-                          inactivity_timeout=settings.inactivity_timeout, sync_period=settings.sync_period)
+                          inactivity_timeout=settings.inactivity_timeout, sync_period=settings.sync_period,
+                          dry_run=settings.dry_run)
 
 
 def add_to_manager(
     manager: Manager, client: KubeClient, recorder: EventRecorder, default: ZooKeeperConfigController,
     default_zookeeper: ZooKeeperAdapter, options: ReconcilerOptions, *, secret_namespace: str, workers: int,
-    acl_check_period: float, inactivity_timeout: float, sync_period: float,
+    acl_check_period: float, inactivity_timeout: float, sync_period: float, dry_run: bool,
 ) -> EnsembleController:
     """Build the ZooKeeperEnsemble controller and the missing-ensemble reporter, and add them to ``manager``.
 
@@ -397,6 +378,8 @@ def add_to_manager(
         options: the ZooKeeperConfig reconciler settings every ensemble uses (cluster id, registry root, ...).
         secret_namespace: the one namespace the ensembles' Secrets are read from.
         workers: each ensemble's concurrent reconciles.
+        dry_run: ``zkop run --dry-run``: the ZooKeeperEnsemble controller is built with the
+            :class:`~zkop.ensembles.writer.DryRunWriter` (no finalizer added; status still reported).
     """
     shared = SharedInformers(default.informer, default.configmaps, default.secrets, default.namespaces)
     ensembles = Ensembles()
@@ -425,7 +408,8 @@ def add_to_manager(
         return EnsembleRuntime(name, raw, print_, adapter, parts, policy=policy, directory=directory,
                                on_change=lambda: controller_holder[0].queue.add(name))
 
-    reconciler = EnsembleReconciler(informer.indexer, shared, secrets, secret_namespace, client, ensembles,
+    ensemble_writer = (DryRunWriter if dry_run else ApiWriter)(client)  # the dry-run seam, chosen once
+    reconciler = EnsembleReconciler(informer.indexer, shared, secrets, secret_namespace, ensemble_writer, ensembles,
                                     default_zookeeper.options, make_runtime, on_removed=report_on)
     controller = Controller(CONTROLLER_NAME, reconciler, workers=2)
     controller_holder.append(controller)

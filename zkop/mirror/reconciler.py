@@ -25,6 +25,7 @@ from zkop.mirror.decide import Decision, MirrorSpec, SpecError, decide, parse_sp
 from zkop.mirror.tree import TreeReader
 from zkop.mirror.writer import AlreadyExists, ApiWriter
 from zkop.runtime.cache import Indexer
+from zkop.runtime.conditions import condition
 from zkop.runtime.controller import Result, RetryableError
 from zkop.runtime.retry import RetryBoundary
 from zkop.zookeeper.adapter import ZooKeeperError
@@ -44,19 +45,11 @@ def mirror_covers(spec: MirrorSpec, path: str) -> bool:
     return spec.recursive and path.startswith(spec.path.rstrip("/") + "/")
 
 
-def _condition(old: list[JSON], type_: str, status: str, reason: str, message: str, generation: int,
-               now: str) -> JSON:
-    previous = next((c for c in old if c.get("type") == type_), {})
-    transition = previous.get("lastTransitionTime") if previous.get("status") == status else None
-    return {"type": type_, "status": status, "reason": reason, "message": message,
-            "observedGeneration": generation, "lastTransitionTime": transition or now}
-
-
 def desired_status(old: JSON, decision: Decision, generation: int, config_map: str | None, now: str) -> JSON:
     """The mirror's status after ``decision`` (``lastChange`` moves only when the ConfigMap's contents do)."""
     conditions = old.get("conditions") or []
-    ready = _condition(conditions, "Ready", "True" if decision.ready else "False", decision.reason,
-                       decision.message, generation, now)
+    ready = condition(conditions, "Ready", "True" if decision.ready else "False", decision.reason,
+                      decision.message, generation, now)
     new: JSON = {
         "observedGeneration": generation, "conditions": [ready], "mirrored": decision.mirrored,
         "skipped": [{"path": s.path, "reason": s.reason, "message": s.message}
@@ -64,8 +57,8 @@ def desired_status(old: JSON, decision: Decision, generation: int, config_map: s
         "configMap": config_map, "lastChange": now if decision.changed else old.get("lastChange"),
     }
     if decision.stalled:
-        new["conditions"].append(_condition(conditions, "Stalled", "True", decision.reason, decision.message,
-                                            generation, now))
+        new["conditions"].append(condition(conditions, "Stalled", "True", decision.reason, decision.message,
+                                           generation, now))
     return {k: v for k, v in new.items() if v is not None}
 
 

@@ -6,35 +6,18 @@ CamelCase reason), ``Reconciling`` (only while a retry is queued), ``Stalled`` (
 retrying cannot fix).
 
 ``lastTransitionTime`` changes only when a condition's status flips (apimachinery
-``meta.SetStatusCondition``); kstatus (cli-utils ``pkg/kstatus/status``) reads Reconciling →
-InProgress, Stalled → Failed, Ready=True → Current. ``lastSyncedTime`` moves only when something
-is written, so an unchanged outcome writes no status.
+``meta.SetStatusCondition``, :func:`zkop.runtime.conditions.condition`); kstatus (cli-utils
+``pkg/kstatus/status``) reads Reconciling → InProgress, Stalled → Failed, Ready=True → Current.
+``lastSyncedTime`` moves only when something is written, so an unchanged outcome writes no status.
 """
 
 from __future__ import annotations
 
 from zkop.kube.client import JSON
+from zkop.runtime.conditions import condition
 from zkop.zkconfig.plan import Outcome
 
 __all__ = ["desired_status", "status_patch"]
-
-def _condition(old: list[JSON], type_: str, status: str, reason: str, message: str, generation: int,
-               now: str) -> JSON:
-    transition = now
-    for previous in old:  # the first condition of this type
-        if previous.get("type") == type_:
-            if previous.get("status") == status and previous.get("lastTransitionTime"):
-                transition = previous["lastTransitionTime"]
-            break
-    return {
-        "type": type_,
-        "status": status,
-        "reason": reason,
-        "message": message,
-        "observedGeneration": generation,
-        "lastTransitionTime": transition,
-    }
-
 
 def desired_status(old: JSON | None, outcome: Outcome, generation: int, now: str, *, wrote: bool,
                    retrying: bool = False, znode_version: int | None = None) -> JSON:
@@ -53,15 +36,15 @@ def desired_status(old: JSON | None, outcome: Outcome, generation: int, now: str
     old = old or {}
     old_conditions: list[JSON] = [c for c in old.get("conditions") or [] if isinstance(c, dict)]
     conditions = [
-        _condition(old_conditions, "Ready", "True" if outcome.ready else "False", outcome.reason,
-                   outcome.message, generation, now)
+        condition(old_conditions, "Ready", "True" if outcome.ready else "False", outcome.reason,
+                  outcome.message, generation, now)
     ]
     if retrying and not outcome.stalled:
-        conditions.append(_condition(old_conditions, "Reconciling", "True", "ProgressingWithRetry",
-                                     outcome.message, generation, now))
+        conditions.append(condition(old_conditions, "Reconciling", "True", "ProgressingWithRetry",
+                                    outcome.message, generation, now))
     if outcome.stalled:
-        conditions.append(_condition(old_conditions, "Stalled", "True", outcome.reason, outcome.message,
-                                     generation, now))
+        conditions.append(condition(old_conditions, "Stalled", "True", outcome.reason, outcome.message,
+                                    generation, now))
     status: JSON = {
         "state": outcome.state,
         "message": outcome.message,
