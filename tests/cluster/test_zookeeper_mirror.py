@@ -19,6 +19,7 @@ from zkop_testing.resources import conditions, create, zkc
 from zkop_testing.waiting import wait_for
 from zkop_testing.zookeeper import ZooKeeperServer
 
+from zkop.feature.gate import Gate, reserved_roots
 from zkop.kube.client import ApiException, KubeClient, resource_path
 
 ZKM = ("platform.example.com", "v1alpha1", "zookeepermirrors")
@@ -202,7 +203,8 @@ def test_a_mirror_follows_changes_after_its_zookeeper_session_expired(
     recorder.start()
     try:
         mirrors = build_mirrors(client, adapter, recorder, namespaces=[namespace], workers=2, dry_run=False,
-                                resync_period=600.0, inactivity_timeout=10.0)
+                                resync_period=600.0, inactivity_timeout=10.0,
+                                gate=Gate(reserved_roots(registry_root="/zkop/owners")))
         with running(mirrors.informers, mirrors.controllers, zookeeper=adapter,
                      on_new_session=[mirrors.on_session_reconnected]):
             kube.request("POST", resource_path(*ZKM, namespace), body=mirror("s", "/s", namespace, recursive=True))

@@ -10,8 +10,8 @@ import pytest
 
 from zkop.cmd.flags import UsageError
 from zkop.cmd.main import build_parser, read_tenancy_policy
+from zkop.feature.tenancy import TenancyPolicy
 from zkop.zkconfig.controller import ZooKeeperConfigOptions
-from zkop.zkconfig.tenancy import TenancyPolicy
 
 POLICY = """\
 tenancy:

@@ -57,7 +57,7 @@ def test_an_invalid_ensemble_and_a_path_declared_twice_on_one_ensemble_fail(tmp_
 
 def test_an_ensembles_tenancy_rules_are_checked_as_the_policy_file_is(tmp_path: Path) -> None:
     """The ensemble's ``spec.tenancy`` goes through the same parser as ``--tenancy-policy-file``
-    (:meth:`zkop.zkconfig.tenancy.TenancyPolicy.from_spec`): a rule that selects no namespace is named, below
+    (:meth:`zkop.feature.tenancy.TenancyPolicy.from_spec`): a rule that selects no namespace is named, below
     ``spec``."""
     manifest = write_manifests(
         tmp_path / "m.yaml",

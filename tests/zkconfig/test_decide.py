@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from zkop.feature.tenancy import Refusal, TenancyPolicy
 from zkop.ownership.oldest import object_age, oldest
 from zkop.ownership.registry import Claim, OwnerStamp
 from zkop.runtime.cache import meta_namespace_key
@@ -33,7 +34,6 @@ from zkop.zkconfig.decide import (
 )
 from zkop.zkconfig.objects import unsynced_path
 from zkop.zkconfig.spec import FINALIZER, DataRef, DesiredZnode, InvalidSpec, RefNotFound, parse_spec
-from zkop.zkconfig.tenancy import Refusal, TenancyPolicy
 from zkop.zookeeper.acls import identities
 from zkop.zookeeper.actions import AclEntry, CheckVersion, CreateNode, DeleteNode, Observed, SetAcl, SetData
 from zkop.zookeeper.adapter import (
@@ -100,7 +100,7 @@ def delete(*, obj: dict[str, Any] | None = None, target: DesiredZnode = DESIRED,
     return DeleteFacts(obj or zkc(deleting=True), target, owned, observed, refusal)
 
 
-#: What :class:`~zkop.zkconfig.tenancy.TenancyPolicy` says to an object of namespace ``default`` at ``PATH``.
+#: What :class:`~zkop.feature.tenancy.TenancyPolicy` says to an object of namespace ``default`` at ``PATH``.
 OUTSIDE = TenancyPolicy.from_spec({"tenancy": {"rules": [{"namespaces": ["team-a"], "pathPrefixes": ["/app"]}]}}
                                   ).admit("default", {}, PATH)
 NOT_REQUESTED = TenancyPolicy.from_spec({"adoption": "IfRequested"}).may_adopt(False)

@@ -18,13 +18,13 @@ from kazoo.exceptions import NoNodeError
 from zkop_testing.controlplane import ControlPlane
 from zkop_testing.waiting import wait_for
 
+from zkop.feature.tenancy import TenancyPolicy
 from zkop.kube.client import JSON, ApiException, KubeClient, resource_path
 from zkop.kube.events import EventRecorder
 from zkop.runtime.cache import Indexer
 from zkop.runtime.controller import RetryableError
 from zkop.zkconfig import reconciler as zkc
 from zkop.zkconfig.spec import FINALIZER, GROUP, KIND, PLURAL, VERSION
-from zkop.zkconfig.tenancy import TenancyPolicy
 from zkop.zookeeper.adapter import ZooKeeperAdapter
 
 REGISTRY = "/zkop/owners"

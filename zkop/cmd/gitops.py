@@ -139,6 +139,7 @@ def add_commands(sub: Any) -> None:
         description="Check manifests against the CRD schema and zkop's rules without touching ZooKeeper. "
                     "Exit 0 valid, 1 one line per problem (file:line, object, field, rule), 2 error.")
     _common(validate, manifests=True)
+    _registry_flag(validate)
     validate.add_argument("--strict", action=argparse.BooleanOptionalAction, default=True,
                           help="fields not in the CRD schema are errors, as server-side apply and kubectl apply "
                                "treat them (default); --no-strict: warnings (kubectl --validate=false prunes them)")
@@ -217,7 +218,8 @@ def _checker(args: argparse.Namespace) -> SchemaChecker:
 
 def _validation(args: argparse.Namespace, *, strict: bool = True) -> Validation:
     manifests = load_manifests(args.filename)
-    return validate_manifests(manifests, _checker(args), max_data_bytes=args.max_data_bytes, strict=strict)
+    return validate_manifests(manifests, _checker(args), max_data_bytes=args.max_data_bytes, strict=strict,
+                              registry_root=getattr(args, "registry_root", DEFAULT_REGISTRY_ROOT))
 
 
 def _valid_input(args: argparse.Namespace) -> Validation:

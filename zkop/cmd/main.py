@@ -36,9 +36,9 @@ from zkop.cmd.flags import (
     positive_int,
 )
 from zkop.cmd.logging_setup import configure_logging
+from zkop.feature.tenancy import TenancyPolicy
 from zkop.runtime.leaderelection import JITTER_FACTOR
 from zkop.zkconfig.spec import DEFAULT_MAX_DATA_BYTES
-from zkop.zkconfig.tenancy import TenancyPolicy
 from zkop.zookeeper.acls import identities, lockout
 from zkop.zookeeper.actions import OPEN_ACL, AclEntry
 from zkop.zookeeper.adapter import PARENT_NEEDS, ConnectionOptions
@@ -339,7 +339,7 @@ def read_tenancy_policy(path: str | None) -> TenancyPolicy | None:
     """The default ensemble's policy from ``--tenancy-policy-file`` (``None`` without the flag).
 
     The file holds the ``tenancy`` and ``adoption`` fields of a ZooKeeperEnsemble's spec, read by the
-    same :meth:`~zkop.zkconfig.tenancy.TenancyPolicy.from_spec`.
+    same :meth:`~zkop.feature.tenancy.TenancyPolicy.from_spec`.
 
     Raises:
         UsageError: the file cannot be read, is not YAML, or breaks a rule (naming the field).

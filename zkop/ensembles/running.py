@@ -19,10 +19,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from zkop.feature.tenancy import ADMIT_ALL, TenancyPolicy
 from zkop.kube.client import JSON
 from zkop.zkconfig.controller import ZooKeeperConfigController
 from zkop.zkconfig.objects import DEFAULT_ENSEMBLE, ensemble_of
-from zkop.zkconfig.tenancy import ADMIT_ALL, TenancyPolicy
 from zkop.zookeeper.adapter import ZooKeeperAdapter, ZooKeeperError
 from zkop.zookeeper.connect_retry import connect_retrying
 

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from zkop.feature.tenancy import TenancyPolicy
 from zkop.kube.client import JSON
 from zkop.kube.duration import parse_duration
 from zkop.zkconfig.spec import GROUP, VERSION
-from zkop.zkconfig.tenancy import TenancyPolicy
 from zkop.zookeeper.connection import ConnectionOptions
 from zkop.zookeeper.paths import InvalidPath, validate_path
 

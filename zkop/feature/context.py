@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from zkop.feature.gate import ReservedRoot
 from zkop.kube.client import KubeClient
 from zkop.kube.events import EventRecorder
 from zkop.runtime.manager import Manager
@@ -34,6 +35,8 @@ class FeatureSettings:
         acl_check_period: seconds between ACL checks of znodes that declare an ACL; 0 disables.
         cluster_id: this installation's id in ownership records (``--cluster-id``).
         dry_run: ``--dry-run``: each feature chooses its planning-only writer once, when it is built.
+        reserved: the roots no object may have zkop write (or read), whatever the tenancy rules
+            (:func:`zkop.feature.gate.reserved_roots`); empty: the ZooKeeperConfig feature's defaults.
     """
 
     namespaces: Sequence[str] | None = None
@@ -43,6 +46,7 @@ class FeatureSettings:
     acl_check_period: float = 60.0
     cluster_id: str = "default"
     dry_run: bool = False
+    reserved: tuple[ReservedRoot, ...] = ()
 
 
 class MissingFeature(LookupError):
@@ -95,7 +99,9 @@ class FeatureContext:
         return grouped
 
     def built(self, parts: object) -> None:
-        """Record a feature's parts, so that a feature built later can ask for them with :meth:`part`."""
+        """Record a feature's parts (or anything it provides to the features built after it, such as the flags'
+        ensemble's :class:`~zkop.feature.gate.Gate`), so that a feature built later can ask for it with
+        :meth:`part`."""
         self._parts.append(parts)
 
     def part(self, kind: type[T]) -> T:

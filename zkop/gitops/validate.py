@@ -20,9 +20,11 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from zkop.ensembles.spec import InvalidEnsemble, parse_ensemble
+from zkop.feature.gate import Gate, reserved_roots
 from zkop.gitops.manifests import Location, ManifestObject, Manifests
 from zkop.gitops.names import is_dns1123_label, is_dns1123_subdomain
 from zkop.gitops.schema import SchemaChecker, load_ensemble_crd_schema
+from zkop.ownership.registry import DEFAULT_REGISTRY_ROOT
 from zkop.zkconfig.objects import ensemble_of
 from zkop.zkconfig.refs import ref_data
 from zkop.zkconfig.spec import (
@@ -151,7 +153,8 @@ def _same_field(a: str, b: str) -> bool:
 
 
 def _check_one(manifest: ManifestObject, checker: SchemaChecker, max_data_bytes: int,
-               strict: bool, sources: Manifests | None = None) -> tuple[list[Problem], CheckedObject | None]:
+               strict: bool, sources: Manifests | None = None,
+               gate: Gate | None = None) -> tuple[list[Problem], CheckedObject | None]:
     where, what = str(manifest.location), manifest.describe()
 
     def problem(field_: str, rule: str, severity: Severity = "error") -> Problem:
@@ -193,6 +196,9 @@ def _check_one(manifest: ManifestObject, checker: SchemaChecker, max_data_bytes:
         if not any(_same_field(p.field, err.field) for p in schema_problems):
             problems.append(problem(err.field, err.rule))
     problems.extend(problem("spec.dataFrom", text) for text in missing)
+    reserved = gate.reserved_refusal(desired.path, "write") if gate is not None and desired is not None else None
+    if reserved is not None:
+        problems.append(problem("spec.path", reserved.message))
     if desired is None or any(p.severity == "error" for p in problems):
         return problems, None
     unresolved = refs[0] if refs else None
@@ -228,7 +234,8 @@ def _check_ensemble(manifest: ManifestObject, checker: SchemaChecker, strict: bo
 
 
 def validate_manifests(manifests: Manifests, checker: SchemaChecker, *,
-                       max_data_bytes: int = DEFAULT_MAX_DATA_BYTES, strict: bool = True) -> Validation:
+                       max_data_bytes: int = DEFAULT_MAX_DATA_BYTES, strict: bool = True,
+                       registry_root: str = DEFAULT_REGISTRY_ROOT) -> Validation:
     """Check every ZooKeeperConfig in ``manifests``; never touches ZooKeeper or Kubernetes.
 
     Args:
@@ -240,6 +247,8 @@ def validate_manifests(manifests: Manifests, checker: SchemaChecker, *,
             converts the applied object to the schema's type; kubectl >= 1.27 sends
             ``fieldValidation=Strict`` on client-side apply); ``False``: warnings, for manifests
             applied with ``kubectl --validate=false``, where the API server prunes them.
+        registry_root: the operator's ``--registry-root``: a path under it (or under the start-up probe's root
+            beside it) is refused, as the operator's admission gate refuses it (:mod:`zkop.feature.gate`).
 
     Returns:
         The valid objects and all problems; validation failed if ``errors`` is non-empty.
@@ -248,8 +257,10 @@ def validate_manifests(manifests: Manifests, checker: SchemaChecker, *,
     result.problems.extend(Problem(str(p.location), "", "", p.message, order=_order(p.location))
                            for p in manifests.problems)
     candidates: list[CheckedObject] = []
+    probe_root = f"{registry_root.rsplit('/', 1)[0] or '/zkop'}/probe"
+    gate = Gate(reserved_roots(registry_root=registry_root, probe_root=probe_root))
     for manifest in manifests.objects:
-        problems, checked = _check_one(manifest, checker, max_data_bytes, strict, manifests)
+        problems, checked = _check_one(manifest, checker, max_data_bytes, strict, manifests, gate)
         result.problems.extend(problems)
         if checked is not None:
             candidates.append(checked)

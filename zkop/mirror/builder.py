@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from zkop.feature.context import FeatureContext
+from zkop.feature.gate import Gate
 from zkop.kube.client import KubeClient
 from zkop.kube.events import EventRecorder
 from zkop.mirror.decide import MANAGED_LABEL
@@ -51,7 +52,7 @@ class ZooKeeperMirrors:
 
 def build_mirrors(client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: EventRecorder, *,
                   namespaces: Sequence[str] | None, workers: int, dry_run: bool, resync_period: float,
-                  inactivity_timeout: float) -> ZooKeeperMirrors:
+                  inactivity_timeout: float, gate: Gate) -> ZooKeeperMirrors:
     """Build (not start) the mirror controller; ZooKeeper is only read (:class:`~zkop.mirror.tree.ReadOnlyZooKeeper`).
 
     Args:
@@ -59,6 +60,7 @@ def build_mirrors(client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: Eve
         dry_run: the writer plans and logs instead of writing.
         resync_period: seconds between re-reads of every mirror (the informers' resync).
         inactivity_timeout: seconds a silent API watch is kept before it is reopened.
+        gate: the admission gate of ``zookeeper``'s ensemble (reserved roots, tenancy), which every mirror passes.
     """
     queue: RateLimitingQueue[str] = RateLimitingQueue(CONTROLLER_NAME)
 
@@ -73,7 +75,7 @@ def build_mirrors(client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: Eve
     reader = TreeReader(zookeeper, on_change)
     reconciler = MirrorReconciler(
         mirrors.indexer, config_maps.indexer, reader, ApiWriter(client, recorder, dry_run=dry_run),
-        watch_roots=lambda roots: zookeeper.watch_subtrees(CONTROLLER_NAME, roots, whole=True))
+        watch_roots=lambda roots: zookeeper.watch_subtrees(CONTROLLER_NAME, roots, whole=True), gate=gate)
     controller = Controller(CONTROLLER_NAME, reconciler, workers=workers, queue=queue)
     controller.watch(mirrors)
     controller.watch(config_maps, reconciler.keys_for_config_map)
@@ -83,11 +85,13 @@ def build_mirrors(client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: Eve
 
 def setup(context: FeatureContext, options: MirrorOptions) -> ZooKeeperMirrors:
     """:func:`build_mirrors` on the flags' session and add its parts to ``context.manager`` (informers everywhere,
-    the controller while leading); ``--dry-run`` (``context.settings.dry_run``) chooses its planning-only writer."""
+    the controller while leading); ``--dry-run`` (``context.settings.dry_run``) chooses its planning-only writer.
+    Every mirror passes the flags' ensemble's admission gate, the one its ZooKeeperConfigs pass (provided by the
+    ZooKeeperConfig feature, built before it)."""
     settings = context.settings
     mirrors = build_mirrors(context.client, context.zookeeper, context.recorder, namespaces=settings.namespaces,
                             workers=settings.workers, dry_run=settings.dry_run, resync_period=settings.sync_period,
-                            inactivity_timeout=settings.inactivity_timeout)
+                            inactivity_timeout=settings.inactivity_timeout, gate=context.part(Gate))
     context.manager.add_controllers(mirrors.informers, mirrors.controllers)
     context.on_new_session(context.zookeeper, mirrors.on_session_reconnected)
     return mirrors

@@ -6,7 +6,10 @@ exists — then calls :func:`decide` once and applies the :class:`Decision` thro
 
 Rules, in order:
 
-1. an invalid spec writes nothing: ``Ready=False``/``Stalled``, reason ``InvalidSpec``;
+1. an invalid spec writes nothing: ``Ready=False``/``Stalled``, reason ``InvalidSpec``; a path the admission
+   gate refuses (:class:`zkop.feature.gate.Gate`: a reserved root, the tenancy rules, the same as for a
+   ZooKeeperConfig's writes) reads, watches and writes nothing: ``Stalled``, the refusal's reason
+   (``ReservedPath``, ``NamespaceNotAllowed``, ``PathNotAllowed``) and a Warning Event;
 2. a ConfigMap of that name the mirror does not own (no ``ownerReference`` with its uid) is
    never written: ``Stalled``, reason ``ConfigMapConflict``;
 3. every znode read becomes a key (:func:`zkop.mirror.keys.key_for`): UTF-8 values in ``data``,
@@ -25,6 +28,7 @@ import base64
 from dataclasses import dataclass, field
 from typing import Literal
 
+from zkop.feature.tenancy import Refusal
 from zkop.kube.types import JSON
 from zkop.mirror.keys import key_for, key_problem
 from zkop.mirror.tree import Snapshot
@@ -221,13 +225,18 @@ def _patch(existing: JSON, desired: JSON) -> JSON | None:
     return patch
 
 
-def decide(mirror: JSON, spec: MirrorSpec | SpecError, snapshot: Snapshot | None, existing: JSON | None) -> Decision:
+def decide(mirror: JSON, spec: MirrorSpec | SpecError, snapshot: Snapshot | None, existing: JSON | None, *,
+           refusal: Refusal | None = None) -> Decision:
     """The one decision of a pass over complete facts (the rules in the module docstring).
 
-    ``snapshot`` is ``None`` only with a ``SpecError`` (nothing is read for an invalid spec).
+    ``snapshot`` is ``None`` only with a ``SpecError`` or a ``refusal`` (nothing is read for either);
+    ``refusal``: why the admission gate does not let zkop read ``spec.path`` for this mirror.
     """
     if isinstance(spec, SpecError):
         return Decision(None, False, "InvalidSpec", str(spec), stalled=True, warnings=(("InvalidSpec", str(spec)),))
+    if refusal is not None:
+        message = f"{refusal.message}; nothing is read"
+        return Decision(None, False, refusal.reason, message, stalled=True, warnings=((refusal.reason, message),))
     assert snapshot is not None
     uid = str(mirror["metadata"]["uid"])
     if existing is not None and not owned_by(existing, uid):

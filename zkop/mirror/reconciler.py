@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from zkop.feature.gate import Gate
 from zkop.kube.client import JSON
 from zkop.kube.events import now_rfc3339
 from zkop.mirror.decide import Decision, MirrorSpec, SpecError, decide, parse_spec
@@ -76,10 +77,13 @@ class MirrorReconciler:
         reader: watched, read-only ZooKeeper reads.
         writer: every API write (the dry-run seam).
         watch_roots: ``f(roots)`` keeps persistent recursive watches on the mirrors' roots.
+        gate: the admission gate a mirror passes before anything is read or watched for it (reads, held to the
+            same rules as a ZooKeeperConfig's writes); the reserved roots below a mirror's root are never read.
     """
 
     def __init__(self, mirrors: Indexer, config_maps: Indexer, reader: TreeReader, writer: ApiWriter, *,
-                 watch_roots: Callable[[list[str]], None] = lambda roots: None) -> None:
+                 watch_roots: Callable[[list[str]], None] = lambda roots: None, gate: Gate) -> None:
+        self.gate = gate
         self.mirrors = mirrors
         self.config_maps = config_maps
         self.reader = reader
@@ -90,11 +94,14 @@ class MirrorReconciler:
         self.retry = RetryBoundary(ZooKeeperError)
 
     def _specs(self) -> list[tuple[str, MirrorSpec]]:
+        """The valid specs of the mirrors the gate admits (a refused one is never read nor watched)."""
         specs = []
         for obj in self.mirrors.list():
             try:
                 spec = parse_spec(obj)
             except SpecError:
+                continue
+            if self.gate.admit(obj, spec.path, "read") is not None:
                 continue
             meta = obj.get("metadata") or {}
             specs.append((f"{meta.get('namespace')}/{meta.get('name')}", spec))
@@ -139,11 +146,13 @@ class MirrorReconciler:
             spec = err
         snapshot = None
         existing = None
-        if isinstance(spec, MirrorSpec):
+        refusal = self.gate.admit(mirror, spec.path, "read") if isinstance(spec, MirrorSpec) else None
+        if isinstance(spec, MirrorSpec) and refusal is None:
             with self.retry.retrying(key):
-                snapshot = self.reader.snapshot(spec.path, recursive=spec.recursive)
+                snapshot = self.reader.snapshot(spec.path, recursive=spec.recursive,
+                                                exclude=self.gate.excluded(spec.path))
             existing = self.config_maps.get(f"{namespace}/{spec.config_map}")
-        decision = decide(mirror, spec, snapshot, existing)
+        decision = decide(mirror, spec, snapshot, existing, refusal=refusal)
         write = decision.write
         if write is not None and isinstance(spec, MirrorSpec):
             try:

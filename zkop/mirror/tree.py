@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from zkop.zookeeper.actions import Observed
 from zkop.zookeeper.adapter import Listing, ZooKeeperNoAuth
+from zkop.zookeeper.paths import is_within
 
 __all__ = ["ReadOnlyZooKeeper", "Snapshot", "TreeReader", "Znode"]
 
@@ -89,8 +90,8 @@ class TreeReader:
                 self._listings[path] = listing
         return listing
 
-    def snapshot(self, root: str, *, recursive: bool) -> Snapshot:
-        """Read ``root`` (and, if ``recursive``, its subtree), arming the watches.
+    def snapshot(self, root: str, *, recursive: bool, exclude: tuple[str, ...] = ()) -> Snapshot:
+        """Read ``root`` (and, if ``recursive``, its subtree but the subtrees ``exclude`` names), arming the watches.
 
         Raises:
             ZooKeeperUnavailable: the session is not connected (the caller retries).
@@ -114,6 +115,8 @@ class TreeReader:
         pending = [(_join(root, c), c) for c in top.children if not (root == "/" and c == "zookeeper")]
         while pending:
             path, relative = pending.pop(0)
+            if exclude and any(is_within(path, excluded) for excluded in exclude):
+                continue  # a reserved root (zkop.feature.gate): never read for an object
             try:
                 listing = self._list(path)
                 observed = self.zookeeper.read(path, watch=True) if listing is not None else None

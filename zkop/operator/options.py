@@ -7,10 +7,11 @@ import os
 from dataclasses import dataclass, field
 
 from zkop.feature.context import FeatureSettings
+from zkop.feature.gate import reserved_roots
+from zkop.feature.tenancy import TenancyPolicy
 from zkop.services.bridge.options import BridgeOptions
 from zkop.services.importer.options import ImportOptions
 from zkop.zkconfig.spec import DEFAULT_MAX_DATA_BYTES
-from zkop.zkconfig.tenancy import TenancyPolicy
 from zkop.zookeeper.connection import ConnectionOptions
 
 __all__ = ["DEFAULT_KUBE_API_BURST", "DEFAULT_KUBE_API_QPS", "GRACEFUL_SHUTDOWN_TIMEOUT", "OperatorOptions",
@@ -78,7 +79,14 @@ class OperatorOptions:
         return FeatureSettings(
             namespaces=tuple(self.namespaces) or None, workers=self.workers, sync_period=self.sync_period,
             inactivity_timeout=self.watch_inactivity_timeout, acl_check_period=self.acl_check_period,
-            cluster_id=self.cluster_id, dry_run=self.dry_run)
+            cluster_id=self.cluster_id, dry_run=self.dry_run,
+            reserved=reserved_roots(registry_root=self.registry_root, probe_root=self.probe_root(),
+                                    bridge_root=self.bridge.root if self.bridge is not None else None,
+                                    import_root=self.importer.root if self.importer is not None else None))
+
+    def probe_root(self) -> str:
+        """Where the start-up probe writes its scratch znodes: ``probe`` beside the ownership registry's root."""
+        return f"{self.registry_root.rsplit('/', 1)[0] or '/zkop'}/probe"
 
     def secret_namespace(self) -> str:
         """Where ZooKeeperEnsembles' Secrets are read from: ``--ensemble-secret-namespace``, else the pod's."""

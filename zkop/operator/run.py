@@ -113,9 +113,8 @@ class Operator:
             leader_election=election, graceful_shutdown_timeout=options.graceful_shutdown_timeout,
             gc_freeze_after_sync=True,
         ), self.client)
-        probe_root = f"{options.registry_root.rsplit('/', 1)[0] or '/zkop'}/probe"
-        self.startup = ZooKeeperStartup(self.zookeeper, probe_root, probe=options.startup_probe and not options.dry_run,
-                                        on_fatal=self.manager.fail)
+        self.startup = ZooKeeperStartup(self.zookeeper, options.probe_root(),
+                                        probe=options.startup_probe and not options.dry_run, on_fatal=self.manager.fail)
         self.manager.add(self.startup, needs_leader=False)
         self.recorder = EventRecorder(self.client)
         self.manager.add(self.recorder, needs_leader=False)

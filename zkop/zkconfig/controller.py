@@ -29,6 +29,7 @@ from typing import Any
 from prometheus_client import REGISTRY
 
 from zkop.feature.context import FeatureContext
+from zkop.feature.tenancy import TenancyPolicy
 from zkop.kube.client import JSON, KubeClient
 from zkop.kube.events import EventRecorder
 from zkop.runtime.cache import (
@@ -60,7 +61,6 @@ from zkop.zkconfig.reconciler import (
 )
 from zkop.zkconfig.spec import DEFAULT_MAX_DATA_BYTES, GROUP, PLURAL, VERSION
 from zkop.zkconfig.status_metrics import ZooKeeperConfigStatusCollector
-from zkop.zkconfig.tenancy import TenancyPolicy
 from zkop.zkconfig.watchroots import WatchRoots
 from zkop.zookeeper.adapter import ZooKeeperAdapter
 
@@ -80,6 +80,14 @@ NAMESPACE_INDEX = "namespace"
 def index_by_namespace(obj: JSON) -> list[str]:
     """Index function for :data:`NAMESPACE_INDEX`."""
     return [str((obj.get("metadata") or {}).get("namespace"))]
+
+
+def labels_of(namespaces: Informer) -> Callable[[str], Mapping[str, str] | None]:
+    """A namespace's labels from ``namespaces``' cache (``None``: not seen yet)."""
+    def labels(namespace: str) -> Mapping[str, str] | None:
+        found = namespaces.indexer.get(namespace)
+        return (found.get("metadata") or {}).get("labels") or {} if found is not None else None
+    return labels
 
 
 def namespace_labels_changed(old: JSON, new: JSON) -> bool:
@@ -146,10 +154,7 @@ class ZooKeeperConfigController:
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
         """``namespace``'s labels from the Namespace informer's cache (``None``: not watched, or not seen)."""
-        if self.namespaces is None:
-            return None
-        found = self.namespaces.indexer.get(namespace)
-        return (found.get("metadata") or {}).get("labels") or {} if found is not None else None
+        return labels_of(self.namespaces)(namespace) if self.namespaces is not None else None
 
     def keys_in_namespace(self, namespace_obj: JSON) -> list[str]:
         """The keys of this ensemble's ZooKeeperConfigs in a Namespace, and of every object sharing one of their
@@ -316,7 +321,7 @@ def build_ensemble(
             ``zookeeperconfig``; another's is ``zookeeperconfig/<name>``).
         workers: concurrent reconciles of this ensemble.
         acl_check_period: seconds between ACL checks of znodes declaring ``spec.acl``; 0 disables.
-        policy_for: the tenancy policy of an object (:class:`~zkop.zkconfig.tenancy.TenancyPolicy`); ``None``: none.
+        policy_for: the tenancy policy of an object (:class:`~zkop.feature.tenancy.TenancyPolicy`); ``None``: none.
         ensemble_spec: the ZooKeeperEnsemble's raw ``spec`` (``None``: the flags' ensemble), kept as the
             reconciler's :attr:`~zkop.zkconfig.reconciler.ZooKeeperConfigReconciler.ensemble_spec`.
     """
@@ -330,6 +335,7 @@ def build_ensemble(
     reconciler = ZooKeeperConfigReconciler(
         view, client, zookeeper, recorder, options,
         configmaps=shared.configmaps, secrets=shared.secrets, own_writes=own_writes, policy_for=policy_for,
+        namespace_labels=labels_of(shared.namespaces) if shared.namespaces is not None else None,
     )
     reconciler.ensemble_spec = ensemble_spec
     controller = Controller(name, reconciler, workers=workers, queue=queue)
@@ -349,7 +355,6 @@ def build_ensemble(
     on(shared.configmaps, FuncHandler(lambda obj: enqueue(parts.keys_referencing("ConfigMap", obj))))
     on(shared.secrets, FuncHandler(lambda obj: enqueue(parts.keys_referencing("Secret", obj))))
     if shared.namespaces is not None:
-        reconciler.namespace_labels = parts.namespace_labels
         on(shared.namespaces, FuncHandler(lambda obj: enqueue(parts.keys_in_namespace(obj)), namespace_labels_changed))
     for each in shared.informers:
         controller.wait_for(each)
@@ -400,13 +405,14 @@ def setup(context: FeatureContext, options: ZooKeeperConfigOptions) -> ZooKeeper
     parts = add_to_manager(
         context.manager, context.client, context.zookeeper, context.recorder,
         ReconcilerOptions(max_data_bytes=options.max_data_bytes, cluster_id=settings.cluster_id,
-                          registry_root=options.registry_root, dry_run=settings.dry_run),
+                          registry_root=options.registry_root, dry_run=settings.dry_run, reserved=settings.reserved),
         namespaces=list(settings.namespaces) if settings.namespaces else None, workers=settings.workers,
         sync_period=settings.sync_period, inactivity_timeout=settings.inactivity_timeout,
         acl_check_period=settings.acl_check_period,
         policy_for=None if policy is None else (lambda obj: policy),
         watch_namespaces=options.needs_namespaces())
     context.on_new_session(context.zookeeper, parts.on_session_reconnected)
+    context.built(parts.reconciler.gate)  # the flags' ensemble's gate: every kind on that ensemble passes it
     return parts
 
 
@@ -430,7 +436,7 @@ def add_to_manager(
         inactivity_timeout: seconds a silent watch is kept before it is reopened.
         acl_check_period: seconds between ACL checks of znodes declaring ``spec.acl``; 0 disables.
         policy_for: the tenancy policy an object is held to (its ensemble's,
-            :class:`~zkop.zkconfig.tenancy.TenancyPolicy`); ``None``: everything is admitted and adopted.
+            :class:`~zkop.feature.tenancy.TenancyPolicy`); ``None``: everything is admitted and adopted.
             Called on every reconcile: it must read only memory.
         watch_namespaces: watch Namespaces (list/watch RBAC) so that ``namespaceSelector`` rules see
             namespace labels, and a label change re-reconciles the namespace's objects.

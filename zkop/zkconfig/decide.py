@@ -9,7 +9,7 @@ Rules of a live object, in order:
 
 1. the finalizer is added before anything is written to ZooKeeper;
 2. an invalid spec is reported ``Stalled`` (``InvalidSpec``); an object the ensemble's tenancy
-   rules do not admit (:meth:`zkop.zkconfig.tenancy.TenancyPolicy.admit`) is ``Stalled``
+   rules do not admit (:meth:`zkop.feature.tenancy.TenancyPolicy.admit`) is ``Stalled``
    (``NamespaceNotAllowed``/``PathNotAllowed``, a Warning Event), gets no finalizer and reads and
    writes nothing; a missing ``dataFrom`` key is reported as retrying (``RefNotFound``: the
    ConfigMap/Secret informer wakes the object);
@@ -20,7 +20,7 @@ Rules of a live object, in order:
    round trip, is not looked at (:func:`needs_znode`);
 5. adopting an existing znode (first claim) reads its ACL too (:func:`needs_acl`) and says
    ``Adopted``, if the ensemble's adoption mode lets it
-   (:meth:`zkop.zkconfig.tenancy.TenancyPolicy.may_adopt`); otherwise it is ``Stalled``
+   (:meth:`zkop.feature.tenancy.TenancyPolicy.may_adopt`); otherwise it is ``Stalled``
    (``AdoptionNotRequested``/``AdoptionRefused``), the znode untouched; a znode zkop does not
    manage (an ephemeral one: ``Stalled/EphemeralNode``, a Warning Event) is neither claimed nor
    adopted;
@@ -50,13 +50,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from zkop.feature.tenancy import Refusal
 from zkop.kube.client import JSON
 from zkop.ownership.registry import Claim, OwnerStamp, claim_requires, plan_claim
 from zkop.runtime.cache.indexer import meta_namespace_key
 from zkop.zkconfig.objects import finalizers, synced_znode_version, was_synced_at_generation
 from zkop.zkconfig.plan import Outcome, Plan, plan_delete, plan_sync
 from zkop.zkconfig.spec import FINALIZER, DesiredZnode, InvalidSpec, RefNotFound
-from zkop.zkconfig.tenancy import Refusal
 from zkop.zookeeper.actions import Action, CheckVersion, CreateNode, Observed, SetData
 from zkop.zookeeper.adapter import ZooKeeperError, ZooKeeperNoAuth, ZooKeeperUnavailable
 from zkop.zookeeper.frozen import fast_init
@@ -103,7 +103,7 @@ class SyncFacts:
         claim: :func:`claim_of` the record.
         observed: the znode as read (``None``: absent, or not needed: :func:`needs_znode`).
         adoption: why adopting a pre-existing unowned znode is refused
-            (:meth:`~zkop.zkconfig.tenancy.TenancyPolicy.may_adopt`; ``None``: it may be adopted).
+            (:meth:`~zkop.feature.tenancy.TenancyPolicy.may_adopt`; ``None``: it may be adopted).
     """
 
     obj: JSON
@@ -251,11 +251,13 @@ def change_event(obj: JSON, plan: Plan, spec: DesiredZnode | None = None,
 # --- pre-checks and predicates: what to read -------------------------------------------------
 
 def refusal_outcome(refusal: Refusal, message: str) -> Outcome:
-    """The ``Stalled`` outcome of a tenancy or adoption refusal (:mod:`zkop.zkconfig.tenancy`), with ``message``.
+    """The ``Stalled`` outcome of a tenancy or adoption refusal (:mod:`zkop.feature.tenancy`), with ``message``.
 
     One line per reason, so that every status reason zkop reports is a literal here (docs/operations.md,
     "Troubleshooting by status reason", is checked against them).
     """
+    if refusal.reason == "ReservedPath":
+        return Outcome("Error", "ReservedPath", message, False, stalled=True)
     if refusal.reason == "NamespaceNotAllowed":
         return Outcome("Error", "NamespaceNotAllowed", message, False, stalled=True)
     if refusal.reason == "PathNotAllowed":

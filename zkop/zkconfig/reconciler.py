@@ -7,7 +7,7 @@ is in :mod:`zkop.zkconfig.decide`; this module reads and writes:
 
 1. object gone from the cache → nothing to do (the finalizer already ran);
 2. parse the spec (``dataFrom`` from the ConfigMap/Secret caches), ask the object's tenancy policy
-   (``policy_for(obj)``, :mod:`zkop.zkconfig.tenancy`; namespace labels from a cache) whether it is
+   (``policy_for(obj)``, :mod:`zkop.feature.tenancy`; namespace labels from a cache) whether it is
    admitted, find the oldest admitted object declaring the path (the informer's path index) and run
    the pre-checks, which read nothing;
 3. being deleted → the record owner, then (if owned) the znode afresh and its children if
@@ -33,6 +33,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from zkop.feature.gate import Gate, ReservedRoot, reserved_roots
+from zkop.feature.tenancy import ADMIT_ALL, Refusal, TenancyPolicy
 from zkop.kube.client import JSON, KubeClient
 from zkop.kube.events import EventRecorder
 from zkop.ownership.oldest import object_age, oldest
@@ -57,7 +59,6 @@ from zkop.zkconfig.spec import (
     parse_data_ref,
     parse_spec,
 )
-from zkop.zkconfig.tenancy import ADMIT_ALL, Refusal, TenancyPolicy
 from zkop.zookeeper.acls import AclId
 from zkop.zookeeper.adapter import (
     ConcurrentModification,
@@ -120,6 +121,8 @@ class ReconcilerOptions:
             :func:`~zkop.zkconfig.decide.decide_failure`); the status then says so at the next retry.
         dry_run: build the reconciler with a :class:`~zkop.zkconfig.dryrun.DryRunWriter`: plan, log
             and count, write nothing to ZooKeeper and add no finalizer (``zkop run --dry-run``).
+        reserved: the roots no object may write (:func:`zkop.feature.gate.reserved_roots`); empty: ``/zookeeper``
+            and :attr:`registry_root`.
     """
 
     max_data_bytes: int = DEFAULT_MAX_DATA_BYTES
@@ -128,6 +131,7 @@ class ReconcilerOptions:
     failure_threshold: int = 3
     unavailable_grace: float = 3.0
     dry_run: bool = False
+    reserved: tuple[ReservedRoot, ...] = ()
 
 
 class ZooKeeperConfigReconciler:
@@ -144,7 +148,7 @@ class ZooKeeperConfigReconciler:
         own_writes: our own writes of the objects, shared with the controller's queue and the
             informer (:class:`~zkop.runtime.ownwrites.OwnWrites`); a fresh one if ``None``.
         policy_for: the tenancy policy an object is held to (its ensemble's); ``None``: every object
-            is admitted and adopts (:data:`~zkop.zkconfig.tenancy.ADMIT_ALL`). Called on every pass:
+            is admitted and adopts (:data:`~zkop.feature.tenancy.ADMIT_ALL`). Called on every pass:
             it must read only memory.
         namespace_labels: a namespace's labels from a cache (``None``: unknown), for policies with a
             ``namespaceSelector``; ``None``: no namespace has labels.
@@ -159,6 +163,9 @@ class ZooKeeperConfigReconciler:
         self.policy_for: Callable[[JSON], TenancyPolicy] = policy_for or (lambda obj: ADMIT_ALL)
         self.namespace_labels = namespace_labels
         self.options = options or ReconcilerOptions()
+        #: Reserved roots, then the tenancy rules: what zkop may write or watch for an object.
+        self.gate = Gate(self.options.reserved or reserved_roots(registry_root=self.options.registry_root),
+                         self.policy_for, namespace_labels)
         self.registry = OwnershipRegistry(zookeeper, self.options.registry_root)
         self.configmaps, self.secrets = configmaps, secrets
         #: Our finalizer and status writes: :meth:`wants_update` drops the watch events that only echo
@@ -288,13 +295,8 @@ class ZooKeeperConfigReconciler:
                         writes_to=writes_to)
 
     def _refusal(self, obj: JSON, path: str) -> Refusal | None:
-        """Why ``obj``'s tenancy policy does not admit it to ``path`` (``None``: admitted)."""
-        policy = self.policy_for(obj)
-        if policy.rules is None:  # no tenancy: the common case reads no labels
-            return None
-        namespace = str((obj.get("metadata") or {}).get("namespace"))
-        labels = self.namespace_labels(namespace) if self.namespace_labels is not None else None
-        return policy.admit(namespace, labels, path)
+        """Why the gate does not admit ``obj`` to write ``path`` (a reserved root, its tenancy policy), or ``None``."""
+        return self.gate.admit(obj, path, "write")
 
     def admits(self, obj: JSON) -> bool:
         """True if zkop may read ``obj``'s ``spec.path`` on its behalf: its tenancy policy admits it there.
@@ -303,9 +305,11 @@ class ZooKeeperConfigReconciler:
         cannot make zkop watch or read a path outside its tenant's prefixes. An object whose namespace is
         not in the Namespace cache yet is not admitted until it is (its add event re-registers).
         """
+        path = (obj.get("spec") or {}).get("path")
+        if isinstance(path, str) and self.gate.reserved_refusal(path, "write") is not None:
+            return False
         if self.policy_for(obj).rules is None:  # no tenancy: the common case reads no labels
             return True
-        path = (obj.get("spec") or {}).get("path")
         return isinstance(path, str) and not self._namespace_unseen(obj) and self._refusal(obj, path) is None
 
     def _namespace_unseen(self, obj: JSON) -> bool:

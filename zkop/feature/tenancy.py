@@ -65,7 +65,7 @@ _OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 class Refusal:
     """Why an object may not do what it asks: a CamelCase ``reason`` for status and Events, a sentence."""
 
-    reason: Literal["NamespaceNotAllowed", "PathNotAllowed", "AdoptionRefused", "AdoptionNotRequested"]
+    reason: Literal["ReservedPath", "NamespaceNotAllowed", "PathNotAllowed", "AdoptionRefused", "AdoptionNotRequested"]
     message: str
 
 

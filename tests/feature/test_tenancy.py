@@ -1,4 +1,4 @@
-"""Table tests of the tenancy rules and the adoption decision (:mod:`zkop.zkconfig.tenancy`; no I/O).
+"""Table tests of the tenancy rules and the adoption decision (:mod:`zkop.feature.tenancy`; no I/O).
 
 Label selectors follow apimachinery's ``pkg/labels/selector.go`` (``Requirement.Matches``) and
 ``metav1.LabelSelectorAsSelector`` (an empty selector selects everything).
@@ -12,7 +12,7 @@ import pytest
 import yaml
 from zkop_testing.kustomize import REPO
 
-from zkop.zkconfig.tenancy import ADMIT_ALL, TenancyPolicy
+from zkop.feature.tenancy import ADMIT_ALL, TenancyPolicy
 
 TEAM_A = {"namespaces": ["team-a"], "pathPrefixes": ["/config/team-a"]}
 
