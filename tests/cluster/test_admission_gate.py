@@ -162,3 +162,31 @@ def test_a_zookeeperconfig_cannot_rewrite_a_service_bridge_record(
         wait_for(lambda: get(kube, "redirect", attacker) is None, message="the attacker's object deleted")
         assert zk.get(record_path) == before
     assert proc.proc is not None and proc.proc.returncode == 0, proc.log_tail()
+
+
+def test_one_mirror_cannot_make_zkop_read_more_than_the_operator_allows(
+        zkop_kubeconfig: str, kube: KubeClient, namespace: str, zk_server: ZooKeeperServer, zk_base: str,
+        zk: KazooClient) -> None:
+    """Resource exhaustion through one object: a mirror of a subtree larger than ``--mirror-max-znodes`` (or
+    ``--mirror-max-bytes``) stops being read at the limit and mirrors nothing (``LimitExceeded``, Stalled, a
+    Warning Event); one within the limits is mirrored."""
+    for i in range(30):
+        zk.create(f"{zk_base}/big/n{i:02}", b"x", makepath=True)
+    for i in range(3):
+        zk.create(f"{zk_base}/heavy/n{i}", b"y" * 1000, makepath=True)
+    zk.create(f"{zk_base}/small/a", b"1", makepath=True)
+    args = ["--zookeeper-mirrors", "--namespace", namespace, "--mirror-max-znodes", "20", "--mirror-max-bytes", "2500"]
+    with OperatorProcess(zkop_kubeconfig, f"{zk_server.hosts}{zk_base}", args) as proc:
+        for name, path in (("big", "/big"), ("heavy", "/heavy"), ("small", "/small")):
+            kube.request("POST", resource_path(*ZKM, namespace), body=mirror(name, path, namespace, recursive=True))
+        for name, limit in (("big", "more than 20 znodes below /big (--mirror-max-znodes)"),
+                            ("heavy", "more than 2500 bytes of data below /heavy (--mirror-max-bytes)")):
+            found = wait_for(lambda: stalled(mirror_conditions(kube, name, namespace)),  # noqa: B023
+                             message=f"{name} refused")
+            assert found["Ready"]["reason"] == "LimitExceeded", found
+            assert limit in found["Ready"]["message"]
+            wait_for(lambda: warned(kube, name, namespace, "LimitExceeded"), message="a Warning Event")  # noqa: B023
+            assert config_map(kube, name, namespace) is None
+        wait_for(lambda: (config_map(kube, "small", namespace) or {}).get("data") == {"a": "1"},
+                 message="the small mirror mirrored")
+    assert proc.proc is not None and proc.proc.returncode == 0, proc.log_tail()

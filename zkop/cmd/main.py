@@ -32,11 +32,13 @@ from zkop.cmd.flags import (
     exit_usage,
     format_duration,
     log_level,
+    non_negative_int,
     positive_duration,
     positive_int,
 )
 from zkop.cmd.logging_setup import configure_logging
 from zkop.feature.tenancy import TenancyPolicy
+from zkop.mirror.options import DEFAULT_MAX_BYTES, DEFAULT_MAX_ZNODES
 from zkop.runtime.leaderelection import JITTER_FACTOR
 from zkop.zkconfig.spec import DEFAULT_MAX_DATA_BYTES
 from zkop.zookeeper.acls import identities, lockout
@@ -297,6 +299,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--zookeeper-mirrors", action="store_true",
                      help="reconcile ZooKeeperMirror objects: a znode or subtree mirrored read-only into a ConfigMap "
                           "(default off; needs the zookeeper-mirror component's RBAC)")
+    run.add_argument("--mirror-max-znodes", type=non_negative_int, default=DEFAULT_MAX_ZNODES, metavar="N",
+                     help="znodes one ZooKeeperMirror may have zkop read; a larger subtree is not mirrored "
+                          f"(LimitExceeded); 0: no limit (default {DEFAULT_MAX_ZNODES})")
+    run.add_argument("--mirror-max-bytes", type=non_negative_int, default=DEFAULT_MAX_BYTES, metavar="BYTES",
+                     help="bytes of znode data one ZooKeeperMirror may have zkop read; more is not mirrored "
+                          f"(LimitExceeded); 0: no limit (default {DEFAULT_MAX_BYTES})")
     run.set_defaults(func=_run)
     from zkop.cmd.bridge_flags import add_flags as add_bridge_flags
 
@@ -388,6 +396,7 @@ def _run(args: argparse.Namespace) -> int:
         graceful_shutdown_timeout=args.graceful_shutdown_timeout, max_data_bytes=args.max_data_bytes,
         cluster_id=args.cluster_id, registry_root=args.registry_root, acl_check_period=args.acl_check_period,
         bridge=bridge, importer=importer, mirrors=args.zookeeper_mirrors, dry_run=args.dry_run,
+        mirror_max_znodes=args.mirror_max_znodes, mirror_max_bytes=args.mirror_max_bytes,
         ensembles=args.zookeeper_ensembles, ensemble_secret_namespace=args.ensemble_secret_namespace,
         metrics_secure=args.metrics_secure,
         metrics_cert_dir=args.metrics_cert_dir, metrics_cert_name=args.metrics_cert_name,

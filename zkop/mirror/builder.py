@@ -18,7 +18,7 @@ from zkop.kube.events import EventRecorder
 from zkop.mirror.decide import MANAGED_LABEL
 from zkop.mirror.options import MirrorOptions
 from zkop.mirror.reconciler import MirrorReconciler
-from zkop.mirror.tree import TreeReader
+from zkop.mirror.tree import NO_LIMITS, Limits, TreeReader
 from zkop.mirror.writer import GROUP, PLURAL, VERSION, ApiWriter
 from zkop.runtime.cache import Informer, ResourceRef
 from zkop.runtime.controller import Controller
@@ -52,7 +52,7 @@ class ZooKeeperMirrors:
 
 def build_mirrors(client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: EventRecorder, *,
                   namespaces: Sequence[str] | None, workers: int, dry_run: bool, resync_period: float,
-                  inactivity_timeout: float, gate: Gate) -> ZooKeeperMirrors:
+                  inactivity_timeout: float, gate: Gate, limits: Limits = NO_LIMITS) -> ZooKeeperMirrors:
     """Build (not start) the mirror controller; ZooKeeper is only read (:class:`~zkop.mirror.tree.ReadOnlyZooKeeper`).
 
     Args:
@@ -61,6 +61,7 @@ def build_mirrors(client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: Eve
         resync_period: seconds between re-reads of every mirror (the informers' resync).
         inactivity_timeout: seconds a silent API watch is kept before it is reopened.
         gate: the admission gate of ``zookeeper``'s ensemble (reserved roots, tenancy), which every mirror passes.
+        limits: how much one mirror may have zkop read.
     """
     queue: RateLimitingQueue[str] = RateLimitingQueue(CONTROLLER_NAME)
 
@@ -75,7 +76,8 @@ def build_mirrors(client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: Eve
     reader = TreeReader(zookeeper, on_change)
     reconciler = MirrorReconciler(
         mirrors.indexer, config_maps.indexer, reader, ApiWriter(client, recorder, dry_run=dry_run),
-        watch_roots=lambda roots: zookeeper.watch_subtrees(CONTROLLER_NAME, roots, whole=True), gate=gate)
+        watch_roots=lambda roots: zookeeper.watch_subtrees(CONTROLLER_NAME, roots, whole=True), gate=gate,
+        limits=limits)
     controller = Controller(CONTROLLER_NAME, reconciler, workers=workers, queue=queue)
     controller.watch(mirrors)
     controller.watch(config_maps, reconciler.keys_for_config_map)
@@ -91,7 +93,8 @@ def setup(context: FeatureContext, options: MirrorOptions) -> ZooKeeperMirrors:
     settings = context.settings
     mirrors = build_mirrors(context.client, context.zookeeper, context.recorder, namespaces=settings.namespaces,
                             workers=settings.workers, dry_run=settings.dry_run, resync_period=settings.sync_period,
-                            inactivity_timeout=settings.inactivity_timeout, gate=context.part(Gate))
+                            inactivity_timeout=settings.inactivity_timeout, gate=context.part(Gate),
+                            limits=Limits(options.max_znodes, options.max_bytes))
     context.manager.add_controllers(mirrors.informers, mirrors.controllers)
     context.on_new_session(context.zookeeper, mirrors.on_session_reconnected)
     return mirrors

@@ -9,7 +9,9 @@ Rules, in order:
 1. an invalid spec writes nothing: ``Ready=False``/``Stalled``, reason ``InvalidSpec``; a path the admission
    gate refuses (:class:`zkop.feature.gate.Gate`: a reserved root, the tenancy rules, the same as for a
    ZooKeeperConfig's writes) reads, watches and writes nothing: ``Stalled``, the refusal's reason
-   (``ReservedPath``, ``NamespaceNotAllowed``, ``PathNotAllowed``) and a Warning Event;
+   (``ReservedPath``, ``NamespaceNotAllowed``, ``PathNotAllowed``) and a Warning Event; a subtree larger than the
+   operator's limits (:class:`zkop.mirror.tree.Limits`) is read no further and changes nothing: ``Stalled``,
+   reason ``LimitExceeded``, a Warning Event;
 2. a ConfigMap of that name the mirror does not own (no ``ownerReference`` with its uid) is
    never written: ``Stalled``, reason ``ConfigMapConflict``;
 3. every znode read becomes a key (:func:`zkop.mirror.keys.key_for`): UTF-8 values in ``data``,
@@ -237,6 +239,10 @@ def decide(mirror: JSON, spec: MirrorSpec | SpecError, snapshot: Snapshot | None
     if refusal is not None:
         message = f"{refusal.message}; nothing is read"
         return Decision(None, False, refusal.reason, message, stalled=True, warnings=((refusal.reason, message),))
+    assert snapshot is not None
+    if snapshot.exceeded is not None:
+        message = f"the mirror reads {snapshot.exceeded}; the ConfigMap is left as it was (mirror a smaller subtree)"
+        return Decision(None, False, "LimitExceeded", message, stalled=True, warnings=(("LimitExceeded", message),))
     assert snapshot is not None
     uid = str(mirror["metadata"]["uid"])
     if existing is not None and not owned_by(existing, uid):

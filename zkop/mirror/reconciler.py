@@ -23,7 +23,7 @@ from zkop.feature.gate import Gate
 from zkop.kube.client import JSON
 from zkop.kube.events import now_rfc3339
 from zkop.mirror.decide import Decision, MirrorSpec, SpecError, decide, parse_spec
-from zkop.mirror.tree import TreeReader
+from zkop.mirror.tree import NO_LIMITS, Limits, TreeReader
 from zkop.mirror.writer import AlreadyExists, ApiWriter
 from zkop.runtime.cache import Indexer
 from zkop.runtime.conditions import condition
@@ -79,11 +79,14 @@ class MirrorReconciler:
         watch_roots: ``f(roots)`` keeps persistent recursive watches on the mirrors' roots.
         gate: the admission gate a mirror passes before anything is read or watched for it (reads, held to the
             same rules as a ZooKeeperConfig's writes); the reserved roots below a mirror's root are never read.
+        limits: how much one mirror may have zkop read (the operator's ``--mirror-max-*``).
     """
 
     def __init__(self, mirrors: Indexer, config_maps: Indexer, reader: TreeReader, writer: ApiWriter, *,
-                 watch_roots: Callable[[list[str]], None] = lambda roots: None, gate: Gate) -> None:
+                 watch_roots: Callable[[list[str]], None] = lambda roots: None, gate: Gate,
+                 limits: Limits = NO_LIMITS) -> None:
         self.gate = gate
+        self.limits = limits
         self.mirrors = mirrors
         self.config_maps = config_maps
         self.reader = reader
@@ -150,7 +153,7 @@ class MirrorReconciler:
         if isinstance(spec, MirrorSpec) and refusal is None:
             with self.retry.retrying(key):
                 snapshot = self.reader.snapshot(spec.path, recursive=spec.recursive,
-                                                exclude=self.gate.excluded(spec.path))
+                                                exclude=self.gate.excluded(spec.path), limits=self.limits)
             existing = self.config_maps.get(f"{namespace}/{spec.config_map}")
         decision = decide(mirror, spec, snapshot, existing, refusal=refusal)
         write = decision.write

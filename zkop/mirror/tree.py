@@ -18,7 +18,7 @@ from zkop.zookeeper.actions import Observed
 from zkop.zookeeper.adapter import Listing, ZooKeeperNoAuth
 from zkop.zookeeper.paths import is_within
 
-__all__ = ["ReadOnlyZooKeeper", "Snapshot", "TreeReader", "Znode"]
+__all__ = ["NO_LIMITS", "Limits", "ReadOnlyZooKeeper", "Snapshot", "TreeReader", "Znode"]
 
 
 class ReadOnlyZooKeeper(Protocol):
@@ -40,11 +40,26 @@ class Znode:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """A root read at one moment: whether it exists, the znodes mirrored, the paths ZooKeeper refused (NoAuth)."""
+    """A root read at one moment: whether it exists, the znodes mirrored, the paths ZooKeeper refused (NoAuth);
+    ``exceeded`` says which limit of :meth:`TreeReader.snapshot` stopped the read (then ``nodes`` is incomplete)."""
 
     root_exists: bool
     nodes: tuple[Znode, ...]
     unreadable: tuple[str, ...] = ()
+    exceeded: str | None = None
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one mirror may have zkop read: at most ``znodes`` znodes and ``data_bytes`` bytes of data (``0``: no
+    limit), so that one object cannot exhaust zkop's memory (``--mirror-max-znodes``, ``--mirror-max-bytes``)."""
+
+    znodes: int = 0
+    data_bytes: int = 0
+
+
+#: No limit (tests, ``zkop fetch``: the reader's own process).
+NO_LIMITS = Limits()
 
 
 def _join(parent: str, name: str) -> str:
@@ -90,8 +105,10 @@ class TreeReader:
                 self._listings[path] = listing
         return listing
 
-    def snapshot(self, root: str, *, recursive: bool, exclude: tuple[str, ...] = ()) -> Snapshot:
-        """Read ``root`` (and, if ``recursive``, its subtree but the subtrees ``exclude`` names), arming the watches.
+    def snapshot(self, root: str, *, recursive: bool, exclude: tuple[str, ...] = (),
+                 limits: Limits = NO_LIMITS) -> Snapshot:
+        """Read ``root`` (and, if ``recursive``, its subtree but the subtrees ``exclude`` names), arming the watches;
+        a read that reaches one of ``limits`` stops there (:attr:`Snapshot.exceeded`).
 
         Raises:
             ZooKeeperUnavailable: the session is not connected (the caller retries).
@@ -106,6 +123,7 @@ class TreeReader:
             return Snapshot(True, (Znode(root, "", observed.data),))
         nodes: list[Znode] = []
         unreadable: list[str] = []
+        visited = data_bytes = 0
         try:
             top = self._list(root)
         except ZooKeeperNoAuth:
@@ -125,6 +143,14 @@ class TreeReader:
                 continue
             if listing is None or observed is None:
                 continue  # deleted while being read; its parent's child watch brings the next pass
+            visited += 1
+            data_bytes += len(observed.data)
+            if limits.znodes and visited > limits.znodes:
+                return Snapshot(True, (), (), exceeded=f"more than {limits.znodes} znodes below {root} "
+                                                       "(--mirror-max-znodes)")
+            if limits.data_bytes and data_bytes > limits.data_bytes:
+                return Snapshot(True, (), (), exceeded=f"more than {limits.data_bytes} bytes of data below {root} "
+                                                       "(--mirror-max-bytes)")
             if observed.data or not listing.children:
                 nodes.append(Znode(path, relative, observed.data))
             pending.extend((_join(path, c), f"{relative}/{c}") for c in listing.children)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from zkop.feature.context import FeatureSettings
 from zkop.feature.gate import reserved_roots
 from zkop.feature.tenancy import TenancyPolicy
+from zkop.mirror.options import DEFAULT_MAX_BYTES, DEFAULT_MAX_ZNODES
 from zkop.services.bridge.options import BridgeOptions
 from zkop.services.importer.options import ImportOptions
 from zkop.zkconfig.spec import DEFAULT_MAX_DATA_BYTES
@@ -67,6 +68,8 @@ class OperatorOptions:
     bridge: BridgeOptions | None = None
     importer: ImportOptions | None = None
     mirrors: bool = False
+    mirror_max_znodes: int = DEFAULT_MAX_ZNODES
+    mirror_max_bytes: int = DEFAULT_MAX_BYTES
     ensembles: bool = False
     ensemble_secret_namespace: str | None = None
     dry_run: bool = False

@@ -63,7 +63,8 @@ FEATURES: tuple[Feature, ...] = (
             lambda o: o.bridge.workers if o.bridge else 0),
     Feature("service-import", "zkop.services.importer.builder", lambda o: o.importer,
             lambda o: o.importer.workers if o.importer else 0),
-    Feature("zookeeper-mirror", "zkop.mirror.builder", lambda o: MirrorOptions() if o.mirrors else None),
+    Feature("zookeeper-mirror", "zkop.mirror.builder",
+            lambda o: MirrorOptions(o.mirror_max_znodes, o.mirror_max_bytes) if o.mirrors else None),
 )
 
 
