@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
+from zkop.mirror.snapshot import Snapshot, Znode
 from zkop.zookeeper.actions import Observed
 from zkop.zookeeper.adapter import Listing, ZooKeeperNoAuth
 
@@ -26,24 +26,6 @@ class ReadOnlyZooKeeper(Protocol):
     def read(self, path: str, expected_acl: Any = ..., *, watch: bool = False) -> Observed | None: ...
 
     def list_watched(self, path: str, on_change: Callable[[str], None]) -> Listing | None: ...
-
-
-@dataclass(frozen=True)
-class Znode:
-    """A znode read: its ``path``, the path ``relative`` to the root (``""`` for the root) and its ``data``."""
-
-    path: str
-    relative: str
-    data: bytes
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """A root read at one moment: whether it exists, the znodes mirrored, the paths ZooKeeper refused (NoAuth)."""
-
-    root_exists: bool
-    nodes: tuple[Znode, ...]
-    unreadable: tuple[str, ...] = ()
 
 
 def _join(parent: str, name: str) -> str:
