@@ -281,6 +281,7 @@ SCENARIOS: dict[str, tuple[Any, list[dict[str, Any]], dict[str, Any]]] = {
                    [{"path": "/app/r", "stringData": "on", "syncPolicy": "createOnly"}], {}),
     "NoAuth": (_locked, [{"path": "/app/r", "stringData": "mine"}], {}),
     "DryRun": (None, [{"path": "/app/r", "stringData": "on"}], {"dry_run": True}),
+    "ReservedPath": (None, [{"path": "/zkop/owners/app/r", "stringData": "forged"}], {}),
     "NamespaceNotAllowed": (None, [{"path": "/app/r", "stringData": "on"}],
                             {"policy": {"tenancy": {"rules": [{"namespaces": ["nobody"], "pathPrefixes": ["/"]}]}}}),
     "PathNotAllowed": (None, [{"path": "/app/r", "stringData": "on"}],

@@ -29,11 +29,22 @@ import logging
 import shutil
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from zkop.ensembles import metrics
+from zkop.ensembles.decide import (
+    Condition,
+    EnsembleFacts,
+    Plan,
+    RunningRuntime,
+    RuntimeAction,
+    decide,
+    desired_status,
+    needs_runtime_facts,
+    runtime_condition,
+)
 from zkop.ensembles.options import EnsembleOptions
 from zkop.ensembles.running import EnsembleRuntime, Ensembles, PolicySlot
 from zkop.ensembles.spec import (
@@ -131,61 +142,83 @@ class EnsembleReconciler:
                 if OBJECT_FINALIZER in finalizers(cache.get(key) or {})]
 
     def reconcile(self, key: str) -> Result:
-        """Reconcile the ZooKeeperEnsemble ``key`` (its name).
+        """Reconcile the ZooKeeperEnsemble ``key`` (its name): gather, :func:`~zkop.ensembles.decide.decide`
+        once, apply the plan through the writer.
 
         Raises:
             ApiException: a finalizer or status write failed (requeued with backoff).
         """
+        obj, spec, facts = self._gather(key)
+        self._apply(facts, decide(facts), obj, spec)
+        return Result()
+
+    def _gather(self, key: str) -> tuple[JSON | None, EnsembleSpec | None, EnsembleFacts]:
+        """The object, its parsed spec (``None``: gone or invalid) and every fact :func:`decide` needs."""
         obj = self.cache.get(key)
         if obj is None:
-            self._close(key, f"ZooKeeperEnsemble {key} not found")
-            return Result()
-        meta = obj["metadata"]
-        terminating = None
-        if meta.get("deletionTimestamp"):
-            waiting = self.needing(key)
-            if not waiting:
-                self._close(key, f"ZooKeeperEnsemble {key} is being deleted")
-                if FINALIZER in finalizers(obj):
-                    self.writer.remove_finalizer(obj)
-                return Result()
-            # Still needed: its session runs on (made again after a restart of zkop) until the last one is done.
-            shown = ", ".join(waiting[:5]) + (f" and {len(waiting) - 5} more" if len(waiting) > 5 else "")
-            terminating = (f"being deleted; waiting for {len(waiting)} ZooKeeperConfig(s) that still need it to "
-                           f"delete their znodes: {shown}")
-        elif FINALIZER not in finalizers(obj):
-            updated = self.writer.add_finalizer(obj)
-            if updated is None:
-                return Result()
-            obj = updated
+            return None, None, EnsembleFacts(key, None)
+        spec: EnsembleSpec | None = None
+        error: str | None = None
         try:
             spec = parse_ensemble(obj.get("spec"))
         except InvalidEnsemble as err:
-            self._close(key, f"ZooKeeperEnsemble {key} has an invalid spec: {err}")
-            self._report(obj, "False", "InvalidSpec", str(err), None)
-            return Result()
-        self.secrets.track(f"{self.secret_namespace}/{name}" for name in spec.secret_names)
-        runtime = self._runtime(key, obj, spec)
-        if runtime is None:
-            return Result()  # the run is ending: nothing to report
-        if isinstance(runtime, str):
-            self._report(obj, "False", "SecretNotFound" if "Secret" in runtime else "InvalidSpec", runtime, None)
-        elif terminating is not None:
-            self._report(obj, "False", "Terminating", terminating, runtime)
-        elif (reason := runtime.not_ready_reason()) is None:
-            self._report(obj, "True", "Connected", f"session established with {spec.hosts}", runtime)
-        else:
-            self._report(obj, "False", "ZooKeeperUnavailable", reason, runtime)
-        return Result()
+            error = str(err)
+        deleting = bool(obj["metadata"].get("deletionTimestamp"))
+        facts = EnsembleFacts(
+            key, obj, has_finalizer=FINALIZER in finalizers(obj), spec_error=error,
+            hosts=spec.hosts if spec is not None else "",
+            secret_names=spec.secret_names if spec is not None else frozenset(),
+            needing=tuple(self.needing(key)) if deleting else ())
+        if spec is not None and needs_runtime_facts(facts):
+            current = self.ensembles.get(key)
+            running = RunningRuntime(current.fingerprint, current.spec) if current is not None else None
+            facts = replace(facts, fingerprint=fingerprint(obj.get("spec") or {}, self._secret, spec.secret_names),
+                            running=running)
+        return obj, spec, facts
 
-    def _runtime(self, name: str, obj: JSON, spec: EnsembleSpec) -> EnsembleRuntime | str | None:
-        """The ensemble's running runtime, made anew if its spec or Secrets changed; or why it cannot run; ``None``
-        once the runtimes have been stopped (:meth:`Ensembles.stop_all`: the run is ending)."""
+    def _apply(self, facts: EnsembleFacts, plan: Plan, obj: JSON | None, spec: EnsembleSpec | None) -> None:
+        """Apply ``plan`` in its order: the finalizer, the Secrets' watches, the runtime, the status."""
+        name = facts.name
+        if plan.finalizer == "add":
+            assert obj is not None
+            updated = self.writer.add_finalizer(obj)
+            if updated is None:
+                return  # gone meanwhile
+            obj = updated
+        runtime: EnsembleRuntime | None = None
+        cannot_run: str | None = None
+        action = plan.runtime
+        if action is not None and action.kind == "close":
+            self._close(name, action.reason)
+        if plan.finalizer == "remove":
+            assert obj is not None
+            self.writer.remove_finalizer(obj)
+        if plan.watch_secrets:
+            self.secrets.track(f"{self.secret_namespace}/{secret}" for secret in sorted(plan.watch_secrets))
+        if action is not None and action.kind != "close":
+            assert obj is not None and spec is not None and facts.fingerprint is not None
+            made = self._runtime(name, obj, spec, action, facts.fingerprint)
+            if made is None:
+                return  # the run is ending: nothing to report
+            if isinstance(made, str):
+                cannot_run = made
+            else:
+                runtime = made
+        if plan.status is None:
+            return
+        assert obj is not None
+        ready = plan.status if isinstance(plan.status, Condition) else runtime_condition(
+            plan.status, cannot_run, runtime.not_ready_reason() if runtime is not None else None)
+        self._report(obj, ready, runtime)
+
+    def _runtime(self, name: str, obj: JSON, spec: EnsembleSpec, action: RuntimeAction,
+                 print_: str) -> EnsembleRuntime | str | None:
+        """The ensemble's runtime after ``action`` (``keep``, ``change-policy``, ``rebuild``); or why it cannot run;
+        ``None`` once the runtimes have been stopped (:meth:`Ensembles.stop_all`: the run is ending)."""
         raw = obj.get("spec") or {}
-        print_ = fingerprint(raw, self._secret, spec.secret_names)
         current = self.ensembles.get(name)
-        if current is not None and current.fingerprint == print_:
-            if current.spec != raw:  # only its tenancy or adoption: the same session
+        if action.kind != "rebuild" and current is not None:
+            if action.kind == "change-policy":  # only its tenancy or adoption: the same session
                 current.change_policy(raw, spec.policy)
             return current
         directory = Path(tempfile.mkdtemp(prefix=f"zkop-ensemble-{name}-"))
@@ -215,23 +248,18 @@ class EnsembleReconciler:
         if notify:
             self.on_removed(name)
 
-    def _report(self, obj: JSON, ready: str, reason: str, message: str, runtime: EnsembleRuntime | None) -> None:
+    def _report(self, obj: JSON, ready: Condition, runtime: EnsembleRuntime | None) -> None:
         meta = obj["metadata"]
         name = str(meta["name"])
         old = obj.get("status") or {}
         generation = int(meta.get("generation") or 0)
-        status: dict[str, Any] = {
-            "observedGeneration": generation,
-            "managedObjects": len(self.referrers(name)),
-            "conditions": [condition(old.get("conditions") or [], "Ready", ready, reason, message, generation,
-                                     now_rfc3339())],
-        }
-        if runtime is not None:
-            status["watchMode"] = runtime.adapter.watch_mode
-            version = self._server_version(runtime)
-            if version:
-                status["serverVersion"] = version
-        metrics.ENSEMBLE_READY.labels(name).set(1 if ready == "True" else 0)
+        condition_ = condition(old.get("conditions") or [], "Ready", ready.ready, ready.reason, ready.message,
+                               generation, now_rfc3339())
+        status = desired_status(
+            generation, len(self.referrers(name)), condition_,
+            watch_mode=runtime.adapter.watch_mode if runtime is not None else None,
+            server_version=self._server_version(runtime) if runtime is not None else None)
+        metrics.ENSEMBLE_READY.labels(name).set(1 if ready.ready == "True" else 0)
         metrics.ENSEMBLE_MANAGED_OBJECTS.labels(name).set(status["managedObjects"])
         if all(old.get(k) == v for k, v in status.items()):
             return

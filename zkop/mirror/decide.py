@@ -1,7 +1,7 @@
 """Every rule of the ZooKeeperMirror reconciler, as pure functions over complete facts.
 
 The reconciler gathers the facts — the mirror's parsed spec (or why it is invalid), the znodes
-read under its root (:class:`~zkop.mirror.tree.Snapshot`) and the ConfigMap of that name if one
+read under its root (:class:`~zkop.mirror.snapshot.Snapshot`) and the ConfigMap of that name if one
 exists — then calls :func:`decide` once and applies the :class:`Decision` through its writer.
 
 Rules, in order:
@@ -33,7 +33,7 @@ from typing import Literal
 from zkop.feature.tenancy import Refusal
 from zkop.kube.types import JSON
 from zkop.mirror.keys import key_for, key_problem
-from zkop.mirror.tree import Snapshot
+from zkop.mirror.snapshot import Snapshot
 
 __all__ = [
     "ANNOTATION_PATH",

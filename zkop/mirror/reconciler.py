@@ -3,12 +3,13 @@
 1. pure pre-check: the spec (:func:`~zkop.mirror.decide.parse_spec`); nothing is read for an
    invalid one;
 2. gather: the znodes under the root (:class:`~zkop.mirror.tree.TreeReader`, watched) and the
-   ConfigMap from the label-selected cache; if the create then answers AlreadyExists, the
-   ConfigMap is read once from the API server (a foreign one is not in that cache) and the
-   pass decided again with it;
+   ConfigMap from the label-selected cache;
 3. :func:`~zkop.mirror.decide.decide`;
 4. apply through the injected :class:`~zkop.mirror.writer.ApiWriter`: the ConfigMap write, the
-   status (only when it differs), Warning Events when the reported outcome changes.
+   status (only when it differs), Warning Events when the reported outcome changes. A create that
+   answers AlreadyExists (a foreign ConfigMap is not in that cache) is a concurrent change: the pass
+   gathers the ConfigMap from the API server and decides again, through the one replan loop
+   (:func:`~zkop.zookeeper.replan.with_replans`).
 
 Watch events (kazoo's thread) map a path to the mirrors whose root covers it
 (:meth:`MirrorReconciler.keys_for_path`) and only enqueue.
@@ -30,6 +31,8 @@ from zkop.runtime.conditions import condition
 from zkop.runtime.controller import Result, RetryableError
 from zkop.runtime.retry import RetryBoundary
 from zkop.zookeeper.adapter import ZooKeeperError
+from zkop.zookeeper.errors import ConcurrentModification
+from zkop.zookeeper.replan import with_replans
 
 __all__ = ["MirrorReconciler", "desired_status", "mirror_covers"]
 
@@ -147,30 +150,49 @@ class MirrorReconciler:
             spec = parse_spec(mirror)
         except SpecError as err:
             spec = err
-        snapshot = None
-        existing = None
         refusal = self.gate.admit(mirror, spec.path, "read") if isinstance(spec, MirrorSpec) else None
-        if isinstance(spec, MirrorSpec) and refusal is None:
-            with self.retry.retrying(key):
-                snapshot = self.reader.snapshot(spec.path, recursive=spec.recursive,
-                                                exclude=self.gate.excluded(spec.path), limits=self.limits)
-            existing = self.config_maps.get(f"{namespace}/{spec.config_map}")
-        decision = decide(mirror, spec, snapshot, existing, refusal=refusal)
-        write = decision.write
-        if write is not None and isinstance(spec, MirrorSpec):
-            try:
-                self.writer.write_config_map(namespace, spec.config_map, write)
-            except AlreadyExists:
-                existing = self.writer.get_config_map(namespace, spec.config_map)
-                decision = decide(mirror, spec, snapshot, existing)
-                if decision.write is not None:
-                    raise RetryableError(f"{key}: ConfigMap {spec.config_map} changed meanwhile") from None
-            else:
-                if write[0] == "create":
-                    self.writer.event(mirror, "Normal", "Created",
-                                      f"ConfigMap {spec.config_map} created from {spec.path}")
+        if isinstance(spec, SpecError) or refusal is not None:
+            decision = decide(mirror, spec, None, None, refusal=refusal)  # nothing is read
+        else:
+            decision = self._converge(key, mirror, namespace, spec)
         self._report(mirror, decision, spec.config_map if isinstance(spec, MirrorSpec) else None)
         return Result()
+
+    def _converge(self, key: str, mirror: JSON, namespace: str, spec: MirrorSpec) -> Decision:
+        """Gather, decide, write; decide again on a concurrent change (:func:`~zkop.zookeeper.replan.with_replans`).
+
+        The znodes are read once; a create that meets a ConfigMap the label-selected cache does not hold
+        (AlreadyExists) is a concurrent change: the next attempt reads that ConfigMap from the API server.
+
+        Raises:
+            RetryableError: ZooKeeper failed, or the ConfigMap kept changing through every attempt.
+        """
+        with self.retry.retrying(key):
+            snapshot = self.reader.snapshot(spec.path, recursive=spec.recursive,
+                                            exclude=self.gate.excluded(spec.path), limits=self.limits)
+
+        def attempt(n: int) -> Decision:
+            existing = (self.config_maps.get(f"{namespace}/{spec.config_map}") if n == 0
+                        else self.writer.get_config_map(namespace, spec.config_map))
+            decision = decide(mirror, spec, snapshot, existing)
+            write = decision.write
+            if write is None:
+                return decision
+            try:
+                self.writer.write_config_map(namespace, spec.config_map, write)
+            except AlreadyExists as err:
+                raise ConcurrentModification(f"ConfigMap {spec.config_map} exists") from err
+            if write[0] == "create":
+                self.writer.event(mirror, "Normal", "Created", f"ConfigMap {spec.config_map} created from {spec.path}")
+            return decision
+
+        def on_conflict(n: int, err: ConcurrentModification) -> None:
+            log.info("zookeeper-mirror %s: %s, not in the cache (attempt %d); deciding again", key, err, n + 1)
+
+        try:
+            return with_replans(attempt, on_conflict)
+        except ConcurrentModification:
+            raise RetryableError(f"{key}: ConfigMap {spec.config_map} changed meanwhile") from None
 
     def _report(self, mirror: JSON, decision: Decision, config_map: str | None) -> None:
         old = mirror.get("status") or {}

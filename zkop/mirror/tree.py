@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from zkop.mirror.snapshot import Snapshot, Znode
 from zkop.zookeeper.actions import Observed
 from zkop.zookeeper.adapter import Listing, ZooKeeperNoAuth
 from zkop.zookeeper.paths import is_within
@@ -27,26 +28,6 @@ class ReadOnlyZooKeeper(Protocol):
     def read(self, path: str, expected_acl: Any = ..., *, watch: bool = False) -> Observed | None: ...
 
     def list_watched(self, path: str, on_change: Callable[[str], None]) -> Listing | None: ...
-
-
-@dataclass(frozen=True)
-class Znode:
-    """A znode read: its ``path``, the path ``relative`` to the root (``""`` for the root) and its ``data``."""
-
-    path: str
-    relative: str
-    data: bytes
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """A root read at one moment: whether it exists, the znodes mirrored, the paths ZooKeeper refused (NoAuth);
-    ``exceeded`` says which limit of :meth:`TreeReader.snapshot` stopped the read (then ``nodes`` is incomplete)."""
-
-    root_exists: bool
-    nodes: tuple[Znode, ...]
-    unreadable: tuple[str, ...] = ()
-    exceeded: str | None = None
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from zkop.kube.client import JSON
-from zkop.runtime.cache.indexer import meta_namespace_key
+from zkop.kube.types import JSON
+from zkop.runtime.cache.keys import meta_namespace_key
 
 __all__ = ["creation_seconds", "object_age", "oldest"]
 

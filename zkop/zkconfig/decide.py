@@ -51,14 +51,14 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from zkop.feature.tenancy import Refusal
-from zkop.kube.client import JSON
+from zkop.kube.types import JSON
 from zkop.ownership.registry import Claim, OwnerStamp, claim_requires, plan_claim
-from zkop.runtime.cache.indexer import meta_namespace_key
+from zkop.runtime.cache.keys import meta_namespace_key
 from zkop.zkconfig.objects import finalizers, synced_znode_version, was_synced_at_generation
 from zkop.zkconfig.plan import Outcome, Plan, plan_delete, plan_sync
 from zkop.zkconfig.spec import FINALIZER, DesiredZnode, InvalidSpec, RefNotFound
 from zkop.zookeeper.actions import Action, CheckVersion, CreateNode, Observed, SetData
-from zkop.zookeeper.adapter import ZooKeeperError, ZooKeeperNoAuth, ZooKeeperUnavailable
+from zkop.zookeeper.errors import ZooKeeperError, ZooKeeperNoAuth, ZooKeeperUnavailable
 from zkop.zookeeper.frozen import fast_init
 
 __all__ = [

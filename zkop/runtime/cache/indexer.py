@@ -12,7 +12,8 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
-from zkop.kube.client import JSON
+from zkop.kube.types import JSON
+from zkop.runtime.cache.keys import meta_namespace_key, split_key
 
 __all__ = ["IndexFunc", "Indexer", "ObjectGetter", "meta_namespace_key", "resource_version", "split_key"]
 
@@ -24,22 +25,6 @@ class ObjectGetter(Protocol):
     """What a reader of cached objects needs: :meth:`Indexer.get` (client-go ``GetByKey``)."""
 
     def get(self, key: str) -> JSON | None: ...
-
-
-def meta_namespace_key(obj: JSON) -> str:
-    """client-go's ``MetaNamespaceKeyFunc``: ``namespace/name``, or ``name`` for cluster-scoped objects."""
-    meta = obj.get("metadata") or {}
-    namespace = meta.get("namespace")
-    name = str(meta.get("name", ""))
-    return f"{namespace}/{name}" if namespace else name
-
-
-def split_key(key: str) -> tuple[str | None, str]:
-    """Inverse of :func:`meta_namespace_key`: ``"ns/name"`` → ``("ns", "name")``, ``"name"`` → ``(None, "name")``."""
-    if "/" in key:
-        namespace, name = key.split("/", 1)
-        return namespace, name
-    return None, key
 
 
 def resource_version(obj: JSON) -> str:

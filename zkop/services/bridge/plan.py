@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 
-from zkop.kube.client import JSON
-from zkop.runtime.cache import meta_namespace_key
+from zkop.kube.types import JSON
+from zkop.runtime.cache.keys import meta_namespace_key
 from zkop.services.bridge.formats import DesiredNode, Owner, RecordFormat
 from zkop.services.bridge.naming import winner
 from zkop.services.bridge.options import BridgeOptions, Policy

@@ -49,7 +49,7 @@ from collections.abc import Iterable, Set
 from dataclasses import dataclass
 from typing import Any
 
-from zkop.kube.client import JSON
+from zkop.kube.types import JSON
 from zkop.services.endpoints import SERVICE_NAME_LABEL
 from zkop.services.fullsync import breaker_trips
 from zkop.services.importer.objects import (

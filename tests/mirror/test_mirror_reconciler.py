@@ -1,0 +1,92 @@
+"""The ZooKeeperMirror reconciler's replans: a create that meets a ConfigMap its label-selected cache does not
+hold is a concurrent change, decided again through :func:`zkop.zookeeper.replan.with_replans` with the
+ConfigMap read from the API server (the real :class:`~zkop.mirror.writer.ApiWriter` over a scripted client)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from zkop.feature.gate import Gate
+from zkop.kube.client import JSON, ApiException
+from zkop.kube.events import EventRecorder
+from zkop.mirror.reconciler import MirrorReconciler
+from zkop.mirror.tree import TreeReader
+from zkop.mirror.writer import ApiWriter
+from zkop.runtime.cache import Indexer
+from zkop.runtime.controller import RetryableError
+from zkop.zookeeper.actions import Observed
+from zkop.zookeeper.reads import Listing
+from zkop.zookeeper.replan import MAX_REPLANS
+
+MIRROR: JSON = {"apiVersion": "platform.example.com/v1alpha1", "kind": "ZooKeeperMirror",
+                "metadata": {"name": "app", "namespace": "ns", "uid": "u-1", "generation": 1},
+                "spec": {"path": "/app/config"}}
+
+
+class OneZnode:
+    """A ZooKeeper holding ``/app/config`` = ``b"v"`` and nothing else."""
+
+    def read(self, path: str, expected_acl: Any = None, *, watch: bool = False) -> Observed | None:
+        return Observed(b"v", 1) if path == "/app/config" else None
+
+    def list_watched(self, path: str, on_change: Callable[[str], None]) -> Listing | None:
+        return None
+
+
+class Client:
+    """The API server as the mirror's writer sees it: every create of a ConfigMap answers 409 AlreadyExists,
+    a GET answers with ``existing``; every request is recorded."""
+
+    def __init__(self, existing: JSON | None) -> None:
+        self.existing = existing
+        self.requests: list[tuple[str, str, Any]] = []
+
+    def request(self, method: str, path: str, *, query: Any = None, body: Any = None,
+                content_type: str | None = None, timeout: Any = None) -> JSON:
+        self.requests.append((method, path, body))
+        if method == "POST" and path.endswith("/configmaps"):
+            raise ApiException(status=409, reason="AlreadyExists")
+        if method == "GET":
+            if self.existing is None:
+                raise ApiException(status=404, reason="NotFound")
+            return self.existing
+        return body if isinstance(body, dict) else {}
+
+
+def reconciler(client: Client) -> MirrorReconciler:
+    mirrors = Indexer()
+    mirrors.upsert(MIRROR)
+    return MirrorReconciler(mirrors, Indexer(), TreeReader(OneZnode(), lambda path: None),
+                            ApiWriter(client, EventRecorder(None)), gate=Gate())
+
+
+def test_a_foreign_configmap_met_by_the_create_is_read_and_left_alone() -> None:
+    foreign = {"metadata": {"name": "app", "namespace": "ns", "resourceVersion": "7"}, "data": {"mine": "yes"}}
+    client = Client(foreign)
+    reconciler(client).reconcile("ns/app")
+    methods = [(method, path.rsplit("/", 1)[-1]) for method, path, _ in client.requests]
+    assert methods == [("POST", "configmaps"), ("GET", "app"), ("PATCH", "status")]
+    status = client.requests[-1][2]["status"]
+    assert {c["type"]: c["reason"] for c in status["conditions"]} == {"Ready": "ConfigMapConflict",
+                                                                      "Stalled": "ConfigMapConflict"}
+
+
+def test_an_owned_configmap_missing_from_the_cache_is_patched_on_the_replan() -> None:
+    owned = {"metadata": {"name": "app", "namespace": "ns", "resourceVersion": "7",
+                          "ownerReferences": [{"kind": "ZooKeeperMirror", "uid": "u-1", "name": "app"}]},
+             "data": {"config": "old"}}
+    client = Client(owned)
+    reconciler(client).reconcile("ns/app")
+    patch = next(body for method, path, body in client.requests if method == "PATCH" and path.endswith("/app"))
+    assert patch["data"] == {"config": "v"} and patch["metadata"]["resourceVersion"] == "7"
+    assert client.requests[-1][2]["status"]["conditions"][0]["reason"] == "Mirrored"
+
+
+def test_a_configmap_that_keeps_appearing_and_vanishing_is_retried_after_the_last_replan() -> None:
+    client = Client(None)  # every create: AlreadyExists; every read: gone again
+    with pytest.raises(RetryableError, match="ns/app: ConfigMap app changed meanwhile"):
+        reconciler(client).reconcile("ns/app")
+    assert [method for method, _, _ in client.requests] == ["POST"] + ["GET", "POST"] * (MAX_REPLANS - 1)
