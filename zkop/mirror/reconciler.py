@@ -157,6 +157,7 @@ class MirrorReconciler:
                 if write[0] == "create":
                     self.writer.event(mirror, "Normal", "Created",
                                       f"ConfigMap {spec.config_map} created from {spec.path}")
+            decision = self.writer.applied(decision, f"{namespace}/{spec.config_map}")
         self._report(mirror, decision, spec.config_map if isinstance(spec, MirrorSpec) else None)
         return Result()
 
