@@ -168,17 +168,25 @@ def test_the_configmap_of_a_mirror_cannot_change(installed: list[Any], kube: Kub
     assert refused.value.status == 422 and "cannot change" in str(refused.value.body)
 
 
-def test_a_dry_run_plans_the_configmap_and_writes_nothing(zkop_kubeconfig: str, kube: KubeClient, namespace: str,
-                                                          zk_server: ZooKeeperServer, zk_base: str,
-                                                          zk: KazooClient) -> None:
+def test_a_dry_run_plans_the_configmap_writes_none_and_says_so_in_the_status(
+        zkop_kubeconfig: str, kube: KubeClient, namespace: str, zk_server: ZooKeeperServer, zk_base: str,
+        zk: KazooClient) -> None:
+    """The dry-run rule of every kind (docs/operations.md, "Dry run"): no ConfigMap, no Normal Event; the status
+    says ``DryRun`` and names the planned write, as a ZooKeeperConfig's does."""
     zk.create(f"{zk_base}/dry/k", b"v", makepath=True)
     args = ["--zookeeper-mirrors", "--namespace", namespace, "--dry-run"]
     with OperatorProcess(zkop_kubeconfig, f"{zk_server.hosts}{zk_base}", args) as proc:
         kube.request("POST", resource_path(*ZKM, namespace), body=mirror("dry", "/dry", namespace, recursive=True))
         wait_for(lambda: f"dry-run zookeeper-mirror {namespace}/dry: would create ConfigMap" in proc.log_tail(200),
                  message="the create planned")
+        ready = wait_for(lambda: conditions({"status": status(kube, "dry", namespace)}).get("Ready"),
+                         message="the dry run reports in the status")
+        assert (ready["status"], ready["reason"]) == ("False", "DryRun")
+        assert ready["message"] == f"dry run, nothing written: would create ConfigMap {namespace}/dry"
         assert config_map(kube, "dry", namespace) is None
-        assert status(kube, "dry", namespace) == {}
+        events = kube.request("GET", resource_path("", "v1", "events", namespace))["items"]
+        assert [e["reason"] for e in events if e["involvedObject"].get("name") == "dry"] == []
+    assert "REFUSED" not in proc.log_tail(1_000_000)
 
 
 @pytest.mark.parametrize("watch_mode", ["auto", "per-node"])

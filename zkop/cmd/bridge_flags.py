@@ -106,7 +106,6 @@ def options_from_args(args: argparse.Namespace) -> BridgeOptions | None:
         layout=layout,
         format=fmt,
         policy=policy,
-        dry_run=bool(getattr(args, "dry_run", False)),
         ensemble=getattr(args, "service_bridge_ensemble", None) or None,
         max_deletes=int(args.service_bridge_max_deletes),
         endpoints=bool(args.service_bridge_endpoints),

@@ -56,6 +56,5 @@ def options_from_args(args: argparse.Namespace) -> ImportOptions | None:
     return ImportOptions(
         namespace=args.import_namespace, format=fmt, root=root, prefix=str(args.import_prefix),
         max_deletes=int(args.import_max_deletes), workers=int(args.import_workers),
-        dry_run=bool(getattr(args, "dry_run", False)),
         ensemble=getattr(args, "import_ensemble", None) or None,
     )

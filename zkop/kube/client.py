@@ -41,10 +41,30 @@ from zkop.kube import cancel, metrics
 from zkop.kube.flowcontrol import TokenBucket
 from zkop.kube.types import JSON as JSON
 
-__all__ = ["MAX_RETRIES", "ApiException", "KubeClient", "WatchStream", "load_api_client", "resource_path",
-           "retry_after_seconds"]
+__all__ = [
+    "MAX_RETRIES",
+    "MUTATING",
+    "ApiException",
+    "KubeClient",
+    "WatchStream",
+    "WritePolicy",
+    "WriteRefused",
+    "load_api_client",
+    "resource_path",
+    "retry_after_seconds",
+]
 
 log = logging.getLogger(__name__)
+
+#: The HTTP methods that change something on the API server.
+MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+#: ``policy(method, path, body)``: ``None`` lets a mutating request through, a sentence refuses it (why).
+WritePolicy = Callable[[str, str, Any], str | None]
+
+
+class WriteRefused(RuntimeError):
+    """A mutating request the client's :data:`WritePolicy` refuses (``zkop run --dry-run``); nothing was sent."""
 
 Timeout = float | tuple[float, float] | None
 
@@ -150,14 +170,19 @@ class KubeClient:
         max_retries: retries of an answer with ``Retry-After`` (client-go ``Request.MaxRetries``); 0: none.
         clock: monotonic seconds for the waits and latencies (the same clock as ``rate_limiter``'s).
         sleep: how to wait that many seconds (tests pass a fake clock's).
+        refuse_writes: asked about every mutating request (:data:`MUTATING`) before it is sent; one it refuses
+            raises :class:`WriteRefused` and is logged at ``error`` (``REFUSED an API write``): the net under
+            ``zkop run --dry-run``'s writers. ``None``: every request is sent.
     """
 
     def __init__(
         self, api_client: kubernetes.client.ApiClient, *, default_timeout: float = 30.0,
         user_agent: str = "zkop", rate_limiter: TokenBucket | None = None, max_retries: int = MAX_RETRIES,
         clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
+        refuse_writes: WritePolicy | None = None,
     ) -> None:
         self.api_client = api_client
+        self.refuse_writes = refuse_writes
         self.default_timeout = default_timeout
         self.api_client.user_agent = user_agent
         self.rate_limiter = rate_limiter
@@ -367,8 +392,14 @@ class KubeClient:
                 ``Status`` JSON text, ``headers`` the response headers.
             urllib3.exceptions.HTTPError: transport failures (connection refused, read timeout), and
                 :class:`~zkop.kube.cancel.RequestCancelled` for a cancelled thread (module docstring).
+            WriteRefused: :attr:`refuse_writes` refused this mutating request; nothing was sent.
         """
         _refuse_if_cancelled()
+        if self.refuse_writes is not None and method.upper() in MUTATING:
+            why = self.refuse_writes(method.upper(), path, body)
+            if why is not None:
+                log.error("REFUSED an API write: %s %s (%s)", method.upper(), path, why)
+                raise WriteRefused(f"{method.upper()} {path} refused: {why}")
         started = self._clock()
         self._throttle(method, path)
         response = self._send(method, path, query, body, content_type, timeout or self.default_timeout)

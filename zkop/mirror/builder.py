@@ -19,7 +19,7 @@ from zkop.mirror.decide import MANAGED_LABEL
 from zkop.mirror.options import MirrorOptions
 from zkop.mirror.reconciler import MirrorReconciler
 from zkop.mirror.tree import NO_LIMITS, Limits, TreeReader
-from zkop.mirror.writer import GROUP, PLURAL, VERSION, ApiWriter
+from zkop.mirror.writer import GROUP, PLURAL, VERSION, ApiWriter, DryRunWriter
 from zkop.runtime.cache import Informer, ResourceRef
 from zkop.runtime.controller import Controller
 from zkop.runtime.workqueue import RateLimitingQueue
@@ -57,7 +57,8 @@ def build_mirrors(client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: Eve
 
     Args:
         namespaces: the namespaces watched (``None``: all).
-        dry_run: the writer plans and logs instead of writing.
+        dry_run: ``zkop run --dry-run``: the reconciler is built with the :class:`~zkop.mirror.writer.DryRunWriter`
+            (no ConfigMap written, no Normal Event; status and Warnings still reported).
         resync_period: seconds between re-reads of every mirror (the informers' resync).
         inactivity_timeout: seconds a silent API watch is kept before it is reopened.
         gate: the admission gate of ``zookeeper``'s ensemble (reserved roots, tenancy), which every mirror passes.
@@ -75,7 +76,7 @@ def build_mirrors(client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: Eve
                            label_selector=MANAGED_LABEL, inactivity_timeout=inactivity_timeout)
     reader = TreeReader(zookeeper, on_change)
     reconciler = MirrorReconciler(
-        mirrors.indexer, config_maps.indexer, reader, ApiWriter(client, recorder, dry_run=dry_run),
+        mirrors.indexer, config_maps.indexer, reader, (DryRunWriter if dry_run else ApiWriter)(client, recorder),
         watch_roots=lambda roots: zookeeper.watch_subtrees(CONTROLLER_NAME, roots, whole=True), gate=gate,
         limits=limits)
     controller = Controller(CONTROLLER_NAME, reconciler, workers=workers, queue=queue)

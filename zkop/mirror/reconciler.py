@@ -154,7 +154,8 @@ class MirrorReconciler:
         if isinstance(spec, SpecError) or refusal is not None:
             decision = decide(mirror, spec, None, None, refusal=refusal)  # nothing is read
         else:
-            decision = self._converge(key, mirror, namespace, spec)
+            decision = self.writer.applied(self._converge(key, mirror, namespace, spec),
+                                           f"{namespace}/{spec.config_map}")
         self._report(mirror, decision, spec.config_map if isinstance(spec, MirrorSpec) else None)
         return Result()
 

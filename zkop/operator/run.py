@@ -11,7 +11,8 @@ exit code 2 when ZooKeeper refuses the probe), one per ZooKeeperEnsemble a featu
 
 ``--dry-run`` reaches every feature once, through ``FeatureSettings.dry_run``: each builds the writer that
 plans, logs and counts its changes and makes none; the start-up probe (which writes a scratch znode) is
-skipped; and every adapter refuses every write (:attr:`ZooKeeperAdapter.refuse_writes`), so a code path that
+skipped; every adapter refuses every write (:attr:`ZooKeeperAdapter.refuse_writes`), and the API client
+refuses every write but those docs/operations.md's rule allows (:data:`DRY_RUN_WRITES`), so a code path that
 missed the seam fails loudly instead of writing.
 """
 
@@ -23,21 +24,29 @@ import uuid
 from collections.abc import Sequence
 
 from zkop import __version__
+from zkop.ensembles.spec import FINALIZER as ENSEMBLE_FINALIZER
 from zkop.ensembles.startup import EnsembleUnusable, open_ensemble
 from zkop.feature.context import FeatureContext
 from zkop.feature.session import ZooKeeperStartup, resync_on_new_session
 from zkop.kube.client import KubeClient, load_api_client
 from zkop.kube.events import EventRecorder
 from zkop.kube.flowcontrol import client_rate_limiter
+from zkop.kube.writepolicy import DryRunWrites
 from zkop.operator.options import OperatorOptions, default_leader_election_namespace
 from zkop.operator.registry import FEATURES, Feature, enabled_features
 from zkop.runtime.manager import LeaderElectionOptions, Manager, ManagerOptions
+from zkop.zkconfig.spec import FINALIZER as ZKCONFIG_FINALIZER
+from zkop.zkconfig.spec import GROUP
 from zkop.zookeeper.adapter import ZooKeeperAdapter
 
-__all__ = ["API_CONNECTIONS_BESIDE_WORKERS", "IDLE_CONNECTIONS_PER_HOST", "ConfigurationError", "Operator",
-           "api_pool_size"]
+__all__ = ["API_CONNECTIONS_BESIDE_WORKERS", "DRY_RUN_WRITES", "IDLE_CONNECTIONS_PER_HOST", "ConfigurationError",
+           "Operator", "api_pool_size"]
 
 log = logging.getLogger(__name__)
+
+#: The API client's net under ``--dry-run``: only the writes docs/operations.md's dry-run rule allows (the
+#: status of zkop's kinds, the removal of zkop's finalizers, Events, the Lease, the metrics auth reviews).
+DRY_RUN_WRITES = DryRunWrites(own_groups=(GROUP,), own_finalizers=(ZKCONFIG_FINALIZER, ENSEMBLE_FINALIZER))
 
 #: client-go keeps up to this many idle connections to one API server (``transport/cache.go``
 #: ``idleConnsPerHost``); zkop's pool keeps at least as many.
@@ -89,7 +98,8 @@ class Operator:
         self.identity = f"{socket.gethostname()}_{uuid.uuid4()}"
         limiter = client_rate_limiter(options.kube_api_qps, options.kube_api_burst)
         self.client = KubeClient(load_api_client(options.kubeconfig, pool_size=api_pool_size(options)),
-                                 user_agent=f"zkop-operator/{__version__}", rate_limiter=limiter)
+                                 user_agent=f"zkop-operator/{__version__}", rate_limiter=limiter,
+                                 refuse_writes=DRY_RUN_WRITES if options.dry_run else None)
         self._rate_limited = limiter is not None
         self.zookeeper = ZooKeeperAdapter(options.zookeeper)
         self._ensemble_adapters: dict[str, ZooKeeperAdapter] = {}  # --service-bridge-ensemble, --import-ensemble

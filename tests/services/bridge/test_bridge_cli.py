@@ -38,7 +38,7 @@ def test_every_flag() -> None:
     )
     assert options == BridgeOptions(
         root="/svc", default_sync=False, namespaces=("a", "b"), exclude_namespaces=("b",), types=("LoadBalancer",),
-        labels=("app",), layout="nested", format="curator", policy="upsert-only", dry_run=True, max_deletes=0,
+        labels=("app",), layout="nested", format="curator", policy="upsert-only", max_deletes=0,
         endpoints=True, endpoints_debounce=2.0, endpoints_max_delay=12.0, workers=3,
     )
 

@@ -22,6 +22,7 @@ from zkop.runtime.controller import RetryableError
 from zkop.services.bridge.options import BridgeOptions
 from zkop.services.bridge.plan import desired_set
 from zkop.services.bridge.reconciler import FULL_SYNC_KEY, KEY_INDEX, ServiceBridgeReconciler
+from zkop.services.bridge.writer import DryRunWriter, ZooKeeperWriter
 from zkop.zookeeper.actions import Action, DeleteNode, Observed
 from zkop.zookeeper.adapter import ZooKeeperAdapter, ZooKeeperUnavailable
 
@@ -33,7 +34,8 @@ ROOT = "/kubernetes/services"
 class Bridge:
     """A reconciler over an Indexer the test fills by hand."""
 
-    def __init__(self, zookeeper: Any, options: BridgeOptions | None = None, cluster_id: str = "prod") -> None:
+    def __init__(self, zookeeper: Any, options: BridgeOptions | None = None, cluster_id: str = "prod",
+                 writer: ZooKeeperWriter | None = None) -> None:
         self.cache = Indexer()
         self.recorder = EventRecorder(None)
         self.synced = True
@@ -41,6 +43,7 @@ class Bridge:
         self.reconciler = ServiceBridgeReconciler(
             self.cache, zookeeper, self.recorder, options or BridgeOptions(), cluster_id=cluster_id,
             synced=lambda: self.synced, request_full_sync=self.full_syncs.append, full_sync_period=60.0,
+            writer=writer,
         )
         self.cache.add_indexer(KEY_INDEX, self.reconciler.key_index)
 
@@ -303,7 +306,7 @@ def test_the_wanted_again_guard_recomputes_the_desired_set_only_when_the_cache_c
 
 def test_dry_run_and_upsert_only_write_or_delete_nothing(adapter: ZooKeeperAdapter, zk: KazooClient, zk_base: str,
                                                         caplog: pytest.LogCaptureFixture) -> None:
-    dry = Bridge(adapter, BridgeOptions(dry_run=True))
+    dry = Bridge(adapter, writer=DryRunWriter(adapter))
     dry.add(service("web"))
     with caplog.at_level(logging.INFO, logger="zkop.services.bridge.reconciler"):
         dry.reconciler.reconcile("default/web")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import ClassVar
 
 from zkop.feature.context import FeatureContext
@@ -23,6 +23,7 @@ from zkop.runtime.workqueue import RateLimitingQueue
 from zkop.services.bridge.options import BridgeOptions
 from zkop.services.bridge.reconciler import FULL_SYNC_KEY, KEY_INDEX, SLICE_INDEX, ServiceBridgeReconciler
 from zkop.services.bridge.records import is_selected
+from zkop.services.bridge.writer import DryRunWriter, ZooKeeperWriter
 from zkop.services.endpoints import slice_service_key
 from zkop.services.wiring import ENDPOINTSLICES, SERVICES, ServiceSync, all_synced
 from zkop.zookeeper.adapter import ZooKeeperAdapter
@@ -56,7 +57,7 @@ class ServiceBridge(ServiceSync[ServiceBridgeReconciler]):
 def build_service_bridge(
     client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: EventRecorder, options: BridgeOptions, *,
     cluster_id: str, resync_period: float, inactivity_timeout: float,
-    clock: Callable[[], float] = time.monotonic,
+    clock: Callable[[], float] = time.monotonic, dry_run: bool = False,
 ) -> ServiceBridge:
     """Build (not start) the service bridge.
 
@@ -68,6 +69,8 @@ def build_service_bridge(
         resync_period: seconds between informer resyncs, and between full syncs (garbage collection).
         inactivity_timeout: seconds a silent watch is kept before it is reopened.
         clock: monotonic seconds, for the endpoint debounce.
+        dry_run: ``zkop run --dry-run``: the reconciler is built with the
+            :class:`~zkop.services.bridge.writer.DryRunWriter` (plans, logs and counts; writes nothing).
 
     The full sync key is enqueued at once; it runs when the workers start, and waits for the
     informers' first LIST if they have not completed it.
@@ -92,6 +95,7 @@ def build_service_bridge(
         slices=slices.indexer if slices is not None else None, synced=all_synced(informers),
         request_full_sync=lambda delay: queue.add_after(FULL_SYNC_KEY, delay),
         full_sync_period=resync_period, clock=clock,
+        writer=(DryRunWriter if dry_run else ZooKeeperWriter)(zookeeper),  # the dry-run seam, chosen once
     )
     controller = Controller(CONTROLLER_NAME, reconciler, workers=options.workers, queue=queue)
     services.indexer.add_indexer(KEY_INDEX, reconciler.key_index)
@@ -118,10 +122,9 @@ def setup(context: FeatureContext, options: BridgeOptions) -> ServiceBridge:
     session."""
     settings = context.settings
     zookeeper = context.session(options.ensemble)
-    bridge = build_service_bridge(context.client, zookeeper, context.recorder,
-                                  replace(options, dry_run=options.dry_run or settings.dry_run),
+    bridge = build_service_bridge(context.client, zookeeper, context.recorder, options,
                                   cluster_id=settings.cluster_id, resync_period=settings.sync_period,
-                                  inactivity_timeout=settings.inactivity_timeout)
+                                  inactivity_timeout=settings.inactivity_timeout, dry_run=settings.dry_run)
     context.manager.add_controllers(bridge.informers, bridge.controllers)
     context.on_new_session(zookeeper, bridge.on_session_reconnected)
     return bridge

@@ -58,7 +58,6 @@ class BridgeOptions:
         format: ``json`` (one record per Service) or ``curator`` (Curator ServiceInstance nodes).
         policy: ``sync`` (create, update, delete), ``upsert-only`` (never delete), ``create-only``
             (never update or delete); external-dns ``--policy``.
-        dry_run: plan and log, never write to ZooKeeper.
         max_deletes: a full sync that would remove records of more Services than this removes
             none (the delete circuit breaker); ``0`` disables the limit.
         endpoints: add ready EndpointSlice addresses to records (and Curator ``enabled``).
@@ -80,7 +79,6 @@ class BridgeOptions:
     layout: Layout = "flat"
     format: Format = "json"
     policy: Policy = "sync"
-    dry_run: bool = False
     max_deletes: int = 10
     endpoints: bool = False
     endpoints_debounce: float = 5.0

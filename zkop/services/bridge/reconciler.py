@@ -25,7 +25,8 @@ on the version that was read, so a record rewritten for a re-created Service (ne
 version) makes the stale delete fail instead of removing it.
 
 Every ZooKeeper write goes through the :class:`~zkop.services.bridge.writer.ZooKeeperWriter` chosen
-at construction (with ``options.dry_run`` it plans, logs and counts instead of writing).
+at construction (:class:`~zkop.services.bridge.writer.DryRunWriter` under ``--dry-run``: it plans, logs and
+counts instead of writing).
 """
 
 from __future__ import annotations
@@ -102,6 +103,8 @@ class ServiceBridgeReconciler(FullSyncReconciler):
         full_sync_period: seconds between full syncs.
         clock: monotonic seconds (endpoint debounce).
         event_object: what breaker Events are about (default :func:`default_event_object`).
+        writer: every ZooKeeper write goes through it (default: a :class:`ZooKeeperWriter` on ``zookeeper``;
+            :class:`~zkop.services.bridge.writer.DryRunWriter` under ``--dry-run``).
     """
 
     def __init__(
@@ -109,6 +112,7 @@ class ServiceBridgeReconciler(FullSyncReconciler):
         cluster_id: str, slices: Indexer | None = None, synced: Callable[[], bool] = lambda: True,
         request_full_sync: Callable[[float], None] = lambda delay: None, full_sync_period: float = 600.0,
         clock: Callable[[], float] = time.monotonic, event_object: JSON | None = None,
+        writer: ZooKeeperWriter | None = None,
     ) -> None:
         super().__init__(
             who="service-bridge", log=log, breaker_gauge=metrics.SERVICE_BRIDGE_DELETE_CIRCUIT_BREAKER_OPEN,
@@ -119,7 +123,7 @@ class ServiceBridgeReconciler(FullSyncReconciler):
         self.slices = slices
         self.zookeeper = zookeeper
         #: Every ZooKeeper write is made through it: the dry-run seam, chosen once.
-        self.writer = ZooKeeperWriter(zookeeper, dry_run=options.dry_run)
+        self.writer = writer if writer is not None else ZooKeeperWriter(zookeeper)
         self.options = options
         self.cluster_id = cluster_id
         self.format: RecordFormat = get_format(options.format)

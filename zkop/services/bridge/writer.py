@@ -1,9 +1,10 @@
 """The service bridge's ZooKeeper writes — its dry-run seam.
 
-The reconciler makes every ZooKeeper change through the :class:`ZooKeeperWriter` it was built
-with. Built with ``dry_run`` (``zkop run --dry-run``) the writer sends nothing and logs and counts
-each change (:func:`zkop.runtime.dryrun.planned`) instead, as the importer's and the mirror's
-writers do; the reconciler never branches on the dry run, and the adapter's
+The reconciler makes every ZooKeeper change through the writer it was built with, chosen once by
+:func:`zkop.services.bridge.builder.build_service_bridge`: :class:`ZooKeeperWriter` writes;
+:class:`DryRunWriter` (``zkop run --dry-run``) sends nothing and logs and counts each change
+(:func:`zkop.runtime.dryrun.planned`) instead, as the importer's and the mirror's dry-run writers do; the
+reconciler never branches on the dry run, and the adapter's
 :attr:`~zkop.zookeeper.adapter.ZooKeeperAdapter.refuse_writes` is the safety net under it.
 """
 
@@ -20,7 +21,7 @@ from zkop.services.fullsync import Outcome, delete_unless_wanted
 from zkop.zookeeper.actions import Action, CreateNode, DeleteNode, Observed, SetData, operation
 from zkop.zookeeper.errors import ConcurrentModification
 
-__all__ = ["CONTROLLER", "FULL_SYNC", "ZooKeeperClient", "ZooKeeperWriter"]
+__all__ = ["CONTROLLER", "FULL_SYNC", "DryRunWriter", "ZooKeeperClient", "ZooKeeperWriter"]
 
 log = logging.getLogger("zkop.services.bridge.reconciler")  # the reconciler's log: one place to read a pass
 
@@ -41,16 +42,14 @@ class ZooKeeperClient(Protocol):
 
 
 class ZooKeeperWriter:
-    """Executes the bridge's planned actions one by one (or, with ``dry_run``, only plans them).
+    """Executes the bridge's planned actions one by one (the writer of a real run).
 
     Args:
         zookeeper: the adapter (or anything with ``execute``).
-        dry_run: send nothing; log and count each action instead.
     """
 
-    def __init__(self, zookeeper: ZooKeeperClient, *, dry_run: bool = False) -> None:
+    def __init__(self, zookeeper: ZooKeeperClient) -> None:
         self.zookeeper = zookeeper
-        self.dry_run = dry_run
 
     def write(self, key: str, actions: Sequence[Action]) -> bool:
         """Execute a Service's ``actions`` in order; True if they were made (False: a dry run planned them).
@@ -59,10 +58,6 @@ class ZooKeeperWriter:
             ZooKeeperError: from :meth:`zkop.zookeeper.adapter.ZooKeeperAdapter.execute` (ConcurrentModification:
                 plan again).
         """
-        if self.dry_run:
-            for action in actions:
-                dryrun.planned(log, CONTROLLER, key, operation(action), describe(action))
-            return False
         for action in actions:
             self._execute(action)
         return True
@@ -70,11 +65,7 @@ class ZooKeeperWriter:
     def delete_orphans(self, actions: Sequence[DeleteNode],
                        wanted_again: Callable[[DeleteNode], str | None]) -> Outcome:
         """Delete the full sync's orphans, each only if :func:`~zkop.services.fullsync.delete_unless_wanted`
-        still finds it unwanted; a dry run plans every one of them (``Outcome.planned``)."""
-        if self.dry_run:
-            for action in actions:
-                dryrun.planned(log, CONTROLLER, FULL_SYNC, operation(action), describe(action))
-            return Outcome(planned=True)
+        still finds it unwanted."""
         outcome = delete_unless_wanted(
             actions, wanted_again=wanted_again, delete=self._execute, lost_race=ConcurrentModification,
             lost=lambda action, err: f"{action.path} changed since the scan; not deleted ({err})",
@@ -93,3 +84,21 @@ class ZooKeeperWriter:
             metrics.SERVICE_BRIDGE_WRITES.labels("update").inc()
         elif isinstance(action, DeleteNode):
             metrics.SERVICE_BRIDGE_DELETES.inc()
+
+
+class DryRunWriter(ZooKeeperWriter):
+    """The writer of ``zkop run --dry-run``: sends nothing; logs and counts each action
+    (:func:`zkop.runtime.dryrun.planned`)."""
+
+    def write(self, key: str, actions: Sequence[Action]) -> bool:
+        """Plan ``actions`` (one log line and one count each); False: nothing was made."""
+        for action in actions:
+            dryrun.planned(log, CONTROLLER, key, operation(action), describe(action))
+        return False
+
+    def delete_orphans(self, actions: Sequence[DeleteNode],
+                       wanted_again: Callable[[DeleteNode], str | None]) -> Outcome:
+        """Plan every deletion (``Outcome.planned``); nothing is deleted."""
+        for action in actions:
+            dryrun.planned(log, CONTROLLER, FULL_SYNC, operation(action), describe(action))
+        return Outcome(planned=True)

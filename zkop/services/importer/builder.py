@@ -9,7 +9,7 @@ replica and waits for their sync, starts the controller only while leading; the 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import ClassVar
 
 from zkop.feature.context import FeatureContext
@@ -22,6 +22,7 @@ from zkop.services.endpoints import slice_service_key
 from zkop.services.importer.options import IMPORTED_LABEL, ImportOptions
 from zkop.services.importer.reader import ZooKeeperReader
 from zkop.services.importer.reconciler import FULL_SYNC_KEY, ROOT_KEY, SLICE_INDEX, ServiceImportReconciler, service_key
+from zkop.services.importer.writer import ApiWriter, DryRunWriter
 from zkop.services.wiring import ENDPOINTSLICES, SERVICES, ServiceSync, all_synced
 from zkop.zookeeper.adapter import ZooKeeperAdapter
 
@@ -55,7 +56,7 @@ class ServiceImporter(ServiceSync[ServiceImportReconciler]):
 
 def build_service_importer(
     client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: EventRecorder, options: ImportOptions, *,
-    cluster_id: str, resync_period: float, inactivity_timeout: float,
+    cluster_id: str, resync_period: float, inactivity_timeout: float, dry_run: bool = False,
 ) -> ServiceImporter:
     """Build (not start) the service importer.
 
@@ -69,6 +70,8 @@ def build_service_importer(
         resync_period: seconds between full syncs (the informers' own resync is off: the full
             sync re-reads every service anyway).
         inactivity_timeout: seconds a silent watch is kept before it is reopened.
+        dry_run: ``zkop run --dry-run``: the reconciler is built with the
+            :class:`~zkop.services.importer.writer.DryRunWriter` (plans, logs and counts; writes nothing).
 
     The root and full-sync keys are enqueued at once; they run when the workers start (the full
     sync waits for the informers' first LIST).
@@ -89,6 +92,7 @@ def build_service_importer(
         services.indexer, slices.indexer, ZooKeeperReader(zookeeper, lambda path: reconciler.on_znode_event(path)),
         client, recorder, options, cluster_id=cluster_id, enqueue=queue.add, synced=all_synced(informers),
         request_full_sync=lambda delay: queue.add_after(FULL_SYNC_KEY, delay), full_sync_period=resync_period,
+        writer=(DryRunWriter if dry_run else ApiWriter)(client, options.namespace),  # the dry-run seam, chosen once
     )
     controller = Controller(CONTROLLER_NAME, reconciler, workers=options.workers, queue=queue)
     controller.watch(services, reconciler.keys_for_service)
@@ -106,10 +110,9 @@ def setup(context: FeatureContext, options: ImportOptions) -> ServiceImporter:
     session."""
     settings = context.settings
     zookeeper = context.session(options.ensemble)
-    importer = build_service_importer(context.client, zookeeper, context.recorder,
-                                  replace(options, dry_run=options.dry_run or settings.dry_run),
-                                  cluster_id=settings.cluster_id, resync_period=settings.sync_period,
-                                  inactivity_timeout=settings.inactivity_timeout)
+    importer = build_service_importer(context.client, zookeeper, context.recorder, options,
+                                      cluster_id=settings.cluster_id, resync_period=settings.sync_period,
+                                      inactivity_timeout=settings.inactivity_timeout, dry_run=settings.dry_run)
     context.manager.add_controllers(importer.informers, importer.controllers)
     context.on_new_session(zookeeper, importer.on_session_reconnected)
     return importer

@@ -79,8 +79,6 @@ class ImportOptions:
         workers: concurrent reconciles of the ``service-import`` controller.
         gc_delay: a service that vanished from ZooKeeper triggers a full sync after this delay, so a
             burst of deletions is judged (and, if too large, refused) as one.
-        dry_run: plan, log and count every Service and EndpointSlice write, make none
-            (``zkop run --dry-run``).
         ensemble: the ZooKeeperEnsemble read from (``--import-ensemble``); ``None``: the flags'.
     """
 
@@ -91,5 +89,4 @@ class ImportOptions:
     max_deletes: int = 10
     workers: int = 2
     gc_delay: float = 1.0
-    dry_run: bool = False
     ensemble: str | None = None

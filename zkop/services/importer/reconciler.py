@@ -103,13 +103,16 @@ class ServiceImportReconciler(FullSyncReconciler):
         full_sync_period: seconds between full syncs.
         event_object: what breaker Events are about (default: zkop's Pod, see
             :func:`zkop.services.fullsync.default_event_object`).
+        writer: every Service and EndpointSlice write goes through it (default: an
+            :class:`~zkop.services.importer.writer.ApiWriter` on ``client``;
+            :class:`~zkop.services.importer.writer.DryRunWriter` under ``--dry-run``).
     """
 
     def __init__(
         self, services: Indexer, slices: Indexer, reader: ZooKeeperReader, client: KubeWriter,
         recorder: EventRecorder, options: ImportOptions, *, cluster_id: str, enqueue: Callable[[str], None],
         synced: Callable[[], bool] = lambda: True, request_full_sync: Callable[[float], None] = lambda delay: None,
-        full_sync_period: float = 600.0, event_object: JSON | None = None,
+        full_sync_period: float = 600.0, event_object: JSON | None = None, writer: ApiWriter | None = None,
     ) -> None:
         super().__init__(
             who="service-import", log=log, breaker_gauge=metrics.DELETE_CIRCUIT_BREAKER_OPEN,
@@ -120,7 +123,8 @@ class ServiceImportReconciler(FullSyncReconciler):
         self.slices = slices
         self.reader = reader
         self.client = client
-        self.writer = ApiWriter(client, options.namespace, dry_run=options.dry_run)
+        #: Every Service and EndpointSlice write goes through it: the dry-run seam, chosen once.
+        self.writer = writer if writer is not None else ApiWriter(client, options.namespace)
         self.options = options
         self.cluster_id = cluster_id
         self.source: ServiceSource = get_source(options.format)

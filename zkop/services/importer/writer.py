@@ -10,8 +10,10 @@ watch event has not reached the cache yet (kube-apiserver delivers it after the 
 slice informer's event then enqueues the Service again, and that reconcile plans from the cache): the
 writer remembers the slices it created, so only a foreign one is reported as such.
 
-With ``dry_run`` (``zkop run --dry-run``) nothing is sent: each action is logged and counted
-(:func:`zkop.runtime.dryrun.planned`) instead.
+The reconciler is built with one of two writers, chosen once by
+:func:`zkop.services.importer.builder.build_service_importer`: :class:`ApiWriter` sends; :class:`DryRunWriter`
+(``zkop run --dry-run``) sends nothing and logs and counts each action (:func:`zkop.runtime.dryrun.planned`)
+instead, so the reconciler never branches on the dry run.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from zkop.runtime.controller import RetryableError, TerminalError
 from zkop.services.importer import metrics
 from zkop.services.importer.objects import CreateObject, DeleteObject, KubeAction, PatchObject, describe
 
-__all__ = ["ApiWriter", "KubeWriter"]
+__all__ = ["ApiWriter", "DryRunWriter", "KubeWriter"]
 
 log = logging.getLogger(__name__)
 
@@ -59,13 +61,11 @@ class ApiWriter:
     Args:
         client: the JSON client (anything with ``request``).
         namespace: the import namespace every object lives in.
-        dry_run: send nothing; log and count each action instead.
     """
 
-    def __init__(self, client: KubeWriter, namespace: str, *, dry_run: bool = False) -> None:
+    def __init__(self, client: KubeWriter, namespace: str) -> None:
         self.client = client
         self.namespace = namespace
-        self.dry_run = dry_run
         self._created: OrderedDict[str, float] = OrderedDict()  # EndpointSlice name → monotonic time created
         self._created_lock = threading.Lock()
 
@@ -133,18 +133,11 @@ class ApiWriter:
     def execute_one(self, action: KubeAction) -> JSON | None:
         """Send one action; returns the object the API server answered with (``None`` for deletes).
 
-        In a dry run nothing is sent: the action is logged and counted, and a create returns
-        the body it would have sent (so what depends on the object can be planned too).
-
         Raises:
             RetryableError: 409 (changed meanwhile), 404 on an update, 429, 5xx, transport errors.
             TerminalError: 400/422 (the object is invalid; a later ZooKeeper change re-enqueues the name).
         """
         result: JSON | None = None
-        if self.dry_run:
-            verb = describe(action).split(" ", 1)[0]
-            dryrun.planned(log, CONTROLLER, f"{self.namespace}/{action.name}", verb, describe(action))
-            return action.body if isinstance(action, CreateObject) else None
         try:
             if isinstance(action, CreateObject):
                 result = self.client.request("POST", self.path(action.resource), body=action.body)
@@ -190,3 +183,15 @@ class ApiWriter:
             self._remember_created(action.name, False)
         metrics.DELETES.labels(action.resource).inc()
         log.info("service-import: deleted %s/%s/%s", action.resource, self.namespace, action.name)
+
+
+class DryRunWriter(ApiWriter):
+    """The writer of ``zkop run --dry-run``: sends nothing; logs and counts each action
+    (:func:`zkop.runtime.dryrun.planned`)."""
+
+    def execute_one(self, action: KubeAction) -> JSON | None:
+        """Plan ``action``; a create answers with the body it would have sent (no ``uid``: what depends on the
+        object is planned too, and no Event goes to an object that does not exist), anything else with ``None``."""
+        verb = describe(action).split(" ", 1)[0]
+        dryrun.planned(log, CONTROLLER, f"{self.namespace}/{action.name}", verb, describe(action))
+        return action.body if isinstance(action, CreateObject) else None
