@@ -337,7 +337,9 @@ class EnsembleController:
 
 
 class _Runtimes:
-    """Leader runnable: stops every ensemble's runtime when leadership or the run ends."""
+    """Leader runnable: supervises every ZooKeeperEnsemble's runtime for the Manager (a thread one needs that ended
+    ends the run and gives up the Lease, as one of the flags' ensemble does) and stops them all when leadership or
+    the run ends."""
 
     name = "zookeeperensemble-runtimes"
 
@@ -347,6 +349,10 @@ class _Runtimes:
     def start(self) -> None:
         """The runtimes are started by the controller; from now on it may register them again."""
         self._ensembles.reopen()
+
+    def health_check(self) -> str | None:
+        """``None``, or which runtimes stopped working and why (:meth:`Ensembles.health_check`)."""
+        return self._ensembles.health_check()
 
     def stop(self, timeout: float, /) -> None:
         self._ensembles.stop_all(min(timeout, 5.0))
