@@ -66,6 +66,7 @@ class Part:
         self.started = threading.Event()
         self.queue = self
         self.why: str | None = None  # what its health check answers
+        self.drained = True  # what its stop answers
 
     def health_check(self) -> str | None:
         return self.why
@@ -74,8 +75,9 @@ class Part:
         self.started.set()
         self.calls.append(f"{self.name}.start")
 
-    def stop(self, timeout: float) -> None:
+    def stop(self, timeout: float) -> bool:
         self.calls.append(f"{self.name}.stop")
+        return self.drained
 
     def shutdown(self) -> None:
         self.calls.append(f"{self.name}.shutdown")
@@ -201,7 +203,8 @@ def test_a_start_up_thread_that_dies_after_the_workers_started_is_reported(waits
 
 
 def test_the_ensembles_report_every_zookeeperensembles_runtime_but_not_the_flags(waits: list[float]) -> None:
-    """The flags' ensemble's parts are runnables of the Manager's own: not reported twice."""
+    """The flags' ensemble's parts are runnables of the Manager's own: not reported twice. Stopping them all says
+    whether every in-flight reconcile ended in time (the Manager releases the Lease only then)."""
     ensembles = Ensembles()
     flags, eu, us = FakeParts(), FakeParts(), FakeParts()
     for name, parts in (("", flags), ("eu", eu), ("us", us)):
@@ -216,6 +219,7 @@ def test_the_ensembles_report_every_zookeeperensembles_runtime_but_not_the_flags
         each._thread.join(10)
     assert ensembles.health_check() == "ensemble eu: controller: worker threads died: w-0; ensemble us: controller: " \
                                        "worker threads died: w-0"
-    ensembles.stop_all(1.0)
+    us.controller.drained = False  # a reconcile outlived its drain
+    assert ensembles.stop_all(1.0) is False
     assert "controller.stop" in eu.calls and "controller.stop" in us.calls and "controller.stop" not in flags.calls
     assert ensembles.health_check() is None

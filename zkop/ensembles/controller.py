@@ -354,8 +354,10 @@ class _Runtimes:
         """``None``, or which runtimes stopped working and why (:meth:`Ensembles.health_check`)."""
         return self._ensembles.health_check()
 
-    def stop(self, timeout: float, /) -> None:
-        self._ensembles.stop_all(min(timeout, 5.0))
+    def stop(self, timeout: float, /) -> bool:
+        """Stop every runtime, each draining for at most ``timeout`` (≤ 5) seconds; False if a reconcile was still
+        running then (the Manager does not release the Lease)."""
+        return self._ensembles.stop_all(min(timeout, 5.0))
 
 
 def setup(context: FeatureContext, options: EnsembleOptions) -> EnsembleController:

@@ -203,17 +203,23 @@ class EnsembleRuntime:
         # A stop that began meanwhile ends threads on purpose (the start-up thread, before the workers).
         return None if self._stop.is_set() or not reasons else "; ".join(reasons)
 
-    def stop(self, timeout: float = 5.0) -> None:
+    def stop(self, timeout: float = 5.0) -> bool:
         """Stop the controller (in-flight reconciles drain for at most ``timeout`` seconds), close the session,
-        remove the event handlers and the private files. Idempotent."""
+        remove the event handlers and the private files. Idempotent.
+
+        Returns:
+            False if a reconcile was still running when the drain ended (:meth:`Controller.stop
+            <zkop.runtime.controller.Controller.stop>`), else True.
+        """
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout)
         parts = self.parts
         if parts.acl_check is not None:
             parts.acl_check.stop(timeout)
+        drained = True
         if parts.controller.started.is_set():
-            parts.controller.stop(timeout)
+            drained = parts.controller.stop(timeout)
         else:
             parts.controller.queue.shutdown()
         if parts.watch_roots is not None:
@@ -225,6 +231,7 @@ class EnsembleRuntime:
             log.debug("ensemble %s: closing the ZooKeeper session failed", self.name, exc_info=True)
         if self.directory is not None:
             shutil.rmtree(self.directory, ignore_errors=True)
+        return drained
 
 
 class Ensembles:
@@ -307,12 +314,13 @@ class Ensembles:
                    if name != DEFAULT_ENSEMBLE and (why := runtime.health_check())]
         return "; ".join(reasons) or None
 
-    def stop_all(self, timeout: float) -> None:
-        """Stop every ZooKeeperEnsemble's runtime (the flags' ensemble is stopped by its own owner)."""
+    def stop_all(self, timeout: float) -> bool:
+        """Stop every ZooKeeperEnsemble's runtime (the flags' ensemble is stopped by its own owner), each within
+        ``timeout`` seconds; False if a reconcile of one was still running when its drain ended."""
         with self._lock:
             self._closed = True
             runtimes = [r for n, r in self._runtimes.items() if n != DEFAULT_ENSEMBLE]
             for runtime in runtimes:
                 del self._runtimes[runtime.name]
-        for runtime in runtimes:
-            runtime.stop(timeout)
+        drained = [runtime.stop(timeout) for runtime in runtimes]
+        return all(drained)
