@@ -1,6 +1,8 @@
 """An ensemble's runtime connects by the one policy (:func:`zkop.zookeeper.connect_retry.connect_retrying`):
 its workers start after the first attempt whatever its result, the attempts go on 0.5 s doubling to 10 s, each
-reason is logged once in a row, and a stop ends the waiting with no attempt after it."""
+reason is logged once in a row, and a stop ends the waiting with no attempt after it. Its health check says which
+thread its work needs ended, until it is stopped (the Manager's supervision, end to end:
+``tests/integration/test_ensembles.py``)."""
 
 from __future__ import annotations
 
@@ -13,18 +15,23 @@ import pytest
 from zkop_testing.waiting import wait_for
 
 from zkop.ensembles import running
-from zkop.ensembles.running import EnsembleRuntime
+from zkop.ensembles.running import EnsembleRuntime, Ensembles
 from zkop.zkconfig.controller import ZooKeeperConfigController
 from zkop.zookeeper.adapter import ZooKeeperAdapter
 from zkop.zookeeper.connect_retry import connect_retrying
 from zkop.zookeeper.errors import ZooKeeperUnavailable
 
 
-class FakeAdapter:
-    """Fails ``start`` with ``errors`` in turn, then connects."""
+class Fault(BaseException):
+    """What ends a thread that nothing catches (as a ``KeyboardInterrupt`` or a dependency's bug would)."""
 
-    def __init__(self, *errors: str) -> None:
+
+class FakeAdapter:
+    """Fails ``start`` with ``errors`` in turn (a :class:`Fault` raised as it is), then connects."""
+
+    def __init__(self, *errors: str | Fault) -> None:
         self.errors = list(errors)
+        self.why: str | None = None  # what its health check answers
         self.attempts = 0
         self.connected = False
         self.unavailable_reason: str | None = None
@@ -40,11 +47,15 @@ class FakeAdapter:
         self.attempts += 1
         self.after_stop += self.stopped()
         if self.errors:
-            raise ZooKeeperUnavailable(self.errors.pop(0))
+            error = self.errors.pop(0)
+            raise error if isinstance(error, Fault) else ZooKeeperUnavailable(error)
         self.connected = True
 
     def stop(self, timeout: float) -> None:
         self.connected = False
+
+    def health_check(self) -> str | None:
+        return self.why
 
 
 class Part:
@@ -54,13 +65,19 @@ class Part:
         self.calls, self.name = calls, name
         self.started = threading.Event()
         self.queue = self
+        self.why: str | None = None  # what its health check answers
+        self.drained = True  # what its stop answers
+
+    def health_check(self) -> str | None:
+        return self.why
 
     def start(self) -> None:
         self.started.set()
         self.calls.append(f"{self.name}.start")
 
-    def stop(self, timeout: float) -> None:
+    def stop(self, timeout: float) -> bool:
         self.calls.append(f"{self.name}.stop")
+        return self.drained
 
     def shutdown(self) -> None:
         self.calls.append(f"{self.name}.shutdown")
@@ -80,8 +97,8 @@ class FakeParts:
         self.calls.append("detach")
 
 
-def runtime(adapter: FakeAdapter, parts: FakeParts, changes: list[str]) -> EnsembleRuntime:
-    return EnsembleRuntime("eu", {}, "fp", cast(ZooKeeperAdapter, adapter), cast(ZooKeeperConfigController, parts),
+def runtime(adapter: FakeAdapter, parts: FakeParts, changes: list[str], name: str = "eu") -> EnsembleRuntime:
+    return EnsembleRuntime(name, {}, "fp", cast(ZooKeeperAdapter, adapter), cast(ZooKeeperConfigController, parts),
                            on_change=lambda: changes.append(str(adapter.attempts)))
 
 
@@ -141,3 +158,68 @@ def test_a_stop_ends_the_waiting_and_no_attempt_follows() -> None:
     ensemble.stop(5.0)  # the runtime waits (1 s, then 2 s ...) on its stop event
     assert not thread.is_alive()
     assert adapter.after_stop == 0 and "controller.stop" in parts.calls
+
+
+def test_a_runtime_says_which_thread_it_needs_ended_until_it_is_stopped(waits: list[float]) -> None:
+    adapter, parts = FakeAdapter(), FakeParts()
+    ensemble = runtime(adapter, parts, [])
+    assert ensemble.health_check() is None  # not started
+    ensemble.start()
+    assert ensemble._thread is not None
+    ensemble._thread.join(10)
+    assert ensemble.health_check() is None  # the start-up thread's work is done once the workers run
+    parts.controller.why, adapter.why = "worker threads died: w-0 (ended by Fault)", "session threads ended: events"
+    assert ensemble.health_check() == "session threads ended: events; controller: worker threads died: w-0 (ended by " \
+                                      "Fault)"
+    ensemble.stop(1.0)
+    assert ensemble.health_check() is None
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_start_up_thread_that_dies_before_the_workers_start_is_reported(waits: list[float]) -> None:
+    adapter, parts = FakeAdapter(Fault("in the attempt")), FakeParts()
+    ensemble = runtime(adapter, parts, [])
+    ensemble.start()
+    assert ensemble._thread is not None
+    ensemble._thread.join(10)
+    assert parts.calls == []
+    assert ensemble.health_check() == "its thread ensemble-eu ended (ended by Fault: in the attempt) before " \
+                                      "starting its workers"
+    ensemble.stop(1.0)
+    assert ensemble.health_check() is None
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_start_up_thread_that_dies_after_the_workers_started_is_reported(waits: list[float]) -> None:
+    """The workers run, but no attempt follows: the ensemble's objects would wait for a session for ever."""
+    adapter, parts = FakeAdapter("refused", Fault("in the second attempt")), FakeParts()
+    ensemble = runtime(adapter, parts, [])
+    ensemble.start()
+    assert ensemble._thread is not None
+    ensemble._thread.join(10)
+    assert parts.calls == ["watch_roots.start", "controller.start"]
+    assert ensemble.health_check() == "its thread ensemble-eu ended (ended by Fault: in the second attempt)"
+    ensemble.stop(1.0)
+
+
+def test_the_ensembles_report_every_zookeeperensembles_runtime_but_not_the_flags(waits: list[float]) -> None:
+    """The flags' ensemble's parts are runnables of the Manager's own: not reported twice. Stopping them all says
+    whether every in-flight reconcile ended in time (the Manager releases the Lease only then)."""
+    ensembles = Ensembles()
+    flags, eu, us = FakeParts(), FakeParts(), FakeParts()
+    for name, parts in (("", flags), ("eu", eu), ("us", us)):
+        ensembles.put(runtime(FakeAdapter(), parts, [], name))
+    for parts in (flags, eu, us):
+        parts.controller.why = "worker threads died: w-0"
+    running = [ensembles.get(name) for name in ("eu", "us")]
+    for each in running:
+        assert each is not None
+        each.start()
+        assert each._thread is not None
+        each._thread.join(10)
+    assert ensembles.health_check() == "ensemble eu: controller: worker threads died: w-0; ensemble us: controller: " \
+                                       "worker threads died: w-0"
+    us.controller.drained = False  # a reconcile outlived its drain
+    assert ensembles.stop_all(1.0) is False
+    assert "controller.stop" in eu.calls and "controller.stop" in us.calls and "controller.stop" not in flags.calls
+    assert ensembles.health_check() is None

@@ -9,7 +9,9 @@ deletes them afterwards. What zkop asked for is read back from kube-apiserver's 
 from __future__ import annotations
 
 import base64
+import signal
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -28,10 +30,11 @@ from zkop_testing.ensembles import (
     put_secret,
     ready_condition,
 )
+from zkop_testing.faults import THREADS_ENV
 from zkop_testing.operator import OperatorProcess, OperatorStartError
 from zkop_testing.resources import ZKC, conditions, create, events, get, read, reasons, synced, zkc
 from zkop_testing.services import BRIDGE_ROOT, children, get_service, register, svc
-from zkop_testing.waiting import wait_for
+from zkop_testing.waiting import EVENTUALLY, wait_for
 from zkop_testing.zkop_install import ZKOP_NAMESPACE, ZKOP_SERVICE_ACCOUNT, kubectl
 from zkop_testing.zookeeper import ZooKeeperServer, connected_client
 from zkop_testing.zookeeper_secure import SecureZooKeeperServer, TestCA, digest_jaas
@@ -41,6 +44,8 @@ from zkop.kube.client import MERGE_PATCH, ApiException, KubeClient, resource_pat
 #: The one namespace zkop trusts for the ensembles' Secrets: its own, where the component's Role is.
 TRUSTED = ZKOP_NAMESPACE
 ZKOP_USER = f"system:serviceaccount:{ZKOP_NAMESPACE}:{ZKOP_SERVICE_ACCOUNT}"
+#: The leader election's timing in the tests with two replicas (seconds): short, so a failover is quick.
+LEASE, RENEW, RETRY = 4.0, 3.0, 0.5
 COMPONENT_RBAC = REPO / "manifests" / "components" / "zookeeper-ensembles" / "rbac.yaml"
 
 _component_applied: set[str] = set()
@@ -143,6 +148,83 @@ def test_objects_are_routed_to_their_ensemble(
 
 def create_ensemble(kube: KubeClient, obj: dict[str, object]) -> None:
     kube.request("POST", resource_path(*ZKE), body=obj)
+
+
+def replica(kubeconfig: str, zk_server: ZooKeeperServer, zk_base: str, tmp_path: Path, namespace: str, lease: str,
+            *, fault_in: str | None = None) -> OperatorProcess:
+    """A ``zkop run --zookeeper-ensembles --leader-elect`` replica with one worker per controller; with ``fault_in``,
+    ``SIGUSR1`` kills that thread from inside (:mod:`zkop_testing.faults`)."""
+    election = ["--leader-elect", "--leader-election-namespace", ZKOP_NAMESPACE, "--leader-election-id", lease,
+                "--leader-election-lease-duration", str(LEASE), "--leader-election-renew-deadline", str(RENEW),
+                "--leader-election-retry-period", str(RETRY)]
+    return OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}",
+                           ["--zookeeper-ensembles", "--ensemble-secret-namespace", TRUSTED, "--workers", "1",
+                            "--namespace", namespace, *election],
+                           env={"TMPDIR": str(tmp_path), **({THREADS_ENV: fault_in} if fault_in else {})},
+                           module="zkop_testing.faults" if fault_in else "zkop")
+
+
+def leads(proc: OperatorProcess, lease: str) -> bool:
+    """Whether ``proc`` runs and reports itself the leader (``leader_election_master_status``)."""
+    if proc.proc is None or proc.proc.poll() is not None:
+        return False
+    try:
+        return f'leader_election_master_status{{name="{lease}"}} 1' in proc.metrics()
+    except OSError:
+        return False
+
+
+def logged_at(line: str) -> datetime:
+    """When zkop logged ``line`` (its text format starts ``2006-01-02 15:04:05,000``)."""
+    return datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f")
+
+
+def test_a_leader_whose_ensemble_worker_dies_gives_up_the_lease_and_exits_1(
+        kubeconfig: str, namespace: str, ensembles_kube: KubeClient, zk_server: ZooKeeperServer, zk_base: str,
+        second: ZooKeeperServer, second_zk: KazooClient, lease: str, tmp_path: Path) -> None:
+    """docs/operations.md, "A leader that can no longer work gives up the Lease", for a ZooKeeperEnsemble's runtime
+    as for the flags' ensemble (``tests/integration/test_leader_election_processes.py``): its only worker dies
+    inside the live leader (a BaseException raised in that thread, from inside it); the leader logs one line saying
+    why, stops renewing and releases the Lease within the renew deadline, and exits 1; the standby takes over and
+    reconciles on the ensemble, the key the dead worker never took included."""
+    kube, name = ensembles_kube, f"{namespace}-second"  # cluster-scoped: the test's own
+    worker = f"zookeeperconfig/{name}-worker-0"
+    leader = replica(kubeconfig, zk_server, zk_base, tmp_path, namespace, lease, fault_in=worker)
+    standby = replica(kubeconfig, zk_server, zk_base, tmp_path, namespace, lease)
+    lease_path = resource_path("coordination.k8s.io", "v1", "leases", ZKOP_NAMESPACE, lease)
+    try:
+        leader.start()
+        wait_for(lambda: leads(leader, lease), message="the first replica leads")
+        standby.start()
+        create_ensemble(kube, ensemble(name, second.hosts, chroot="/team"))
+        create(kube, zkc("before", "/app/before", b"1", namespace, ensembleRef={"name": name}))
+        wait_for(lambda: synced(kube, "before", namespace), message="the leader reconciles on the ensemble")
+        transitions = kube.request("GET", lease_path)["spec"]["leaseTransitions"]
+        leader.signal(signal.SIGUSR1)
+        wait_for(lambda: f"injected InjectedFault into {worker}" in leader.log_tail(400),
+                 message="the fault armed in the ensemble's worker")
+        # Wakes the worker, which dies instead of reconciling.
+        create(kube, zkc("woken", "/app/woken", b"2", namespace, ensembleRef={"name": name}))
+        assert leader.wait(EVENTUALLY) == 1
+        log = leader.log_tail(400)
+        stopped = [line for line in log.splitlines() if "stopped working" in line]
+        assert len(stopped) == 1, log
+        assert (f"zookeeperensemble-runtimes stopped working (ensemble {name}: zookeeperconfig/{name}: worker threads "
+                f"died: {worker} (ended by InjectedFault)); stopping and giving up the Lease, exit code 1"
+                ) in stopped[0], log
+        (released,) = [line for line in log.splitlines() if f"released lease {ZKOP_NAMESPACE}/{lease}" in line]
+        assert (logged_at(released) - logged_at(stopped[0])).total_seconds() < RENEW, log
+        wait_for(lambda: leads(standby, lease), message="the standby takes over")
+        spec = kube.request("GET", lease_path)["spec"]
+        assert spec["leaseTransitions"] == transitions + 1
+        create(kube, zkc("after", "/app/after", b"3", namespace, ensembleRef={"name": name}))
+        wait_for(lambda: synced(kube, "woken", namespace) and synced(kube, "after", namespace),
+                 message="the new leader reconciles on the ensemble")
+        assert read(second_zk, "/team/app/woken") == b"2"
+        assert standby.proc is not None and standby.proc.poll() is None
+    finally:
+        leader.stop()
+        standby.stop()
 
 
 def test_a_dry_run_adds_no_finalizer_to_an_ensemble_and_still_reports_its_status(

@@ -2,7 +2,8 @@
 read it as ended (``is_alive()`` is False until ``start()`` has returned), or the Manager would end the run.
 
 Each case makes ``threading.Thread.start`` ask the runnable's ``health_check`` just before the thread really
-starts, the moment a concurrent liveness check could fall into.
+starts, the moment a concurrent liveness check could fall into; the session's, inside the new thread before it
+counts as alive (it has an ident by then).
 """
 
 from __future__ import annotations
@@ -12,13 +13,15 @@ from collections.abc import Callable, Iterator
 from typing import Any, cast
 
 import pytest
+from zkop_testing.zookeeper import free_port
 
 from zkop.kube.client import KubeClient
 from zkop.kube.events import EventRecorder
 from zkop.runtime.cache import Indexer
 from zkop.runtime.workqueue.delaying import DelayingQueue
 from zkop.zkconfig.aclcheck import AclCheck
-from zkop.zookeeper.adapter import ZooKeeperAdapter
+from zkop.zookeeper.adapter import ConnectionOptions, ZooKeeperAdapter
+from zkop.zookeeper.errors import ZooKeeperError
 
 Watch = Callable[[Callable[[], str | None]], list[Any]]
 
@@ -63,4 +66,23 @@ def test_delaying_queue(answers_while_starting: Watch) -> None:
     seen = answers_while_starting(queue.health_check)
     queue.add_after("later", 3600)
     queue.shutdown()
+    assert seen == [None]
+
+
+def test_zookeeper_session(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The session's event thread, asked about from inside it while it starts (``ident`` set, ``is_alive()``
+    still False): a ZooKeeperEnsemble's session starts while the Manager checks liveness."""
+    adapter = ZooKeeperAdapter(ConnectionOptions(hosts=f"127.0.0.1:{free_port()}", connect_timeout=0.2))
+    real = vars(threading.Thread)["_set_native_id"]  # Thread._bootstrap_inner: after _set_ident, before _started
+    seen: list[str | None] = []
+
+    def set_native_id(thread: threading.Thread) -> None:
+        if thread.name == "zk-session-events":
+            seen.append(adapter.health_check())
+        real(thread)
+
+    monkeypatch.setattr(threading.Thread, "_set_native_id", set_native_id)
+    with pytest.raises(ZooKeeperError):  # nothing listens: the event thread starts all the same
+        adapter.start()
+    adapter.stop(1.0)
     assert seen == [None]

@@ -365,7 +365,9 @@ class EnsembleController:
 
 
 class _Runtimes:
-    """Leader runnable: stops every ensemble's runtime when leadership or the run ends."""
+    """Leader runnable: supervises every ZooKeeperEnsemble's runtime for the Manager (a thread one needs that ended
+    ends the run and gives up the Lease, as one of the flags' ensemble does) and stops them all when leadership or
+    the run ends."""
 
     name = "zookeeperensemble-runtimes"
 
@@ -376,8 +378,14 @@ class _Runtimes:
         """The runtimes are started by the controller; from now on it may register them again."""
         self._ensembles.reopen()
 
-    def stop(self, timeout: float, /) -> None:
-        self._ensembles.stop_all(min(timeout, 5.0))
+    def health_check(self) -> str | None:
+        """``None``, or which runtimes stopped working and why (:meth:`Ensembles.health_check`)."""
+        return self._ensembles.health_check()
+
+    def stop(self, timeout: float, /) -> bool:
+        """Stop every runtime, each draining for at most ``timeout`` (≤ 5) seconds; False if a reconcile was still
+        running then (the Manager does not release the Lease)."""
+        return self._ensembles.stop_all(min(timeout, 5.0))
 
 
 def setup(context: FeatureContext, options: EnsembleOptions) -> EnsembleController:

@@ -7,7 +7,9 @@ workers: an ensemble that is down or misconfigured holds up only the keys of its
 another ensemble's. The flags' ensemble (name ``""``) is set up by ``zkop run`` as before and only
 registered here; a ZooKeeperEnsemble's runtime is made by :mod:`zkop.ensembles.controller` when the
 ensemble appears, made anew when its connection spec or Secrets change (a change of its tenancy or adoption alone
-keeps the session), and closed when it goes.
+keeps the session), and closed when it goes. The Manager supervises every ZooKeeperEnsemble's runtime through the
+controller's leader runnable (:meth:`Ensembles.health_check`, :meth:`Ensembles.stop_all`): a thread of one that
+ends ends the run and gives up the Lease, as a thread of the flags' ensemble does.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 
 from zkop.feature.tenancy import ADMIT_ALL, TenancyPolicy
 from zkop.kube.client import JSON
+from zkop.runtime.threads import describe_end
 from zkop.zkconfig.controller import ZooKeeperConfigController
 from zkop.zkconfig.objects import DEFAULT_ENSEMBLE, ensemble_of
 from zkop.zookeeper.adapter import ZooKeeperAdapter, ZooKeeperError
@@ -73,6 +76,9 @@ class EnsembleRuntime:
         self.last_error: str | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._workers_started = False  # the start-up thread started the workers
+        self._finished = False  # the start-up thread's target returned or raised (not is_alive(): see health_check)
+        self._ended_by: str | None = None  # the exception that ended the start-up thread, if one did
         self._interrupted = False
         adapter.add_session_listener(self._on_state)
 
@@ -143,8 +149,18 @@ class EnsembleRuntime:
         parts.controller.start()
         if parts.acl_check is not None:
             parts.acl_check.start()
+        self._workers_started = True
 
     def _run(self) -> None:
+        try:
+            self._connect()
+        except BaseException as err:
+            self._ended_by = describe_end(err)
+            raise  # threading.excepthook still reports it
+        finally:
+            self._finished = True
+
+    def _connect(self) -> None:
         first = True
         try:
             for attempt in connect_retrying(self._stop, retry_on=ZooKeeperError):
@@ -162,17 +178,48 @@ class EnsembleRuntime:
             return  # stopped before a session was made
         self.on_change()
 
-    def stop(self, timeout: float = 5.0) -> None:
+    def health_check(self) -> str | None:
+        """``None``, or which thread the ensemble's work needs ended before :meth:`stop` (``"; "``-joined): its
+        start-up thread before it started the workers (or ended by an exception), one of its session's own
+        threads, its controller's workers or work-queue thread, its watch-root follower, its ACL check.
+
+        What :class:`~zkop.runtime.manager.HealthChecker` asks: takes no lock, never blocks.
+        """
+        if self._stop.is_set():
+            return None
+        reasons: list[str] = []
+        thread, ended_by = self._thread, self._ended_by
+        if thread is not None and self._finished and (ended_by is not None or not self._workers_started):
+            how = f" (ended by {ended_by})" if ended_by is not None else ""
+            when = "" if self._workers_started else " before starting its workers"
+            reasons.append(f"its thread {thread.name} ended{how}{when}")
+        parts = self.parts
+        checks = [("", self.adapter.health_check), (f"{parts.controller.name}: ", parts.controller.health_check)]
+        if parts.watch_roots is not None:
+            checks.append(("watch roots: ", parts.watch_roots.health_check))
+        if parts.acl_check is not None:
+            checks.append(("ACL check: ", parts.acl_check.health_check))
+        reasons += [f"{prefix}{why}" for prefix, check in checks if (why := check())]
+        # A stop that began meanwhile ends threads on purpose (the start-up thread, before the workers).
+        return None if self._stop.is_set() or not reasons else "; ".join(reasons)
+
+    def stop(self, timeout: float = 5.0) -> bool:
         """Stop the controller (in-flight reconciles drain for at most ``timeout`` seconds), close the session,
-        remove the event handlers and the private files. Idempotent."""
+        remove the event handlers and the private files. Idempotent.
+
+        Returns:
+            False if a reconcile was still running when the drain ended (:meth:`Controller.stop
+            <zkop.runtime.controller.Controller.stop>`), else True.
+        """
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout)
         parts = self.parts
         if parts.acl_check is not None:
             parts.acl_check.stop(timeout)
+        drained = True
         if parts.controller.started.is_set():
-            parts.controller.stop(timeout)
+            drained = parts.controller.stop(timeout)
         else:
             parts.controller.queue.shutdown()
         if parts.watch_roots is not None:
@@ -184,6 +231,7 @@ class EnsembleRuntime:
             log.debug("ensemble %s: closing the ZooKeeper session failed", self.name, exc_info=True)
         if self.directory is not None:
             shutil.rmtree(self.directory, ignore_errors=True)
+        return drained
 
 
 class Ensembles:
@@ -257,12 +305,22 @@ class Ensembles:
         with self._lock:
             return self._unusable.get(name)
 
-    def stop_all(self, timeout: float) -> None:
-        """Stop every ZooKeeperEnsemble's runtime (the flags' ensemble is stopped by its own owner)."""
+    def health_check(self) -> str | None:
+        """``None``, or which ZooKeeperEnsembles' runtimes stopped working and why (``ensemble <name>: <why>``,
+        :meth:`EnsembleRuntime.health_check`); the flags' ensemble is supervised by its own owner. Takes no lock
+        (the runtimes are copied under the GIL), never blocks."""
+        runtimes = dict(self._runtimes)
+        reasons = [f"ensemble {name}: {why}" for name, runtime in sorted(runtimes.items())
+                   if name != DEFAULT_ENSEMBLE and (why := runtime.health_check())]
+        return "; ".join(reasons) or None
+
+    def stop_all(self, timeout: float) -> bool:
+        """Stop every ZooKeeperEnsemble's runtime (the flags' ensemble is stopped by its own owner), each within
+        ``timeout`` seconds; False if a reconcile of one was still running when its drain ended."""
         with self._lock:
             self._closed = True
             runtimes = [r for n, r in self._runtimes.items() if n != DEFAULT_ENSEMBLE]
             for runtime in runtimes:
                 del self._runtimes[runtime.name]
-        for runtime in runtimes:
-            runtime.stop(timeout)
+        drained = [runtime.stop(timeout) for runtime in runtimes]
+        return all(drained)

@@ -71,6 +71,7 @@ class Session:
         self._stopped = False
         self._closed = False  # the client is stopped: no state event comes after the queued ones (_event_cond)
         self._dispatcher = threading.Thread(target=self._dispatch, name="zk-session-events", daemon=True)
+        self._dispatched = False  # _dispatch returned or raised (not is_alive(): see health_check)
         self._durations: dict[str, Any] = {}  # operation -> labelled histogram child
         self._last_session_id: int | None = None  # of the last CONNECTED session (kazoo hides it while SUSPENDED)
         self._lifecycle = threading.Lock()  # one of stop() and a reset at a time
@@ -183,7 +184,9 @@ class Session:
         if self._stopped:
             return None
         ended = [name for name, gone in (
-            (self._dispatcher.name, self._dispatcher.ident is not None and not self._dispatcher.is_alive()),
+            # Decided by its loop having ended, not by is_alive(): a thread being started has an ident before it
+            # is alive, and a check in that moment (the Manager's, while a session starts) took it for dead.
+            (self._dispatcher.name, self._dispatched),
             ("zk-session-watchdog", self._watchdog.ended()),
             ("zk-credentials-watch", self._guard.rotation.ended()),
         ) if gone]
@@ -266,6 +269,12 @@ class Session:
                 restart_from_scratch(self.client)
 
     def _dispatch(self) -> None:
+        try:
+            self._dispatch_events()
+        finally:
+            self._dispatched = True
+
+    def _dispatch_events(self) -> None:
         while True:
             with self._event_cond:
                 while not self._events and not self._closed:
