@@ -80,7 +80,7 @@ class Reconciler:
         adapter = ZooKeeperAdapter(connection)
         policy = PolicySlot(spec.policy)
         parts = build_ensemble(self.shared, self.kube, adapter, EventRecorder(None), ReconcilerOptions(),
-                               ensemble=name, workers=1, acl_check_period=0, ensemble_spec=raw, policy_for=policy)
+                               ensemble=name, workers=1, acl_check_period=0, policy_for=policy)
         return EnsembleRuntime(name, raw, print_, adapter, parts, policy=policy, directory=directory)
 
     def create(self, obj: JSON) -> str:

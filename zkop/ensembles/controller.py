@@ -68,6 +68,7 @@ from zkop.runtime.conditions import condition
 from zkop.runtime.controller import Controller, Result
 from zkop.runtime.manager import Manager
 from zkop.runtime.ownwrites import OwnWrites
+from zkop.runtime.workqueue import RateLimitingQueue
 from zkop.zkconfig.apiwrites import StatusWriter
 from zkop.zkconfig.controller import (
     ENSEMBLE_INDEX,
@@ -423,32 +424,31 @@ def add_to_manager(
     informer = Informer(client, ZOOKEEPERENSEMBLES, name="zookeeperensembles", indexers={SECRET_INDEX: index_by_secret},
                         resync_period=sync_period, inactivity_timeout=inactivity_timeout)
     secrets = NamedObjectInformer(client, SECRETS, name="ensemble-secrets", inactivity_timeout=inactivity_timeout)
-    reporter_queue_holder: list[Controller] = []
+    # Both queues are built first and handed to their controllers and to whoever enqueues before the controllers
+    # exist (the one way a construction cycle is broken: docs/architecture.md, "Wiring").
+    queue: RateLimitingQueue[str] = RateLimitingQueue(CONTROLLER_NAME)
+    reporter_queue: RateLimitingQueue[str] = RateLimitingQueue(REPORTER_NAME)
 
     def report_on(name: str) -> None:
         for key in shared.informer.indexer.index_keys(ENSEMBLE_INDEX, name):
-            reporter_queue_holder[0].queue.add(key)
-
-    controller_holder: list[Controller] = []
+            reporter_queue.add(key)
 
     def make_runtime(name: str, raw: JSON, spec: EnsembleSpec, print_: str, connection: ConnectionOptions,
                      directory: Path) -> EnsembleRuntime:
-        adapter = ZooKeeperAdapter(connection)
-        if options.dry_run:
-            adapter.refuse_writes = "zkop run --dry-run"
-        adapter.known_max_age = default_zookeeper.known_max_age
+        adapter = ZooKeeperAdapter(
+            connection, refuse_writes="zkop run --dry-run" if options.dry_run else default_zookeeper.refuse_writes,
+            known_max_age=default_zookeeper.known_max_age)
         policy = PolicySlot(spec.policy)
         client.reserve_connections(f"zookeeperensemble/{name}", workers)  # its workers' API requests
         parts = build_ensemble(shared, client, adapter, recorder, options, ensemble=name, workers=workers,
-                               acl_check_period=acl_check_period, ensemble_spec=raw, policy_for=policy)
+                               acl_check_period=acl_check_period, policy_for=policy)
         return EnsembleRuntime(name, raw, print_, adapter, parts, policy=policy, directory=directory,
-                               on_change=lambda: controller_holder[0].queue.add(name))
+                               on_change=lambda: queue.add(name))
 
     ensemble_writer = (DryRunWriter if dry_run else ApiWriter)(client)  # the dry-run seam, chosen once
     reconciler = EnsembleReconciler(informer.indexer, shared, secrets, secret_namespace, ensemble_writer, ensembles,
                                     default_zookeeper.options, make_runtime, on_removed=report_on)
-    controller = Controller(CONTROLLER_NAME, reconciler, workers=2)
-    controller_holder.append(controller)
+    controller = Controller(CONTROLLER_NAME, reconciler, workers=2, queue=queue)
     controller.watch(informer)
     controller.watch(secrets, lambda secret: informer.indexer.index_keys(
         SECRET_INDEX, str((secret.get("metadata") or {}).get("name"))))
@@ -456,8 +456,7 @@ def add_to_manager(
     controller.wait_for(shared.informer)
     writer = StatusWriter(client, recorder, OwnWrites())
     reporter = Controller(REPORTER_NAME, MissingEnsembleReporter(shared, ensembles, informer.indexer, writer),
-                          workers=1)
-    reporter_queue_holder.append(reporter)
+                          workers=1, queue=reporter_queue)
     reporter.watch(shared.informer, lambda obj: [] if ensemble_of(obj) == DEFAULT_ENSEMBLE or ensembles.of(obj)
                    else [f"{obj['metadata'].get('namespace')}/{obj['metadata']['name']}"])
     reporter.watch(informer, lambda ens: shared.informer.indexer.index_keys(

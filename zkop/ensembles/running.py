@@ -112,7 +112,6 @@ class EnsembleRuntime:
         """Hold the ensemble's objects to ``policy`` from now on, in the same session (only ``spec.tenancy`` or
         ``spec.adoption`` changed), and look at each of them again: admitted or refused, watched or not."""
         self.spec, self.policy.policy = spec, policy
-        self.parts.reconciler.ensemble_spec = spec
         log.info("ensemble %s: tenancy or adoption changed; its objects are looked at again", self.name)
         self.parts.admission_changed()
 

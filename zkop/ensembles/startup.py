@@ -63,9 +63,7 @@ def open_ensemble(name: str, *, client: KubeClient, base: ConnectionOptions, sec
     except (SecretMissing, InvalidEnsemble, ApiException) as err:
         shutil.rmtree(directory, ignore_errors=True)
         raise EnsembleUnusable(f"ZooKeeperEnsemble {name}: {err}") from None
-    adapter = ZooKeeperAdapter(connection)
-    if dry_run:
-        adapter.refuse_writes = "zkop run --dry-run"
+    adapter = ZooKeeperAdapter(connection, refuse_writes="zkop run --dry-run" if dry_run else None)
     manager.add(ZooKeeperStartup(adapter, "", probe=False, on_fatal=manager.fail, directory=directory,
                                  name=f"zookeeper-{name}"), needs_leader=False)
     return adapter

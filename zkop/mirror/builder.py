@@ -17,7 +17,7 @@ from zkop.kube.client import KubeClient
 from zkop.kube.events import EventRecorder
 from zkop.mirror.decide import MANAGED_LABEL
 from zkop.mirror.options import MirrorOptions
-from zkop.mirror.reconciler import MirrorReconciler
+from zkop.mirror.reconciler import MirrorReconciler, keys_for_path
 from zkop.mirror.tree import NO_LIMITS, Limits, TreeReader
 from zkop.mirror.writer import GROUP, PLURAL, VERSION, ApiWriter, DryRunWriter
 from zkop.runtime.cache import Informer, ResourceRef
@@ -64,14 +64,16 @@ def build_mirrors(client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: Eve
         gate: the admission gate of ``zookeeper``'s ensemble (reserved roots, tenancy), which every mirror passes.
         limits: how much one mirror may have zkop read.
     """
+    # The queue is built first and handed to the controller and to the znode listener (the one way a
+    # construction cycle is broken: docs/architecture.md, "Wiring").
     queue: RateLimitingQueue[str] = RateLimitingQueue(CONTROLLER_NAME)
-
-    def on_change(path: str) -> None:
-        for key in reconciler.keys_for_path(path):
-            queue.add(key)
-
     mirrors = Informer(client, MIRRORS, namespaces=namespaces, resync_period=resync_period, name="zookeepermirrors",
                        inactivity_timeout=inactivity_timeout)
+
+    def on_change(path: str) -> None:
+        for key in keys_for_path(mirrors.indexer, gate, path):
+            queue.add(key)
+
     config_maps = Informer(client, CONFIGMAPS, namespaces=namespaces, resync_period=0, name="mirror-configmaps",
                            label_selector=MANAGED_LABEL, inactivity_timeout=inactivity_timeout)
     reader = TreeReader(zookeeper, on_change)

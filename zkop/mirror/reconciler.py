@@ -49,6 +49,27 @@ def mirror_covers(spec: MirrorSpec, path: str) -> bool:
     return spec.recursive and path.startswith(spec.path.rstrip("/") + "/")
 
 
+def admitted_specs(mirrors: Indexer, gate: Gate) -> list[tuple[str, MirrorSpec]]:
+    """``(key, spec)`` of every mirror in ``mirrors`` with a valid spec the gate admits (a refused one is never
+    read nor watched)."""
+    specs = []
+    for obj in mirrors.list():
+        try:
+            spec = parse_spec(obj)
+        except SpecError:
+            continue
+        if gate.admit(obj, spec.path, "read") is not None:
+            continue
+        meta = obj.get("metadata") or {}
+        specs.append((f"{meta.get('namespace')}/{meta.get('name')}", spec))
+    return specs
+
+
+def keys_for_path(mirrors: Indexer, gate: Gate, path: str) -> list[str]:
+    """The keys of the admitted mirrors a change of ``path`` concerns (reads only memory: kazoo's thread)."""
+    return [key for key, spec in admitted_specs(mirrors, gate) if mirror_covers(spec, path)]
+
+
 def desired_status(old: JSON, decision: Decision, generation: int, config_map: str | None, now: str) -> JSON:
     """The mirror's status after ``decision`` (``lastChange`` moves only when the ConfigMap's contents do)."""
     conditions = old.get("conditions") or []
@@ -100,22 +121,11 @@ class MirrorReconciler:
         self.retry = RetryBoundary(ZooKeeperError)
 
     def _specs(self) -> list[tuple[str, MirrorSpec]]:
-        """The valid specs of the mirrors the gate admits (a refused one is never read nor watched)."""
-        specs = []
-        for obj in self.mirrors.list():
-            try:
-                spec = parse_spec(obj)
-            except SpecError:
-                continue
-            if self.gate.admit(obj, spec.path, "read") is not None:
-                continue
-            meta = obj.get("metadata") or {}
-            specs.append((f"{meta.get('namespace')}/{meta.get('name')}", spec))
-        return specs
+        return admitted_specs(self.mirrors, self.gate)
 
     def keys_for_path(self, path: str) -> list[str]:
         """The mirrors a change of ``path`` concerns (kazoo's thread: no I/O)."""
-        return [key for key, spec in self._specs() if mirror_covers(spec, path)]
+        return keys_for_path(self.mirrors, self.gate, path)
 
     def keys_for_config_map(self, obj: JSON) -> list[str]:
         """ConfigMaps informer mapping: the mirrors that own the ConfigMap."""

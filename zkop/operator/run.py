@@ -58,6 +58,10 @@ IDLE_CONNECTIONS_PER_HOST = 25
 API_CONNECTIONS_BESIDE_WORKERS = 16
 
 
+#: Why every ZooKeeper write is refused under ``--dry-run`` (:attr:`ZooKeeperAdapter.refuse_writes`).
+DRY_RUN = "zkop run --dry-run"
+
+
 class ConfigurationError(Exception):
     """``zkop run``'s options name something that cannot be used (a ZooKeeperEnsemble that is absent or
     invalid); the command line reports it as a usage error."""
@@ -101,13 +105,11 @@ class Operator:
                                  user_agent=f"zkop-operator/{__version__}", rate_limiter=limiter,
                                  refuse_writes=DRY_RUN_WRITES if options.dry_run else None)
         self._rate_limited = limiter is not None
-        self.zookeeper = ZooKeeperAdapter(options.zookeeper)
+        # The net under the features' dry-run writers: a write that gets here raises. Each periodic resync
+        # (jittered ±10 %) re-reads every znode once, catching ACL drift.
+        self.zookeeper = ZooKeeperAdapter(options.zookeeper, refuse_writes=DRY_RUN if options.dry_run else None,
+                                          known_max_age=options.sync_period * 0.5)
         self._ensemble_adapters: dict[str, ZooKeeperAdapter] = {}  # --service-bridge-ensemble, --import-ensemble
-        if options.dry_run:
-            # The net under the features' dry-run writers: a write that gets here raises.
-            self.zookeeper.refuse_writes = "zkop run --dry-run"
-        # Each periodic resync (jittered ±10 %) re-reads every znode once, catching ACL drift.
-        self.zookeeper.known_max_age = options.sync_period * 0.5
         election = None
         if options.leader_elect:
             election = LeaderElectionOptions(

@@ -11,12 +11,14 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
+from zkop.feature.context import FeatureContext
 from zkop.runtime.cache import Informer, ResourceRef
 from zkop.runtime.controller import Controller
+from zkop.zookeeper.adapter import ZooKeeperAdapter
 
-__all__ = ["ENDPOINTSLICES", "SERVICES", "ServiceSync", "all_synced"]
+__all__ = ["ENDPOINTSLICES", "SERVICES", "ServiceSync", "all_synced", "setup_direction"]
 
 #: core/v1 Services.
 SERVICES = ResourceRef("", "v1", "services")
@@ -69,3 +71,17 @@ def all_synced(informers: Sequence[Informer]) -> Callable[[], bool]:
         return all(i.has_synced() for i in informers)
 
     return synced
+
+
+S = TypeVar("S", bound="ServiceSync[Any]")
+
+
+def setup_direction(context: FeatureContext, ensemble: str | None, build: Callable[[ZooKeeperAdapter], S]) -> S:
+    """Build one service direction with ``build`` on the session of ZooKeeperEnsemble ``ensemble`` (``None``: the
+    flags' ensemble), add its informers (every replica) and controller (while leading) to ``context.manager``, and
+    hook its resync to that session; return its parts."""
+    zookeeper = context.session(ensemble)
+    direction = build(zookeeper)
+    context.manager.add_controllers(direction.informers, direction.controllers)
+    context.on_new_session(zookeeper, direction.on_session_reconnected)
+    return direction

@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from prometheus_client import REGISTRY
 
@@ -305,7 +304,7 @@ def build_informers(client: KubeClient, *, namespaces: list[str] | None, sync_pe
 def build_ensemble(
     shared: SharedInformers, client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: EventRecorder,
     options: ReconcilerOptions, *, ensemble: str = DEFAULT_ENSEMBLE, workers: int, acl_check_period: float = 60.0,
-    ensemble_spec: Mapping[str, Any] | None = None, policy_for: Callable[[JSON], TenancyPolicy] | None = None,
+    policy_for: Callable[[JSON], TenancyPolicy] | None = None,
 ) -> ZooKeeperConfigController:
     """The ZooKeeperConfig controller of one ensemble: its reconciler (ownership registry), work queue and
     workers, watched roots and ACL check, over the objects of ``shared`` that name ``ensemble``; the
@@ -322,8 +321,6 @@ def build_ensemble(
         workers: concurrent reconciles of this ensemble.
         acl_check_period: seconds between ACL checks of znodes declaring ``spec.acl``; 0 disables.
         policy_for: the tenancy policy of an object (:class:`~zkop.feature.tenancy.TenancyPolicy`); ``None``: none.
-        ensemble_spec: the ZooKeeperEnsemble's raw ``spec`` (``None``: the flags' ensemble), kept as the
-            reconciler's :attr:`~zkop.zkconfig.reconciler.ZooKeeperConfigReconciler.ensemble_spec`.
     """
     informer = shared.informer
     name = CONTROLLER_NAME if ensemble == DEFAULT_ENSEMBLE else f"{CONTROLLER_NAME}/{ensemble}"
@@ -337,10 +334,14 @@ def build_ensemble(
         configmaps=shared.configmaps, secrets=shared.secrets, own_writes=own_writes, policy_for=policy_for,
         namespace_labels=labels_of(shared.namespaces) if shared.namespaces is not None else None,
     )
-    reconciler.ensemble_spec = ensemble_spec
     controller = Controller(name, reconciler, workers=workers, queue=queue)
-    parts = ZooKeeperConfigController(informer, shared.configmaps, shared.secrets, controller, reconciler, view=view,
-                                      ensemble=ensemble, namespaces=shared.namespaces)
+    watch_roots = WatchRoots(view, zookeeper, reconciler.registry, wait=zookeeper.options.session_timeout,
+                             admits=reconciler.admits)
+    acl_check = (AclCheck(view, zookeeper, queue.add, acl_check_period, admits=reconciler.admits)
+                 if acl_check_period > 0 else None)
+    parts = ZooKeeperConfigController(informer, shared.configmaps, shared.secrets, controller, reconciler,
+                                      acl_check=acl_check, watch_roots=watch_roots, view=view, ensemble=ensemble,
+                                      namespaces=shared.namespaces)
 
     def enqueue(keys: list[str]) -> None:
         for key in keys:
@@ -359,13 +360,9 @@ def build_ensemble(
     for each in shared.informers:
         controller.wait_for(each)
     zookeeper.add_watch_listener(parts.on_znode_changed)
-    parts.watch_roots = WatchRoots(view, zookeeper, reconciler.registry, wait=zookeeper.options.session_timeout,
-                                   admits=reconciler.admits)
-    on(informer, FilteredHandler(view, parts.watch_roots))
+    on(informer, FilteredHandler(view, watch_roots))
     if shared.namespaces is not None:
-        on(shared.namespaces, FuncHandler(parts.watch_roots.admission_changed, namespace_labels_changed))
-    if acl_check_period > 0:
-        parts.acl_check = AclCheck(view, zookeeper, queue.add, acl_check_period, admits=reconciler.admits)
+        on(shared.namespaces, FuncHandler(watch_roots.admission_changed, namespace_labels_changed))
     return parts
 
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from zkop.feature.gate import Gate, ReservedRoot, reserved_roots
 from zkop.feature.tenancy import ADMIT_ALL, Refusal, TenancyPolicy
@@ -174,9 +174,6 @@ class ZooKeeperConfigReconciler:
         #: Every change is made through it: the dry-run seam, chosen once.
         self.writer = (DryRunWriter if self.options.dry_run else ObjectWriter)(
             client, recorder, self.own_writes, zookeeper, self.registry)
-        #: The raw ``spec`` of the ZooKeeperEnsemble this reconciler's objects live on (``None``: the ensemble of
-        #: zkop's ``--zk-*`` flags), set by :func:`zkop.zkconfig.controller.build_ensemble`; what its rules read.
-        self.ensemble_spec: Mapping[str, Any] | None = None
         #: ZooKeeper failures: each key's streak of passes that found ZooKeeper unavailable.
         self.retry = RetryBoundary(ZooKeeperError, streak_of=ZooKeeperUnavailable)
 

@@ -59,13 +59,16 @@ class ZooKeeperAdapter:
 
     Args:
         client: an already built :class:`KazooClient` (tests); built from ``options`` if ``None``.
+        refuse_writes: why every write is refused (``zkop run --dry-run``: :attr:`refuse_writes`); ``None``: none.
+        known_max_age: seconds a remembered znode is trusted (:attr:`known_max_age`); ``None``: the cache's default.
 
     Attributes:
         options: the connection settings.
         cache: the watch-validated cache (``path in adapter.cache``: is ``path`` remembered).
     """
 
-    def __init__(self, options: ConnectionOptions, client: KazooClient | None = None) -> None:
+    def __init__(self, options: ConnectionOptions, client: KazooClient | None = None, *,
+                 refuse_writes: str | None = None, known_max_age: float | None = None) -> None:
         self.options = options
         self.cache = WatchCache()
         # The session is gone and with it every watch: nothing cached can be trusted.
@@ -75,6 +78,9 @@ class ZooKeeperAdapter:
         self._bulk = BulkReads(self._session)
         self._writer = Writer(self._session, self.cache, self._reads)
         self._reads.parents = self._writer.parents
+        self._writer.refuse_writes = refuse_writes
+        if known_max_age is not None:
+            self.cache.known_max_age = known_max_age
 
     # --- session -------------------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ from zkop.services.bridge.reconciler import FULL_SYNC_KEY, KEY_INDEX, SLICE_INDE
 from zkop.services.bridge.records import is_selected
 from zkop.services.bridge.writer import DryRunWriter, ZooKeeperWriter
 from zkop.services.endpoints import slice_service_key
-from zkop.services.wiring import ENDPOINTSLICES, SERVICES, ServiceSync, all_synced
+from zkop.services.wiring import ENDPOINTSLICES, SERVICES, ServiceSync, all_synced, setup_direction
 from zkop.zookeeper.adapter import ZooKeeperAdapter
 
 __all__ = ["CONTROLLER_NAME", "ENDPOINTSLICES", "SERVICES", "ServiceBridge", "build_service_bridge", "setup"]
@@ -121,10 +121,6 @@ def setup(context: FeatureContext, options: BridgeOptions) -> ServiceBridge:
     ``--dry-run`` (``context.settings.dry_run``) chooses its planning-only writer. Its resync hook follows that
     session."""
     settings = context.settings
-    zookeeper = context.session(options.ensemble)
-    bridge = build_service_bridge(context.client, zookeeper, context.recorder, options,
-                                  cluster_id=settings.cluster_id, resync_period=settings.sync_period,
-                                  inactivity_timeout=settings.inactivity_timeout, dry_run=settings.dry_run)
-    context.manager.add_controllers(bridge.informers, bridge.controllers)
-    context.on_new_session(zookeeper, bridge.on_session_reconnected)
-    return bridge
+    return setup_direction(context, options.ensemble, lambda zookeeper: build_service_bridge(
+        context.client, zookeeper, context.recorder, options, cluster_id=settings.cluster_id,
+        resync_period=settings.sync_period, inactivity_timeout=settings.inactivity_timeout, dry_run=settings.dry_run))

@@ -23,7 +23,7 @@ from zkop.services.importer.options import IMPORTED_LABEL, ImportOptions
 from zkop.services.importer.reader import ZooKeeperReader
 from zkop.services.importer.reconciler import FULL_SYNC_KEY, ROOT_KEY, SLICE_INDEX, ServiceImportReconciler, service_key
 from zkop.services.importer.writer import ApiWriter, DryRunWriter
-from zkop.services.wiring import ENDPOINTSLICES, SERVICES, ServiceSync, all_synced
+from zkop.services.wiring import ENDPOINTSLICES, SERVICES, ServiceSync, all_synced, setup_direction
 from zkop.zookeeper.adapter import ZooKeeperAdapter
 
 __all__ = ["CONTROLLER_NAME", "ServiceImporter", "build_service_importer", "setup"]
@@ -109,10 +109,6 @@ def setup(context: FeatureContext, options: ImportOptions) -> ServiceImporter:
     ``--dry-run`` (``context.settings.dry_run``) chooses its planning-only writer. Its resync hook follows that
     session."""
     settings = context.settings
-    zookeeper = context.session(options.ensemble)
-    importer = build_service_importer(context.client, zookeeper, context.recorder, options,
-                                      cluster_id=settings.cluster_id, resync_period=settings.sync_period,
-                                      inactivity_timeout=settings.inactivity_timeout, dry_run=settings.dry_run)
-    context.manager.add_controllers(importer.informers, importer.controllers)
-    context.on_new_session(zookeeper, importer.on_session_reconnected)
-    return importer
+    return setup_direction(context, options.ensemble, lambda zookeeper: build_service_importer(
+        context.client, zookeeper, context.recorder, options, cluster_id=settings.cluster_id,
+        resync_period=settings.sync_period, inactivity_timeout=settings.inactivity_timeout, dry_run=settings.dry_run))
