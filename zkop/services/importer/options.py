@@ -82,6 +82,8 @@ class ImportOptions:
         dry_run: plan, log and count every Service and EndpointSlice write, make none
             (``zkop run --dry-run``).
         ensemble: the ZooKeeperEnsemble read from (``--import-ensemble``); ``None``: the flags'.
+        allowed_cidrs: ``--import-allowed-cidrs``: IP addresses outside these CIDRs are not imported (nor
+            ``FQDN`` ones); empty: any address the guard does not refuse (:mod:`zkop.services.importer.guard`).
     """
 
     namespace: str = "default"
@@ -93,3 +95,4 @@ class ImportOptions:
     gc_delay: float = 1.0
     dry_run: bool = False
     ensemble: str | None = None
+    allowed_cidrs: tuple[str, ...] = ()

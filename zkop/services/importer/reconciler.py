@@ -43,6 +43,7 @@ from zkop.services.fullsync import (
     postpone_until_synced,
 )
 from zkop.services.importer import metrics
+from zkop.services.importer.guard import AddressGuard, guard_service
 from zkop.services.importer.naming import service_name, winner
 from zkop.services.importer.options import OWNER_ANNOTATION, ImportOptions, owner_value
 from zkop.services.importer.plan import (
@@ -103,13 +104,16 @@ class ServiceImportReconciler(FullSyncReconciler):
         full_sync_period: seconds between full syncs.
         event_object: what breaker Events are about (default: zkop's Pod, see
             :func:`zkop.services.fullsync.default_event_object`).
+        guard: the address guard of this pass (:mod:`zkop.services.importer.guard`: the cluster's Service
+            ranges, the API server's addresses, ``--import-allowed-cidrs``), from the caches; it may raise
+            what an API read raises (the key is retried).
     """
 
     def __init__(
         self, services: Indexer, slices: Indexer, reader: ZooKeeperReader, client: KubeWriter,
         recorder: EventRecorder, options: ImportOptions, *, cluster_id: str, enqueue: Callable[[str], None],
         synced: Callable[[], bool] = lambda: True, request_full_sync: Callable[[float], None] = lambda delay: None,
-        full_sync_period: float = 600.0, event_object: JSON | None = None,
+        full_sync_period: float = 600.0, event_object: JSON | None = None, guard: Callable[[], AddressGuard],
     ) -> None:
         super().__init__(
             who="service-import", log=log, breaker_gauge=metrics.DELETE_CIRCUIT_BREAKER_OPEN,
@@ -125,6 +129,7 @@ class ServiceImportReconciler(FullSyncReconciler):
         self.cluster_id = cluster_id
         self.source: ServiceSource = get_source(options.format)
         self.enqueue = enqueue
+        self.guard = guard
         self._lock = threading.Lock()
         self._root_lock = threading.Lock()
         self._listing: dict[str, tuple[str, ...]] = {}  # Service name → service node names
@@ -173,6 +178,10 @@ class ServiceImportReconciler(FullSyncReconciler):
         """EndpointSlices informer mapping: the Service the slice belongs to."""
         name = ((obj.get("metadata") or {}).get("labels") or {}).get(SERVICE_NAME_LABEL)
         return [service_key(str(name))] if name else []
+
+    def keys_for_guard(self, obj: JSON) -> list[str]:
+        """ServiceCIDRs and the API server's EndpointSlices informer mapping: every known name (the guard changed)."""
+        return [service_key(name) for name in self.known_names()]
 
     def known_names(self) -> list[str]:
         """Every Service name of the last root listing."""
@@ -260,6 +269,7 @@ class ServiceImportReconciler(FullSyncReconciler):
         with self._lock:
             nodes = self._listing.get(name, ())
         found: list[ImportedService] = []
+        guard = self.guard()
         for node in nodes:
             source_node = self.reader.read_service(self.source, node, child_path(self.options.root, node))
             if source_node is None:
@@ -268,7 +278,7 @@ class ServiceImportReconciler(FullSyncReconciler):
             if imported.written_by_zkop:
                 log.debug("service-import: %s was written by zkop's service bridge; not imported", imported.path)
                 continue
-            found.append(imported)
+            found.append(guard_service(imported, guard))
         best = winner(found)
         namespace = self.options.namespace
         existing = self.services.get(f"{namespace}/{name}")
