@@ -392,3 +392,41 @@ def test_zkop_run_with_import_services(zkop_kubeconfig: str, kube: KubeClient, n
         wait_for(lambda: Metrics(proc.metrics()).reconciles("service-import") >= 3,
                  message="three successful service-import reconciles counted")
     assert proc.proc is not None and proc.proc.returncode == 0, proc.log_tail()
+
+
+def test_a_registration_cannot_aim_a_service_at_the_control_plane(
+        zkop_clients: ServiceAccountClients, kube: KubeClient, namespace: str, adapter: ZooKeeperAdapter,
+        chrooted: KazooClient) -> None:
+    """kube-apiserver accepts the ``kubernetes`` Service's ClusterIP and its own addresses in a slice; zkop does not."""
+    ns = namespace
+    cluster_ip = str((get_service(kube, "kubernetes", "default") or {})["spec"]["clusterIP"])
+    # The plane runs --endpoint-reconciler-type=none (its address is loopback): the slice a real kube-apiserver
+    # keeps of its own addresses, written here as its endpoint reconciler would.
+    apiserver_address = "192.0.2.250"
+    slices = resource_path("discovery.k8s.io", "v1", "endpointslices", "default")
+    kube.request("POST", slices, body={
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": "kubernetes", "labels": {"kubernetes.io/service-name": "kubernetes"}},
+        "addressType": "IPv4", "endpoints": [{"addresses": [apiserver_address], "conditions": {"ready": True}}],
+        "ports": [{"name": "https", "port": 6443, "protocol": "TCP"}]})
+    try:
+        allowed = ("10.0.0.0/8", "192.0.2.0/24", "fd00::/8")
+        with running_importer(zkop_clients, adapter, options(ns, allowed_cidrs=allowed)) as importer:
+            settled(importer)
+            refused = {"cluster-ip": (cluster_ip, "service-range"), "second-range": ("fd00:10:96::1", "service-range"),
+                       "apiserver": (apiserver_address, "apiserver"), "outside": ("203.0.113.5", "not-allowed")}
+            register(chrooted, "orders", "fine", "10.1.0.1", ephemeral=False)  # first: the Events go to its Service
+            wait_for(lambda: endpoints(kube, "orders", ns) == {"10.1.0.1": True}, message="allowed address imported")
+            for instance, (address, _) in refused.items():
+                register(chrooted, "orders", instance, address, ephemeral=False)
+
+            def skipped() -> set[tuple[str, str]]:
+                text = " ".join(str(e.get("message")) for e in events(kube, "InstanceSkipped", ns))
+                return {(i, why) for i, (_, why) in refused.items() if f"/services/orders/{i} ({why}:" in text}
+
+            wait_for(lambda: skipped() == {(i, why) for i, (_, why) in refused.items()},
+                     message="every refused address reported")
+            idle(importer)
+            assert endpoints(kube, "orders", ns) == {"10.1.0.1": True}
+    finally:
+        kube.request("DELETE", resource_path("discovery.k8s.io", "v1", "endpointslices", "default", "kubernetes"))

@@ -85,9 +85,11 @@ def args_of(rendered: list[Obj]) -> list[str]:
 def test_default_install_contains_the_whole_operator(rendered_default: list[Obj]) -> None:
     kinds = sorted((o["kind"], o["metadata"]["name"]) for o in rendered_default)
     assert kinds == [
+        ("ClusterRole", "zkop-edit"),
         ("ClusterRole", "zkop-manager-role"),
         ("ClusterRole", "zkop-metrics-auth-role"),
         ("ClusterRole", "zkop-metrics-reader"),
+        ("ClusterRole", "zkop-view"),
         ("ClusterRoleBinding", "zkop-manager-rolebinding"),
         ("ClusterRoleBinding", "zkop-metrics-auth-rolebinding"),
         ("ConfigMap", "zkop-config"),
@@ -184,7 +186,7 @@ def _rbac_objects(rendered: list[Obj]) -> list[Obj]:
 
 def test_rbac_has_no_wildcards(rendered_full: list[Obj]) -> None:
     roles = [o for o in _rbac_objects(rendered_full) if o["kind"] in ("Role", "ClusterRole")]
-    assert len(roles) == 5
+    assert len(roles) == 7
     for role in roles:
         assert "aggregationRule" not in role
         for rule in role["rules"]:
@@ -195,6 +197,21 @@ def test_rbac_has_no_wildcards(rendered_full: list[Obj]) -> None:
                 assert "nonResourceURLs" not in rule
             for key in ("apiGroups", "resources", "verbs", "resourceNames"):
                 assert all("*" not in value for value in rule.get(key, [])), (role["metadata"]["name"], rule)
+
+
+def test_tenant_roles_aggregate_configs_and_mirrors_never_ensembles(rendered_default: list[Obj]) -> None:
+    roles = {o["metadata"]["name"]: o for o in rendered_default if o["kind"] == "ClusterRole"}
+    aggregate = "rbac.authorization.k8s.io/aggregate-to-"
+    labels = {name: sorted(k for k, v in roles[name]["metadata"]["labels"].items() if k.startswith(aggregate)
+                           and v == "true") for name in ("zkop-edit", "zkop-view")}
+    assert labels == {"zkop-edit": [aggregate + "admin", aggregate + "edit"], "zkop-view": [aggregate + "view"]}
+    for name, verbs in (("zkop-edit", ["create", "update", "patch", "delete", "get", "list", "watch"]),
+                        ("zkop-view", ["get", "list", "watch"])):
+        assert roles[name]["rules"] == [
+            {"apiGroups": ["platform.example.com"], "resources": ["zookeeperconfigs", "zookeepermirrors"],
+             "verbs": verbs},
+            {"apiGroups": ["platform.example.com"], "resources": ["zookeeperconfigs/status", "zookeepermirrors/status"],
+             "verbs": ["get"]}]
 
 
 def test_rbac_grants_exactly_what_zkop_uses(rendered_default: list[Obj], rendered_full: list[Obj]) -> None:

@@ -10,6 +10,7 @@ import argparse
 
 from zkop.cmd.flags import dns_label, non_negative_int, positive_int, znode_path
 from zkop.kube.validation import is_dns1123_label
+from zkop.services.importer.guard import parse_cidr
 from zkop.services.importer.options import DEFAULT_ROOTS, FORMATS, ImportFormat, ImportOptions
 from zkop.services.options import check_counts, root_flag
 
@@ -36,6 +37,9 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--import-max-deletes", type=non_negative_int, default=10, metavar="N",
                        help="delete circuit breaker: a full sync that would remove more than N imported Services "
                             "removes none (default 10; 0: no limit)")
+    group.add_argument("--import-allowed-cidrs", action="append", default=[], metavar="CIDR[,CIDR…]",
+                       help="import only IP addresses inside these CIDRs (repeatable or comma-separated; default: "
+                            "any address outside the cluster's Service ranges and the API server's own addresses)")
     group.add_argument("--import-workers", type=positive_int, default=2, metavar="N",
                        help="concurrent service-import reconciles (default 2)")
 
@@ -44,7 +48,7 @@ def options_from_args(args: argparse.Namespace) -> ImportOptions | None:
     """The importer's options from parsed flags, or ``None`` when ``--import-services`` is off.
 
     Raises:
-        SystemExit: an invalid root path, namespace or number, with the flag named.
+        SystemExit: an invalid root path, namespace, number or CIDR, with the flag named.
     """
     if not args.import_services:
         return None
@@ -53,8 +57,17 @@ def options_from_args(args: argparse.Namespace) -> ImportOptions | None:
     if not is_dns1123_label(args.import_namespace):
         raise SystemExit(f"--import-namespace: {args.import_namespace!r} is not a valid namespace name")
     check_counts("--import", max_deletes=args.import_max_deletes, workers=args.import_workers)
+    allowed: list[str] = []
+    for value in getattr(args, "import_allowed_cidrs", None) or []:
+        for text in str(value).split(","):
+            if not text.strip():
+                continue
+            try:
+                allowed.append(str(parse_cidr(text)))
+            except ValueError as err:
+                raise SystemExit(f"--import-allowed-cidrs: {text.strip()!r} is not a CIDR ({err})") from None
     return ImportOptions(
         namespace=args.import_namespace, format=fmt, root=root, prefix=str(args.import_prefix),
         max_deletes=int(args.import_max_deletes), workers=int(args.import_workers),
-        ensemble=getattr(args, "import_ensemble", None) or None,
+        ensemble=getattr(args, "import_ensemble", None) or None, allowed_cidrs=tuple(allowed),
     )

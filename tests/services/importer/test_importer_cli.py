@@ -59,3 +59,12 @@ def test_zkop_run_knows_the_flags() -> None:
                                       "--service-bridge"])
     assert options_from_args(args) == ImportOptions(namespace="legacy")
     assert build_parser().parse_args(["run"]).import_services is False
+
+
+def test_allowed_cidrs_repeatable_or_comma_separated() -> None:
+    options = parse("--import-services", "--import-allowed-cidrs", "10.1.0.0/16, 192.0.2.7",
+                    "--import-allowed-cidrs", "2001:db8::/32")
+    assert options is not None
+    assert options.allowed_cidrs == ("10.1.0.0/16", "192.0.2.7/32", "2001:db8::/32")
+    with pytest.raises(SystemExit, match=r"--import-allowed-cidrs: '10\.1\.0\.1/16' is not a CIDR"):
+        parse("--import-services", "--import-allowed-cidrs", "10.1.0.1/16")

@@ -18,6 +18,7 @@ from zkop.kube.events import EventRecorder
 from zkop.runtime.cache import Indexer
 from zkop.runtime.controller import TerminalError
 from zkop.services.endpoints import slice_service_key
+from zkop.services.importer.guard import AddressGuard, parse_cidr
 from zkop.services.importer.options import ImportOptions
 from zkop.services.importer.reader import ZooKeeperReader
 from zkop.services.importer.reconciler import FULL_SYNC_KEY, ROOT_KEY, SLICE_INDEX, ServiceImportReconciler, service_key
@@ -53,10 +54,12 @@ class Importer:
         self.queued: list[str] = []
         self.full_syncs: list[float] = []
         self.synced = True
+        self.guard = AddressGuard()
         self.reconciler = ServiceImportReconciler(
             self.services, self.slices, ZooKeeperReader(adapter, lambda path: None), self.client,
             EventRecorder(None), options or ImportOptions(namespace=NAMESPACE, gc_delay=0.5), cluster_id="prod",
             enqueue=self.queued.append, synced=lambda: self.synced, request_full_sync=self.full_syncs.append,
+            guard=lambda: self.guard,
         )
 
 
@@ -121,3 +124,20 @@ def test_answers_of_the_api_server(adapter: ZooKeeperAdapter, chrooted: KazooCli
         with pytest.raises(Exception, match="failed") as info:
             importer.reconciler.reconcile(service_key("orders"))
         assert getattr(info.value, "expected", False) is True
+
+
+def test_the_address_guard_keeps_refused_addresses_out_of_every_slice(adapter: ZooKeeperAdapter,
+                                                                      chrooted: KazooClient) -> None:
+    importer = Importer(adapter)
+    importer.guard = AddressGuard(service_ranges=(parse_cidr("10.96.0.0/12"),), apiserver=frozenset({"192.0.2.1"}))
+    register(chrooted, "orders", "cluster-ip", "10.96.0.1", ephemeral=False)
+    register(chrooted, "orders", "apiserver", "192.0.2.1", ephemeral=False)
+    register(chrooted, "orders", "fine", "10.1.0.1", ephemeral=False)
+    register(chrooted, "only-refused", "i1", "10.96.0.10", ephemeral=False)
+    importer.reconciler.reconcile(ROOT_KEY)
+    importer.reconciler.reconcile(service_key("orders"))
+    importer.reconciler.reconcile(service_key("only-refused"))
+    posted = [(p.rsplit("/", 1)[-1], body) for m, p, body in importer.client.requests if m == "POST"]
+    assert [resource for resource, _ in posted] == ["services", "endpointslices"]  # nothing for only-refused
+    addresses = [a for e in posted[1][1]["endpoints"] for a in e["addresses"]]
+    assert addresses == ["10.1.0.1"]

@@ -60,7 +60,9 @@ def test_the_service_import_component(tmp_path: Path) -> None:
         return {(o["kind"], o["metadata"]["name"]) for o in objs}
 
     assert ids(rendered) - ids(plain) == {("ClusterRole", "zkop-service-import-role"),
-                                          ("ClusterRoleBinding", "zkop-service-import-rolebinding")}
+                                          ("ClusterRoleBinding", "zkop-service-import-rolebinding"),
+                                          ("ClusterRole", "zkop-service-import-guard-role"),
+                                          ("ClusterRoleBinding", "zkop-service-import-guard-rolebinding")}
     (deployment,) = [o for o in rendered if o["kind"] == "Deployment"]
     args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
     (before,) = [o for o in plain if o["kind"] == "Deployment"]
@@ -69,8 +71,10 @@ def test_the_service_import_component(tmp_path: Path) -> None:
     assert parsed.import_services is True
     rules = tools.rbac_rules(rendered) - tools.rbac_rules(plain)
     verbs = ("list", "watch", "create", "patch", "delete")
+    guard = {("networking.k8s.io", "servicecidrs", "list"), ("networking.k8s.io", "servicecidrs", "watch"),
+             ("discovery.k8s.io", "endpointslices", "get")}  # the address guard's (endpointslices by name only)
     assert rules == {(group, resource, verb) for group, resource in (("", "services"),
                                                                      ("discovery.k8s.io", "endpointslices"))
-                     for verb in verbs}
+                     for verb in verbs} | guard
     (binding,) = [o for o in rendered if o["metadata"]["name"] == "zkop-service-import-rolebinding"]
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "zkop", "namespace": "zkop-system"}]

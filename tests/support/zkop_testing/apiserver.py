@@ -9,7 +9,7 @@ it would to a cluster. Served resources:
   ``kube-node-lease`` and the ``default/kubernetes`` Service pre-exist),
   services (+``/status``), configmaps, secrets, events, endpoints;
 * events.k8s.io/v1 events (same storage as core events), coordination.k8s.io/v1
-  leases, discovery.k8s.io/v1 endpointslices;
+  leases, discovery.k8s.io/v1 endpointslices, networking.k8s.io/v1 servicecidrs (the default one seeded);
 * apiextensions.k8s.io/v1 customresourcedefinitions: creating a CRD serves its
   custom resources (all served versions, ``/status`` when declared);
 * rbac.authorization.k8s.io/v1 clusterroles, clusterrolebindings, roles, rolebindings;

@@ -972,6 +972,35 @@ class EndpointSliceStrategy(Strategy):
         return errors
 
 
+class ServiceCIDRStrategy(Strategy):
+    """networking.k8s.io/v1 ServiceCIDRs (cluster-scoped; ``spec.cidrs`` immutable, at most one per family)."""
+
+    group = "networking.k8s.io"
+    plural = "servicecidrs"
+    kind = "ServiceCIDR"
+    namespaced = False
+    has_generation = True
+
+    def validate(self, store: StoreHooks, obj: JSON, old: JSON | None, rt: ResourceType) -> list[FieldError]:
+        errors: list[FieldError] = []
+        cidrs = (obj.get("spec") or {}).get("cidrs") or []
+        if not 1 <= len(cidrs) <= 2:
+            errors.append(FieldError.invalid("spec.cidrs", cidrs, "at least one and at most two CIDRs are allowed"))
+        families = set()
+        for i, cidr in enumerate(cidrs):
+            try:
+                network = ipaddress.ip_network(str(cidr), strict=True)
+            except ValueError:
+                errors.append(FieldError.invalid(f"spec.cidrs[{i}]", cidr, "must be a valid CIDR value"))
+                continue
+            families.add(network.version)
+        if len(families) < len(cidrs) and not errors:
+            errors.append(FieldError.invalid("spec.cidrs", cidrs, "may specify no more than one IP for each IP family"))
+        if old is not None and (old.get("spec") or {}).get("cidrs") != cidrs:
+            errors.append(FieldError.invalid("spec.cidrs", cidrs, "field is immutable"))
+        return errors
+
+
 # ----------------------------------------------------------------- CRDs and custom resources
 
 
@@ -1287,6 +1316,8 @@ def builtin_resource_types(builtins: BuiltinSet) -> list[ResourceType]:
                      model="V1Lease"),
         ResourceType("discovery.k8s.io", "v1", "endpointslices", "endpointslice", "EndpointSlice", True,
                      EndpointSliceStrategy(), model="V1EndpointSlice"),
+        ResourceType("networking.k8s.io", "v1", "servicecidrs", "servicecidr", "ServiceCIDR", False,
+                     ServiceCIDRStrategy(), has_status=True, model="V1ServiceCIDR"),
         ResourceType("apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition",
                      "CustomResourceDefinition", False, builtins.crds, has_status=True,
                      short_names=("crd", "crds"), categories=("api-extensions",),

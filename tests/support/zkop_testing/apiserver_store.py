@@ -35,6 +35,8 @@ from zkop_testing import apiserver_errors as errs
 from zkop_testing.apiserver_errors import ApiError, FieldError, GoRaw, go_repr
 from zkop_testing.apiserver_kinds import (
     CRD_CLEANUP_FINALIZER,
+    SERVICE_CIDR,
+    SERVICE_CIDR_V6,
     BuiltinSet,
     CustomResourceStrategy,
     ResourceType,
@@ -287,6 +289,11 @@ class Store:
             "metadata": {"name": "kubernetes", "labels": {"component": "apiserver", "provider": "kubernetes"}},
             "spec": {"clusterIP": "10.96.0.1", "ports": [{"name": "https", "port": 443, "targetPort": 6443,
                                                           "protocol": "TCP"}]},
+        }, {})
+        # kube-apiserver's default ServiceCIDR, from --service-cluster-ip-range.
+        self.create(self._endpoints[("networking.k8s.io", "v1", "servicecidrs")], None, {
+            "apiVersion": "networking.k8s.io/v1", "kind": "ServiceCIDR", "metadata": {"name": "kubernetes"},
+            "spec": {"cidrs": [str(SERVICE_CIDR), str(SERVICE_CIDR_V6)]},
         }, {})
         with self._lock:
             # Like a freshly started kube-apiserver's watch cache: nothing older than "now" is replayable.

@@ -13,7 +13,8 @@ What controller-runtime's envtest starts (``pkg/internal/testing/controlplane``:
   level logs every request, so a test can compare what an identity asked for with what RBAC grants.
 * **kube-controller-manager** with the controllers named in :data:`CONTROLLERS`: namespace deletion,
   garbage collection, ServiceAccounts and their tokens, the ``kube-root-ca.crt`` ConfigMap and the
-  EndpointSlice mirroring of selector-less Services, each controller under its own ServiceAccount
+  EndpointSlice mirroring of selector-less Services, ClusterRole aggregation (the tenant roles into
+  ``admin``, ``edit`` and ``view``), each controller under its own ServiceAccount
   (``--use-service-account-credentials``) as in a cluster.
 
 The binaries come from ``hack/control-plane/build.sh`` (a version-keyed cache outside the repository;
@@ -79,6 +80,7 @@ CONTROLLERS: tuple[str, ...] = (
     "serviceaccount-token-controller",
     "root-ca-certificate-publisher-controller",
     "endpointslice-mirroring-controller",
+    "clusterrole-aggregation-controller",
 )
 #: Dual-stack, IPv4 primary: a Service gets a ClusterIP from the first range, a ``RequireDualStack`` one from both.
 SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24,fd00:10:96::/112"

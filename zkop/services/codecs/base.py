@@ -47,8 +47,10 @@ __all__ = [
 AddressType = Literal["IPv4", "IPv6", "FQDN"]
 #: Why an instance was not imported: ``zkop`` (written by zkop's forward bridge), ``invalid``
 #: (unparsable), ``address`` (an address no EndpointSlice can hold), ``no-port`` (no usable port), ``unreadable``
-#: (ZooKeeper refused the read, e.g. an ACL).
-SkipReason = Literal["zkop", "invalid", "address", "no-port", "unreadable"]
+#: (ZooKeeper refused the read, e.g. an ACL); the importer's address guard adds ``service-range``, ``apiserver``
+#: and ``not-allowed`` (:mod:`zkop.services.importer.guard`).
+SkipReason = Literal["zkop", "invalid", "address", "no-port", "unreadable", "service-range", "apiserver",
+                     "not-allowed"]
 _DOTTED_QUAD = re.compile(r"[0-9]{1,3}(\.[0-9]{1,3}){3}")
 #: Port protocols Kubernetes knows.
 PROTOCOLS = ("TCP", "UDP", "SCTP")

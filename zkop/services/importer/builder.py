@@ -15,10 +15,11 @@ from typing import ClassVar
 from zkop.feature.context import FeatureContext
 from zkop.kube.client import KubeClient
 from zkop.kube.events import EventRecorder
-from zkop.runtime.cache import Informer
+from zkop.runtime.cache import Informer, NamedObjectInformer, ResourceRef
 from zkop.runtime.controller import Controller
 from zkop.runtime.workqueue import RateLimitingQueue
 from zkop.services.endpoints import slice_service_key
+from zkop.services.importer.guard import AddressGuard, apiserver_addresses, parse_cidr, service_ranges
 from zkop.services.importer.options import IMPORTED_LABEL, ImportOptions
 from zkop.services.importer.reader import ZooKeeperReader
 from zkop.services.importer.reconciler import FULL_SYNC_KEY, ROOT_KEY, SLICE_INDEX, ServiceImportReconciler, service_key
@@ -31,6 +32,10 @@ __all__ = ["CONTROLLER_NAME", "ServiceImporter", "build_service_importer", "setu
 log = logging.getLogger(__name__)
 
 CONTROLLER_NAME = "service-import"
+#: networking.k8s.io/v1 ServiceCIDRs (GA in Kubernetes 1.33): the cluster's Service ranges.
+SERVICECIDRS = ResourceRef("networking.k8s.io", "v1", "servicecidrs")
+#: The EndpointSlice kube-apiserver keeps of its own addresses (``kubernetes.io/service-name: kubernetes``).
+APISERVER_SLICE = "default/kubernetes"
 
 
 @dataclass
@@ -38,7 +43,8 @@ class ServiceImporter(ServiceSync[ServiceImportReconciler]):
     """The importer's parts, for the manager (:class:`~zkop.services.wiring.ServiceSync`).
 
     ``informers`` are the import namespace's Services (all of them: a foreign Service of a wanted
-    name must be seen) and its imported EndpointSlices (label-selected); ``controllers`` the
+    name must be seen), its imported EndpointSlices (label-selected), the cluster's ServiceCIDRs and the
+    API server's own EndpointSlice ``default/kubernetes`` (the address guard's facts); ``controllers`` the
     ``service-import`` controller; a full sync re-reads everything and collects garbage.
     """
 
@@ -86,17 +92,34 @@ def build_service_importer(
         indexers={SLICE_INDEX: slice_service_key}, label_selector=f"{IMPORTED_LABEL}=true",
         inactivity_timeout=inactivity_timeout,
     )
+    # The address guard's facts (zkop.services.importer.guard): the cluster's Service ranges and the API server's
+    # own EndpointSlice. Nothing is imported before the ServiceCIDRs have listed (not served, not permitted: never).
+    servicecidrs = Informer(client, SERVICECIDRS, resync_period=0, name="import-servicecidrs",
+                            inactivity_timeout=inactivity_timeout)
+    apiserver = NamedObjectInformer(client, ENDPOINTSLICES, name="import-apiserver-endpointslices",
+                                    inactivity_timeout=inactivity_timeout)
+    apiserver.track([APISERVER_SLICE])
+    allowed = tuple(parse_cidr(cidr) for cidr in options.allowed_cidrs)
+
+    def guard() -> AddressGuard:
+        own = apiserver.get(APISERVER_SLICE)
+        return AddressGuard(service_ranges(servicecidrs.indexer.list()),
+                            apiserver_addresses([own] if own is not None else []), allowed)
+
     queue: RateLimitingQueue[str] = RateLimitingQueue(CONTROLLER_NAME)
-    informers = [services, slices]
+    informers = [services, slices, servicecidrs, apiserver]
     reconciler = ServiceImportReconciler(
         services.indexer, slices.indexer, ZooKeeperReader(zookeeper, lambda path: reconciler.on_znode_event(path)),
         client, recorder, options, cluster_id=cluster_id, enqueue=queue.add, synced=all_synced(informers),
         request_full_sync=lambda delay: queue.add_after(FULL_SYNC_KEY, delay), full_sync_period=resync_period,
         writer=(DryRunWriter if dry_run else ApiWriter)(client, options.namespace),  # the dry-run seam, chosen once
+        guard=guard,
     )
     controller = Controller(CONTROLLER_NAME, reconciler, workers=options.workers, queue=queue)
     controller.watch(services, reconciler.keys_for_service)
     controller.watch(slices, reconciler.keys_for_slice)
+    controller.watch(servicecidrs, reconciler.keys_for_guard)
+    controller.watch(apiserver, reconciler.keys_for_guard)
     zookeeper.add_watch_listener(reconciler.on_znode_event)
     queue.add(ROOT_KEY)
     queue.add(FULL_SYNC_KEY)

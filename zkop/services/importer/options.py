@@ -80,6 +80,8 @@ class ImportOptions:
         gc_delay: a service that vanished from ZooKeeper triggers a full sync after this delay, so a
             burst of deletions is judged (and, if too large, refused) as one.
         ensemble: the ZooKeeperEnsemble read from (``--import-ensemble``); ``None``: the flags'.
+        allowed_cidrs: ``--import-allowed-cidrs``: IP addresses outside these CIDRs are not imported (nor
+            ``FQDN`` ones); empty: any address the guard does not refuse (:mod:`zkop.services.importer.guard`).
     """
 
     namespace: str = "default"
@@ -90,3 +92,4 @@ class ImportOptions:
     workers: int = 2
     gc_delay: float = 1.0
     ensemble: str | None = None
+    allowed_cidrs: tuple[str, ...] = ()

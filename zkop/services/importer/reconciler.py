@@ -43,6 +43,7 @@ from zkop.services.fullsync import (
     postpone_until_synced,
 )
 from zkop.services.importer import metrics
+from zkop.services.importer.guard import AddressGuard, guard_service
 from zkop.services.importer.naming import service_name, winner
 from zkop.services.importer.options import OWNER_ANNOTATION, ImportOptions, owner_value
 from zkop.services.importer.plan import (
@@ -106,6 +107,9 @@ class ServiceImportReconciler(FullSyncReconciler):
         writer: every Service and EndpointSlice write goes through it (default: an
             :class:`~zkop.services.importer.writer.ApiWriter` on ``client``;
             :class:`~zkop.services.importer.writer.DryRunWriter` under ``--dry-run``).
+        guard: the address guard of this pass (:mod:`zkop.services.importer.guard`: the cluster's Service
+            ranges, the API server's addresses, ``--import-allowed-cidrs``), from the caches; it may raise
+            what an API read raises (the key is retried).
     """
 
     def __init__(
@@ -113,6 +117,7 @@ class ServiceImportReconciler(FullSyncReconciler):
         recorder: EventRecorder, options: ImportOptions, *, cluster_id: str, enqueue: Callable[[str], None],
         synced: Callable[[], bool] = lambda: True, request_full_sync: Callable[[float], None] = lambda delay: None,
         full_sync_period: float = 600.0, event_object: JSON | None = None, writer: ApiWriter | None = None,
+        guard: Callable[[], AddressGuard],
     ) -> None:
         super().__init__(
             who="service-import", log=log, breaker_gauge=metrics.DELETE_CIRCUIT_BREAKER_OPEN,
@@ -129,6 +134,7 @@ class ServiceImportReconciler(FullSyncReconciler):
         self.cluster_id = cluster_id
         self.source: ServiceSource = get_source(options.format)
         self.enqueue = enqueue
+        self.guard = guard
         self._lock = threading.Lock()
         self._root_lock = threading.Lock()
         self._listing: dict[str, tuple[str, ...]] = {}  # Service name → service node names
@@ -177,6 +183,10 @@ class ServiceImportReconciler(FullSyncReconciler):
         """EndpointSlices informer mapping: the Service the slice belongs to."""
         name = ((obj.get("metadata") or {}).get("labels") or {}).get(SERVICE_NAME_LABEL)
         return [service_key(str(name))] if name else []
+
+    def keys_for_guard(self, obj: JSON) -> list[str]:
+        """ServiceCIDRs and the API server's EndpointSlices informer mapping: every known name (the guard changed)."""
+        return [service_key(name) for name in self.known_names()]
 
     def known_names(self) -> list[str]:
         """Every Service name of the last root listing."""
@@ -264,6 +274,7 @@ class ServiceImportReconciler(FullSyncReconciler):
         with self._lock:
             nodes = self._listing.get(name, ())
         found: list[ImportedService] = []
+        guard = self.guard()
         for node in nodes:
             source_node = self.reader.read_service(self.source, node, child_path(self.options.root, node))
             if source_node is None:
@@ -272,7 +283,7 @@ class ServiceImportReconciler(FullSyncReconciler):
             if imported.written_by_zkop:
                 log.debug("service-import: %s was written by zkop's service bridge; not imported", imported.path)
                 continue
-            found.append(imported)
+            found.append(guard_service(imported, guard))
         best = winner(found)
         namespace = self.options.namespace
         existing = self.services.get(f"{namespace}/{name}")
