@@ -50,10 +50,14 @@ def test_export_validate_diff_round_trip(cli: Cli, legacy: Legacy, tmp_path: Pat
     assert doc("/app/features/empty-leaf")["spec"] == {"path": "/app/features/empty-leaf", "stringData": ""}
     binary = doc("/app/bin")["spec"]
     assert binary == {"path": "/app/bin", "data": base64.b64encode(bytes(range(256))).decode(), "encoding": "binary"}
-    locked = doc("/app/locked")
+    locked = doc("/app/locked")  # alice-only: its value is withheld, read from a Secret to create
     assert locked["metadata"] == {"name": "app.locked"}
-    assert locked["spec"]["acl"] == [
-        {"scheme": "digest", "id": ALICE_ALL.id.id, "permissions": ["read", "write", "create", "delete", "admin"]}]
+    assert locked["spec"] == {
+        "path": "/app/locked", "dataFrom": {"secretKeyRef": {"name": "app.locked", "key": "value"}},
+        "encoding": "binary",
+        "acl": [{"scheme": "digest", "id": ALICE_ALL.id.id,
+                 "permissions": ["read", "write", "create", "delete", "admin"]}]}
+    assert report["withheld"] == [{"path": "/app/locked", "secret": "app.locked", "key": "value"}]
     assert "acl" not in doc("/app/config")["spec"]
 
     validate = cli("validate", "-f", str(out))
@@ -101,7 +105,6 @@ def test_sync_dry_run_writes_nothing_and_sync_restores_byte_for_byte(cli: Cli, l
     zk, base = legacy.zk, legacy.base
     zk.delete(base + "/app/config", recursive=True)
     zk.delete(base + "/app/bin")
-    zk.delete(base + "/app/locked")
     zk.set(base + "/app/text", b"hand edit")
     text_version = zk.exists(base + "/app/text").version
 
@@ -109,7 +112,7 @@ def test_sync_dry_run_writes_nothing_and_sync_restores_byte_for_byte(cli: Cli, l
     assert dry.code == 0, dry.err
     assert "would create /app/config/db/url: create /app/config/db/url (29 bytes)" in dry.out
     assert "would update /app/text: set /app/text (" in dry.out
-    assert "would create /app/locked: create /app/locked (10 bytes, ACL digest:alice:" in dry.out
+    assert "skipped /app/locked: data from Secret 'app.locked' key 'value'" in dry.out  # withheld by export
     assert "dry run, nothing written" in dry.out
     assert zk.exists(base + "/app/config") is None and zk.exists(base + "/app/bin") is None
     assert zk.exists(base + "/app/text").version == text_version
@@ -117,11 +120,11 @@ def test_sync_dry_run_writes_nothing_and_sync_restores_byte_for_byte(cli: Cli, l
     run = cli("sync", *legacy.flags(), "-f", str(out), "--output", "json")
     assert run.code == 0, run.err
     summary = run.json()["summary"]
-    assert summary == {"created": 7, "updated": 1, "unchanged": 6}
+    assert summary == {"created": 6, "updated": 1, "unchanged": 6, "skipped": 1}
     assert legacy.snapshot() == before
     assert cli("diff", *legacy.flags(), "-f", str(out)).code == 0
     again = cli("sync", *legacy.flags(), "-f", str(out))
-    assert (again.code, again.out) == (0, "sync: 14 unchanged\n")
+    assert again.code == 0 and again.out.endswith("sync: 1 skipped, 13 unchanged\n"), again.out
 
 
 def test_export_refuses_to_overwrite_without_force(cli: Cli, legacy: Legacy, tmp_path: Path) -> None:
@@ -276,7 +279,7 @@ def test_znodes_that_cannot_be_converged_are_errors_and_the_rest_still_syncs(cli
     diff = cli("diff", *legacy.flags(auth=False), "-f", str(out), "--output", "json")
     assert diff.code == 2  # an error outranks differences
     statuses = {r["path"]: r["status"] for r in diff.json()["results"]}
-    assert statuses["/app/locked"] == "error" and statuses[EPHEMERAL] == "error"
+    assert statuses["/app/locked"] == "skipped" and statuses[EPHEMERAL] == "error"  # locked: withheld, a Secret
     assert statuses["/app/text"] == "differs"
     # Without ADMIN the digest of /app/secure comes back redacted: it cannot be compared.
     assert statuses["/app/secure"] == "error"
@@ -284,8 +287,39 @@ def test_znodes_that_cannot_be_converged_are_errors_and_the_rest_still_syncs(cli
     sync = cli("sync", *legacy.flags(auth=False), "-f", str(out))
     assert sync.code == 1
     assert "error /app/secure: spec.acl: would lock zkop out of /app/secure" in sync.out
-    assert "error /app/locked: spec.acl: would lock zkop out of /app/locked" in sync.out
+    assert "skipped /app/locked: data from Secret 'app.locked'" in sync.out
     assert f"error {EPHEMERAL}: znode {EPHEMERAL} is an ephemeral node owned by session" in sync.out
     assert "updated /app/text" in sync.out
     assert zk.get(base + "/app/text")[0] == LEGACY["/app/text"][0]
     assert zk.get(base + "/app/secure")[0] == b"edited by alice"
+
+
+def test_export_and_diff_never_print_a_value_kept_from_other_readers(cli: Cli, legacy: Legacy,
+                                                                    tmp_path: Path) -> None:
+    """docs/security.md, a Secret's value: a znode whose ACL does not grant world:anyone read (as zkop writes a
+    Secret's value) is exported without its value, and diff shows only that it differs, never the live bytes."""
+    value = LEGACY["/app/locked"][0].decode()
+    out = tmp_path / "export"
+    runs = [cli("export", *legacy.flags(), "--path", "/app", "-d", str(out), *extra)
+            for extra in ((), ("--force", "-o", "json"), ("--force", "-o", "yaml"))]
+    assert all(run.code == 0 for run in runs), runs
+    assert "withheld: /app/locked: its ACL does not grant world:anyone read" in runs[0].err
+    assert "Secret app.locked key value" in runs[0].err
+    written = "".join(p.read_text(encoding="utf-8") for p in out.rglob("*.yaml"))
+    assert value not in written + "".join(run.out + run.err for run in runs)
+
+    manifest = tmp_path / "locked.yaml"
+    manifest.write_text(
+        "apiVersion: platform.example.com/v1alpha1\nkind: ZooKeeperConfig\nmetadata: {name: locked}\n"
+        f"spec:\n  path: /app/locked\n  stringData: new\n"
+        f"  acl: [{{scheme: digest, id: '{ALICE_ALL.id.id}', permissions: [read, write, create, delete, admin]}}]\n")
+    diffs = [cli("diff", *legacy.flags(), "-f", str(manifest), "-o", output) for output in ("text", "json", "yaml")]
+    diffs.append(cli("diff", *legacy.flags(), "-f", str(manifest), "--prune", "--prune-root", "/app/locked"))
+    features = tmp_path / "features.yaml"
+    features.write_text("apiVersion: platform.example.com/v1alpha1\nkind: ZooKeeperConfig\nmetadata: {name: f}\n"
+                        "spec: {path: /app/features/new-engine/enabled, stringData: 'true'}\n")
+    diffs.append(cli("diff", *legacy.flags(), "-f", str(features), "--prune", "--prune-root", "/app"))
+    assert [d.code for d in diffs] == [1, 1, 1, 1, 1], diffs
+    assert "Protected znode zk:/app/locked differs: live 10 bytes (not shown" in diffs[0].out
+    assert "Protected znode zk:/app/locked differs: live 10 bytes" in diffs[-1].out  # the prune's deletion
+    assert value not in "".join(d.out + d.err for d in diffs)

@@ -8,15 +8,18 @@ the finalizer written while the reads are in flight, a dry run) are pinned one b
 
 from __future__ import annotations
 
+import base64
 import contextlib
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError
+from kazoo.exceptions import NoAuthError, NoNodeError
+from kazoo.security import make_acl, make_digest_acl
 from zkop_testing.controlplane import ControlPlane
 from zkop_testing.waiting import wait_for
+from zkop_testing.zookeeper import ZooKeeperServer, connected_client
 
 from zkop.feature.tenancy import TenancyPolicy
 from zkop.kube.client import JSON, ApiException, KubeClient, resource_path
@@ -24,8 +27,11 @@ from zkop.kube.events import EventRecorder
 from zkop.runtime.cache import Indexer
 from zkop.runtime.controller import RetryableError
 from zkop.zkconfig import reconciler as zkc
+from zkop.zkconfig import spec as zkc_spec
+from zkop.zkconfig.aclcheck import AclCheck
 from zkop.zkconfig.spec import FINALIZER, GROUP, KIND, PLURAL, VERSION
-from zkop.zookeeper.adapter import ZooKeeperAdapter
+from zkop.zookeeper.actions import OPEN_ACL
+from zkop.zookeeper.adapter import ConnectionOptions, ZooKeeperAdapter
 
 REGISTRY = "/zkop/owners"
 
@@ -39,10 +45,21 @@ class Reconciler:
         self.recorder = EventRecorder(None)
         policy = TenancyPolicy.from_spec(options.pop("policy")) if "policy" in options else None
         labels = options.pop("namespace_labels", None)
+        secrets: dict[str, dict[str, bytes]] = options.pop("secrets", {})
         self.options = zkc.ReconcilerOptions(cluster_id="test", registry_root=REGISTRY, **options)
+        self.secrets = Indexer()
         self.reconciler = zkc.ZooKeeperConfigReconciler(
-            self.cache, kube, zookeeper, self.recorder, self.options,
+            self.cache, kube, zookeeper, self.recorder, self.options, secrets=self.secrets,
             policy_for=(lambda obj: policy) if policy is not None else None, namespace_labels=labels)
+        for name, data in secrets.items():
+            self.secret(name, data)
+
+    def secret(self, name: str, data: dict[str, bytes]) -> None:
+        """Create a Secret in the API server and put it into the Secret cache (what the informer would do)."""
+        obj = self.kube.request("POST", resource_path("", "v1", "secrets", self.namespace), body={
+            "apiVersion": "v1", "kind": "Secret", "metadata": {"name": name},
+            "data": {key: base64.b64encode(value).decode() for key, value in data.items()}})
+        self.secrets.upsert(obj)
 
     def create(self, name: str, spec: dict[str, Any]) -> str:
         """Create the object in the API server and put it into the cache; its key."""
@@ -264,8 +281,6 @@ def _documented_reasons() -> dict[str, tuple[str, str]]:
 
 
 def _locked(zk: KazooClient, path: str) -> None:
-    from kazoo.security import make_digest_acl
-
     zk.create(path, b"theirs", makepath=True)
     zk.set_acls(path, [make_digest_acl("other", "secret", all=True)])  # nobody but "other" may read it now
 
@@ -291,6 +306,9 @@ SCENARIOS: dict[str, tuple[Any, list[dict[str, Any]], dict[str, Any]]] = {
     "AdoptionRefused": (lambda zk, path: zk.create(path, b"legacy", makepath=True),
                         [{"path": "/app/r", "stringData": "on", "adoptExisting": True}],
                         {"policy": {"adoption": "Never"}}),
+    # The adapter holds no identity but its address: a Secret's value would be readable by all.
+    "SecretNeedsAcl": (None, [{"path": "/app/r", "dataFrom": {"secretKeyRef": {"name": "db", "key": "password"}}}],
+                       {"secrets": {"db": {"password": b"s3cr3t"}}}),
 }
 #: The documented reasons that need a deletion, an outage or a race, and the tests that produce them.
 ELSEWHERE = {
@@ -335,3 +353,112 @@ def test_a_status_reason_gives_the_documented_state_conditions_and_event(
     # from ZooKeeper 3.8.4 and 3.9.2 on (ZOOKEEPER-2590: READ is checked on a znode that exists).
     with contextlib.suppress(NoNodeError):
         zk.delete(f"{zk_base}/app/r")
+
+
+# --- a Secret's value -----------------------------------------------------------------------------
+
+ZKOP = ("zkop", "zkop-password")
+SECRET_VALUE = b"s3cr3t-Value-9f2c"
+SECRET_PATH = "/app/db-password"
+FROM_SECRET: dict[str, Any] = {"path": SECRET_PATH, "dataFrom": {"secretKeyRef": {"name": "db", "key": "password"}}}
+
+
+@pytest.fixture
+def zkop_adapter(zk_server: ZooKeeperServer, zk_base: str) -> Iterator[ZooKeeperAdapter]:
+    """An adapter whose ``/`` is this test's ``zk_base``, authenticated with zkop's digest credential."""
+    a = ZooKeeperAdapter(ConnectionOptions(hosts=f"{zk_server.hosts}{zk_base}", connect_timeout=10,
+                                           auth=(("digest", ":".join(ZKOP)),)))
+    a.start()
+    yield a
+    a.stop()
+
+
+@pytest.fixture
+def as_zkop(zk_server: ZooKeeperServer, zk_base: str) -> Iterator[KazooClient]:
+    """A kazoo session holding zkop's credential; removes the znode the tests write (the shared teardown's
+    session could not list it)."""
+    with connected_client(zk_server.hosts, auth_data=[("digest", ":".join(ZKOP))]) as client:
+        yield client
+        with contextlib.suppress(NoNodeError):
+            client.delete(f"{zk_base}{SECRET_PATH}")
+
+
+def test_a_secrets_value_is_readable_by_zkops_identity_alone_and_never_logged_or_reported(
+        kube: KubeClient, namespace: str, zkop_adapter: ZooKeeperAdapter, zk: KazooClient, as_zkop: KazooClient,
+        zk_base: str, caplog: pytest.LogCaptureFixture) -> None:
+    """docs/security.md, a Secret's value: without ``spec.acl`` the znode's ACL is zkop's own digest id with every
+    permission (ZooKeeper's CREATOR_ALL_ACL as zkop's session resolves it): an unauthenticated client gets NoAuth,
+    zkop's credential reads it. A hand ``setAcl`` opening it is found by the periodic ACL check and undone."""
+    r = Reconciler(kube, zkop_adapter, namespace, secrets={"db": {"password": SECRET_VALUE}})
+    key = r.create("db-password", FROM_SECRET)
+    path = f"{zk_base}{SECRET_PATH}"
+    with caplog.at_level("DEBUG", logger="zkop"):
+        r.reconcile(key)
+    assert r.get(key)["status"]["state"] == "Synced"
+    with pytest.raises(NoAuthError):
+        zk.get(path)
+    assert as_zkop.get(path)[0] == SECRET_VALUE
+    acl, _ = as_zkop.get_acls(path)
+    assert [(a.perms, a.id.scheme, a.id.id) for a in acl] == [(31, "digest", make_digest_acl(*ZKOP).id.id)]
+
+    # A hand setAcl makes it world-readable: no watch fires, the periodic ACL check finds it.
+    as_zkop.set_acls(path, [make_digest_acl(*ZKOP, all=True), make_acl("world", "anyone", read=True)])
+    assert zk.get(path)[0] == SECRET_VALUE
+    enqueued: list[str] = []
+    assert AclCheck(r.cache, zkop_adapter, enqueued.append, period=60).check_once() == [key]
+    r.refresh(key)
+    with caplog.at_level("DEBUG", logger="zkop"):
+        r.reconcile(key)
+    with pytest.raises(NoAuthError):
+        zk.get(path)
+    assert r.events(key) == [("Normal", "Created"), ("Normal", "DriftCorrected")]
+
+    # The value is in no log line, Event, or status.
+    said = [*caplog.messages, *(m for *_, m in r.recorder.recorded), str(r.get(key)["status"])]
+    assert not [line for line in said if SECRET_VALUE.decode() in line]
+
+
+def test_an_older_zkops_world_readable_secret_znode_gets_its_acl_tightened_at_the_next_pass(
+        kube: KubeClient, namespace: str, zkop_adapter: ZooKeeperAdapter, zk: KazooClient, as_zkop: KazooClient,
+        zk_base: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The upgrade: a znode an older zkop wrote from a Secret with the open ACL is tightened at the next pass (an
+    ``Updated`` Event that says why, not a ``DriftCorrected``: nobody edited it), its value untouched."""
+    r = Reconciler(kube, zkop_adapter, namespace, secrets={"db": {"password": SECRET_VALUE}})
+    key = r.create("db-password", FROM_SECRET)
+    path = f"{zk_base}{SECRET_PATH}"
+    with monkeypatch.context() as older:  # what zkop did before: a Secret's value got the default, open ACL
+        older.setattr(zkc_spec, "CREATOR_ALL_ACL", OPEN_ACL)
+        r.reconcile(key)
+    assert zk.get(path)[0] == SECRET_VALUE
+    r.refresh(key)
+    r.reconcile(key)
+    with pytest.raises(NoAuthError):
+        zk.get(path)
+    value, stat = as_zkop.get(path)
+    assert (value, stat.version) == (SECRET_VALUE, 0)
+    assert r.events(key) == [("Normal", "Created"), ("Normal", "Updated")]
+    assert "tightened" in r.recorder.recorded[-1][3]
+
+
+def test_without_credentials_a_secrets_value_is_refused_until_spec_acl_says_who_reads_it(
+        kube: KubeClient, namespace: str, adapter: ZooKeeperAdapter, zk: KazooClient, zk_base: str) -> None:
+    """zkop without an authenticated identity cannot keep a Secret's value to itself: ``SecretNeedsAcl``, Stalled,
+    nothing written (no znode, no ownership record). An explicit ``spec.acl`` granting world read is honoured."""
+    r = Reconciler(kube, adapter, namespace, secrets={"db": {"password": SECRET_VALUE}})
+    key = r.create("db-password", FROM_SECRET)
+    r.reconcile(key)
+    status = r.get(key)["status"]
+    assert conditions(r.get(key))["Stalled"] == ("True", "SecretNeedsAcl")
+    assert "set spec.acl" in status["message"].lower() and "credentials" in status["message"]
+    assert SECRET_VALUE.decode() not in status["message"]
+    assert zk.exists(f"{zk_base}{SECRET_PATH}") is None
+    assert record_of(zk, zk_base, SECRET_PATH) is None
+
+    obj = r.get(key)
+    obj["spec"]["acl"] = [{"scheme": "world", "id": "anyone", "permissions": ["read", "write", "admin"]}]
+    r.cache.upsert(kube.request("PUT", resource_path(GROUP, VERSION, PLURAL, namespace, "db-password"), body=obj))
+    r.reconcile(key)
+    assert r.get(key)["status"]["state"] == "Synced"
+    assert zk.get(f"{zk_base}{SECRET_PATH}")[0] == SECRET_VALUE
+    acl, _ = zk.get_acls(f"{zk_base}{SECRET_PATH}")
+    assert [(a.perms, a.id.scheme, a.id.id) for a in acl] == [(19, "world", "anyone")]

@@ -39,7 +39,7 @@ from zkop.cmd.flags import (
 )
 from zkop.cmd.main import add_zookeeper_flags, connection_options
 from zkop.gitops.diff import ZnodeDiff, diff_object, diff_prune, skipped
-from zkop.gitops.export import ExportConflict, plan_export, write_export
+from zkop.gitops.export import SECRET_KEY, ExportConflict, plan_export, write_export
 from zkop.gitops.manifests import ManifestSourceError, load_manifests
 from zkop.gitops.names import is_dns1123_label
 from zkop.gitops.progress import Progress
@@ -271,7 +271,7 @@ def _check_prune_args(args: argparse.Namespace, objects: Sequence[CheckedObject]
 
 def _run_export(args: argparse.Namespace) -> int:
     """``zkop export``. JSON: ``{"command", "root", "directory", "exported": [{"path", "name", "file"}],
-    "skipped": [{"path", "reason"}], "problems": [{"path", "reason"}]}``."""
+    "withheld": [{"path", "secret", "key"}], "skipped": [{"path", "reason"}], "problems": [{"path", "reason"}]}``."""
     if args.path != "/":
         try:
             validate_path(args.path)
@@ -298,12 +298,16 @@ def _run_export(args: argparse.Namespace) -> int:
         _emit(args, {
             "command": "export", "root": args.path, "directory": str(directory),
             "exported": [{"path": z.path, "name": z.name, "file": str(z.file)} for z in export.znodes],
+            "withheld": [{"path": z.path, "secret": z.secret, "key": SECRET_KEY} for z in export.znodes if z.secret],
             "skipped": [{"path": n.path, "reason": n.reason} for n in export.notes if not n.problem],
             "problems": [{"path": n.path, "reason": n.reason} for n in problems],
         })
     else:
         for note in export.notes:
             _note(f"{'error' if note.problem else 'skipped'}: {note.path}: {note.reason}")
+        for znode in (z for z in export.znodes if z.secret):
+            _note(f"withheld: {znode.path}: its ACL does not grant world:anyone read, so its value is not exported; "
+                  f"the manifest reads it from Secret {znode.secret} key {SECRET_KEY}: create that Secret")
         sys.stdout.write(
             f"exported {len(export.znodes)} znode(s) under {args.path} to {directory} (listed in "
             f"{directory / 'kustomization.yaml'}); {len(export.notes) - len(problems)} skipped, "

@@ -12,7 +12,9 @@ unified diff (``--- zk:/path`` live, ``+++`` manifest); anything else as a
 byte summary, like ``diff``'s "Binary files differ". ``dataFrom`` of a ConfigMap
 in the same input is compared like ``data``; other ``dataFrom`` objects cannot be
 resolved offline and are skipped without reading the znode — no Secret byte is
-ever read or printed.
+ever read or printed. The live bytes of a znode whose ACL does not grant ``world:anyone`` read (a value
+someone kept from other readers, such as one zkop wrote from a Secret) are never printed either, in a
+diff or a prune: only that they differ, with sizes.
 
 Exit status (as ``diff`` and ``kubectl diff``): 0 no differences, 1 differences,
 2 error.
@@ -29,6 +31,7 @@ from zkop.gitops.sync import skipped_ref
 from zkop.gitops.tree import ZNode
 from zkop.gitops.validate import CheckedObject
 from zkop.zkconfig.plan import plan_sync
+from zkop.zookeeper.acls import world_readable
 from zkop.zookeeper.actions import AclEntry, CreateNode, Observed, SetAcl, SetData, describe_acl_entry
 
 __all__ = ["NO_NEWLINE", "ZnodeDiff", "data_diff", "diff_object", "diff_prune"]
@@ -94,6 +97,14 @@ def data_diff(path: str, old: bytes | None, new: bytes | None, *, old_label: str
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
+def _hidden_diff(path: str, old: bytes | None, new: bytes | None) -> str:
+    """The summary of a change whose live value may not be shown (its ACL keeps it from other readers)."""
+    live = f"{len(old)} bytes" if old is not None else "absent"
+    wanted = f"manifest {len(new)} bytes" if new is not None else "deleted: no manifest declares it"
+    return (f"Protected znode zk:{path} differs: live {live} (not shown: its ACL does not grant world:anyone read), "
+            f"{wanted}\n")
+
+
 def _acl_diff(path: str, old: tuple[AclEntry, ...], new: tuple[AclEntry, ...]) -> str:
     lines = difflib.unified_diff([describe_acl_entry(e) + "\n" for e in old],
                                  [describe_acl_entry(e) + "\n" for e in new],
@@ -116,7 +127,9 @@ def diff_object(checked: CheckedObject, observed: Observed | None) -> ZnodeDiff:
     binary = desired.encoding == "binary"
     live = f"live, version {observed.version}" if observed is not None else "absent"
     if plan.outcome.state == "OutOfSync" and observed is not None:
-        text = data_diff(desired.path, observed.data, desired.data, old_label=live, new_label=what, binary=binary)
+        text = (data_diff(desired.path, observed.data, desired.data, old_label=live, new_label=what, binary=binary)
+                if observed.acl is None or world_readable(observed.acl)
+                else _hidden_diff(desired.path, observed.data, desired.data))
         return ZnodeDiff(desired.path, "outOfSync", (), text, plan.outcome.message, what)
     if not plan.actions:
         return ZnodeDiff(desired.path, "equal", message=plan.outcome.message, object=what)
@@ -129,7 +142,8 @@ def diff_object(checked: CheckedObject, observed: Observed | None) -> ZnodeDiff:
         elif isinstance(action, SetData) and observed is not None:
             changes.append("data")
             parts.append(data_diff(desired.path, observed.data, desired.data, old_label=live, new_label=what,
-                                   binary=binary))
+                                   binary=binary) if observed.acl is None or world_readable(observed.acl)
+                         else _hidden_diff(desired.path, observed.data, desired.data))
         elif isinstance(action, SetAcl) and observed is not None and observed.acl is not None:
             changes.append("acl")
             parts.append(_acl_diff(desired.path, observed.acl, desired.acl))
@@ -145,8 +159,9 @@ def skipped(checked: CheckedObject) -> ZnodeDiff:
 
 
 def diff_prune(node: ZNode) -> ZnodeDiff:
-    """The deletion ``sync --prune`` would make of an undeclared znode."""
-    text = data_diff(node.path, node.data, None, old_label=f"live, version {node.version}",
-                     new_label="deleted: no manifest declares it")
+    """The deletion ``sync --prune`` would make of an undeclared znode (its bytes only if world-readable)."""
+    text = (data_diff(node.path, node.data, None, old_label=f"live, version {node.version}",
+                      new_label="deleted: no manifest declares it") if world_readable(node.acl)
+            else _hidden_diff(node.path, node.data, None))
     return ZnodeDiff(node.path, "differs", ("delete",), f"diff zk:{node.path} (prune)\n{text}",
                      f"znode {node.path} would be pruned")

@@ -8,8 +8,10 @@ fake id.
 
 Each manifest (``stringData`` for printable UTF-8, else base64 ``data`` with ``encoding: binary``;
 ``spec.acl`` unless open) is read back and checked as ``zkop validate`` does, and compared with the
-live node, before anything is written; one that fails is reported instead. Files are laid out by
-:func:`zkop.gitops.names.manifest_file`, with a ``kustomization.yaml`` listing them.
+live node, before anything is written; one that fails is reported instead. A value whose znode's ACL
+does not grant ``world:anyone`` read is never written (:func:`withheld`): its manifest reads it from a
+Secret named after the object (``dataFrom.secretKeyRef``, key :data:`SECRET_KEY`), for the user to create.
+Files are laid out by :func:`zkop.gitops.names.manifest_file`, with a ``kustomization.yaml`` listing them.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from zkop.gitops.schema import SchemaChecker
 from zkop.gitops.tree import Tree, ZNode, is_sequential_name
 from zkop.gitops.validate import validate_manifests
 from zkop.zkconfig.spec import DEFAULT_MAX_DATA_BYTES, GROUP, KIND, VERSION
-from zkop.zookeeper.acls import is_redacted
+from zkop.zookeeper.acls import is_redacted, world_readable
 from zkop.zookeeper.actions import OPEN_ACL, AclEntry
 
 __all__ = [
@@ -38,10 +40,14 @@ __all__ = [
     "manifest_object",
     "plan_export",
     "redacted_acl_reason",
+    "withheld",
     "write_export",
 ]
 
 KUSTOMIZATION = "kustomization.yaml"
+
+#: The Secret key a withheld value is read from (:func:`withheld`).
+SECRET_KEY = "value"
 
 
 class ExportConflict(Exception):
@@ -55,12 +61,14 @@ class ExportConflict(Exception):
 
 @dataclass(frozen=True)
 class ExportedZnode:
-    """One manifest: the znode's path, the object name, its file (relative to the export dir), the YAML."""
+    """One manifest: the znode's path, the object name, its file (relative to the export dir), the YAML, and the
+    Secret the manifest reads the value from instead of holding it (``None``: the value is in the manifest)."""
 
     path: str
     name: str
     file: PurePosixPath
     text: str
+    secret: str | None = None
 
 
 @dataclass(frozen=True)
@@ -106,30 +114,45 @@ def _acl_spec(acl: tuple[AclEntry, ...]) -> list[dict[str, Any]]:
     return [{"scheme": e.scheme, "id": e.id, "permissions": e.permission_names()} for e in acl]
 
 
+def withheld(node: ZNode) -> bool:
+    """True if ``node``'s value is not exported: it holds data and its ACL does not grant ``world:anyone`` read
+    (a value someone kept from other readers, such as one zkop wrote from a Secret), so no file or output may
+    show it."""
+    return bool(node.data) and not world_readable(node.acl)
+
+
 def manifest_object(path: str, data: bytes, acl: tuple[AclEntry, ...], *, namespace: str | None = None,
-                    force_binary: bool = False) -> dict[str, Any]:
-    """The ZooKeeperConfig declaring a znode with ``data`` and ``acl`` (see the module docstring)."""
+                    force_binary: bool = False, secret: str | None = None) -> dict[str, Any]:
+    """The ZooKeeperConfig declaring a znode with ``data`` and ``acl`` (see the module docstring); with ``secret``
+    the value is not written: ``dataFrom.secretKeyRef`` names key :data:`SECRET_KEY` of that Secret instead
+    (``encoding: binary``, which takes any bytes, so not even whether the value is text is shown)."""
     metadata: dict[str, Any] = {"name": object_name(path)}
     if namespace:
         metadata["namespace"] = namespace
-    spec: dict[str, Any] = {"path": path, **data_fields(data, force_binary=force_binary)}
+    value: dict[str, Any] = (
+        {"dataFrom": {"secretKeyRef": {"name": secret, "key": SECRET_KEY}}, "encoding": "binary"}
+        if secret is not None else data_fields(data, force_binary=force_binary))
+    spec: dict[str, Any] = {"path": path, **value}
     if acl != OPEN_ACL:
         spec["acl"] = _acl_spec(acl)
     return {"apiVersion": f"{GROUP}/{VERSION}", "kind": KIND, "metadata": metadata, "spec": spec}
 
 
 def _render(node: ZNode, namespace: str | None, checker: SchemaChecker, max_data_bytes: int) -> str | ExportNote:
-    """YAML for ``node``, verified by reading it back; or a problem note."""
+    """YAML for ``node``, verified by reading it back; or a problem note. A :func:`withheld` value is not in it."""
     rule = "could not be rendered"
+    secret = object_name(node.path) if withheld(node) else None
     for force_binary in (False, True):
         text = dump_yaml(manifest_object(node.path, node.data, node.acl, namespace=namespace,
-                                         force_binary=force_binary))
+                                         force_binary=force_binary, secret=secret))
         loaded = load_yaml(text)
         manifests = Manifests(objects=[ManifestObject(Location(node.path, 1), loaded)])
         result = validate_manifests(manifests, checker, max_data_bytes=max_data_bytes, strict=True)
         if result.errors:
             first = result.errors[0]
             return ExportNote(node.path, f"cannot be declared: {first.field}: {first.rule}", problem=True)
+        if secret is not None:
+            return text  # valid; the value is the Secret's, to be created from the live one
         desired = result.objects[0].desired
         if desired is not None and desired.data == node.data and desired.acl == node.acl:
             return text
@@ -192,7 +215,7 @@ def plan_export(tree: Tree, checker: SchemaChecker, *, namespace: str | None = N
             export.notes.append(ExportNote(node.path, f"file {file} differs from {files[folded]} only in case; "
                                                       "check out on case-sensitive file systems only"))
         files.setdefault(folded, str(file))
-        export.znodes.append(ExportedZnode(node.path, name, file, rendered))
+        export.znodes.append(ExportedZnode(node.path, name, file, rendered, name if withheld(node) else None))
     export.notes.sort(key=lambda n: n.path)
     return export
 

@@ -2,8 +2,8 @@
 
 (Programmer's Guide, "ZooKeeper Watches".) Every ``--acl-check-period`` seconds the leader reads,
 with one pipelined ``getACL`` each, the ACL of every managed znode whose owner declares
-``spec.acl`` (open-ACL znodes need no read: their ``aversion`` comes with every data read),
-forgets what the watch cache holds of the ones that differ
+``spec.acl`` or takes its value from a Secret (open-ACL znodes need no read: their ``aversion``
+comes with every data read), forgets what the watch cache holds of the ones that differ
 (:func:`~zkop.zkconfig.acldrift.decide_acl_drift`) and enqueues their owners, whose pass restores
 the ACL with a ``DriftCorrected`` Event.
 """

@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from zkop.kube.client import JSON
 from zkop.ownership.oldest import object_age, oldest
 from zkop.runtime.cache.indexer import meta_namespace_key
-from zkop.zkconfig.spec import acl_from_spec
-from zkop.zookeeper.acls import AclId, expand_auth
-from zkop.zookeeper.actions import AclEntry, acl_matches
+from zkop.zkconfig.spec import acl_from_spec, parse_data_ref
+from zkop.zookeeper.acls import AclId, authenticated, expand_auth
+from zkop.zookeeper.actions import CREATOR_ALL_ACL, AclEntry, acl_matches
 from zkop.zookeeper.adapter import AclRead, ZooKeeperError
 from zkop.zookeeper.paths import validate_path
 
@@ -21,13 +21,16 @@ __all__ = ["decide_acl_drift", "declared_acls"]
 
 def declared_acls(objects: list[JSON], ids: frozenset[AclId] = frozenset()
                   ) -> dict[str, tuple[str, tuple[AclEntry, ...]]]:
-    """Managed znodes whose cluster owner declares ``spec.acl``: path → (owner key, its ACL).
+    """Managed znodes whose cluster owner declares ``spec.acl``, or takes its value from a Secret: path →
+    (owner key, its ACL).
 
     ``ids`` are zkop's identities: ``auth`` entries are expanded to them, as the server stores
-    them (:func:`zkop.zookeeper.acls.expand_auth`).
+    them (:func:`zkop.zookeeper.acls.expand_auth`). A Secret's value without ``spec.acl`` has
+    :data:`~zkop.zookeeper.actions.CREATOR_ALL_ACL` (:func:`zkop.zkconfig.spec.parse_spec`), checked only while
+    ``ids`` hold an authenticated identity (otherwise its pass reports ``SecretNeedsAcl`` and writes nothing).
 
     The owner of a path is :func:`~zkop.ownership.oldest.oldest` of the live objects declaring it; objects being
-    deleted, with an invalid path or ACL, or without ``spec.acl`` are left out (their passes
+    deleted, with an invalid path or ACL, or with the open ACL are left out (their passes
     report or need nothing).
     """
     by_path: dict[str, list[JSON]] = {}
@@ -41,12 +44,17 @@ def declared_acls(objects: list[JSON], ids: frozenset[AclId] = frozenset()
     for path, candidates in by_path.items():
         owner = oldest(candidates, object_age)
         assert owner is not None  # one candidate at least
-        entries = (owner.get("spec") or {}).get("acl")
-        if not isinstance(entries, list):
-            continue
+        spec = owner.get("spec") or {}
+        entries = spec.get("acl")
         try:
-            declared[validate_path(path)] = (meta_namespace_key(owner), expand_auth(acl_from_spec(entries), ids))
-        except ValueError:
+            if isinstance(entries, list):
+                acl = acl_from_spec(entries)
+            elif spec.get("dataFrom") is not None and parse_data_ref(spec["dataFrom"]).secret and authenticated(ids):
+                acl = CREATOR_ALL_ACL
+            else:
+                continue
+            declared[validate_path(path)] = (meta_namespace_key(owner), expand_auth(acl, ids))
+        except ValueError:  # InvalidSpec included
             continue
     return declared
 

@@ -8,7 +8,9 @@ no clock.
 Rules of a live object, in order:
 
 1. the finalizer is added before anything is written to ZooKeeper;
-2. an invalid spec is reported ``Stalled`` (``InvalidSpec``); an object the ensemble's tenancy
+2. an invalid spec is reported ``Stalled`` (``InvalidSpec``), and so is a value from a Secret
+   without ``spec.acl`` while zkop holds no authenticated identity to keep it to (``SecretNeedsAcl``:
+   it is never written world-readable unless ``spec.acl`` says so); an object the ensemble's tenancy
    rules do not admit (:meth:`zkop.feature.tenancy.TenancyPolicy.admit`) is ``Stalled``
    (``NamespaceNotAllowed``/``PathNotAllowed``, a Warning Event), gets no finalizer and reads and
    writes nothing; a missing ``dataFrom`` key is reported as retrying (``RefNotFound``: the
@@ -56,8 +58,8 @@ from zkop.ownership.registry import Claim, OwnerStamp, claim_requires, plan_clai
 from zkop.runtime.cache.keys import meta_namespace_key
 from zkop.zkconfig.objects import finalizers, synced_znode_version, was_synced_at_generation
 from zkop.zkconfig.plan import Outcome, Plan, plan_delete, plan_sync
-from zkop.zkconfig.spec import FINALIZER, DesiredZnode, InvalidSpec, RefNotFound
-from zkop.zookeeper.actions import Action, CheckVersion, CreateNode, Observed, SetData
+from zkop.zkconfig.spec import FINALIZER, DesiredZnode, InvalidSpec, RefNotFound, SecretNeedsAcl
+from zkop.zookeeper.actions import OPEN_ACL, Action, CheckVersion, CreateNode, Observed, SetAcl, SetData
 from zkop.zookeeper.errors import ZooKeeperError, ZooKeeperNoAuth, ZooKeeperUnavailable
 from zkop.zookeeper.frozen import fast_init
 
@@ -227,6 +229,19 @@ def source_changed(obj: JSON, spec: DesiredZnode, observed: Observed | None, pla
             and all(isinstance(action, SetData) for action in plan.actions))
 
 
+def secret_acl_tightened(obj: JSON, spec: DesiredZnode, observed: Observed | None, plan: Plan) -> bool:
+    """True if ``plan`` takes the open ACL an older zkop gave a Secret's value away (not a hand edit).
+
+    The znode is at the version zkop last synced and its ACL is still the one it was created with
+    (``aversion`` 0: a hand ``setAcl`` bumps it), the open ACL; zkop now keeps a Secret's value to
+    ``spec.acl`` or to its own identities (:func:`zkop.zkconfig.spec.parse_spec`).
+    """
+    return (spec.source is not None and spec.source.secret and observed is not None
+            and observed.acl == OPEN_ACL and observed.acl_version == 0 and spec.acl != OPEN_ACL
+            and synced_znode_version(obj) == observed.version
+            and any(isinstance(action, SetAcl) for action in plan.actions))
+
+
 def change_event(obj: JSON, plan: Plan, spec: DesiredZnode | None = None,
                  observed: Observed | None = None) -> tuple[Event | None, bool]:
     """The Normal Event for what ``plan`` changes, and whether it is a drift correction.
@@ -234,7 +249,8 @@ def change_event(obj: JSON, plan: Plan, spec: DesiredZnode | None = None,
     ``Created``/``Updated``/``Deleted``; a create or update while the object is Synced at
     its generation means someone edited or deleted the znode by hand (``DriftCorrected``),
     unless the znode is at the version zkop last synced and the data comes from a
-    ConfigMap/Secret: then that source changed, an ``Updated`` that names it.
+    ConfigMap/Secret: then that source changed, an ``Updated`` that names it; or an older zkop's open
+    ACL on a Secret's value is tightened (:func:`secret_acl_tightened`), an ``Updated`` too.
     """
     if not plan.changes:
         return None, False
@@ -242,6 +258,10 @@ def change_event(obj: JSON, plan: Plan, spec: DesiredZnode | None = None,
     message = plan.note or plan.outcome.message
     if reason not in ("Updated", "Created") or not was_synced_at_generation(obj):
         return Event("Normal", reason, message), False
+    if spec is not None and secret_acl_tightened(obj, spec, observed, plan):
+        assert spec.source is not None
+        return Event("Normal", "Updated", f"{message}: the value comes from Secret {spec.source.name}, so the "
+                                          "ACL an older zkop wrote (world:anyone) was tightened"), False
     if spec is not None and spec.source is not None and source_changed(obj, spec, observed, plan):
         ref = spec.source
         return Event("Normal", "Updated", f"{ref.kind} {ref.name} key {ref.key} changed: {message}"), False
@@ -284,6 +304,10 @@ def precheck_sync(obj: JSON, spec: DesiredZnode | InvalidSpec | RefNotFound,
     ``refusal``: why the tenancy rules do not admit this object (``None``: admitted).
     """
     add_finalizer = FINALIZER not in finalizers(obj)
+    if isinstance(spec, SecretNeedsAcl):  # a Secret's value, no spec.acl, no identity of zkop's to keep it to
+        return Decision(add_finalizer=add_finalizer, warn=True,
+                        outcome=Outcome("Error", "SecretNeedsAcl", f"refused: {spec}; nothing is written", False,
+                                        stalled=True))
     if isinstance(spec, InvalidSpec):
         return Decision(add_finalizer=add_finalizer, warn=True,
                         outcome=Outcome("Error", "InvalidSpec", f"invalid spec: {spec}", False, stalled=True))

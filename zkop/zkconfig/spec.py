@@ -19,8 +19,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from zkop.zookeeper.acls import ADMIN, READ, WRITE, AclId, expand_auth, is_redacted, lockout, valid_digest_id
-from zkop.zookeeper.actions import OPEN_ACL, PERMISSIONS, AclEntry
+from zkop.zookeeper.acls import (
+    ADMIN,
+    READ,
+    WRITE,
+    AclId,
+    authenticated,
+    expand_auth,
+    is_redacted,
+    lockout,
+    valid_digest_id,
+)
+from zkop.zookeeper.actions import CREATOR_ALL_ACL, OPEN_ACL, PERMISSIONS, AclEntry
 from zkop.zookeeper.frozen import fast_init
 from zkop.zookeeper.paths import InvalidPath, validate_path
 
@@ -35,6 +45,7 @@ __all__ = [
     "DesiredZnode",
     "InvalidSpec",
     "RefNotFound",
+    "SecretNeedsAcl",
     "acl_from_spec",
     "check_lockout",
     "parse_spec",
@@ -72,6 +83,22 @@ class InvalidSpec(ValueError):
         super().__init__(f"{field}: {rule}")
         self.field = field
         self.rule = rule
+
+
+class SecretNeedsAcl(InvalidSpec):
+    """The value comes from a Secret and ``spec.acl`` is not set, but zkop holds no authenticated identity
+    (digest, x509, sasl) to make it readable by zkop alone (:data:`~zkop.zookeeper.actions.CREATOR_ALL_ACL`);
+    nothing is written until ``spec.acl`` is set or zkop is given credentials."""
+
+    def __init__(self, ref: DataRef, path: str, ids: frozenset[AclId]) -> None:
+        held = ", ".join(map(str, sorted(ids))) or "no identity (anonymous)"
+        super().__init__(
+            "spec.acl",
+            f"znode {path} would hold the value of Secret {ref.name} key {ref.key}, which zkop writes readable "
+            f"only by its own authenticated identities when spec.acl is not set; zkop holds none (it authenticates "
+            f"as {held}), so the value would be readable by anyone who reaches ZooKeeper. Set spec.acl (granting "
+            "world read only if that is meant), or give zkop credentials (--zk-auth-file, a TLS client "
+            "certificate, SASL)")
 
 
 @fast_init
@@ -120,7 +147,10 @@ class DesiredZnode:
         sync_policy: ``createOrUpdate`` restores drift; ``createOnly`` never overwrites.
         deletion_policy: ``Delete`` removes the znode with the CR; ``Orphan`` leaves it.
         encoding: ``utf-8`` (data is text) or ``binary``.
-        acl: the znode's ACL, sorted; ZooKeeper's open ACL unless ``spec.acl`` is set.
+        acl: the znode's ACL, sorted: ``spec.acl`` if set; else for a value from a Secret
+            :data:`~zkop.zookeeper.actions.CREATOR_ALL_ACL` (zkop's own authenticated identities once expanded
+            by :func:`parse_spec`), for any other value ZooKeeper's open ACL.
+        source: the ConfigMap/Secret key the data comes from (``spec.dataFrom``), if any.
     """
 
     path: str
@@ -227,12 +257,16 @@ def parse_spec(
             and credentials files); if given, a ``spec.acl`` that would lock zkop out is refused
             (:func:`check_lockout`), and ``auth`` entries are expanded to zkop's authenticated ids
             as the server stores them. ``None`` (offline validation) skips both. It is called only
-            for a declared ``spec.acl``: the open ACL passes the check and has no ``auth`` entry.
+            for a declared ``spec.acl`` and for a value from a Secret without one (which gets
+            :data:`~zkop.zookeeper.actions.CREATOR_ALL_ACL`, never the open ACL): the open ACL passes the
+            check and has no ``auth`` entry.
 
     Raises:
         InvalidSpec: naming the field and the rule (path rules, strict base64,
             UTF-8 for ``encoding: utf-8``, size, exactly one data source, enums, ACL ids,
             an ACL locking zkop out).
+        SecretNeedsAcl: a value from a Secret, no ``spec.acl``, and ``identities`` hold no
+            authenticated identity (an :class:`InvalidSpec` too).
         RefNotFound: the ConfigMap/Secret key of ``spec.dataFrom`` is missing.
     """
     if not isinstance(spec, dict):
@@ -291,6 +325,7 @@ def parse_spec(
             f"spec.{sources[0]}", f"decodes to {len(data)} bytes, more than the limit of {max_data_bytes} bytes"
         )
     acl = OPEN_ACL
+    secret_default = False  # a Secret's value never gets the open ACL unless spec.acl says so
     if spec.get("acl") is not None:
         if not isinstance(spec["acl"], list):
             raise InvalidSpec("spec.acl", "must be a list of {scheme, id, permissions}")
@@ -298,12 +333,17 @@ def parse_spec(
             acl = acl_from_spec(spec["acl"])
         except ValueError as err:
             raise InvalidSpec("spec.acl", str(err)) from None
+    elif source is not None and source.secret:
+        acl, secret_default = CREATOR_ALL_ACL, True
     desired = DesiredZnode(
         path=path, data=data, sync_policy=sync_policy, deletion_policy=deletion_policy, encoding=encoding, acl=acl,
         source=source,
     )
     if identities is not None and acl is not OPEN_ACL:  # the open ACL passes and has no auth entry
         ids = identities()
+        if secret_default and not authenticated(ids):
+            assert source is not None
+            raise SecretNeedsAcl(source, path, ids)
         check_lockout(desired, ids, address_known=any(i.scheme == "ip" for i in ids))
         # ``auth`` entries are stored as zkop's own ids (fixupACL): desire what getACL will show.
         desired = dataclasses.replace(desired, acl=expand_auth(desired.acl, ids))

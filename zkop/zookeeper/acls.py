@@ -35,6 +35,7 @@ __all__ = [
     "READ",
     "WRITE",
     "AclId",
+    "authenticated",
     "describe_perms",
     "expand_auth",
     "granted",
@@ -42,6 +43,7 @@ __all__ = [
     "is_redacted",
     "lockout",
     "valid_digest_id",
+    "world_readable",
 ]
 
 READ, WRITE, CREATE, DELETE, ADMIN = (PERMISSIONS[n] for n in ("read", "write", "create", "delete", "admin"))
@@ -139,6 +141,17 @@ def granted(acl: Iterable[AclEntry], ids: Iterable[AclId]) -> int:
         elif any(_matches(entry, who) for who in held):
             mask |= entry.perms
     return mask
+
+
+def authenticated(ids: Iterable[AclId]) -> bool:
+    """True if ``ids`` hold an identity an ``auth`` ACL entry resolves to (digest, x509, sasl; not ``ip``)."""
+    return any(i.scheme in AUTHENTICATED_SCHEMES for i in ids)
+
+
+def world_readable(acl: Iterable[AclEntry]) -> bool:
+    """True if ``acl`` lets any client read the znode: ``world:anyone`` with READ (``checkACL`` for a
+    session holding no identity at all). ``ip`` ranges do not count, however wide."""
+    return bool(granted(acl, ()) & READ)
 
 
 def expand_auth(acl: Iterable[AclEntry], ids: Iterable[AclId]) -> tuple[AclEntry, ...]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from zkop.zookeeper.frozen import fast_init
 
 __all__ = [
+    "CREATOR_ALL_ACL",
     "OPEN_ACL",
     "PERMISSIONS",
     "AclEntry",
@@ -58,6 +59,10 @@ class AclEntry:
 
 #: ZooKeeper's ``OPEN_ACL_UNSAFE``: world:anyone with every permission.
 OPEN_ACL: tuple[AclEntry, ...] = (AclEntry("world", "anyone", 31),)
+
+#: ZooKeeper's ``CREATOR_ALL_ACL``: every permission for the writing session's authenticated identities
+#: (an ``auth`` entry; the server stores it as those identities, ``PrepRequestProcessor.fixupACL``).
+CREATOR_ALL_ACL: tuple[AclEntry, ...] = (AclEntry("auth", "", 31),)
 
 
 def acl_matches(observed: tuple[AclEntry, ...], desired: tuple[AclEntry, ...]) -> bool:
