@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from zkop.feature.session import resync_on_new_session
 from zkop.feature.tenancy import ADMIT_ALL, TenancyPolicy
 from zkop.kube.client import JSON
 from zkop.runtime.threads import describe_end
@@ -79,7 +80,8 @@ class EnsembleRuntime:
         self._workers_started = False  # the start-up thread started the workers
         self._finished = False  # the start-up thread's target returned or raised (not is_alive(): see health_check)
         self._ended_by: str | None = None  # the exception that ended the start-up thread, if one did
-        self._interrupted = False
+        # The one resync-on-reconnect rule, as for the flags' ensemble; then the status follows every state.
+        resync_on_new_session(adapter, [self._resync])
         adapter.add_session_listener(self._on_state)
 
     # --- state -----------------------------------------------------------------------------------
@@ -97,15 +99,13 @@ class EnsembleRuntime:
                    if r]
         return "; ".join(dict.fromkeys(reasons)) or "no ZooKeeper session yet"
 
+    def _resync(self) -> None:
+        log.info("ensemble %s: ZooKeeper session re-established; resyncing its objects", self.name)
+        self.parts.on_session_reconnected()
+
     def _on_state(self, state: str) -> None:
-        if state in ("LOST", "SUSPENDED"):
-            self._interrupted = True
-        elif state == "CONNECTED":
+        if state == "CONNECTED":
             self.last_error = None
-            if self._interrupted:
-                self._interrupted = False
-                log.info("ensemble %s: ZooKeeper session re-established; resyncing its objects", self.name)
-                self.parts.on_session_reconnected()
         self.on_change()
 
     def change_policy(self, spec: JSON, policy: TenancyPolicy) -> None:

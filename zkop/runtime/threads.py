@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 
-__all__ = ["OwnedThreads", "describe_end"]
+__all__ = ["LoopThread", "OwnedThreads", "describe_end"]
 
 
 def describe_end(err: BaseException) -> str:
@@ -77,3 +77,43 @@ class OwnedThreads:
     def __iter__(self) -> Iterator[threading.Thread]:
         with self._lock:
             return iter(list(self._threads))
+
+
+class LoopThread:
+    """The one daemon thread a runnable needs for its whole life (its loop): started by :meth:`start`, reported by
+    :meth:`health_check` if it ends before :meth:`stop`, joined by :meth:`stop`.
+
+    ``target`` should return once :attr:`stopping` is set (wait on it rather than sleep).
+    """
+
+    def __init__(self, name: str, target: Callable[[], object]) -> None:
+        self.name = name
+        #: Set by :meth:`request_stop`: the loop should return.
+        self.stopping = threading.Event()
+        self._target = target
+        self._threads = OwnedThreads()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Start the loop on its thread."""
+        self._thread = self._threads.start(self._target, self.name)
+
+    def health_check(self) -> str | None:
+        """``None``, or ``its thread <name> ended`` when the loop ended before a stop was asked for."""
+        if self.stopping.is_set() or not self._threads.ended():
+            return None
+        return f"its thread {self.name} ended"
+
+    def request_stop(self) -> None:
+        """Ask the loop to return (:attr:`stopping`); does not wait."""
+        self.stopping.set()
+
+    def join(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for the loop's thread to end (at once if it never started)."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def stop(self, timeout: float) -> None:
+        """:meth:`request_stop`, then :meth:`join` for up to ``timeout`` seconds."""
+        self.request_stop()
+        self.join(timeout)

@@ -11,11 +11,11 @@ the ACL with a ``DriftCorrected`` Event.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 
 from zkop.kube.client import JSON
 from zkop.runtime.cache import Indexer
+from zkop.runtime.threads import LoopThread
 from zkop.zkconfig.acldrift import decide_acl_drift, declared_acls
 from zkop.zookeeper.adapter import ZooKeeperAdapter, ZooKeeperError
 
@@ -46,30 +46,22 @@ class AclCheck:
         self.cache, self.zookeeper, self.enqueue, self.period = cache, zookeeper, enqueue, period
         self.admits = admits
         self.checks = 0
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._thread = LoopThread(self.name, self._loop)
 
     def start(self) -> None:
         """Start the loop on its own thread; the first check runs one period from now."""
-        thread = threading.Thread(target=self._loop, name=self.name, daemon=True)
-        thread.start()  # then published: is_alive() is False until start()
-        self._thread = thread
+        self._thread.start()
 
     def health_check(self) -> str | None:
         """``None``, or that the loop's thread ended before :meth:`stop` (no ACL would be checked again)."""
-        thread = self._thread
-        if thread is None or thread.is_alive() or self._stop.is_set():
-            return None
-        return f"its thread {thread.name} ended"
+        return self._thread.health_check()
 
     def stop(self, timeout: float, /) -> None:
         """End the loop (a check in flight finishes; each request waits at most the session timeout)."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        self._thread.stop(timeout)
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.period):
+        while not self._thread.stopping.wait(self.period):
             if not self.zookeeper.connected:
                 continue  # the reconnect resync covers what happened meanwhile
             try:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from zkop.kube.client import JSON
 from zkop.ownership.registry import OwnershipRegistry
 from zkop.runtime.cache import Indexer
+from zkop.runtime.threads import LoopThread
 from zkop.zkconfig.reconciler import index_by_path
 from zkop.zookeeper.adapter import ZooKeeperAdapter
 from zkop.zookeeper.paths import InvalidPath, validate_path
@@ -74,8 +75,8 @@ class WatchRoots:
         self._registered: frozenset[str] = frozenset()
         self._register_lock = threading.Lock()  # one registration at a time: the newest set wins
         self._dirty = threading.Event()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._thread = LoopThread(self.name, self._run)
+        self._started = False
 
     def register(self) -> int:
         """Register the paths of every cached object now; returns how many paths."""
@@ -96,28 +97,23 @@ class WatchRoots:
                      self._wait)
         log.info("ZooKeeper watch mode %s; %d managed paths under roots %s", self._zookeeper.watch_mode, count,
                  ", ".join(sorted(self._zookeeper.watches.roots)) or "-")
-        thread = threading.Thread(target=self._run, name=self.name, daemon=True)
-        thread.start()  # then published: is_alive() is False until start()
-        self._thread = thread
+        self._thread.start()
+        self._started = True
 
     def health_check(self) -> str | None:
         """``None``, or that the thread following changes ended before :meth:`stop` (new paths would go unwatched)."""
-        thread = self._thread
-        if thread is None or thread.is_alive() or self._stop.is_set():
-            return None
-        return f"its thread {thread.name} ended"
+        return self._thread.health_check()
 
     def stop(self, timeout: float, /) -> None:
         """End the thread (the watches stay until the session closes)."""
-        self._stop.set()
+        self._thread.request_stop()
         self._dirty.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        self._thread.join(timeout)
 
     def _run(self) -> None:
-        while not self._stop.is_set():
+        while not self._thread.stopping.is_set():
             self._dirty.wait()
-            if self._stop.wait(DEBOUNCE):
+            if self._thread.stopping.wait(DEBOUNCE):
                 return
             self._dirty.clear()
             try:
@@ -134,7 +130,7 @@ class WatchRoots:
         if not paths or not self._admits(obj):
             return
         roots = self._zookeeper.watches.roots
-        if self._thread is not None and any(not covered(p, roots) for p in paths):
+        if self._started and any(not covered(p, roots) for p in paths):
             try:
                 self.register()
                 return
