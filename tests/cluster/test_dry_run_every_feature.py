@@ -22,7 +22,7 @@ from zkop_testing.kustomize import Obj
 from zkop_testing.operator import OperatorProcess
 from zkop_testing.resources import conditions, create, get, zkc
 from zkop_testing.waiting import wait_for
-from zkop_testing.zookeeper import ZooKeeperServer
+from zkop_testing.zookeeper import ZooKeeperServer, tree_state
 
 from zkop.kube.client import KubeClient, resource_path
 
@@ -32,16 +32,6 @@ ZKM = ("platform.example.com", "v1alpha1", "zookeepermirrors")
 OWN_KINDS = {"zookeeperconfigs", "zookeeperensembles", "zookeepermirrors"}
 
 
-def tree(zk: KazooClient, root: str) -> dict[str, tuple[bytes, int, int]]:
-    """Every znode under ``root``: path → (data, mzxid, cversion); any write changes one of them."""
-    found: dict[str, tuple[bytes, int, int]] = {}
-    frontier = [root]
-    while frontier:
-        path = frontier.pop()
-        data, stat = zk.get(path)
-        found[path] = (data, stat.mzxid, stat.cversion)
-        frontier += [f"{path.rstrip('/')}/{child}" for child in zk.get_children(path)]
-    return found
 
 
 def allowed(event: dict[str, object]) -> bool:
@@ -72,7 +62,7 @@ def test_a_dry_run_of_every_feature_writes_only_what_the_rule_allows(
                 "name": "payments", "id": "i1", "address": "10.3.0.1", "port": 8080, "sslPort": None,
                 "payload": None, "registrationTimeUTC": 1621155920122, "serviceType": "DYNAMIC", "uriSpec": None,
                 "enabled": True}).encode(), makepath=True)
-            before = (tree(zk, zk_base), tree(second, "/team"))
+            before = (tree_state(zk, zk_base), tree_state(second, "/team"))
             audit.settled(plane, namespace)
             start = len(plane.audit_events())
             name = f"{namespace}-dry"  # cluster-scoped: one per test
@@ -109,7 +99,7 @@ def test_a_dry_run_of_every_feature_writes_only_what_the_rule_allows(
                 wait_for(lambda: get_ensemble(kube, name) is None, message="the ensemble deleted at once")
             assert proc.proc is not None and proc.proc.returncode == 0, proc.log_tail()
             assert "REFUSED" not in proc.log_tail(1_000_000)
-            assert (tree(zk, zk_base), tree(second, "/team")) == before
+            assert (tree_state(zk, zk_base), tree_state(second, "/team")) == before
         finally:
             second.stop()
             second.close()

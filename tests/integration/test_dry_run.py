@@ -22,7 +22,7 @@ from zkop_testing.controllers import running_manager
 from zkop_testing.operator import OperatorProcess
 from zkop_testing.resources import ZKC, conditions, get, reasons, synced, zkc
 from zkop_testing.waiting import wait_for
-from zkop_testing.zookeeper import ZooKeeperServer
+from zkop_testing.zookeeper import ZooKeeperServer, tree_state
 
 from zkop.kube.client import MERGE_PATCH, KubeClient, resource_path
 from zkop.kube.events import EventRecorder
@@ -35,16 +35,6 @@ from zkop.zookeeper.adapter import ZooKeeperAdapter
 JSON = dict[str, Any]
 
 
-def tree(zk: KazooClient, root: str) -> dict[str, tuple[bytes, int, int]]:
-    """Every znode under ``root``: relative path → (data, mzxid, cversion); any write changes one of them."""
-    found: dict[str, tuple[bytes, int, int]] = {}
-    frontier = [root]
-    while frontier:
-        path = frontier.pop()
-        data, stat = zk.get(path)
-        found[path[len(root):] or "/"] = (data, stat.mzxid, stat.cversion)
-        frontier += [f"{path.rstrip('/')}/{child}" for child in zk.get_children(path)]
-    return found
 
 
 def curator(name: str, instance_id: str, address: str) -> bytes:
@@ -82,8 +72,8 @@ def test_dry_run_writes_nothing_anywhere_and_says_what_it_would_do(
     assert real.proc is not None and real.proc.returncode == 0, real.log_tail()
     # A legacy application registered in ZooKeeper (the importer's input).
     zk.create(f"{zk_base}/services/payments/i1", curator("payments", "i1", "10.3.0.1"), makepath=True)
-    before_zk = tree(zk, zk_base)
-    assert before_zk["/app/kept"][0] == b"v1"
+    before_zk = tree_state(zk, zk_base)
+    assert before_zk[zk_base + "/app/kept"][0] == b"v1"
     before_objects = {path: items(kube, path) for path in (services, slices)}
 
     args = ["--dry-run", "--cluster-id", "prod", "--service-bridge", "--import-services",
@@ -149,14 +139,14 @@ def test_dry_run_writes_nothing_anywhere_and_says_what_it_would_do(
 
         # Nothing was written: the whole tree (data, mzxid, cversion) is as before (so no start-up
         # probe node came and went under /zkop/probe either); no Service or EndpointSlice but ours.
-        assert tree(zk, zk_base) == before_zk
+        assert tree_state(zk, zk_base) == before_zk
         assert [s for s in items(kube, services) if s["metadata"]["name"] != "web"] == before_objects[services]
         assert items(kube, slices) == before_objects[slices]
         kept = get(kube, "kept", namespace) or {}
         assert FINALIZER in kept["metadata"]["finalizers"]  # left as the real run left it
         assert "Created" not in reasons(kube, "fresh", namespace) and "Updated" not in reasons(kube, "kept", namespace)
     assert proc.proc is not None and proc.proc.returncode == 0, proc.log_tail()
-    assert tree(zk, zk_base) == before_zk
+    assert tree_state(zk, zk_base) == before_zk
 
 
 def test_a_code_path_that_misses_the_dry_run_fails_closed(kube: KubeClient, adapter: ZooKeeperAdapter, zk: KazooClient,

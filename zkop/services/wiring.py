@@ -11,9 +11,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from zkop.feature.context import FeatureContext
+from zkop.kube.client import KubeClient
+from zkop.kube.events import EventRecorder
 from zkop.runtime.cache import Informer, ResourceRef
 from zkop.runtime.controller import Controller
 from zkop.zookeeper.adapter import ZooKeeperAdapter
@@ -74,14 +76,28 @@ def all_synced(informers: Sequence[Informer]) -> Callable[[], bool]:
 
 
 S = TypeVar("S", bound="ServiceSync[Any]")
+S_co = TypeVar("S_co", covariant=True)
+Opts = TypeVar("Opts")
+Opts_contra = TypeVar("Opts_contra", contravariant=True)
 
 
-def setup_direction(context: FeatureContext, ensemble: str | None, build: Callable[[ZooKeeperAdapter], S]) -> S:
-    """Build one service direction with ``build`` on the session of ZooKeeperEnsemble ``ensemble`` (``None``: the
-    flags' ensemble), add its informers (every replica) and controller (while leading) to ``context.manager``, and
-    hook its resync to that session; return its parts."""
+class BuildDirection(Protocol[Opts_contra, S_co]):
+    """A direction's ``build_*``: its parts from the shared collaborators, its options and the shared settings."""
+
+    def __call__(self, client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: EventRecorder, options: Opts_contra,
+                 /, *, cluster_id: str, resync_period: float, inactivity_timeout: float, dry_run: bool) -> S_co: ...
+
+
+def setup_direction(context: FeatureContext, options: Opts, ensemble: str | None, build: BuildDirection[Opts, S]) -> S:
+    """``build`` one service direction on the session of ZooKeeperEnsemble ``ensemble`` (``None``: the flags'
+    ensemble) with ``options`` and the shared settings (``--dry-run`` chooses its planning-only writer), add its
+    informers (every replica) and controller (while leading) to ``context.manager``, and hook its resync to that
+    session; return its parts."""
+    settings = context.settings
     zookeeper = context.session(ensemble)
-    direction = build(zookeeper)
+    direction = build(context.client, zookeeper, context.recorder, options, cluster_id=settings.cluster_id,
+                      resync_period=settings.sync_period, inactivity_timeout=settings.inactivity_timeout,
+                      dry_run=settings.dry_run)
     context.manager.add_controllers(direction.informers, direction.controllers)
     context.on_new_session(zookeeper, direction.on_session_reconnected)
     return direction

@@ -79,6 +79,7 @@ __all__ = [
     "free_port",
     "free_ports",
     "port_is_free",
+    "tree_state",
 ]
 
 LOOPBACK = "127.0.0.1"
@@ -1120,3 +1121,16 @@ def expire_session(
             )
     finally:
         client.remove_listener(listener)
+
+
+def tree_state(zk: KazooClient, root: str) -> dict[str, tuple[bytes, int, int]]:
+    """Every znode under ``root`` (``root`` included): path → (data, mzxid, cversion); any write changes one of
+    them, so two states compare equal only if nothing was written in between."""
+    found: dict[str, tuple[bytes, int, int]] = {}
+    frontier = [root]
+    while frontier:
+        path = frontier.pop()
+        data, stat = zk.get(path)
+        found[path] = (data, stat.mzxid, stat.cversion)
+        frontier += [f"{path.rstrip('/')}/{child}" for child in zk.get_children(path)]
+    return found

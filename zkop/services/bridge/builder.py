@@ -116,11 +116,6 @@ def build_service_bridge(
 
 
 def setup(context: FeatureContext, options: BridgeOptions) -> ServiceBridge:
-    """:func:`build_service_bridge` on the session of ``options.ensemble`` (``--service-bridge-ensemble``; unset: the
-    flags' ensemble) and add its parts to ``context.manager`` (informers everywhere, the controller while leading);
-    ``--dry-run`` (``context.settings.dry_run``) chooses its planning-only writer. Its resync hook follows that
-    session."""
-    settings = context.settings
-    return setup_direction(context, options.ensemble, lambda zookeeper: build_service_bridge(
-        context.client, zookeeper, context.recorder, options, cluster_id=settings.cluster_id,
-        resync_period=settings.sync_period, inactivity_timeout=settings.inactivity_timeout, dry_run=settings.dry_run))
+    """:func:`build_service_bridge` on the session of ``options.ensemble`` (``--service-bridge-ensemble``),
+    added to the Manager (:func:`~zkop.services.wiring.setup_direction`)."""
+    return setup_direction(context, options, options.ensemble, build_service_bridge)
