@@ -14,8 +14,11 @@ from typing import Any
 
 import pytest
 import yaml
+from cluster_support import kubectl
 from kazoo.client import KazooClient
 from kazoo.security import make_digest_acl
+from zkop_testing.controlplane import REPO, ControlPlane
+from zkop_testing.kustomize import Obj
 from zkop_testing.operator import OperatorProcess
 from zkop_testing.resources import ZKC, conditions, create, create_service_with_endpoints, events, get, synced, zkc
 from zkop_testing.waiting import wait_for
@@ -24,6 +27,14 @@ from zkop_testing.zookeeper import ZooKeeperServer
 from zkop.kube.client import KubeClient, resource_path
 
 ZKM = ("platform.example.com", "v1alpha1", "zookeepermirrors")
+
+
+@pytest.fixture(scope="module")
+def namespace_rbac(plane: ControlPlane, installed: list[Obj]) -> None:
+    """The tenancy-namespace-selector component's ClusterRole and binding (a policy with a namespaceSelector makes
+    zkop watch Namespaces), applied as a user would add it."""
+    kubectl(plane, "apply", "--server-side", "--field-manager=zkop-tests", "-f",
+            str(REPO / "manifests/components/tenancy-namespace-selector/rbac.yaml"))
 
 
 def mirror(name: str, path: str, namespace: str, **spec: Any) -> dict[str, Any]:
@@ -103,15 +114,26 @@ def test_a_mirror_cannot_read_another_teams_subtree_nor_zkops_records(
     assert proc.proc is not None and proc.proc.returncode == 0, proc.log_tail()
 
 
+def policy_args(with_policy: bool, tmp_path: Path) -> list[str]:
+    """``--tenancy-policy-file`` with the most permissive policy there is (every namespace, every path), or none:
+    the reserved roots hold either way."""
+    if not with_policy:
+        return []
+    path = tmp_path / "policy.yaml"
+    path.write_text(yaml.safe_dump({"tenancy": {"rules": [{"namespaceSelector": {}, "pathPrefixes": ["/"]}]}}))
+    return ["--tenancy-policy-file", str(path)]
+
+
+@pytest.mark.parametrize("with_policy", [False, True], ids=["no-policy", "admit-all-policy"])
 def test_a_zookeeperconfig_cannot_rewrite_or_delete_another_namespaces_ownership_record(
         zkop_kubeconfig: str, kube: KubeClient, namespace: str, new_namespace: Any, zk_server: ZooKeeperServer,
-        zk_base: str, zk: KazooClient) -> None:
-    """Without any tenancy policy: a ZooKeeperConfig declaring a path inside the ownership registry is refused
-    (``ReservedPath``), the victim's record keeps its bytes and version, and deleting the attacker's object
-    deletes nothing."""
+        zk_base: str, zk: KazooClient, with_policy: bool, tmp_path: Path, namespace_rbac: None) -> None:
+    """With no tenancy policy, or one that admits every namespace to every path: a ZooKeeperConfig declaring a path
+    inside the ownership registry is refused (``ReservedPath``), the victim's record keeps its bytes and version,
+    and deleting the attacker's object deletes nothing."""
     victim, attacker = namespace, new_namespace()
     with OperatorProcess(zkop_kubeconfig, f"{zk_server.hosts}{zk_base}",
-                         ["--namespace", victim, "--namespace", attacker]) as proc:
+                         ["--namespace", victim, "--namespace", attacker, *policy_args(with_policy, tmp_path)]) as proc:
         create(kube, zkc("payments", "/config/payments", b"on", namespace=victim))
         wait_for(lambda: synced(kube, "payments", victim), message="the victim's object synced")
         record_path = f"{zk_base}/zkop/owners/config/payments"
@@ -140,13 +162,16 @@ def test_a_zookeeperconfig_cannot_rewrite_or_delete_another_namespaces_ownership
     assert proc.proc is not None and proc.proc.returncode == 0, proc.log_tail()
 
 
+@pytest.mark.parametrize("with_policy", [False, True], ids=["no-policy", "admit-all-policy"])
 def test_a_zookeeperconfig_cannot_rewrite_a_service_bridge_record(
         zkop_kubeconfig: str, kube: KubeClient, namespace: str, new_namespace: Any, zk_server: ZooKeeperServer,
-        zk_base: str, zk: KazooClient) -> None:
-    """With the bridge on and no tenancy policy: a ZooKeeperConfig in another namespace declaring the path of a
-    published Service's record is refused (``ReservedPath``) and the record is unchanged."""
+        zk_base: str, zk: KazooClient, with_policy: bool, tmp_path: Path, namespace_rbac: None) -> None:
+    """With the bridge on, with no tenancy policy or one that admits every namespace to every path: a ZooKeeperConfig
+    in another namespace declaring the path of a published Service's record is refused (``ReservedPath``) and the
+    record is unchanged."""
     victim, attacker = namespace, new_namespace()
-    args = ["--service-bridge", "--service-bridge-namespace", victim, "--namespace", attacker]
+    args = ["--service-bridge", "--service-bridge-namespace", victim, "--namespace", attacker,
+            *policy_args(with_policy, tmp_path)]
     with OperatorProcess(zkop_kubeconfig, f"{zk_server.hosts}{zk_base}", args) as proc:
         create_service_with_endpoints(kube, "web", victim)
         record_path = f"{zk_base}/kubernetes/services/{victim}-web"
