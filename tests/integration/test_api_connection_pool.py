@@ -21,6 +21,7 @@ import pytest
 from zkop.kube.client import KubeClient
 from zkop.operator.options import OperatorOptions
 from zkop.operator.run import IDLE_CONNECTIONS_PER_HOST, Operator, api_pool_size
+from zkop.runtime.manager import ManagerOptions
 from zkop.services.bridge.options import BridgeOptions
 from zkop.zookeeper.adapter import ConnectionOptions
 
@@ -45,7 +46,8 @@ def hold_connections(client: KubeClient, count: int, caplog: pytest.LogCaptureFi
 
 def test_pool_holds_every_worker_and_watch(kubeconfig: str, caplog: pytest.LogCaptureFixture) -> None:
     options = OperatorOptions(kubeconfig=kubeconfig, zookeeper=ConnectionOptions(hosts="127.0.0.1:1"),
-                              metrics_bind_address="0", health_probe_bind_address="0", workers=8,
+                              manager=ManagerOptions(metrics_bind_address="0", health_probe_bind_address="0"),
+                              workers=8,
                               ensembles=True, mirrors=True, bridge=BridgeOptions(workers=6))
     size = api_pool_size(options)
     assert size == 8 * 3 + 6 + 16  # the ZooKeeperConfig, ensemble and mirror workers, the bridge's, the watches

@@ -28,6 +28,7 @@ from zkop.operator.registry import FEATURES, Feature, enabled_features
 from zkop.operator.run import Operator, api_pool_size
 from zkop.runtime.cache import Informer
 from zkop.runtime.controller import Controller, Result
+from zkop.runtime.manager import ManagerOptions
 from zkop.services.bridge.options import BridgeOptions
 from zkop.services.importer.options import ImportOptions
 from zkop.zkconfig.controller import ZOOKEEPERCONFIGS
@@ -103,7 +104,7 @@ def test_one_registry_line_adds_a_controller_that_runs_on_the_real_planes(
         namespace: str) -> None:
     options = OperatorOptions(
         kubeconfig=kubeconfig, zookeeper=ConnectionOptions(hosts=f"{zk_server.hosts}{zk_base}", session_timeout=4),
-        metrics_bind_address="127.0.0.1:0", health_probe_bind_address="127.0.0.1:0", workers=1,
+        manager=ManagerOptions(metrics_bind_address="127.0.0.1:0", health_probe_bind_address="127.0.0.1:0"), workers=1,
         namespaces=[namespace])
     operator = Operator(options, features=(*FEATURES, EXAMPLE))
     assert list(operator.features) == ["zookeeperconfig", "example"]

@@ -28,6 +28,7 @@ from zkop_testing.zookeeper import ZooKeeperServer
 from zkop.kube.client import KubeClient
 from zkop.operator.options import OperatorOptions
 from zkop.operator.run import Operator
+from zkop.runtime.manager import ManagerOptions
 from zkop.zookeeper.adapter import ConnectionOptions
 
 #: Seconds the session listener takes over LOST.
@@ -65,7 +66,7 @@ def test_operator_run_returns_with_no_thread_of_its_own_left(kubeconfig: str, ku
                                                              zk: KazooClient, namespace: str, lease: str) -> None:
     options = OperatorOptions(
         kubeconfig=kubeconfig, zookeeper=ConnectionOptions(hosts=f"{zk_server.hosts}{zk_base}", session_timeout=4),
-        metrics_bind_address="127.0.0.1:0", health_probe_bind_address="127.0.0.1:0", workers=2,
+        manager=ManagerOptions(metrics_bind_address="127.0.0.1:0", health_probe_bind_address="127.0.0.1:0"), workers=2,
         leader_elect=True, leader_election_namespace=ZKOP_NAMESPACE, leader_election_id=lease, lease_duration=30,
         renew_deadline=20, retry_period=0.5, namespaces=[namespace],
     )

@@ -27,6 +27,7 @@ from zkop_testing.zookeeper import ZooKeeperEnsemble, ZooKeeperServer, expire_se
 from zkop.kube.client import MERGE_PATCH, ApiException, KubeClient, resource_path
 from zkop.operator.options import OperatorOptions
 from zkop.operator.run import Operator
+from zkop.runtime.manager import ManagerOptions
 from zkop.zookeeper.adapter import ConnectionOptions
 
 
@@ -285,7 +286,8 @@ def test_session_expiry_rearms_watches(kubeconfig: str, kube: KubeClient, zk_ser
                                        zk: KazooClient, namespace: str) -> None:
     options = OperatorOptions(kubeconfig=kubeconfig, zookeeper=ConnectionOptions(hosts=f"{zk_server.hosts}{zk_base}",
                                                                                 session_timeout=4),
-                              metrics_bind_address="0", health_probe_bind_address="0", workers=2,
+                              manager=ManagerOptions(metrics_bind_address="0", health_probe_bind_address="0"),
+                              workers=2,
                               namespaces=[namespace])
     manager = Operator(options)
     thread = threading.Thread(target=manager.run, daemon=True)

@@ -376,6 +376,7 @@ def _run(args: argparse.Namespace) -> int:
     from zkop.operator.options import OperatorOptions
     from zkop.operator.run import ConfigurationError, Operator
     from zkop.runtime.certs import CertificateError
+    from zkop.runtime.manager import ManagerOptions
 
     _check_leader_election(args)
     tenancy = read_tenancy_policy(args.tenancy_policy_file)
@@ -388,19 +389,21 @@ def _run(args: argparse.Namespace) -> int:
         raise
     options = OperatorOptions(
         kubeconfig=args.kubeconfig, zookeeper=connection_options(args), namespaces=args.namespaces,
-        workers=args.workers, metrics_bind_address=args.metrics_bind_address,
-        health_probe_bind_address=args.health_probe_bind_address, leader_elect=args.leader_elect,
+        workers=args.workers, leader_elect=args.leader_elect,
         leader_election_id=args.leader_election_id, leader_election_namespace=args.leader_election_namespace,
         lease_duration=args.leader_election_lease_duration, renew_deadline=args.leader_election_renew_deadline,
         retry_period=args.leader_election_retry_period, sync_period=args.sync_period,
-        graceful_shutdown_timeout=args.graceful_shutdown_timeout, max_data_bytes=args.max_data_bytes,
+        max_data_bytes=args.max_data_bytes,
         cluster_id=args.cluster_id, registry_root=args.registry_root, acl_check_period=args.acl_check_period,
         bridge=bridge, importer=importer, mirrors=args.zookeeper_mirrors, dry_run=args.dry_run,
         mirror_max_znodes=args.mirror_max_znodes, mirror_max_bytes=args.mirror_max_bytes,
         ensembles=args.zookeeper_ensembles, ensemble_secret_namespace=args.ensemble_secret_namespace,
-        metrics_secure=args.metrics_secure,
-        metrics_cert_dir=args.metrics_cert_dir, metrics_cert_name=args.metrics_cert_name,
-        metrics_key_name=args.metrics_cert_key, kube_api_qps=args.kube_api_qps, kube_api_burst=args.kube_api_burst,
+        manager=ManagerOptions(
+            metrics_bind_address=args.metrics_bind_address, metrics_secure=args.metrics_secure,
+            metrics_cert_dir=args.metrics_cert_dir, metrics_cert_name=args.metrics_cert_name,
+            metrics_key_name=args.metrics_cert_key, health_probe_bind_address=args.health_probe_bind_address,
+            graceful_shutdown_timeout=args.graceful_shutdown_timeout),
+        kube_api_qps=args.kube_api_qps, kube_api_burst=args.kube_api_burst,
         tenancy=tenancy,
     )
     try:

@@ -10,6 +10,7 @@ from zkop.feature.context import FeatureSettings
 from zkop.feature.gate import reserved_roots
 from zkop.feature.tenancy import TenancyPolicy
 from zkop.mirror.options import DEFAULT_MAX_BYTES, DEFAULT_MAX_ZNODES
+from zkop.runtime.manager import ManagerOptions
 from zkop.services.bridge.options import BridgeOptions
 from zkop.services.importer.options import ImportOptions
 from zkop.zkconfig.spec import DEFAULT_MAX_DATA_BYTES
@@ -45,12 +46,10 @@ class OperatorOptions:
     zookeeper: ConnectionOptions = field(default_factory=ConnectionOptions)
     namespaces: list[str] = field(default_factory=list)
     workers: int = 4
-    metrics_bind_address: str = ":8080"
-    metrics_secure: bool = False
-    metrics_cert_dir: str | None = None
-    metrics_cert_name: str = "tls.crt"
-    metrics_key_name: str = "tls.key"
-    health_probe_bind_address: str = ":8081"
+    #: The Manager's own settings (metrics and probe servers, the graceful-shutdown drain); leader election and the
+    #: heap freeze are set from the fields below by :class:`zkop.operator.run.Operator`.
+    manager: ManagerOptions = field(default_factory=lambda: ManagerOptions(
+        graceful_shutdown_timeout=GRACEFUL_SHUTDOWN_TIMEOUT))
     leader_elect: bool = False
     leader_election_id: str = "zkop-leader"
     leader_election_namespace: str | None = None
@@ -58,7 +57,6 @@ class OperatorOptions:
     renew_deadline: float = 10.0
     retry_period: float = 2.0
     sync_period: float = 600.0
-    graceful_shutdown_timeout: float = GRACEFUL_SHUTDOWN_TIMEOUT
     max_data_bytes: int = DEFAULT_MAX_DATA_BYTES
     watch_inactivity_timeout: float = 90.0
     cluster_id: str = "default"

@@ -22,6 +22,7 @@ import logging
 import socket
 import uuid
 from collections.abc import Sequence
+from dataclasses import replace
 
 from zkop import __version__
 from zkop.ensembles.spec import FINALIZER as ENSEMBLE_FINALIZER
@@ -34,7 +35,7 @@ from zkop.kube.flowcontrol import client_rate_limiter
 from zkop.kube.writepolicy import DryRunWrites
 from zkop.operator.options import OperatorOptions, default_leader_election_namespace
 from zkop.operator.registry import FEATURES, Feature, enabled_features
-from zkop.runtime.manager import LeaderElectionOptions, Manager, ManagerOptions
+from zkop.runtime.manager import LeaderElectionOptions, Manager
 from zkop.zkconfig.spec import FINALIZER as ZKCONFIG_FINALIZER
 from zkop.zkconfig.spec import GROUP
 from zkop.zookeeper.adapter import ZooKeeperAdapter
@@ -117,14 +118,8 @@ class Operator:
                 name=options.leader_election_id, identity=self.identity, lease_duration=options.lease_duration,
                 renew_deadline=options.renew_deadline, retry_period=options.retry_period,
             )
-        self.manager = Manager(ManagerOptions(
-            metrics_bind_address=options.metrics_bind_address, metrics_secure=options.metrics_secure,
-            metrics_cert_dir=options.metrics_cert_dir, metrics_cert_name=options.metrics_cert_name,
-            metrics_key_name=options.metrics_key_name,
-            health_probe_bind_address=options.health_probe_bind_address,
-            leader_election=election, graceful_shutdown_timeout=options.graceful_shutdown_timeout,
-            gc_freeze_after_sync=True,
-        ), self.client)
+        self.manager = Manager(replace(options.manager, leader_election=election, gc_freeze_after_sync=True),
+                               self.client)
         self.startup = ZooKeeperStartup(self.zookeeper, options.probe_root(),
                                         probe=options.startup_probe and not options.dry_run, on_fatal=self.manager.fail)
         self.manager.add(self.startup, needs_leader=False)
