@@ -186,9 +186,14 @@ def _run_zkop(h: Harness, api: ApiServer | RealApi, kubeconfig: str) -> tuple[fl
     """``zkop run --service-bridge`` on ``api`` until every ZooKeeperConfig is Synced and the controllers are
     quiet; seconds to all Synced and its ``VmRSS``/``VmHWM`` then (zkop stopped afterwards)."""
     p = h.p
+    # zkop authenticates as production installations do: a value from a Secret is written readable by zkop's own
+    # identity only, which needs one (docs/operations.md, "Values from a Secret").
+    auth = h.workdir / "zk-auth"
+    auth.write_text("zkop-bench:zkop-bench\n", encoding="utf-8")
     operator = OperatorProcess(kubeconfig, f"{h.server.hosts}{CHROOT}", [
         *UNTHROTTLED, "--workers", str(p.workers), "--service-bridge", "--service-bridge-workers",
-        str(p.workers), "--service-bridge-max-deletes", "0"], log_path=str(h.workdir / "zkop-realistic.log"))
+        str(p.workers), "--service-bridge-max-deletes", "0", "--zk-auth-file", str(auth)],
+        log_path=str(h.workdir / "zkop-realistic.log"))
     h.operators.append(operator)
     started = time.monotonic()
     operator.start(wait_ready=False)
