@@ -126,3 +126,29 @@ def test_release(rule: str, record: Observed | None, action: Action | None) -> N
 ])
 def test_record_owner(record: Observed | None, owner: OwnerStamp | None) -> None:
     assert record_owner(record) == owner
+
+
+BRIDGE = OwnerStamp("prod-eu", "default", "flag", "uid-3", "Service")
+
+
+def test_another_kinds_stamp_says_its_kind_and_a_zookeeperconfigs_is_unchanged() -> None:
+    # A ZooKeeperConfig's stamp has no "kind" key (byte for byte what every zkop wrote); another owner's has one.
+    assert b'"kind"' not in OURS.to_bytes()
+    expected = json.dumps({"clusterId": "prod-eu", "kind": "Service", "managedBy": "zkop", "name": "flag",
+                           "namespace": "default", "uid": "uid-3"}, sort_keys=True, separators=(",", ":"))
+    assert BRIDGE.to_bytes() == expected.encode()
+    assert OwnerStamp.from_bytes(BRIDGE.to_bytes()) == BRIDGE
+    assert OwnerStamp.from_bytes(OURS.to_bytes()) == OURS
+    assert BRIDGE.describe() == "Service default/flag in cluster 'prod-eu'"
+    assert not BRIDGE.same_object(OURS)
+
+
+@pytest.mark.parametrize(("rule", "ours", "theirs"), [
+    ("a ZooKeeperConfig never takes over the bridge's record of its own cluster", OURS, BRIDGE),
+    ("the bridge never takes over a ZooKeeperConfig's record of its own cluster", BRIDGE, OURS),
+])
+def test_an_owner_of_another_kind_is_never_taken_over(rule: str, ours: OwnerStamp, theirs: OwnerStamp) -> None:
+    # owner_exists answers for objects of the claimant's kind: it cannot vouch for another kind's owner.
+    claim = plan_claim(RECORD, ours, Observed(theirs.to_bytes(), 4), never)
+    assert claim.actions == () and claim.conflict == theirs, rule
+    assert plan_release(RECORD, ours, Observed(theirs.to_bytes(), 4)) is None, rule

@@ -34,6 +34,7 @@ class FeatureSettings:
         inactivity_timeout: seconds a silent API watch is kept before it is reopened.
         acl_check_period: seconds between ACL checks of znodes that declare an ACL; 0 disables.
         cluster_id: this installation's id in ownership records (``--cluster-id``).
+        registry_root: where ownership records live (``--registry-root``).
         dry_run: ``--dry-run``: each feature chooses its planning-only writer once, when it is built.
         reserved: the roots no object may have zkop write (or read), whatever the tenancy rules
             (:func:`zkop.feature.gate.reserved_roots`); empty: the ZooKeeperConfig feature's defaults.
@@ -45,6 +46,7 @@ class FeatureSettings:
     inactivity_timeout: float = 90.0
     acl_check_period: float = 60.0
     cluster_id: str = "default"
+    registry_root: str = "/zkop/owners"
     dry_run: bool = False
     reserved: tuple[ReservedRoot, ...] = ()
 

@@ -80,7 +80,7 @@ class OperatorOptions:
         return FeatureSettings(
             namespaces=tuple(self.namespaces) or None, workers=self.workers, sync_period=self.sync_period,
             inactivity_timeout=self.watch_inactivity_timeout, acl_check_period=self.acl_check_period,
-            cluster_id=self.cluster_id, dry_run=self.dry_run,
+            cluster_id=self.cluster_id, registry_root=self.registry_root, dry_run=self.dry_run,
             reserved=reserved_roots(registry_root=self.registry_root, probe_root=self.probe_root(),
                                     bridge_root=self.bridge.root if self.bridge is not None else None,
                                     import_root=self.importer.root if self.importer is not None else None))

@@ -2,15 +2,19 @@
 
 The owner of ``/app/x`` is the stamp in ``<root>/app/x`` (default root ``/zkop/owners``), JSON
 ``{"clusterId", "managedBy": "zkop", "name", "namespace", "uid"}`` (external-dns's TXT registry,
-kept in ZooKeeper). :class:`OwnershipRegistry` only reads and writes records through the adapter.
+kept in ZooKeeper). A ZooKeeperConfig's stamp has no ``kind`` (every stamp written before other
+controllers claimed paths is one); any other controller's owner says its kind, e.g. the service
+bridge's ``{"clusterId", "kind": "Service", ...}``. :class:`OwnershipRegistry` only reads and writes
+records through the adapter.
 
 Claim rules (:func:`plan_claim`, pure):
 
 * no record, or an empty one (a registry parent, or released) → claim it (an existing znode is
   thereby *adopted*);
 * our record (same cluster id, namespace and name) → nothing, or refresh the uid of a re-created object;
-* a record of our cluster for an object that no longer exists → take it over;
-* anything else (another cluster, another live object, unreadable data) → conflict, write nothing.
+* a record of our cluster for an object of our kind that no longer exists → take it over;
+* anything else (another cluster, another kind, another live object, unreadable data) → conflict,
+  write nothing.
 
 A write under a claim that writes no record checks the record's version in the same ``multi``
 (:func:`claim_requires`). Release (:func:`plan_release`): only our own record; a record that is
@@ -55,12 +59,15 @@ class OwnerStamp:
     Attributes:
         cluster_id: the installation (``--cluster-id``).
         namespace, name, uid: the owning object.
+        kind: the owning object's kind; ``""`` for a ZooKeeperConfig (its stamp has no ``kind`` key, as
+            every stamp of an older zkop), ``"Service"`` for the service bridge's records.
     """
 
     cluster_id: str
     namespace: str
     name: str
     uid: str
+    kind: str = ""
 
     def to_bytes(self) -> bytes:
         """Canonical JSON bytes (sorted keys), so an unchanged stamp is byte-identical.
@@ -69,7 +76,8 @@ class OwnerStamp:
         written in sorted order, each value escaped by the encoder ``json.dumps`` uses with
         ``ensure_ascii``), without building a dict and an encoder twice per reconcile.
         """
-        return (f'{{"clusterId":{_json_str(self.cluster_id)},"managedBy":"zkop","name":{_json_str(self.name)},'
+        kind = f'"kind":{_json_str(self.kind)},' if self.kind else ""
+        return (f'{{"clusterId":{_json_str(self.cluster_id)},{kind}"managedBy":"zkop","name":{_json_str(self.name)},'
                 f'"namespace":{_json_str(self.namespace)},"uid":{_json_str(self.uid)}}}').encode()
 
     @classmethod
@@ -82,17 +90,20 @@ class OwnerStamp:
         if not isinstance(raw, dict) or raw.get("managedBy") != "zkop":
             return None
         try:
-            return cls(str(raw["clusterId"]), str(raw["namespace"]), str(raw["name"]), str(raw.get("uid", "")))
+            return cls(str(raw["clusterId"]), str(raw["namespace"]), str(raw["name"]), str(raw.get("uid", "")),
+                       str(raw.get("kind", "")))
         except KeyError:
             return None
 
     def same_object(self, other: OwnerStamp) -> bool:
-        """Same installation and same namespace/name (uid may differ after re-creation)."""
-        return (self.cluster_id, self.namespace, self.name) == (other.cluster_id, other.namespace, other.name)
+        """Same installation, kind and namespace/name (uid may differ after re-creation)."""
+        return ((self.cluster_id, self.kind, self.namespace, self.name)
+                == (other.cluster_id, other.kind, other.namespace, other.name))
 
     def describe(self) -> str:
-        """``namespace/name in cluster <id>``."""
-        return f"{self.namespace}/{self.name} in cluster {self.cluster_id!r}"
+        """``namespace/name in cluster <id>``, led by the kind for any owner but a ZooKeeperConfig."""
+        kind = f"{self.kind} " if self.kind else ""
+        return f"{kind}{self.namespace}/{self.name} in cluster {self.cluster_id!r}"
 
 
 @fast_init
@@ -119,7 +130,7 @@ def plan_claim(record_path: str, ours: OwnerStamp, record: Observed | None,
         record_path: the registry znode.
         ours: our stamp.
         record: the registry znode as read, or ``None``.
-        owner_exists: whether an object of *our* cluster named in a stamp still exists (from the cache).
+        owner_exists: whether an object of *our* cluster and kind named in a stamp still exists (from the cache).
     """
     if record is None:
         return Claim((CreateNode(record_path, ours.to_bytes()),), new=True)
@@ -133,7 +144,7 @@ def plan_claim(record_path: str, ours: OwnerStamp, record: Observed | None,
         if theirs == ours:
             return Claim(())
         return Claim((SetData(record_path, ours.to_bytes(), record.version),))
-    if theirs.cluster_id == ours.cluster_id and not owner_exists(theirs):
+    if theirs.cluster_id == ours.cluster_id and theirs.kind == ours.kind and not owner_exists(theirs):
         return Claim((SetData(record_path, ours.to_bytes(), record.version),))
     return Claim((), conflict=theirs)
 

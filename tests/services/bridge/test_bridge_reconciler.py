@@ -23,7 +23,7 @@ from zkop.services.bridge.options import BridgeOptions
 from zkop.services.bridge.plan import desired_set
 from zkop.services.bridge.reconciler import FULL_SYNC_KEY, KEY_INDEX, ServiceBridgeReconciler
 from zkop.services.bridge.writer import DryRunWriter, ZooKeeperWriter
-from zkop.zookeeper.actions import Action, DeleteNode, Observed
+from zkop.zookeeper.actions import Action, CheckVersion, DeleteNode, Observed
 from zkop.zookeeper.adapter import ZooKeeperAdapter, ZooKeeperUnavailable
 
 from .factories import service
@@ -223,10 +223,11 @@ class RacingZooKeeper:
     def children(self, path: str) -> list[str] | None:
         return self.adapter.children(path)
 
-    def execute(self, actions: Sequence[Action]) -> None:
+    def execute(self, actions: Sequence[Action], *, atomic: bool = False,
+                require: Sequence[CheckVersion] = ()) -> None:
         if self.on == "delete" and any(isinstance(a, DeleteNode) for a in actions):
             self._fire()
-        self.adapter.execute(actions)
+        self.adapter.execute(actions, atomic=atomic, require=require)
 
 
 def test_stale_delete_never_removes_the_record_of_a_recreated_service(
@@ -290,8 +291,9 @@ def test_the_wanted_again_guard_recomputes_the_desired_set_only_when_the_cache_c
     back = "svc-5"  # comes back (new uid) right after the first delete: the guard must see it
 
     class ComesBack(RacingZooKeeper):
-        def execute(self, actions: Sequence[Action]) -> None:
-            self.adapter.execute(actions)
+        def execute(self, actions: Sequence[Action], *, atomic: bool = False,
+                    require: Sequence[CheckVersion] = ()) -> None:
+            self.adapter.execute(actions, atomic=atomic, require=require)
             self._fire()
 
     comes_back = ComesBack(adapter, lambda: bridge.add(service(back, uid="uid-back")))
@@ -346,7 +348,8 @@ class DownZooKeeper:
     def children(self, path: str) -> list[str] | None:
         raise ZooKeeperUnavailable("ZooKeeper get_children failed: ConnectionLoss")
 
-    def execute(self, actions: Sequence[Action]) -> None:
+    def execute(self, actions: Sequence[Action], *, atomic: bool = False,
+                require: Sequence[CheckVersion] = ()) -> None:
         raise ZooKeeperUnavailable("writes are paused")
 
 

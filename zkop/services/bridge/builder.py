@@ -17,6 +17,7 @@ from typing import ClassVar
 from zkop.feature.context import FeatureContext
 from zkop.kube.client import JSON, KubeClient
 from zkop.kube.events import EventRecorder
+from zkop.ownership.registry import DEFAULT_REGISTRY_ROOT
 from zkop.runtime.cache import FuncHandler, Informer, meta_namespace_key
 from zkop.runtime.controller import Controller
 from zkop.runtime.workqueue import RateLimitingQueue
@@ -57,7 +58,7 @@ class ServiceBridge(ServiceSync[ServiceBridgeReconciler]):
 def build_service_bridge(
     client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: EventRecorder, options: BridgeOptions, *,
     cluster_id: str, resync_period: float, inactivity_timeout: float,
-    clock: Callable[[], float] = time.monotonic, dry_run: bool = False,
+    clock: Callable[[], float] = time.monotonic, dry_run: bool = False, registry_root: str = DEFAULT_REGISTRY_ROOT,
 ) -> ServiceBridge:
     """Build (not start) the service bridge.
 
@@ -71,6 +72,7 @@ def build_service_bridge(
         clock: monotonic seconds, for the endpoint debounce.
         dry_run: ``zkop run --dry-run``: the reconciler is built with the
             :class:`~zkop.services.bridge.writer.DryRunWriter` (plans, logs and counts; writes nothing).
+        registry_root: the ownership registry (``--registry-root``) every record is claimed in.
 
     The full sync key is enqueued at once; it runs when the workers start, and waits for the
     informers' first LIST if they have not completed it.
@@ -96,6 +98,7 @@ def build_service_bridge(
         request_full_sync=lambda delay: queue.add_after(FULL_SYNC_KEY, delay),
         full_sync_period=resync_period, clock=clock,
         writer=(DryRunWriter if dry_run else ZooKeeperWriter)(zookeeper),  # the dry-run seam, chosen once
+        registry_root=registry_root,
     )
     controller = Controller(CONTROLLER_NAME, reconciler, workers=options.workers, queue=queue)
     services.indexer.add_indexer(KEY_INDEX, reconciler.key_index)
@@ -117,5 +120,14 @@ def build_service_bridge(
 
 def setup(context: FeatureContext, options: BridgeOptions) -> ServiceBridge:
     """:func:`build_service_bridge` on the session of ``options.ensemble`` (``--service-bridge-ensemble``),
-    added to the Manager (:func:`~zkop.services.wiring.setup_direction`)."""
-    return setup_direction(context, options, options.ensemble, build_service_bridge)
+    claiming in the ownership registry of ``--registry-root``, added to the Manager
+    (:func:`~zkop.services.wiring.setup_direction`)."""
+    registry_root = context.settings.registry_root
+
+    def build(client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: EventRecorder, bridge: BridgeOptions, *,
+              cluster_id: str, resync_period: float, inactivity_timeout: float, dry_run: bool = False) -> ServiceBridge:
+        return build_service_bridge(client, zookeeper, recorder, bridge, cluster_id=cluster_id,
+                                    resync_period=resync_period, inactivity_timeout=inactivity_timeout,
+                                    dry_run=dry_run, registry_root=registry_root)
+
+    return setup_direction(context, options, options.ensemble, build)

@@ -18,6 +18,11 @@ machinery and counted under ``controller="service-bridge"``):
   after a lost race or while the circuit breaker is open; only a complete sync with the breaker
   closed sets the last-full-sync timestamp).
 
+Every record is claimed in zkop's ownership registry (``--registry-root``) for its Service, in the
+same ``multi`` as the record's write (:mod:`~zkop.services.bridge.claims`): a record another owner
+claims (a ZooKeeperConfig, another installation) is not written and is reported as ``RecordConflict``,
+and no deletion removes a node another owner claims; a deletion releases the bridge's claim with it.
+
 Deletes are guarded three ways: the plan only takes nodes stamped with this installation's
 owner; right before executing, each path is checked again against a fresh desired set from
 the cache (a Service re-created meanwhile protects its path); and each delete is conditional
@@ -38,16 +43,17 @@ from collections.abc import Callable, Sequence
 
 from zkop.kube.client import JSON
 from zkop.kube.events import EventRecorder
+from zkop.ownership.registry import DEFAULT_REGISTRY_ROOT, OwnerStamp
 from zkop.runtime.cache import Indexer, meta_namespace_key
 from zkop.runtime.controller import Result
 from zkop.services.bridge import metrics
+from zkop.services.bridge.claims import ClaimedPlan, Claims, Write, claim_service_plan, release_orphans, service_stamp
 from zkop.services.bridge.formats import DesiredNode, RecordFormat, get_format, parse_owner
 from zkop.services.bridge.naming import winner
 from zkop.services.bridge.options import BridgeOptions
 from zkop.services.bridge.plan import (
     ObservedNode,
     Protection,
-    ServicePlan,
     SweepPlan,
     desired_set,
     plan_service,
@@ -63,7 +69,7 @@ from zkop.services.fullsync import (
     postpone_until_synced,
 )
 from zkop.services.reporting import ReportOnce
-from zkop.zookeeper.actions import DeleteNode
+from zkop.zookeeper.actions import Observed
 from zkop.zookeeper.errors import ConcurrentModification
 from zkop.zookeeper.replan import with_replans
 
@@ -105,6 +111,7 @@ class ServiceBridgeReconciler(FullSyncReconciler):
         event_object: what breaker Events are about (default :func:`default_event_object`).
         writer: every ZooKeeper write goes through it (default: a :class:`ZooKeeperWriter` on ``zookeeper``;
             :class:`~zkop.services.bridge.writer.DryRunWriter` under ``--dry-run``).
+        registry_root: the ownership registry's root (``--registry-root``) the records are claimed in.
     """
 
     def __init__(
@@ -112,7 +119,7 @@ class ServiceBridgeReconciler(FullSyncReconciler):
         cluster_id: str, slices: Indexer | None = None, synced: Callable[[], bool] = lambda: True,
         request_full_sync: Callable[[float], None] = lambda delay: None, full_sync_period: float = 600.0,
         clock: Callable[[], float] = time.monotonic, event_object: JSON | None = None,
-        writer: ZooKeeperWriter | None = None,
+        writer: ZooKeeperWriter | None = None, registry_root: str = DEFAULT_REGISTRY_ROOT,
     ) -> None:
         super().__init__(
             who="service-bridge", log=log, breaker_gauge=metrics.SERVICE_BRIDGE_DELETE_CIRCUIT_BREAKER_OPEN,
@@ -126,6 +133,7 @@ class ServiceBridgeReconciler(FullSyncReconciler):
         self.writer = writer if writer is not None else ZooKeeperWriter(zookeeper)
         self.options = options
         self.cluster_id = cluster_id
+        self.registry_root = registry_root.rstrip("/")
         self.format: RecordFormat = get_format(options.format)
         self.debouncer = Debouncer(options.endpoints_debounce, options.endpoints_max_delay, clock)
         self._lock = threading.Lock()
@@ -203,7 +211,8 @@ class ServiceBridgeReconciler(FullSyncReconciler):
         view, recheck = self._endpoints(key)
         record = service_record(obj, self.options, view)
         desired = self.format.nodes(record, location, self.cluster_id)
-        plan, published = self._converge(key, desired, location.key_path)
+        stamp = service_stamp(self.cluster_id, record.namespace, record.name, record.uid)
+        plan, published = self._converge(key, desired, location.key_path, stamp)
         self._report(key, obj, location.key_path, plan, published)
         return Result(requeue_after=recheck) if recheck else Result()
 
@@ -224,6 +233,17 @@ class ServiceBridgeReconciler(FullSyncReconciler):
         return ObservedNode(path, observed.data, observed.version, observed.num_children,
                             bool(observed.ephemeral_owner), parse_owner(path, observed.data))
 
+    def _claim(self, path: str) -> Observed | None:
+        return self.zookeeper.read(self.registry_root + path)
+
+    def _publishes(self, stamp: OwnerStamp, key_path: str) -> bool:
+        """Whether the Service named in a stamp of this cluster still publishes ``key_path`` (it keeps its claim)."""
+        obj = self.services.get(f"{stamp.namespace}/{stamp.name}")
+        if obj is None or not is_selected(obj, self.options):
+            return False
+        best = winner(self.services.by_index(KEY_INDEX, key_path))
+        return best is not None and meta_namespace_key(best) == meta_namespace_key(obj)
+
     def _observe(
         self, desired: Sequence[DesiredNode], key_path: str,
     ) -> tuple[dict[str, ObservedNode], list[ObservedNode]]:
@@ -242,27 +262,37 @@ class ServiceBridgeReconciler(FullSyncReconciler):
                     children.append(child)
         return observed, children
 
-    def _converge(self, key: str, desired: Sequence[DesiredNode], key_path: str) -> tuple[ServicePlan, bool]:
-        """Read, plan, write; re-plan on a concurrent change (:func:`~zkop.zookeeper.replan.with_replans`).
+    def _converge(self, key: str, desired: Sequence[DesiredNode], key_path: str,
+                  stamp: OwnerStamp) -> tuple[ClaimedPlan, bool]:
+        """Read, plan, claim, write; re-plan on a concurrent change (:func:`~zkop.zookeeper.replan.with_replans`).
 
         Returns:
-            The plan, and whether it published the Service's first record (written, not only planned).
+            The claimed plan, and whether it published the Service's first record (written, not only planned).
         """
-        def attempt(n: int) -> tuple[ServicePlan, bool]:
+        def attempt(n: int) -> tuple[ClaimedPlan, bool]:
             observed, children = self._observe(desired, key_path)
             had_record = any(node.ours(self.cluster_id) and node.is_record for node in [*observed.values(), *children])
             plan = plan_service(desired, observed, children, cluster_id=self.cluster_id, policy=self.options.policy)
             for note in plan.suppressed:
                 log.debug("service-bridge %s: not done: %s", key, note)
-            written = self.writer.write(key, plan.actions)
-            return plan, bool(plan.created) and not had_record and written
+            paths = [*(n.path for n in desired if not n.container),
+                     *(c.path for c in children if c.ours(self.cluster_id))]
+            records = {path: record for path in dict.fromkeys(paths)
+                       if (record := self._claim(path)) is not None}
+            claimed = claim_service_plan(plan, desired, observed, Claims(
+                stamp, self.registry_root, records, lambda theirs: self._publishes(theirs, key_path)))
+            for path in claimed.adopted:
+                log.info("service-bridge %s: claimed %s, published by an older zkop", key, path)
+            written = self.writer.write(key, claimed.writes)
+            created = set(plan.created) & {w.path for w in claimed.writes}
+            return claimed, bool(created) and not had_record and written
 
         def on_conflict(n: int, err: ConcurrentModification) -> None:
             log.info("service-bridge %s: znode changed during reconcile (attempt %d): %s", key, n + 1, err)
 
         return with_replans(attempt, on_conflict)
 
-    def _report(self, key: str, obj: JSON, key_path: str, plan: ServicePlan, published: bool) -> None:
+    def _report(self, key: str, obj: JSON, key_path: str, plan: ClaimedPlan, published: bool) -> None:
         if published:
             self.recorder.event(obj, "Normal", "Published", f"published to ZooKeeper at {key_path}")
         uid = str((obj.get("metadata") or {}).get("uid") or "")
@@ -270,10 +300,15 @@ class ServiceBridgeReconciler(FullSyncReconciler):
             self._conflicts.clear(key)
         elif self._conflicts.note(key, (uid, plan.foreign)):
             metrics.SERVICE_BRIDGE_SKIPPED_FOREIGN.inc(len(plan.foreign))
+            claimed = dict(plan.claimed_by)
+            unclaimed = [path for path in plan.foreign if path not in claimed]
+            said = [f"znode {', '.join(unclaimed)} exists and is not owned by this zkop (cluster id "
+                    f"{self.cluster_id!r})"] if unclaimed else []
+            said += [f"znode {path} is owned by {owner} (ownership record {self.registry_root}{path})"
+                     for path, owner in plan.claimed_by]
             self.recorder.event(
                 obj, "Warning", "RecordConflict",
-                f"znode {', '.join(plan.foreign)} exists and is not owned by this zkop (cluster id "
-                f"{self.cluster_id!r}); left unchanged, so this Service is not published there",
+                f"{'; '.join(said)}; left unchanged, so this Service is not published there",
             )
 
     def _note_collision(self, key: str, obj: JSON, best: JSON, key_path: str) -> None:
@@ -332,7 +367,11 @@ class ServiceBridgeReconciler(FullSyncReconciler):
         if plan.suppressed:
             log.info("service-bridge: policy %s keeps %d orphaned node(s): %s", self.options.policy,
                      len(plan.orphans), ", ".join(plan.orphans))
-        outcome = self.writer.delete_orphans(plan.actions, self._wanted_again)
+        records = {a.path: record for a in plan.actions if (record := self._claim(a.path)) is not None}
+        writes, held = release_orphans(plan.actions, records, root=self.registry_root, cluster_id=self.cluster_id)
+        for path in held:
+            log.info("service-bridge: %s is claimed by another owner in the ownership registry; not deleted", path)
+        outcome = self.writer.delete_orphans(writes, self._wanted_again)
         orphaned = len(plan.counted_uids) if plan.breaker_open or plan.suppressed or outcome.planned else 0
         metrics.SERVICE_BRIDGE_RECORDS.labels("published").set(plan.published)
         metrics.SERVICE_BRIDGE_RECORDS.labels("foreign").set(plan.foreign)
@@ -342,7 +381,7 @@ class ServiceBridgeReconciler(FullSyncReconciler):
         return next_full_sync(self.full_sync_period, breaker_open=plan.breaker_open, complete=outcome.complete,
                               last_full_sync=metrics.SERVICE_BRIDGE_LAST_FULL_SYNC)
 
-    def _wanted_again(self, action: DeleteNode) -> str | None:
+    def _wanted_again(self, action: Write) -> str | None:
         """The "wanted again" guard: is ``action``'s path protected by the cache as it is now?
 
         The desired set of the whole cache is computed again only when the cache changed since the

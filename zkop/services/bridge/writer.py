@@ -16,9 +16,10 @@ from typing import Protocol
 
 from zkop.runtime import dryrun
 from zkop.services.bridge import metrics
+from zkop.services.bridge.claims import Write
 from zkop.services.bridge.plan import describe
 from zkop.services.fullsync import Outcome, delete_unless_wanted
-from zkop.zookeeper.actions import Action, CreateNode, DeleteNode, Observed, SetData, operation
+from zkop.zookeeper.actions import Action, CheckVersion, CreateNode, DeleteNode, Observed, SetData, operation
 from zkop.zookeeper.errors import ConcurrentModification
 
 __all__ = ["CONTROLLER", "FULL_SYNC", "DryRunWriter", "ZooKeeperClient", "ZooKeeperWriter"]
@@ -38,11 +39,12 @@ class ZooKeeperClient(Protocol):
 
     def children(self, path: str) -> list[str] | None: ...
 
-    def execute(self, actions: Sequence[Action]) -> None: ...
+    def execute(self, actions: Sequence[Action], *, atomic: bool = False,
+                require: Sequence[CheckVersion] = ()) -> None: ...
 
 
 class ZooKeeperWriter:
-    """Executes the bridge's planned actions one by one (the writer of a real run).
+    """Executes the bridge's planned writes, each node's with its claim's in one ``multi`` (the writer of a real run).
 
     Args:
         zookeeper: the adapter (or anything with ``execute``).
@@ -51,19 +53,20 @@ class ZooKeeperWriter:
     def __init__(self, zookeeper: ZooKeeperClient) -> None:
         self.zookeeper = zookeeper
 
-    def write(self, key: str, actions: Sequence[Action]) -> bool:
-        """Execute a Service's ``actions`` in order; True if they were made (False: a dry run planned them).
+    def write(self, key: str, writes: Sequence[Write]) -> bool:
+        """Make a Service's ``writes`` in order, each one ``multi``; True if they were made (False: a dry run
+        planned them).
 
         Raises:
             ZooKeeperError: from :meth:`zkop.zookeeper.adapter.ZooKeeperAdapter.execute` (ConcurrentModification:
                 plan again).
         """
-        for action in actions:
-            self._execute(action)
+        for write in writes:
+            self._execute(write)
         return True
 
-    def delete_orphans(self, actions: Sequence[DeleteNode],
-                       wanted_again: Callable[[DeleteNode], str | None]) -> Outcome:
+    def delete_orphans(self, actions: Sequence[Write],
+                       wanted_again: Callable[[Write], str | None]) -> Outcome:
         """Delete the full sync's orphans, each only if :func:`~zkop.services.fullsync.delete_unless_wanted`
         still finds it unwanted."""
         outcome = delete_unless_wanted(
@@ -75,14 +78,16 @@ class ZooKeeperWriter:
             log.info("service-bridge: full sync deleted %d orphaned node(s)", outcome.deleted)
         return outcome
 
-    def _execute(self, action: Action) -> None:
-        self.zookeeper.execute([action])
-        log.debug("service-bridge: %s", describe(action))
-        if isinstance(action, CreateNode):
+    def _execute(self, write: Write) -> None:
+        self.zookeeper.execute(write.actions, atomic=True, require=write.require)
+        for action in write.actions:
+            log.debug("service-bridge: %s", describe(action))
+        node = write.node
+        if isinstance(node, CreateNode):
             metrics.SERVICE_BRIDGE_WRITES.labels("create").inc()
-        elif isinstance(action, SetData):
+        elif isinstance(node, SetData):
             metrics.SERVICE_BRIDGE_WRITES.labels("update").inc()
-        elif isinstance(action, DeleteNode):
+        elif isinstance(node, DeleteNode):
             metrics.SERVICE_BRIDGE_DELETES.inc()
 
 
@@ -90,15 +95,17 @@ class DryRunWriter(ZooKeeperWriter):
     """The writer of ``zkop run --dry-run``: sends nothing; logs and counts each action
     (:func:`zkop.runtime.dryrun.planned`)."""
 
-    def write(self, key: str, actions: Sequence[Action]) -> bool:
-        """Plan ``actions`` (one log line and one count each); False: nothing was made."""
-        for action in actions:
-            dryrun.planned(log, CONTROLLER, key, operation(action), describe(action))
+    def write(self, key: str, writes: Sequence[Write]) -> bool:
+        """Plan ``writes`` (one log line and one count per action, claims included); False: nothing was made."""
+        for write in writes:
+            for action in write.actions:
+                dryrun.planned(log, CONTROLLER, key, operation(action), describe(action))
         return False
 
-    def delete_orphans(self, actions: Sequence[DeleteNode],
-                       wanted_again: Callable[[DeleteNode], str | None]) -> Outcome:
-        """Plan every deletion (``Outcome.planned``); nothing is deleted."""
-        for action in actions:
-            dryrun.planned(log, CONTROLLER, FULL_SYNC, operation(action), describe(action))
+    def delete_orphans(self, actions: Sequence[Write],
+                       wanted_again: Callable[[Write], str | None]) -> Outcome:
+        """Plan every deletion and release (``Outcome.planned``); nothing is deleted."""
+        for write in actions:
+            for action in write.actions:
+                dryrun.planned(log, CONTROLLER, FULL_SYNC, operation(action), describe(action))
         return Outcome(planned=True)
