@@ -15,7 +15,11 @@ import pytest
 from zkop_testing.waiting import wait_for
 
 from zkop.ensembles import running
+from zkop.ensembles.controller import running_ensembles
 from zkop.ensembles.running import EnsembleRuntime, Ensembles
+from zkop.feature.ensemble_lookup import EnsembleAccess, EnsembleMissing
+from zkop.feature.gate import Gate
+from zkop.runtime.cache import Indexer
 from zkop.zkconfig.controller import ZooKeeperConfigController
 from zkop.zookeeper.adapter import ZooKeeperAdapter
 from zkop.zookeeper.connect_retry import connect_retrying
@@ -223,3 +227,27 @@ def test_the_ensembles_report_every_zookeeperensembles_runtime_but_not_the_flags
     assert ensembles.stop_all(1.0) is False
     assert "controller.stop" in eu.calls and "controller.stop" in us.calls and "controller.stop" not in flags.calls
     assert ensembles.health_check() is None
+
+
+def test_the_lookup_gives_a_running_ensembles_adapter_and_gate_or_why_not_and_tells_of_every_change() -> None:
+    """What the mirror asks (:func:`zkop.ensembles.controller.running_ensembles`): the running ensemble's adapter and
+    its ZooKeeperConfig controller's gate; else ``EnsembleNotFound`` (no such object), ``EnsembleNotUsable`` (the
+    reason it was removed with) or no reason while it is being made; and a listener hears each registration,
+    removal and tenancy change."""
+    ensembles, cache = Ensembles(), Indexer()
+    heard: list[str] = []
+    lookup = running_ensembles(ensembles, cache)
+    lookup.on_change(heard.append)
+    assert lookup.find("eu") == EnsembleMissing("EnsembleNotFound", "ZooKeeperEnsemble 'eu' not found")
+    cache.upsert({"metadata": {"name": "eu"}})
+    assert lookup.find("eu").reason is None  # type: ignore[union-attr]  # exists, its runtime not made yet
+    parts, adapter = FakeParts(), FakeAdapter()
+    gate = Gate()
+    parts.reconciler.gate = gate  # type: ignore[attr-defined]
+    ensembles.put(runtime(adapter, parts, [], "eu"))
+    assert lookup.find("eu") == EnsembleAccess(cast(ZooKeeperAdapter, adapter), gate)
+    ensembles.changed("eu")
+    ensembles.remove("eu", "ZooKeeperEnsemble eu cannot be used: Secret eu-auth not found")
+    assert lookup.find("eu") == EnsembleMissing("EnsembleNotUsable",
+                                                "ZooKeeperEnsemble eu cannot be used: Secret eu-auth not found")
+    assert heard == ["eu", "eu", "eu"]

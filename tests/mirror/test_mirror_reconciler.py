@@ -5,14 +5,16 @@ ConfigMap read from the API server (the real :class:`~zkop.mirror.writer.ApiWrit
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
+from zkop.feature.ensemble_lookup import EnsembleAccess, EnsembleLookup, EnsembleMissing
 from zkop.feature.gate import Gate
 from zkop.kube.client import JSON, ApiException
 from zkop.kube.events import EventRecorder
-from zkop.mirror.reconciler import MirrorReconciler
+from zkop.mirror.reconciler import ENSEMBLE_STARTING_RECHECK, MirrorReconciler
+from zkop.mirror.sources import MirrorSource, MirrorSources
 from zkop.mirror.tree import TreeReader
 from zkop.mirror.writer import ApiWriter
 from zkop.runtime.cache import Indexer
@@ -90,3 +92,50 @@ def test_a_configmap_that_keeps_appearing_and_vanishing_is_retried_after_the_las
     with pytest.raises(RetryableError, match="ns/app: ConfigMap app changed meanwhile"):
         reconciler(client).reconcile("ns/app")
     assert [method for method, _, _ in client.requests] == ["POST"] + ["GET", "POST"] * (MAX_REPLANS - 1)
+
+
+def named(ensemble: str) -> MirrorReconciler:
+    """The reconciler over one mirror naming ZooKeeperEnsemble ``ensemble``, without ZooKeeperEnsembles."""
+    mirrors = Indexer()
+    mirrors.upsert({**MIRROR, "spec": {**MIRROR["spec"], "ensembleRef": {"name": ensemble}}})
+    return MirrorReconciler(mirrors, Indexer(), TreeReader(OneZnode(), lambda path: None),
+                            ApiWriter(Client(None), EventRecorder(None)), gate=Gate())
+
+
+def test_without_zookeeperensembles_a_mirror_naming_one_reads_nothing_and_says_ensemblenotfound() -> None:
+    client = Client(None)
+    subject = named("prod-eu")
+    subject.writer = ApiWriter(client, EventRecorder(None))
+    subject.reconcile("ns/app")
+    assert [(method, path.rsplit("/", 1)[-1]) for method, path, _ in client.requests] == [("PATCH", "status")]
+    (ready,) = client.requests[-1][2]["status"]["conditions"]  # Ready alone: not Stalled, read once it runs
+    assert (ready["status"], ready["reason"]) == ("False", "EnsembleNotFound")
+    assert "'prod-eu'" in ready["message"] and "--zookeeper-ensembles" in ready["message"]
+
+
+def test_a_mirror_reads_the_adapter_its_ensemble_runs_now_and_waits_while_it_starts() -> None:
+    answers: dict[str, EnsembleAccess | EnsembleMissing] = {"prod-eu": EnsembleMissing(None, "starting")}
+    made: list[object] = []
+
+    def make(name: str, access: EnsembleAccess) -> MirrorSource:
+        made.append(access.adapter)
+        return MirrorSource(access.gate, TreeReader(cast(Any, access.adapter), lambda path: None), lambda roots: None,
+                            access.adapter)
+
+    client = Client(None)
+    subject = named("prod-eu")
+    subject.writer = ApiWriter(client, EventRecorder(None))
+    subject.sources = MirrorSources(subject.sources.default, EnsembleLookup(answers.__getitem__, lambda f: None),
+                                    make)
+    assert subject.reconcile("ns/app").requeue_after == ENSEMBLE_STARTING_RECHECK  # nothing reported while starting
+    assert client.requests == []
+    first, second = OneZnode(), OneZnode()
+    answers["prod-eu"] = EnsembleAccess(cast(Any, first), Gate())
+    assert subject.sources.get("prod-eu") is subject.sources.get("prod-eu")  # one source per adapter
+    answers["prod-eu"] = EnsembleAccess(cast(Any, second), Gate())  # its session made anew: a new source
+    source = subject.sources.get("prod-eu")
+    assert isinstance(source, MirrorSource) and source.reader.zookeeper is second and made == [first, second]
+    answers["prod-eu"] = EnsembleMissing("EnsembleNotUsable", "ZooKeeperEnsemble prod-eu cannot be used: no Secret")
+    subject.reconcile("ns/app")
+    assert client.requests[-1][2]["status"]["conditions"][0]["reason"] == "EnsembleNotUsable"
+    assert [name for name, _ in subject.sources.known()] == [""]  # nothing kept on its closed adapter

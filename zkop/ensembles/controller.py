@@ -61,6 +61,7 @@ from zkop.ensembles.spec import (
 )
 from zkop.ensembles.writer import ApiWriter, DryRunWriter, EnsembleWriter
 from zkop.feature.context import FeatureContext
+from zkop.feature.ensemble_lookup import EnsembleAccess, EnsembleLookup, EnsembleMissing
 from zkop.kube.client import JSON, KubeClient
 from zkop.kube.events import EventRecorder, now_rfc3339
 from zkop.runtime.cache import Informer, NamedObjectInformer, ResourceRef
@@ -221,6 +222,7 @@ class EnsembleReconciler:
         if action.kind != "rebuild" and current is not None:
             if action.kind == "change-policy":  # only its tenancy or adoption: the same session
                 current.change_policy(raw, spec.policy)
+                self.ensembles.changed(name)
             return current
         directory = Path(tempfile.mkdtemp(prefix=f"zkop-ensemble-{name}-"))
         try:
@@ -314,6 +316,33 @@ class EnsembleMembership:
         self._add(ensemble_of(obj))
 
 
+def why_missing(name: str, ensembles: Ensembles, ensemble_cache: Any) -> EnsembleMissing:
+    """Why ZooKeeperEnsemble ``name`` has no runtime: ``EnsembleNotFound`` (not in ``ensemble_cache``),
+    ``EnsembleNotUsable`` (the reason :meth:`Ensembles.remove` recorded), or reason ``None`` while it exists and
+    nothing is decided yet (its runtime is being made). The one rule for every kind naming an ensemble."""
+    if ensemble_cache.get(name) is None:
+        return EnsembleMissing("EnsembleNotFound", f"ZooKeeperEnsemble {name!r} not found")
+    unusable = ensembles.unusable_reason(name)
+    if unusable is None:
+        return EnsembleMissing(None, f"ZooKeeperEnsemble {name!r} is starting")
+    return EnsembleMissing("EnsembleNotUsable", unusable)
+
+
+def running_ensembles(ensembles: Ensembles, ensemble_cache: Any) -> EnsembleLookup:
+    """The :class:`~zkop.feature.ensemble_lookup.EnsembleLookup` this feature provides to the features built after it
+    (the mirror): a running ensemble's adapter and its ZooKeeperConfig controller's gate (its ``spec.tenancy``),
+    else :func:`why_missing`; its listeners hear of every runtime registered, replaced or removed and every
+    tenancy change (:meth:`Ensembles.add_listener`)."""
+
+    def find(name: str) -> EnsembleAccess | EnsembleMissing:
+        runtime = ensembles.get(name)
+        if runtime is not None:
+            return EnsembleAccess(runtime.adapter, runtime.parts.reconciler.gate)
+        return why_missing(name, ensembles, ensemble_cache)
+
+    return EnsembleLookup(find, ensembles.add_listener)
+
+
 class MissingEnsembleReporter:
     """Reconciler of the ZooKeeperConfigs whose ensemble does not run: their status says why
     (``EnsembleNotFound``: no such ZooKeeperEnsemble; ``EnsembleNotUsable``: being deleted, an invalid spec,
@@ -336,19 +365,18 @@ class MissingEnsembleReporter:
         name = ensemble_of(obj)
         if name == DEFAULT_ENSEMBLE or self.ensembles.get(name) is not None:
             return Result()
-        found = self.ensemble_cache.get(name) is not None
-        unusable = self.ensembles.unusable_reason(name)
-        if found and unusable is None:
+        missing = why_missing(name, self.ensembles, self.ensemble_cache)
+        if missing.reason is None:
             # Not decided yet: the ensemble's controller is still opening its session (or has not reconciled it).
             # Its runtime reconciles the object once it runs; a reason it cannot run re-enqueues the object here
             # (on_removed). Looked at again meanwhile, never reported as unusable while merely starting.
             return Result(requeue_after=STARTING_RECHECK)
-        message = unusable if found and unusable else f"ZooKeeperEnsemble {name!r} not found"
+        message = missing.message
         if (obj.get("metadata") or {}).get("deletionTimestamp"):
             message += ("; the znode cannot be deleted until the ensemble is back (docs/operations.md, "
                         "\"An object whose ensemble is gone\")")
-        outcome = Outcome("Error", "EnsembleNotUsable", message, False) if found else \
-            Outcome("Error", "EnsembleNotFound", message, False)
+        outcome = Outcome("Error", "EnsembleNotUsable", message, False) if missing.reason == "EnsembleNotUsable" \
+            else Outcome("Error", "EnsembleNotFound", message, False)
         self.writer.report(obj, outcome, wrote=False, warn=True)  # every Error reason is a Warning Event too
         return Result()
 
@@ -392,14 +420,18 @@ class _Runtimes:
 def setup(context: FeatureContext, options: EnsembleOptions) -> EnsembleController:
     """Build the ZooKeeperEnsemble controller and the missing-ensemble reporter over the ZooKeeperConfig
     feature's informers (built before it: :meth:`~zkop.feature.context.FeatureContext.part`), and add them to
-    ``context.manager``; each ensemble's runtime hooks its own session's resync."""
+    ``context.manager``; each ensemble's runtime hooks its own session's resync. The features built after it find
+    the running ensembles through the :class:`~zkop.feature.ensemble_lookup.EnsembleLookup` it provides
+    (:func:`running_ensembles`)."""
     default = context.part(ZooKeeperConfigController)
     settings = context.settings
-    return add_to_manager(context.manager, context.client, context.recorder, default, context.zookeeper,
-                          default.reconciler.options, secret_namespace=options.secret_namespace,
-                          workers=settings.workers, acl_check_period=settings.acl_check_period,
-                          inactivity_timeout=settings.inactivity_timeout, sync_period=settings.sync_period,
-                          dry_run=settings.dry_run)
+    parts = add_to_manager(context.manager, context.client, context.recorder, default, context.zookeeper,
+                           default.reconciler.options, secret_namespace=options.secret_namespace,
+                           workers=settings.workers, acl_check_period=settings.acl_check_period,
+                           inactivity_timeout=settings.inactivity_timeout, sync_period=settings.sync_period,
+                           dry_run=settings.dry_run)
+    context.built(running_ensembles(parts.ensembles, parts.informer.indexer))
+    return parts
 
 
 def add_to_manager(

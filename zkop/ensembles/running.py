@@ -244,6 +244,17 @@ class Ensembles:
         self._runtimes: dict[str, EnsembleRuntime] = {}
         self._unusable: dict[str, str] = {}
         self._closed = False  # set by stop_all: no ZooKeeperEnsemble's runtime is registered after it
+        self._listeners: list[Callable[[str], None]] = []
+
+    def add_listener(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener(name)`` (it must only enqueue) after ensemble ``name``'s runtime is registered, replaced
+        or removed, or :meth:`changed` is called for it."""
+        self._listeners.append(listener)
+
+    def changed(self, name: str) -> None:
+        """Tell the listeners that ensemble ``name`` changed (its runtime, or its tenancy in the same runtime)."""
+        for listener in list(self._listeners):
+            listener(name)
 
     def get(self, name: str) -> EnsembleRuntime | None:
         """The running ensemble ``name`` (``""``: the flags'), or ``None``."""
@@ -271,7 +282,8 @@ class Ensembles:
             self._unusable.pop(runtime.name, None)
             old = self._runtimes.get(runtime.name)
             self._runtimes[runtime.name] = runtime
-            return old
+        self.changed(runtime.name)
+        return old
 
     def put_unless_closed(self, runtime: EnsembleRuntime) -> bool:
         """:meth:`put` ``runtime`` unless :meth:`stop_all` has run (then ``False``: the caller stops it). A reconcile
@@ -281,7 +293,8 @@ class Ensembles:
                 return False
             self._unusable.pop(runtime.name, None)
             self._runtimes[runtime.name] = runtime
-            return True
+        self.changed(runtime.name)
+        return True
 
     def reopen(self) -> None:
         """Accept runtimes again (leadership starts anew)."""
@@ -297,7 +310,9 @@ class Ensembles:
                 self._unusable.pop(name, None)
             else:
                 self._unusable[name] = reason
-            return self._runtimes.pop(name, None)
+            runtime = self._runtimes.pop(name, None)
+        self.changed(name)
+        return runtime
 
     def unusable_reason(self, name: str) -> str | None:
         """Why ensemble ``name`` has no runtime, as last set by :meth:`remove`, or ``None``."""
@@ -321,5 +336,7 @@ class Ensembles:
             runtimes = [r for n, r in self._runtimes.items() if n != DEFAULT_ENSEMBLE]
             for runtime in runtimes:
                 del self._runtimes[runtime.name]
+        for runtime in runtimes:
+            self.changed(runtime.name)
         drained = [runtime.stop(timeout) for runtime in runtimes]
         return all(drained)

@@ -6,7 +6,9 @@ exists — then calls :func:`decide` once and applies the :class:`Decision` thro
 
 Rules, in order:
 
-1. an invalid spec writes nothing: ``Ready=False``/``Stalled``, reason ``InvalidSpec``; a path the admission
+1. an invalid spec writes nothing: ``Ready=False``/``Stalled``, reason ``InvalidSpec``; a mirror naming a
+   ZooKeeperEnsemble that does not run (``spec.ensembleRef``) reads nothing: ``Ready=False``, reason
+   ``EnsembleNotFound`` or ``EnsembleNotUsable``, a Warning Event (read once the ensemble runs); a path the admission
    gate refuses (:class:`zkop.feature.gate.Gate`: a reserved root, the tenancy rules, the same as for a
    ZooKeeperConfig's writes) reads, watches and writes nothing: ``Stalled``, the refusal's reason
    (``ReservedPath``, ``NamespaceNotAllowed``, ``PathNotAllowed``) and a Warning Event; a subtree larger than the
@@ -30,6 +32,7 @@ import base64
 from dataclasses import dataclass, field
 from typing import Literal
 
+from zkop.feature.ensemble_ref import DEFAULT_ENSEMBLE, ensemble_of
 from zkop.feature.tenancy import Refusal
 from zkop.kube.types import JSON
 from zkop.mirror.keys import key_for, key_problem
@@ -68,12 +71,14 @@ class SpecError(ValueError):
 
 @dataclass(frozen=True)
 class MirrorSpec:
-    """What a ZooKeeperMirror asks for: ``path`` (absolute), ``recursive``, ``configMap`` and ``key``."""
+    """What a ZooKeeperMirror asks for: ``path`` (absolute), ``recursive``, ``configMap``, ``key`` and the
+    ZooKeeperEnsemble it reads (``spec.ensembleRef.name``; ``""``: the flags' ensemble)."""
 
     path: str
     recursive: bool
     config_map: str
     key: str | None = None
+    ensemble: str = DEFAULT_ENSEMBLE
 
 
 def parse_spec(obj: JSON) -> MirrorSpec:
@@ -93,7 +98,7 @@ def parse_spec(obj: JSON) -> MirrorSpec:
     if key is not None and key_problem(str(key)) is not None:
         raise SpecError(f"spec.key: {key_problem(str(key))}")
     name = str(spec.get("configMap") or (obj.get("metadata") or {}).get("name"))
-    return MirrorSpec(path, recursive, name, str(key) if key is not None else None)
+    return MirrorSpec(path, recursive, name, str(key) if key is not None else None, ensemble_of(obj))
 
 
 @dataclass(frozen=True)
@@ -228,14 +233,19 @@ def _patch(existing: JSON, desired: JSON) -> JSON | None:
 
 
 def decide(mirror: JSON, spec: MirrorSpec | SpecError, snapshot: Snapshot | None, existing: JSON | None, *,
-           refusal: Refusal | None = None) -> Decision:
+           refusal: Refusal | None = None, ensemble_missing: tuple[str, str] | None = None) -> Decision:
     """The one decision of a pass over complete facts (the rules in the module docstring).
 
-    ``snapshot`` is ``None`` only with a ``SpecError`` or a ``refusal`` (nothing is read for either);
-    ``refusal``: why the admission gate does not let zkop read ``spec.path`` for this mirror.
+    ``snapshot`` is ``None`` only with a ``SpecError``, a ``refusal`` or ``ensemble_missing`` (nothing is read for
+    any); ``refusal``: why the admission gate does not let zkop read ``spec.path`` for this mirror;
+    ``ensemble_missing``: ``(reason, message)``, why the ZooKeeperEnsemble the mirror names cannot be used
+    (``EnsembleNotFound``, ``EnsembleNotUsable``; not stalled: the mirror is read once the ensemble runs).
     """
     if isinstance(spec, SpecError):
         return Decision(None, False, "InvalidSpec", str(spec), stalled=True, warnings=(("InvalidSpec", str(spec)),))
+    if ensemble_missing is not None:
+        reason, message = ensemble_missing[0], f"{ensemble_missing[1]}; nothing is read"
+        return Decision(None, False, reason, message, warnings=((reason, message),))
     if refusal is not None:
         message = f"{refusal.message}; nothing is read"
         return Decision(None, False, refusal.reason, message, stalled=True, warnings=((refusal.reason, message),))

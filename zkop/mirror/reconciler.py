@@ -1,8 +1,9 @@
 """Reconcile one ZooKeeperMirror: pre-check, gather, decide once, apply.
 
-1. pure pre-check: the spec (:func:`~zkop.mirror.decide.parse_spec`); nothing is read for an
-   invalid one;
-2. gather: the znodes under the root (:class:`~zkop.mirror.tree.TreeReader`, watched) and the
+1. pure pre-checks: the spec (:func:`~zkop.mirror.decide.parse_spec`), the ensemble it names
+   (:class:`~zkop.mirror.sources.MirrorSources`: the flags', or a running ZooKeeperEnsemble), that ensemble's
+   admission gate; nothing is read for an invalid spec, a missing ensemble or a refusal;
+2. gather: the znodes under the root on that ensemble (:class:`~zkop.mirror.tree.TreeReader`, watched) and the
    ConfigMap from the label-selected cache;
 3. :func:`~zkop.mirror.decide.decide`;
 4. apply through the injected :class:`~zkop.mirror.writer.ApiWriter`: the ConfigMap write, the
@@ -20,10 +21,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from zkop.feature.ensemble_lookup import EnsembleMissing
+from zkop.feature.ensemble_ref import DEFAULT_ENSEMBLE, ensemble_of
 from zkop.feature.gate import Gate
 from zkop.kube.client import JSON
 from zkop.kube.events import now_rfc3339
 from zkop.mirror.decide import Decision, MirrorSpec, SpecError, decide, parse_spec
+from zkop.mirror.sources import MirrorSource, MirrorSources
 from zkop.mirror.tree import NO_LIMITS, Limits, TreeReader
 from zkop.mirror.writer import AlreadyExists, ApiWriter
 from zkop.runtime.cache import Indexer
@@ -34,12 +38,15 @@ from zkop.zookeeper.adapter import ZooKeeperError
 from zkop.zookeeper.errors import ConcurrentModification
 from zkop.zookeeper.replan import with_replans
 
-__all__ = ["MirrorReconciler", "desired_status", "mirror_covers"]
+__all__ = ["MirrorReconciler", "admitted_specs", "desired_status", "keys_for_path", "keys_naming", "mirror_covers"]
 
 log = logging.getLogger(__name__)
 
 #: At most this many left-out znodes are listed in ``status.skipped``.
 MAX_SKIPPED_IN_STATUS = 20
+#: Seconds before a mirror whose ZooKeeperEnsemble exists but does not run yet is looked at again (as for a
+#: ZooKeeperConfig: never reported as unusable while merely starting).
+ENSEMBLE_STARTING_RECHECK = 5.0
 
 
 def mirror_covers(spec: MirrorSpec, path: str) -> bool:
@@ -49,25 +56,32 @@ def mirror_covers(spec: MirrorSpec, path: str) -> bool:
     return spec.recursive and path.startswith(spec.path.rstrip("/") + "/")
 
 
-def admitted_specs(mirrors: Indexer, gate: Gate) -> list[tuple[str, MirrorSpec]]:
-    """``(key, spec)`` of every mirror in ``mirrors`` with a valid spec the gate admits (a refused one is never
-    read nor watched)."""
+def admitted_specs(mirrors: Indexer, gate: Gate, ensemble: str = DEFAULT_ENSEMBLE) -> list[tuple[str, MirrorSpec]]:
+    """``(key, spec)`` of every mirror in ``mirrors`` naming ``ensemble`` with a valid spec that ensemble's gate
+    admits (a refused one is never read nor watched)."""
     specs = []
     for obj in mirrors.list():
         try:
             spec = parse_spec(obj)
         except SpecError:
             continue
-        if gate.admit(obj, spec.path, "read") is not None:
+        if spec.ensemble != ensemble or gate.admit(obj, spec.path, "read") is not None:
             continue
         meta = obj.get("metadata") or {}
         specs.append((f"{meta.get('namespace')}/{meta.get('name')}", spec))
     return specs
 
 
-def keys_for_path(mirrors: Indexer, gate: Gate, path: str) -> list[str]:
-    """The keys of the admitted mirrors a change of ``path`` concerns (reads only memory: kazoo's thread)."""
-    return [key for key, spec in admitted_specs(mirrors, gate) if mirror_covers(spec, path)]
+def keys_for_path(mirrors: Indexer, gate: Gate, path: str, ensemble: str = DEFAULT_ENSEMBLE) -> list[str]:
+    """The keys of the admitted mirrors of ``ensemble`` a change of ``path`` there concerns (reads only memory:
+    kazoo's thread)."""
+    return [key for key, spec in admitted_specs(mirrors, gate, ensemble) if mirror_covers(spec, path)]
+
+
+def keys_naming(mirrors: Indexer, ensemble: str) -> list[str]:
+    """The keys of the mirrors whose ``spec.ensembleRef`` names ``ensemble`` (reads only memory)."""
+    return [f"{(o.get('metadata') or {}).get('namespace')}/{(o.get('metadata') or {}).get('name')}"
+            for o in mirrors.list() if ensemble_of(o) == ensemble]
 
 
 def desired_status(old: JSON, decision: Decision, generation: int, config_map: str | None, now: str) -> JSON:
@@ -98,34 +112,38 @@ class MirrorReconciler:
     Args:
         mirrors: the mirrors informer's indexer.
         config_maps: the indexer of ConfigMaps carrying :data:`~zkop.mirror.decide.MANAGED_LABEL`.
-        reader: watched, read-only ZooKeeper reads.
+        reader: watched, read-only ZooKeeper reads on the flags' ensemble.
         writer: every API write (the dry-run seam).
-        watch_roots: ``f(roots)`` keeps persistent recursive watches on the mirrors' roots.
-        gate: the admission gate a mirror passes before anything is read or watched for it (reads, held to the
-            same rules as a ZooKeeperConfig's writes); the reserved roots below a mirror's root are never read.
+        watch_roots: ``f(roots)`` keeps persistent recursive watches on the mirrors' roots on the flags' ensemble.
+        gate: the flags' ensemble's admission gate, which a mirror without ``spec.ensembleRef`` passes before
+            anything is read or watched for it (reads, held to the same rules as a ZooKeeperConfig's writes); the
+            reserved roots below a mirror's root are never read.
         limits: how much one mirror may have zkop read (the operator's ``--mirror-max-*``).
+        sources: every ensemble's source, the flags' made of ``reader``, ``watch_roots`` and ``gate``
+            (:class:`~zkop.mirror.sources.MirrorSources`); ``None``: the flags' ensemble alone (a mirror naming a
+            ZooKeeperEnsemble is told ``EnsembleNotFound``).
     """
 
     def __init__(self, mirrors: Indexer, config_maps: Indexer, reader: TreeReader, writer: ApiWriter, *,
                  watch_roots: Callable[[list[str]], None] = lambda roots: None, gate: Gate,
-                 limits: Limits = NO_LIMITS) -> None:
+                 limits: Limits = NO_LIMITS, sources: MirrorSources | None = None) -> None:
         self.gate = gate
         self.limits = limits
         self.mirrors = mirrors
         self.config_maps = config_maps
         self.reader = reader
         self.writer = writer
-        self.watch_roots = watch_roots
-        self._roots: frozenset[str] = frozenset()
+        self.sources = sources or MirrorSources(MirrorSource(gate, reader, watch_roots))
         #: A ZooKeeper failure leaves a pass as a RetryableError.
         self.retry = RetryBoundary(ZooKeeperError)
 
-    def _specs(self) -> list[tuple[str, MirrorSpec]]:
-        return admitted_specs(self.mirrors, self.gate)
-
     def keys_for_path(self, path: str) -> list[str]:
-        """The mirrors a change of ``path`` concerns (kazoo's thread: no I/O)."""
+        """The mirrors of the flags' ensemble a change of ``path`` there concerns (kazoo's thread: no I/O)."""
         return keys_for_path(self.mirrors, self.gate, path)
+
+    def keys_naming(self, ensemble: str) -> list[str]:
+        """The mirrors naming ZooKeeperEnsemble ``ensemble`` (its runtime or tenancy changed, its session is back)."""
+        return keys_naming(self.mirrors, ensemble)
 
     def keys_for_config_map(self, obj: JSON) -> list[str]:
         """ConfigMaps informer mapping: the mirrors that own the ConfigMap."""
@@ -139,10 +157,12 @@ class MirrorReconciler:
                 for o in self.mirrors.list()]
 
     def _keep_roots_watched(self) -> None:
-        roots = frozenset(spec.path for _, spec in self._specs())
-        if roots != self._roots:
-            self._roots = roots
-            self.watch_roots(sorted(roots))
+        """On each ensemble read so far, watch the roots of the mirrors its gate admits, and no others."""
+        for name, source in self.sources.known():
+            roots = frozenset(spec.path for _, spec in admitted_specs(self.mirrors, source.gate, name))
+            if roots != source.roots:
+                source.roots = roots
+                source.watch_roots(sorted(roots))
 
     def reconcile(self, key: str) -> Result:
         """One pass for mirror ``key`` (see the module docstring).
@@ -160,16 +180,22 @@ class MirrorReconciler:
             spec = parse_spec(mirror)
         except SpecError as err:
             spec = err
-        refusal = self.gate.admit(mirror, spec.path, "read") if isinstance(spec, MirrorSpec) else None
-        if isinstance(spec, SpecError) or refusal is not None:
-            decision = decide(mirror, spec, None, None, refusal=refusal)  # nothing is read
+        source = self.sources.get(spec.ensemble) if isinstance(spec, MirrorSpec) else None
+        if isinstance(source, EnsembleMissing) and source.reason is None:
+            # The ensemble exists and its runtime is being made: its registration enqueues the mirror again.
+            return Result(requeue_after=ENSEMBLE_STARTING_RECHECK)
+        missing = (source.reason, source.message) if isinstance(source, EnsembleMissing) and source.reason else None
+        refusal = (source.gate.admit(mirror, spec.path, "read")
+                   if isinstance(spec, MirrorSpec) and isinstance(source, MirrorSource) else None)
+        if isinstance(spec, SpecError) or not isinstance(source, MirrorSource) or refusal is not None:
+            decision = decide(mirror, spec, None, None, refusal=refusal, ensemble_missing=missing)  # nothing is read
         else:
-            decision = self.writer.applied(self._converge(key, mirror, namespace, spec),
+            decision = self.writer.applied(self._converge(key, mirror, namespace, spec, source),
                                            f"{namespace}/{spec.config_map}")
         self._report(mirror, decision, spec.config_map if isinstance(spec, MirrorSpec) else None)
         return Result()
 
-    def _converge(self, key: str, mirror: JSON, namespace: str, spec: MirrorSpec) -> Decision:
+    def _converge(self, key: str, mirror: JSON, namespace: str, spec: MirrorSpec, source: MirrorSource) -> Decision:
         """Gather, decide, write; decide again on a concurrent change (:func:`~zkop.zookeeper.replan.with_replans`).
 
         The znodes are read once; a create that meets a ConfigMap the label-selected cache does not hold
@@ -179,8 +205,8 @@ class MirrorReconciler:
             RetryableError: ZooKeeper failed, or the ConfigMap kept changing through every attempt.
         """
         with self.retry.retrying(key):
-            snapshot = self.reader.snapshot(spec.path, recursive=spec.recursive,
-                                            exclude=self.gate.excluded(spec.path), limits=self.limits)
+            snapshot = source.reader.snapshot(spec.path, recursive=spec.recursive,
+                                              exclude=source.gate.excluded(spec.path), limits=self.limits)
 
         def attempt(n: int) -> Decision:
             existing = (self.config_maps.get(f"{namespace}/{spec.config_map}") if n == 0

@@ -7,22 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from zkop.feature.ensemble_ref import DEFAULT_ENSEMBLE, ensemble_of
 from zkop.kube.client import JSON
 from zkop.zookeeper.paths import validate_path
 
 __all__ = ["DEFAULT_ENSEMBLE", "adopt_existing", "ensemble_of", "finalizers", "synced_znode_version", "unsynced_path",
            "was_synced_at_generation"]
-
-#: :func:`ensemble_of` for an object without ``spec.ensembleRef``: the ensemble zkop's ``--zk-*`` flags describe.
-DEFAULT_ENSEMBLE = ""
-
-
-def ensemble_of(obj: JSON) -> str:
-    """The ZooKeeperEnsemble ``obj`` names in ``spec.ensembleRef.name``, or :data:`DEFAULT_ENSEMBLE` (the
-    flags' ensemble) when it names none; a malformed reference (not a non-empty string) names none either."""
-    ref = (obj.get("spec") or {}).get("ensembleRef")
-    name = ref.get("name") if isinstance(ref, dict) else None
-    return name if isinstance(name, str) and name else DEFAULT_ENSEMBLE
 
 
 def finalizers(obj: JSON) -> list[str]:
