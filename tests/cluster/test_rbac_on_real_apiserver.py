@@ -21,7 +21,7 @@ from zkop_testing.controlplane import ControlPlane
 from zkop_testing.kustomize import Obj, rbac_rules
 from zkop_testing.metrics_access import bind_shipped_reader_role, service_account_token
 from zkop_testing.operator import OperatorProcess
-from zkop_testing.resources import ZKC, create, create_service_with_endpoints, get, read, synced, zkc
+from zkop_testing.resources import OPEN_ACL, ZKC, create, create_service_with_endpoints, get, read, synced, zkc
 from zkop_testing.waiting import wait_for
 from zkop_testing.zookeeper import ZooKeeperServer
 
@@ -31,6 +31,7 @@ ZKOP_USER = "system:serviceaccount:zkop-system:zkop"
 #: Permissions the API server checks in admission, not per request: setting finalizers on an
 #: object whose owner references block deletion (OwnerReferencesPermissionEnforcement).
 ADMISSION_ONLY = {("platform.example.com", "zookeeperconfigs/finalizers", "update")}
+
 
 
 def _audited(plane: ControlPlane, user: str) -> list[dict[str, Any]]:
@@ -76,8 +77,10 @@ def test_rbac_covers_exactly_what_zkop_sends(plane: ControlPlane, installed: lis
             "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
             "data": {"k": base64.b64encode(b"secret").decode()}})
         create(kube, zkc("from-cm", "/app/cm", namespace=ns, dataFrom={"configMapKeyRef": {"name": "cm", "key": "k"}}))
+        # spec.acl open on purpose: zkop has no ZooKeeper credential here, and a value from a Secret is otherwise
+        # refused (SecretNeedsAcl); this test is about the API requests zkop sends.
         create(kube, zkc("from-secret", "/app/secret", namespace=ns,
-                         dataFrom={"secretKeyRef": {"name": "s", "key": "k"}}))
+                         dataFrom={"secretKeyRef": {"name": "s", "key": "k"}}, acl=OPEN_ACL))
         create(kube, zkc("bad", "/app/bad", b"\xff", namespace=ns))  # InvalidSpec (not UTF-8): a Warning Event
         # A path conflict reported for two generations: the same Event again is aggregated (PATCH count).
         create(kube, zkc("shadow", "/app/cm", b"x", namespace=ns))

@@ -16,7 +16,7 @@ from kazoo.client import KazooClient
 from zkop_testing.audit import Request, requests, settled
 from zkop_testing.controlplane import ControlPlane
 from zkop_testing.operator import OperatorProcess
-from zkop_testing.resources import ZKC, create, read, synced, zkc
+from zkop_testing.resources import OPEN_ACL, ZKC, create, read, synced, zkc
 from zkop_testing.waiting import wait_for
 from zkop_testing.zkop_install import ZKOP_NAMESPACE, ZKOP_SERVICE_ACCOUNT
 from zkop_testing.zookeeper import ZooKeeperServer
@@ -29,6 +29,7 @@ from zkop.zkconfig.reconciler import ReconcilerOptions
 from zkop.zookeeper.adapter import ZooKeeperAdapter
 
 ZKOP_USER = f"system:serviceaccount:{ZKOP_NAMESPACE}:{ZKOP_SERVICE_ACCOUNT}"
+
 
 
 def secret_path(namespace: str, name: str | None = None) -> str:
@@ -63,7 +64,7 @@ def test_only_referenced_secrets_are_read_and_edits_still_propagate(
             "data": {"url": base64.b64encode(f"{name}:1".encode()).decode()}})
     with OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}", ["--sync-period", "600", "--namespace", namespace]):
         create(kube, zkc("db", "/app/db", dataFrom={"secretKeyRef": {"name": "db-a", "key": "url"}},
-                         namespace=namespace))
+                         acl=OPEN_ACL, namespace=namespace))  # declared open: zkop holds no credential here
         wait_for(lambda: synced(kube, "db", namespace), message="synced from the Secret")
         assert read(zk, zk_base + "/app/db") == b"db-a:1"
         kube.request("PATCH", secret_path(namespace, "db-a"),

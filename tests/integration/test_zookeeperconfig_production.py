@@ -20,7 +20,7 @@ from kazoo.security import make_acl, make_digest_acl, make_digest_acl_credential
 from zkop_testing.controlplane import ControlPlane, fresh_namespace
 from zkop_testing.crds import store_before_rules
 from zkop_testing.operator import OperatorProcess
-from zkop_testing.resources import ZKC, conditions, create, events, get, read, reasons, state, synced, zkc
+from zkop_testing.resources import OPEN_ACL, ZKC, conditions, create, events, get, read, reasons, state, synced, zkc
 from zkop_testing.waiting import EVENTUALLY, wait_for
 from zkop_testing.zookeeper import ZooKeeperEnsemble, ZooKeeperServer, expire_session
 
@@ -37,6 +37,7 @@ def operator(kubeconfig: str, kube: KubeClient, zk_server: ZooKeeperServer, zk_b
     args = ["--workers", "4", "--namespace", namespace]
     with OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}", args) as proc:
         yield proc
+
 
 
 def test_hand_edit_and_hand_delete_are_restored_by_the_watch(operator: OperatorProcess, kube: KubeClient,
@@ -233,7 +234,7 @@ def test_secret_bytes_never_leak(operator: OperatorProcess, kube: KubeClient, zk
         "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db", "namespace": namespace},
         "data": {"password": base64.b64encode(secret_value).decode()}})
     create(kube, zkc("db-pass", "/app/db/password", dataFrom={"secretKeyRef": {"name": "db", "key": "password"}},
-                     encoding="binary", namespace=namespace))
+                     encoding="binary", acl=OPEN_ACL, namespace=namespace))  # declared open: zkop holds no credential
     wait_for(lambda: read(zk, zk_base + "/app/db/password") == secret_value)
     zk.set(zk_base + "/app/db/password", b"tampered")
     wait_for(lambda: read(zk, zk_base + "/app/db/password") == secret_value)

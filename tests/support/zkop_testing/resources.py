@@ -13,6 +13,11 @@ from zkop.kube.client import ApiException, KubeClient, resource_path
 ZKC = ("platform.example.com", "v1alpha1", "zookeeperconfigs")
 
 
+#: ``spec.acl`` declaring the open ACL (every permission to ``world:anyone``): what a value from a Secret needs when
+#: zkop holds no ZooKeeper credential (otherwise it is refused: ``SecretNeedsAcl``).
+OPEN_ACL = [{"scheme": "world", "id": "anyone", "permissions": ["read", "write", "create", "delete", "admin"]}]
+
+
 def zkc(name: str, path: str, data: bytes | None = None, namespace: str = "default", **spec: Any) -> dict[str, Any]:
     """A ZooKeeperConfig manifest; ``data`` becomes base64 ``spec.data`` when given."""
     body: dict[str, Any] = {"path": path, **spec}
