@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 from cluster_support import FLUX_LATENCIES, ServiceAccountClients
+from kazoo.client import KazooClient
 from zkop_testing import java_interop
 from zkop_testing.controlplane import ControlPlane, fresh_namespace
 from zkop_testing.flux import Flux, FluxError, GitServer, flux_binaries
@@ -33,6 +34,7 @@ from zkop_testing.helm import build_before_tests
 from zkop_testing.kustomize import Obj
 from zkop_testing.zkop_install import installed as install_once
 from zkop_testing.zkop_install import zkop_kubeconfig as write_zkop_kubeconfig
+from zkop_testing.zookeeper import ZooKeeperServer
 
 from zkop.kube.client import KubeClient
 
@@ -144,3 +146,15 @@ def git_server() -> Iterator[GitServer]:
     """``git http-backend`` over HTTP on loopback; a test makes its repository with ``git_server.create(name)``."""
     with GitServer() as server:
         yield server
+
+
+@pytest.fixture
+def second_ensemble() -> Iterator[tuple[KazooClient, str]]:
+    """A second ensemble for this test, with the chroot ``/team``: a client on it, and its hosts."""
+    with ZooKeeperServer() as server:
+        client = KazooClient(hosts=server.hosts)
+        client.start()
+        client.ensure_path("/team")
+        yield client, server.hosts
+        client.stop()
+        client.close()

@@ -8,10 +8,8 @@ prefixes ``Stalled`` with nothing written). The audit log shows no request of zk
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from cluster_support import ZKOP_NAMESPACE, kubectl
 from kazoo.client import KazooClient
 from zkop_testing.controlplane import ControlPlane
@@ -34,18 +32,6 @@ from zkop.kube.client import MERGE_PATCH, ApiException, KubeClient, resource_pat
 
 REPO = Path(__file__).resolve().parents[2]
 ZKOP_USER = "system:serviceaccount:zkop-system:zkop"
-
-
-@pytest.fixture
-def second_ensemble() -> Iterator[tuple[KazooClient, str]]:
-    """A second ensemble for this test, with the chroot ``/team``: a client on it, and its hosts."""
-    with ZooKeeperServer() as server:
-        client = KazooClient(hosts=server.hosts)
-        client.start()
-        client.ensure_path("/team")
-        yield client, server.hosts
-        client.stop()
-        client.close()
 
 
 def sessions_of(hosts: str) -> set[str]:

@@ -7,7 +7,6 @@ of zkop's refused."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,18 +26,6 @@ from zkop_testing.zookeeper import ZooKeeperServer
 from zkop.kube.client import KubeClient, resource_path
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def second_ensemble() -> Iterator[tuple[KazooClient, str]]:
-    """A second ensemble for this test, with the chroot ``/team``: a client on it, and its hosts."""
-    with ZooKeeperServer() as server:
-        client = KazooClient(hosts=server.hosts)
-        client.start()
-        client.ensure_path("/team")
-        yield client, server.hosts
-        client.stop()
-        client.close()
 
 
 @pytest.fixture
