@@ -66,8 +66,8 @@ class FeatureContext:
         zookeeper: the adapter on the flags' ensemble.
         settings: the settings every feature shares.
         ensemble_zookeeper: ``name`` → an adapter on the ZooKeeperEnsemble ``name`` as it is at start-up,
-            opened by a session runnable of its own (``--service-bridge-ensemble``, ``--import-ensemble``).
-            Raises :class:`zkop.cmd.flags.UsageError`-like errors of the composition root for an unusable one.
+            opened by a session runnable of its own (``--service-bridge-ensemble``, ``--import-ensemble``); for an
+            unusable one it raises the composition root's :class:`zkop.operator.run.ConfigurationError`.
     """
 
     manager: Manager
