@@ -99,6 +99,13 @@ class WatchRoots:
                  ", ".join(sorted(self._zookeeper.watches.roots)) or "-")
         self._thread.start()
         self._started = True
+        if self._dirty.is_set():
+            # Objects added while the roots above were registered and awaited: registered now, before the workers
+            # (started after this runnable) read them and arm one-shot watches that would outlive the root's.
+            try:
+                self.register()
+            except Exception:  # the thread's debounced pass tries again
+                log.exception("could not update the watched roots")
 
     def health_check(self) -> str | None:
         """``None``, or that the thread following changes ended before :meth:`stop` (new paths would go unwatched)."""
