@@ -31,7 +31,7 @@ from zkop.feature.tenancy import ADMIT_ALL, Refusal, TenancyPolicy
 from zkop.kube.client import JSON
 from zkop.zookeeper.paths import RESERVED_ROOT, is_within
 
-__all__ = ["Access", "Gate", "ReservedRoot", "reserved_roots"]
+__all__ = ["Access", "Gate", "ReservedRoot", "probe_root", "reserved_roots"]
 
 #: What an object asks zkop to do with a path: ``write`` (create, update, delete) or ``read`` (read and watch).
 Access = Literal["read", "write"]
@@ -51,6 +51,12 @@ class ReservedRoot:
     path: str
     holder: str
     readable: bool = False
+
+
+def probe_root(registry_root: str) -> str:
+    """Where the start-up probe writes its scratch znodes: ``probe`` beside the ownership registry's root
+    (``/zkop/owners`` → ``/zkop/probe``)."""
+    return f"{registry_root.rsplit('/', 1)[0] or '/zkop'}/probe"
 
 
 def reserved_roots(*, registry_root: str, probe_root: str | None = None, bridge_root: str | None = None,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from zkop.ensembles.spec import InvalidEnsemble, parse_ensemble
-from zkop.feature.gate import Gate, reserved_roots
+from zkop.feature.gate import Gate, probe_root, reserved_roots
 from zkop.gitops.manifests import Location, ManifestObject, Manifests
 from zkop.gitops.names import is_dns1123_label, is_dns1123_subdomain
 from zkop.gitops.schema import SchemaChecker, load_ensemble_crd_schema
@@ -257,8 +257,7 @@ def validate_manifests(manifests: Manifests, checker: SchemaChecker, *,
     result.problems.extend(Problem(str(p.location), "", "", p.message, order=_order(p.location))
                            for p in manifests.problems)
     candidates: list[CheckedObject] = []
-    probe_root = f"{registry_root.rsplit('/', 1)[0] or '/zkop'}/probe"
-    gate = Gate(reserved_roots(registry_root=registry_root, probe_root=probe_root))
+    gate = Gate(reserved_roots(registry_root=registry_root, probe_root=probe_root(registry_root)))
     for manifest in manifests.objects:
         problems, checked = _check_one(manifest, checker, max_data_bytes, strict, manifests, gate)
         result.problems.extend(problems)

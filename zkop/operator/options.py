@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass, field
 
 from zkop.feature.context import FeatureSettings
-from zkop.feature.gate import reserved_roots
+from zkop.feature.gate import probe_root, reserved_roots
 from zkop.feature.tenancy import TenancyPolicy
 from zkop.mirror.options import DEFAULT_MAX_BYTES, DEFAULT_MAX_ZNODES
 from zkop.runtime.manager import ManagerOptions
@@ -87,7 +87,7 @@ class OperatorOptions:
 
     def probe_root(self) -> str:
         """Where the start-up probe writes its scratch znodes: ``probe`` beside the ownership registry's root."""
-        return f"{self.registry_root.rsplit('/', 1)[0] or '/zkop'}/probe"
+        return probe_root(self.registry_root)
 
     def secret_namespace(self) -> str:
         """Where ZooKeeperEnsembles' Secrets are read from: ``--ensemble-secret-namespace``, else the pod's."""
