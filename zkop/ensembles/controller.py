@@ -60,7 +60,7 @@ from zkop.ensembles.spec import (
     parse_ensemble,
 )
 from zkop.ensembles.writer import ApiWriter, DryRunWriter, EnsembleWriter
-from zkop.feature.context import FeatureContext
+from zkop.feature.context import DRY_RUN, FeatureContext
 from zkop.feature.ensemble_lookup import EnsembleAccess, EnsembleLookup, EnsembleMissing
 from zkop.kube.client import JSON, KubeClient
 from zkop.kube.events import EventRecorder, now_rfc3339
@@ -468,7 +468,7 @@ def add_to_manager(
     def make_runtime(name: str, raw: JSON, spec: EnsembleSpec, print_: str, connection: ConnectionOptions,
                      directory: Path) -> EnsembleRuntime:
         adapter = ZooKeeperAdapter(
-            connection, refuse_writes="zkop run --dry-run" if options.dry_run else default_zookeeper.refuse_writes,
+            connection, refuse_writes=DRY_RUN if options.dry_run else default_zookeeper.refuse_writes,
             known_max_age=default_zookeeper.known_max_age)
         policy = PolicySlot(spec.policy)
         client.reserve_connections(f"zookeeperensemble/{name}", workers)  # its workers' API requests

@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 
 from zkop.ensembles.spec import GROUP, PLURAL, VERSION, InvalidEnsemble, SecretMissing, read_ensemble
+from zkop.feature.context import DRY_RUN
 from zkop.feature.session import ZooKeeperStartup
 from zkop.kube.client import JSON, ApiException, KubeClient, resource_path
 from zkop.runtime.manager import Manager
@@ -63,7 +64,7 @@ def open_ensemble(name: str, *, client: KubeClient, base: ConnectionOptions, sec
     except (SecretMissing, InvalidEnsemble, ApiException) as err:
         shutil.rmtree(directory, ignore_errors=True)
         raise EnsembleUnusable(f"ZooKeeperEnsemble {name}: {err}") from None
-    adapter = ZooKeeperAdapter(connection, refuse_writes="zkop run --dry-run" if dry_run else None)
+    adapter = ZooKeeperAdapter(connection, refuse_writes=DRY_RUN if dry_run else None)
     manager.add(ZooKeeperStartup(adapter, "", probe=False, on_fatal=manager.fail, directory=directory,
                                  name=f"zookeeper-{name}"), needs_leader=False)
     return adapter

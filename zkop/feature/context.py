@@ -18,9 +18,14 @@ from zkop.kube.events import EventRecorder
 from zkop.runtime.manager import Manager
 from zkop.zookeeper.adapter import ZooKeeperAdapter
 
-__all__ = ["FeatureContext", "FeatureSettings", "MissingFeature"]
+__all__ = ["DRY_RUN", "FeatureContext", "FeatureSettings", "MissingFeature"]
 
 T = TypeVar("T")
+
+
+#: Why every ZooKeeper write is refused under ``--dry-run`` (``ZooKeeperAdapter(refuse_writes=...)``): the net under
+#: the features' dry-run writers, on the flags' session and on every ensemble's.
+DRY_RUN = "zkop run --dry-run"
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from dataclasses import replace
 from zkop import __version__
 from zkop.ensembles.spec import FINALIZER as ENSEMBLE_FINALIZER
 from zkop.ensembles.startup import EnsembleUnusable, open_ensemble
-from zkop.feature.context import FeatureContext
+from zkop.feature.context import DRY_RUN, FeatureContext
 from zkop.feature.session import ZooKeeperStartup, resync_on_new_session
 from zkop.kube.client import KubeClient, load_api_client
 from zkop.kube.events import EventRecorder
@@ -57,10 +57,6 @@ IDLE_CONNECTIONS_PER_HOST = 25
 #: ZooKeeperEnsembles, ZooKeeperMirrors, ...), the Lease renewal, the Event writer and the ensemble
 #: controllers' own reconciles.
 API_CONNECTIONS_BESIDE_WORKERS = 16
-
-
-#: Why every ZooKeeper write is refused under ``--dry-run`` (:attr:`ZooKeeperAdapter.refuse_writes`).
-DRY_RUN = "zkop run --dry-run"
 
 
 class ConfigurationError(Exception):
