@@ -12,7 +12,6 @@ real ZooKeeper.
 from __future__ import annotations
 
 import contextlib
-import inspect
 import threading
 from dataclasses import dataclass
 
@@ -24,13 +23,12 @@ from zkop_testing.zookeeper import ZooKeeperServer
 from zkop.feature.context import FeatureContext
 from zkop.kube.client import KubeClient
 from zkop.operator.options import OperatorOptions
-from zkop.operator.registry import FEATURES, Feature, enabled_features
-from zkop.operator.run import Operator, api_pool_size
+from zkop.operator.registry import FEATURES, Feature
+from zkop.operator.run import Operator
+from zkop.runtime.builder import ControllerBuilder
 from zkop.runtime.cache import Informer
 from zkop.runtime.controller import Controller, Result
 from zkop.runtime.manager import ManagerOptions
-from zkop.services.bridge.options import BridgeOptions
-from zkop.services.importer.options import ImportOptions
 from zkop.zkconfig.controller import ZOOKEEPERCONFIGS
 from zkop.zookeeper.actions import CreateNode
 from zkop.zookeeper.adapter import ConcurrentModification, ConnectionOptions, ZooKeeperAdapter
@@ -66,37 +64,16 @@ def setup(context: FeatureContext, options: ExampleOptions) -> ExampleParts:
     settings = context.settings
     informer = Informer(context.client, ZOOKEEPERCONFIGS, namespaces=settings.namespaces, name="example-objects",
                         resync_period=settings.sync_period, inactivity_timeout=settings.inactivity_timeout)
-    controller = Controller("example", ExampleReconciler(informer, context.zookeeper, options.root),
-                            workers=settings.workers)
-    controller.watch(informer)
-    context.manager.add_controllers([informer], [controller])
+    built = (ControllerBuilder("example", workers=settings.workers).for_(informer)
+             .complete(ExampleReconciler(informer, context.zookeeper, options.root)))
+    context.manager.add_controllers(built.informers, [built.controller])
     reconnected = threading.Event()
     context.on_new_session(context.zookeeper, reconnected.set)
-    return ExampleParts(informer, controller, reconnected)
+    return ExampleParts(informer, built.controller, reconnected)
 
 
 #: The one line that adds the example feature.
 EXAMPLE = Feature("example", __name__, lambda o: ExampleOptions())
-
-
-def test_every_registered_feature_has_the_one_setup_signature() -> None:
-    for feature in FEATURES:
-        parameters = list(inspect.signature(feature.setup()).parameters)
-        assert parameters == ["context", "options"], (feature.name, parameters)
-    assert [f.name for f in FEATURES] == ["zookeeperconfig", "zookeeperensemble", "service-bridge", "service-import",
-                                          "zookeeper-mirror"]
-
-
-def test_options_enable_features_and_size_the_api_pool() -> None:
-    """Only the ZooKeeperConfig feature without options; each flag enables its own; the API pool counts the
-    workers of exactly the enabled ones (client-go's 25 at least)."""
-    plain = OperatorOptions()
-    assert [f.name for f, _ in enabled_features(plain)] == ["zookeeperconfig"]
-    everything = OperatorOptions(workers=20, ensembles=True, ensemble_secret_namespace="zkop-system", mirrors=True,
-                                 bridge=BridgeOptions(workers=3), importer=ImportOptions(workers=5))
-    assert [f.name for f, _ in enabled_features(everything)] == [f.name for f in FEATURES]
-    assert api_pool_size(plain) == 25
-    assert api_pool_size(everything) == 20 * 3 + 3 + 5 + 16
 
 
 def test_one_registry_line_adds_a_controller_that_runs_on_the_real_planes(

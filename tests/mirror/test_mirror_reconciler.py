@@ -58,11 +58,15 @@ class Client:
         return body if isinstance(body, dict) else {}
 
 
+def flags_only() -> MirrorSources:
+    """The flags' ensemble's source alone (no ZooKeeperEnsembles): one znode, no admission rule."""
+    return MirrorSources(MirrorSource(Gate(), TreeReader(OneZnode(), lambda path: None), lambda roots: None))
+
+
 def reconciler(client: Client) -> MirrorReconciler:
     mirrors = Indexer()
     mirrors.upsert(MIRROR)
-    return MirrorReconciler(mirrors, Indexer(), TreeReader(OneZnode(), lambda path: None),
-                            ApiWriter(client, EventRecorder(None)), gate=Gate())
+    return MirrorReconciler(mirrors, Indexer(), ApiWriter(client, EventRecorder(None)), sources=flags_only())
 
 
 def test_a_foreign_configmap_met_by_the_create_is_read_and_left_alone() -> None:
@@ -98,8 +102,7 @@ def named(ensemble: str) -> MirrorReconciler:
     """The reconciler over one mirror naming ZooKeeperEnsemble ``ensemble``, without ZooKeeperEnsembles."""
     mirrors = Indexer()
     mirrors.upsert({**MIRROR, "spec": {**MIRROR["spec"], "ensembleRef": {"name": ensemble}}})
-    return MirrorReconciler(mirrors, Indexer(), TreeReader(OneZnode(), lambda path: None),
-                            ApiWriter(Client(None), EventRecorder(None)), gate=Gate())
+    return MirrorReconciler(mirrors, Indexer(), ApiWriter(Client(None), EventRecorder(None)), sources=flags_only())
 
 
 def test_without_zookeeperensembles_a_mirror_naming_one_reads_nothing_and_says_ensemblenotfound() -> None:

@@ -64,12 +64,12 @@ from zkop.feature.context import DRY_RUN, FeatureContext
 from zkop.feature.ensemble_lookup import EnsembleAccess, EnsembleLookup, EnsembleMissing
 from zkop.kube.client import JSON, KubeClient
 from zkop.kube.events import EventRecorder, now_rfc3339
+from zkop.runtime.builder import ControllerBuilder
 from zkop.runtime.cache import Informer, NamedObjectInformer, ResourceRef
 from zkop.runtime.conditions import condition
 from zkop.runtime.controller import Controller, Result
 from zkop.runtime.manager import Manager
 from zkop.runtime.ownwrites import OwnWrites
-from zkop.runtime.workqueue import RateLimitingQueue
 from zkop.zkconfig.apiwrites import StatusWriter
 from zkop.zkconfig.controller import (
     ENSEMBLE_INDEX,
@@ -456,10 +456,10 @@ def add_to_manager(
     informer = Informer(client, ZOOKEEPERENSEMBLES, name="zookeeperensembles", indexers={SECRET_INDEX: index_by_secret},
                         resync_period=sync_period, inactivity_timeout=inactivity_timeout)
     secrets = NamedObjectInformer(client, SECRETS, name="ensemble-secrets", inactivity_timeout=inactivity_timeout)
-    # Both queues are built first and handed to their controllers and to whoever enqueues before the controllers
-    # exist (the one way a construction cycle is broken: docs/architecture.md, "Wiring").
-    queue: RateLimitingQueue[str] = RateLimitingQueue(CONTROLLER_NAME)
-    reporter_queue: RateLimitingQueue[str] = RateLimitingQueue(REPORTER_NAME)
+    # Both builders' queues exist before their controllers, for whoever enqueues first (docs/architecture.md, "Wiring").
+    builder = ControllerBuilder(CONTROLLER_NAME, workers=2)
+    reporting = ControllerBuilder(REPORTER_NAME, workers=1)
+    queue, reporter_queue = builder.queue, reporting.queue
 
     def report_on(name: str) -> None:
         for key in shared.informer.indexer.index_keys(ENSEMBLE_INDEX, name):
@@ -480,19 +480,18 @@ def add_to_manager(
     ensemble_writer = (DryRunWriter if dry_run else ApiWriter)(client)  # the dry-run seam, chosen once
     reconciler = EnsembleReconciler(informer.indexer, shared, secrets, secret_namespace, ensemble_writer, ensembles,
                                     default_zookeeper.options, make_runtime, on_removed=report_on)
-    controller = Controller(CONTROLLER_NAME, reconciler, workers=2, queue=queue)
-    controller.watch(informer)
-    controller.watch(secrets, lambda secret: informer.indexer.index_keys(
-        SECRET_INDEX, str((secret.get("metadata") or {}).get("name"))))
-    shared.informer.add_event_handler(EnsembleMembership(controller.queue.add))
-    controller.wait_for(shared.informer)
+    controller = (builder.for_(informer)
+                  .watches(secrets, lambda secret: informer.indexer.index_keys(
+                      SECRET_INDEX, str((secret.get("metadata") or {}).get("name"))))
+                  .handles(shared.informer, EnsembleMembership(queue.add))
+                  .complete(reconciler).controller)
     writer = StatusWriter(client, recorder, OwnWrites())
-    reporter = Controller(REPORTER_NAME, MissingEnsembleReporter(shared, ensembles, informer.indexer, writer),
-                          workers=1, queue=reporter_queue)
-    reporter.watch(shared.informer, lambda obj: [] if ensemble_of(obj) == DEFAULT_ENSEMBLE or ensembles.of(obj)
-                   else [f"{obj['metadata'].get('namespace')}/{obj['metadata']['name']}"])
-    reporter.watch(informer, lambda ens: shared.informer.indexer.index_keys(
-        ENSEMBLE_INDEX, str((ens.get("metadata") or {}).get("name"))))
+    reporter = (reporting
+                .watches(shared.informer, lambda obj: [] if ensemble_of(obj) == DEFAULT_ENSEMBLE or ensembles.of(obj)
+                         else [f"{obj['metadata'].get('namespace')}/{obj['metadata']['name']}"])
+                .watches(informer, lambda ens: shared.informer.indexer.index_keys(
+                    ENSEMBLE_INDEX, str((ens.get("metadata") or {}).get("name"))))
+                .complete(MissingEnsembleReporter(shared, ensembles, informer.indexer, writer)).controller)
     manager.add(informer, needs_leader=False)
     manager.add(secrets, needs_leader=False)
     manager.add(_Runtimes(ensembles), needs_leader=True)

@@ -23,9 +23,9 @@ from zkop.mirror.reconciler import MirrorReconciler, keys_for_path, keys_naming
 from zkop.mirror.sources import MirrorSource, MirrorSources
 from zkop.mirror.tree import NO_LIMITS, Limits, TreeReader
 from zkop.mirror.writer import GROUP, PLURAL, VERSION, ApiWriter, DryRunWriter
+from zkop.runtime.builder import ControllerBuilder
 from zkop.runtime.cache import Informer, ResourceRef
 from zkop.runtime.controller import Controller
-from zkop.runtime.workqueue import RateLimitingQueue
 from zkop.zookeeper.adapter import ZooKeeperAdapter
 
 __all__ = ["CONTROLLER_NAME", "MIRRORS", "ZooKeeperMirrors", "build_mirrors", "setup"]
@@ -71,9 +71,8 @@ def build_mirrors(client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: Eve
         ensembles: the running ZooKeeperEnsembles (``--zookeeper-ensembles``); a mirror naming one reads it through
             its adapter and passes its gate; ``None``: a mirror naming one is told ``EnsembleNotFound``.
     """
-    # The queue is built first and handed to the controller and to the znode listener (the one way a
-    # construction cycle is broken: docs/architecture.md, "Wiring").
-    queue: RateLimitingQueue[str] = RateLimitingQueue(CONTROLLER_NAME)
+    builder = ControllerBuilder(CONTROLLER_NAME, workers=workers)
+    queue = builder.queue  # the znode listeners enqueue before the reconciler exists (docs/architecture.md, "Wiring")
     mirrors = Informer(client, MIRRORS, namespaces=namespaces, resync_period=resync_period, name="zookeepermirrors",
                        inactivity_timeout=inactivity_timeout)
 
@@ -104,18 +103,17 @@ def build_mirrors(client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: Eve
                             lambda roots: adapter.watch_subtrees(CONTROLLER_NAME, roots, whole=True), adapter)
 
     reader = TreeReader(zookeeper, on_change)
-    watch_roots = lambda roots: zookeeper.watch_subtrees(CONTROLLER_NAME, roots, whole=True)  # noqa: E731
-    sources = MirrorSources(MirrorSource(gate, reader, watch_roots), ensembles, make_source)
-    reconciler = MirrorReconciler(
-        mirrors.indexer, config_maps.indexer, reader, (DryRunWriter if dry_run else ApiWriter)(client, recorder),
-        watch_roots=watch_roots, gate=gate, limits=limits, sources=sources)
-    controller = Controller(CONTROLLER_NAME, reconciler, workers=workers, queue=queue)
-    controller.watch(mirrors)
-    controller.watch(config_maps, reconciler.keys_for_config_map)
+    sources = MirrorSources(
+        MirrorSource(gate, reader, lambda roots: zookeeper.watch_subtrees(CONTROLLER_NAME, roots, whole=True)),
+        ensembles, make_source)
+    reconciler = MirrorReconciler(mirrors.indexer, config_maps.indexer,
+                                  (DryRunWriter if dry_run else ApiWriter)(client, recorder),
+                                  sources=sources, limits=limits)
+    built = builder.for_(mirrors).watches(config_maps, reconciler.keys_for_config_map).complete(reconciler)
     zookeeper.add_watch_listener(on_change)
     if ensembles is not None:
         ensembles.on_change(enqueue_naming)
-    return ZooKeeperMirrors([mirrors, config_maps], [controller], reconciler, reader)
+    return ZooKeeperMirrors(built.informers, [built.controller], reconciler, reader)
 
 
 def setup(context: FeatureContext, options: MirrorOptions) -> ZooKeeperMirrors:

@@ -19,7 +19,6 @@ Watch events (kazoo's thread) map a path to the mirrors whose root covers it
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 
 from zkop.feature.ensemble_lookup import EnsembleMissing
 from zkop.feature.ensemble_ref import DEFAULT_ENSEMBLE, ensemble_of
@@ -28,7 +27,7 @@ from zkop.kube.client import JSON
 from zkop.kube.events import now_rfc3339
 from zkop.mirror.decide import Decision, MirrorSpec, SpecError, decide, parse_spec
 from zkop.mirror.sources import MirrorSource, MirrorSources
-from zkop.mirror.tree import NO_LIMITS, Limits, TreeReader
+from zkop.mirror.tree import NO_LIMITS, Limits
 from zkop.mirror.writer import AlreadyExists, ApiWriter
 from zkop.runtime.cache import Indexer
 from zkop.runtime.conditions import condition
@@ -112,34 +111,27 @@ class MirrorReconciler:
     Args:
         mirrors: the mirrors informer's indexer.
         config_maps: the indexer of ConfigMaps carrying :data:`~zkop.mirror.decide.MANAGED_LABEL`.
-        reader: watched, read-only ZooKeeper reads on the flags' ensemble.
         writer: every API write (the dry-run seam).
-        watch_roots: ``f(roots)`` keeps persistent recursive watches on the mirrors' roots on the flags' ensemble.
-        gate: the flags' ensemble's admission gate, which a mirror without ``spec.ensembleRef`` passes before
-            anything is read or watched for it (reads, held to the same rules as a ZooKeeperConfig's writes); the
-            reserved roots below a mirror's root are never read.
+        sources: every ensemble's source (:class:`~zkop.mirror.sources.MirrorSources`): its admission gate, which a
+            mirror passes before anything is read or watched for it (reads, held to the same rules as a
+            ZooKeeperConfig's writes; the reserved roots below a mirror's root are never read), its watched reader
+            and its watched roots; the flags' is ``sources.default``.
         limits: how much one mirror may have zkop read (the operator's ``--mirror-max-*``).
-        sources: every ensemble's source, the flags' made of ``reader``, ``watch_roots`` and ``gate``
-            (:class:`~zkop.mirror.sources.MirrorSources`); ``None``: the flags' ensemble alone (a mirror naming a
-            ZooKeeperEnsemble is told ``EnsembleNotFound``).
     """
 
-    def __init__(self, mirrors: Indexer, config_maps: Indexer, reader: TreeReader, writer: ApiWriter, *,
-                 watch_roots: Callable[[list[str]], None] = lambda roots: None, gate: Gate,
-                 limits: Limits = NO_LIMITS, sources: MirrorSources | None = None) -> None:
-        self.gate = gate
+    def __init__(self, mirrors: Indexer, config_maps: Indexer, writer: ApiWriter, *, sources: MirrorSources,
+                 limits: Limits = NO_LIMITS) -> None:
         self.limits = limits
         self.mirrors = mirrors
         self.config_maps = config_maps
-        self.reader = reader
         self.writer = writer
-        self.sources = sources or MirrorSources(MirrorSource(gate, reader, watch_roots))
+        self.sources = sources
         #: A ZooKeeper failure leaves a pass as a RetryableError.
         self.retry = RetryBoundary(ZooKeeperError)
 
     def keys_for_path(self, path: str) -> list[str]:
         """The mirrors of the flags' ensemble a change of ``path`` there concerns (kazoo's thread: no I/O)."""
-        return keys_for_path(self.mirrors, self.gate, path)
+        return keys_for_path(self.mirrors, self.sources.default.gate, path)
 
     def keys_naming(self, ensemble: str) -> list[str]:
         """The mirrors naming ZooKeeperEnsemble ``ensemble`` (its runtime or tenancy changed, its session is back)."""

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from prometheus_client import REGISTRY
 
@@ -31,8 +31,8 @@ from zkop.feature.context import FeatureContext
 from zkop.feature.tenancy import TenancyPolicy
 from zkop.kube.client import JSON, KubeClient
 from zkop.kube.events import EventRecorder
+from zkop.runtime.builder import Built, ControllerBuilder
 from zkop.runtime.cache import (
-    EventHandler,
     FilteredHandler,
     FilteredIndexer,
     FuncHandler,
@@ -46,7 +46,6 @@ from zkop.runtime.cache import (
 from zkop.runtime.controller import Controller
 from zkop.runtime.manager import Manager
 from zkop.runtime.ownwrites import OwnWrites
-from zkop.runtime.workqueue import RateLimitingQueue
 from zkop.zkconfig import metrics
 from zkop.zkconfig.aclcheck import AclCheck
 from zkop.zkconfig.objects import DEFAULT_ENSEMBLE, ensemble_of
@@ -116,53 +115,108 @@ class SharedInformers:
         return [self.informer, self.configmaps, self.secrets, *([self.namespaces] if self.namespaces else [])]
 
 
+class _Keys:
+    """The key mappers of one ensemble's controller (``handler.EnqueueRequestsFromMapFunc``) over its objects
+    (``view``): what an event of each source enqueues. Read-only, no I/O: they run on informer and kazoo threads."""
+
+    def __init__(self, view: Indexer, reconciler: ZooKeeperConfigReconciler) -> None:
+        self._view, self._registry = view, reconciler.registry
+
+    def sharing_path(self, obj: JSON) -> list[str]:
+        """``obj``'s key plus every other object declaring one of its paths (ownership may move)."""
+        keys = [meta_namespace_key(obj)]
+        for path in index_by_path(obj):
+            keys.extend(k for k in self._view.index_keys(PATH_INDEX, path) if k != keys[0])
+        return keys
+
+    def referencing(self, kind: str, obj: JSON) -> list[str]:
+        """Keys of the ZooKeeperConfigs whose ``spec.dataFrom`` names ``obj`` (a ``kind`` object)."""
+        meta = obj.get("metadata") or {}
+        return self._view.index_keys(REF_INDEX, f"{kind}/{meta.get('namespace')}/{meta.get('name')}")
+
+    def in_namespace(self, namespace_obj: JSON) -> list[str]:
+        """The keys of the ZooKeeperConfigs in a Namespace, and of every object sharing one of their paths."""
+        name = str((namespace_obj.get("metadata") or {}).get("name"))
+        keys: dict[str, None] = {}
+        for obj in self._view.by_index(NAMESPACE_INDEX, name):
+            keys.update(dict.fromkeys(self.sharing_path(obj)))
+        return list(keys)
+
+    def for_znode(self, path: str) -> list[str]:
+        """The objects declaring ``path`` (a znode, or the ownership record of one)."""
+        registry = self._registry
+        managed = registry.managed_path(path) if registry.is_registry_path(path) else path
+        return [] if managed is None else self._view.index_keys(PATH_INDEX, managed)
+
+    def on_znode_changed(self, enqueue: Callable[[str], None]) -> Callable[[str], None]:
+        """The adapter's watch listener: a fired watch (kazoo's event thread) enqueues the objects declaring the
+        path."""
+        def listener(path: str) -> None:
+            for key in self.for_znode(path):
+                enqueue(key)
+        return listener
+
+
 @dataclass
 class ZooKeeperConfigController:
-    """What :func:`setup` built, for the caller's session wiring, tests and diagnostics."""
+    """What :func:`build_ensemble` built, for the caller's session wiring, tests and diagnostics.
 
-    informer: Informer
-    configmaps: NamedObjectInformer
-    secrets: NamedObjectInformer
-    controller: Controller
+    Attributes:
+        shared: the caches every ensemble's controller reads.
+        built: the controller and the handlers its builder registered on ``shared``'s informers.
+        reconciler: the controller's reconciler.
+        keys: its key mappers.
+        acl_check: the periodic ACL check (``None``: disabled).
+        watch_roots: the watched roots of its objects.
+        ensemble: a ZooKeeperEnsemble's name, ``""`` for the one zkop's flags describe.
+    """
+
+    shared: SharedInformers
+    built: Built
     reconciler: ZooKeeperConfigReconciler
+    keys: _Keys
     acl_check: AclCheck | None = None
     watch_roots: WatchRoots | None = None
-    #: The ZooKeeperConfigs of this controller's ensemble (``informer.indexer`` holds every ensemble's).
-    view: FilteredIndexer | None = None
-    #: The ensemble: a ZooKeeperEnsemble's name, ``""`` for the one zkop's flags describe.
     ensemble: str = DEFAULT_ENSEMBLE
-    #: ``(informer, handler)`` pairs :func:`build_ensemble` registered, for :meth:`detach`.
-    handlers: list[tuple[Informer, EventHandler]] = field(default_factory=list)
-    namespaces: Informer | None = None
+
+    @property
+    def controller(self) -> Controller:
+        """The ensemble's controller (its work queue and workers)."""
+        return self.built.controller
+
+    @property
+    def informer(self) -> Informer:
+        """The ZooKeeperConfig informer (every ensemble's objects)."""
+        return self.shared.informer
+
+    @property
+    def configmaps(self) -> NamedObjectInformer:
+        """The ConfigMaps ZooKeeperConfigs name."""
+        return self.shared.configmaps
+
+    @property
+    def secrets(self) -> NamedObjectInformer:
+        """The Secrets ZooKeeperConfigs name."""
+        return self.shared.secrets
+
+    @property
+    def namespaces(self) -> Informer | None:
+        """The Namespace informer, if Namespaces are watched."""
+        return self.shared.namespaces
 
     @property
     def cache(self) -> Indexer:
-        """This ensemble's objects: :attr:`view`, or the whole informer cache."""
-        return self.view if self.view is not None else self.informer.indexer
-
-    def detach(self) -> None:
-        """Remove every event handler :func:`build_ensemble` registered (the ensemble is going away)."""
-        for informer, handler in self.handlers:
-            informer.remove_event_handler(handler)
-        self.handlers.clear()
+        """This ensemble's objects (a view of the informer's cache, which holds every ensemble's)."""
+        return self.reconciler.cache
 
     @property
     def informers(self) -> list[Informer]:
         """ZooKeeperConfigs, ConfigMaps, Secrets, and Namespaces if watched."""
-        return [self.informer, self.configmaps, self.secrets, *([self.namespaces] if self.namespaces else [])]
+        return self.shared.informers
 
-    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
-        """``namespace``'s labels from the Namespace informer's cache (``None``: not watched, or not seen)."""
-        return labels_of(self.namespaces)(namespace) if self.namespaces is not None else None
-
-    def keys_in_namespace(self, namespace_obj: JSON) -> list[str]:
-        """The keys of this ensemble's ZooKeeperConfigs in a Namespace, and of every object sharing one of their
-        paths."""
-        name = str((namespace_obj.get("metadata") or {}).get("name"))
-        keys: dict[str, None] = {}
-        for obj in self.cache.by_index(NAMESPACE_INDEX, name):
-            keys.update(dict.fromkeys(self.keys_sharing_path(obj)))
-        return list(keys)
+    def detach(self) -> None:
+        """Remove every event handler :func:`build_ensemble` registered (the ensemble is going away)."""
+        self.built.detach()
 
     def on_session_reconnected(self) -> None:
         """A ZooKeeper session came back (after LOST or SUSPENDED): re-deliver every object of the ensemble.
@@ -170,10 +224,7 @@ class ZooKeeperConfigController:
         After a LOST session every watch is gone and the data may have changed; after SUSPENDED,
         keys may sit in long backoffs.  A resync is cheap where the watch-validated cache holds.
         """
-        if self.view is None:
-            self.informer.resync()
-            return
-        for key in self.view.list_keys():
+        for key in self.cache.list_keys():
             self.controller.queue.add(key)
 
     def admission_changed(self) -> None:
@@ -181,27 +232,6 @@ class ZooKeeperConfigController:
         if self.watch_roots is not None:
             self.watch_roots.admission_changed()
         self.on_session_reconnected()
-
-    def keys_sharing_path(self, obj: JSON) -> list[str]:
-        """``obj``'s key plus every other object declaring one of its paths."""
-        keys = [meta_namespace_key(obj)]
-        for path in index_by_path(obj):
-            keys.extend(k for k in self.cache.index_keys(PATH_INDEX, path) if k != keys[0])
-        return keys
-
-    def keys_referencing(self, kind: str, obj: JSON) -> list[str]:
-        """Keys of the ZooKeeperConfigs whose ``spec.dataFrom`` names ``obj`` (a ``kind`` object)."""
-        meta = obj.get("metadata") or {}
-        return self.cache.index_keys(REF_INDEX, f"{kind}/{meta.get('namespace')}/{meta.get('name')}")
-
-    def on_znode_changed(self, path: str) -> None:
-        """A ZooKeeper watch fired (kazoo's event thread): enqueue the objects declaring that path."""
-        registry = self.reconciler.registry
-        managed = registry.managed_path(path) if registry.is_registry_path(path) else path
-        if managed is None:
-            return
-        for key in self.cache.index_keys(PATH_INDEX, managed):
-            self.controller.queue.add(key)
 
 
 class _TrackReferences:
@@ -314,7 +344,8 @@ def build_ensemble(
     Each ensemble has workers of its own, so an ensemble that is down holds up only its own objects' keys.
 
     Args:
-        zookeeper: the ensemble's adapter; its watch listener gets :meth:`ZooKeeperConfigController.on_znode_changed`.
+        zookeeper: the ensemble's adapter; its watch listener enqueues the objects declaring a
+            fired path (:meth:`_Keys.for_znode`).
         options: reconciler settings (size limit, cluster id, registry root).
         ensemble: a ZooKeeperEnsemble's name; ``""`` for the one zkop's flags describe (controller
             ``zookeeperconfig``; another's is ``zookeeperconfig/<name>``).
@@ -325,7 +356,8 @@ def build_ensemble(
     informer = shared.informer
     name = CONTROLLER_NAME if ensemble == DEFAULT_ENSEMBLE else f"{CONTROLLER_NAME}/{ensemble}"
     view = FilteredIndexer(informer.indexer, ENSEMBLE_INDEX, index_by_ensemble, ensemble)
-    queue: RateLimitingQueue[str] = RateLimitingQueue(name)
+    builder = ControllerBuilder(name, workers=workers)
+    queue = builder.queue  # own writes and znode watches enqueue on it (docs/architecture.md, "Wiring")
     # An update held while our own write of it was in flight, and not its echo after all, is enqueued;
     # the echo of a write whose response is in is cached from that response, not decoded (runtime.cache.echoes).
     own_writes = OwnWrites(release=queue.add, recorded=informer.expect_echo)
@@ -334,36 +366,28 @@ def build_ensemble(
         configmaps=shared.configmaps, secrets=shared.secrets, own_writes=own_writes, policy_for=policy_for,
         namespace_labels=labels_of(shared.namespaces) if shared.namespaces is not None else None,
     )
-    controller = Controller(name, reconciler, workers=workers, queue=queue)
     watch_roots = WatchRoots(view, zookeeper, reconciler.registry, wait=zookeeper.options.session_timeout,
                              admits=reconciler.admits)
     acl_check = (AclCheck(view, zookeeper, queue.add, acl_check_period, admits=reconciler.admits)
                  if acl_check_period > 0 else None)
-    parts = ZooKeeperConfigController(informer, shared.configmaps, shared.secrets, controller, reconciler,
-                                      acl_check=acl_check, watch_roots=watch_roots, view=view, ensemble=ensemble,
-                                      namespaces=shared.namespaces)
+    keys = _Keys(view, reconciler)
 
-    def enqueue(keys: list[str]) -> None:
-        for key in keys:
+    def enqueue_sharing_path(obj: JSON) -> None:
+        for key in keys.sharing_path(obj):
             queue.add(key)
 
-    def on(source: Informer, handler: EventHandler) -> None:
-        source.add_event_handler(handler)
-        parts.handlers.append((source, handler))
-
-    on(informer, FilteredHandler(view, FuncHandler(lambda obj: enqueue(parts.keys_sharing_path(obj)),
-                                                   reconciler.wants_update)))
-    on(shared.configmaps, FuncHandler(lambda obj: enqueue(parts.keys_referencing("ConfigMap", obj))))
-    on(shared.secrets, FuncHandler(lambda obj: enqueue(parts.keys_referencing("Secret", obj))))
+    builder.handles(informer, FilteredHandler(view, FuncHandler(enqueue_sharing_path, reconciler.wants_update)))
+    builder.watches(shared.configmaps, lambda obj: keys.referencing("ConfigMap", obj))
+    builder.watches(shared.secrets, lambda obj: keys.referencing("Secret", obj))
     if shared.namespaces is not None:
-        on(shared.namespaces, FuncHandler(lambda obj: enqueue(parts.keys_in_namespace(obj)), namespace_labels_changed))
-    for each in shared.informers:
-        controller.wait_for(each)
-    zookeeper.add_watch_listener(parts.on_znode_changed)
-    on(informer, FilteredHandler(view, watch_roots))
+        builder.watches(shared.namespaces, keys.in_namespace, update_filter=namespace_labels_changed)
+    builder.handles(informer, FilteredHandler(view, watch_roots))
     if shared.namespaces is not None:
-        on(shared.namespaces, FuncHandler(watch_roots.admission_changed, namespace_labels_changed))
-    return parts
+        builder.handles(shared.namespaces, FuncHandler(watch_roots.admission_changed, namespace_labels_changed))
+    built = builder.complete(reconciler)
+    zookeeper.add_watch_listener(keys.on_znode_changed(queue.add))
+    return ZooKeeperConfigController(shared, built, reconciler, keys, acl_check=acl_check, watch_roots=watch_roots,
+                                     ensemble=ensemble)
 
 
 @dataclass(frozen=True)
@@ -425,7 +449,8 @@ def add_to_manager(
     Args:
         manager: where informers (non-leader) and the controller (leader) go.
         client: JSON client the informers list and watch with, and the reconciler writes with.
-        zookeeper: the adapter; its watch listener gets :meth:`ZooKeeperConfigController.on_znode_changed`.
+        zookeeper: the adapter; its watch listener enqueues the objects declaring a
+            fired path (:meth:`_Keys.for_znode`).
         options: reconciler settings (size limit, cluster id, registry root, dry run).
         namespaces: namespaces to watch, ``None`` for all.
         workers: concurrent reconciles.

@@ -12,11 +12,11 @@ is in :mod:`zkop.zkconfig.decide`; this module reads and writes:
    the pre-checks, which read nothing;
 3. being deleted → the record owner, then (if owned) the znode afresh and its children if
    needed, :func:`~zkop.zkconfig.decide.decide_delete`, delete, release the record, the finalizer;
-4. otherwise the watched reads of the ownership record and of the znode go out at once and are
-   answered while the finalizer is written (if it must be), the ACL is read if needed, and
-   :func:`~zkop.zkconfig.decide.decide_sync` decides from the complete facts;
-5. the claim and the plan are written in one ``multi`` with compare-and-set; a concurrent change
-   gathers and decides again (:func:`~zkop.zookeeper.replan.with_replans`);
+4. otherwise the watched reads of the ownership record and of the znode go out at once, the ACL is
+   read if needed, and :func:`~zkop.zkconfig.decide.decide_sync` decides from the complete facts;
+5. the decision is applied in its order: the finalizer if it plans one, then the claim and the znode
+   in one ``multi`` with compare-and-set; a concurrent change gathers and decides again
+   (:func:`~zkop.zookeeper.replan.with_replans`);
 6. status is written only if it changed, Events for every change (:mod:`zkop.zkconfig.apiwrites`).
 
 Every change goes through the writer chosen at construction: an
@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from zkop.feature.gate import Gate, ReservedRoot, reserved_roots
@@ -47,11 +47,10 @@ from zkop.zkconfig import decide, metrics
 from zkop.zkconfig.apiwrites import ObjectWriter
 from zkop.zkconfig.decide import Decision, DeleteFacts, SyncFacts
 from zkop.zkconfig.dryrun import DryRunWriter
-from zkop.zkconfig.objects import adopt_existing, finalizers, unsynced_path
+from zkop.zkconfig.objects import adopt_existing, unsynced_path
 from zkop.zkconfig.refs import ref_data
 from zkop.zkconfig.spec import (
     DEFAULT_MAX_DATA_BYTES,
-    FINALIZER,
     DataRef,
     DesiredZnode,
     InvalidSpec,
@@ -207,23 +206,13 @@ class ZooKeeperConfigReconciler:
             return self._apply(obj, self.writer.synced(key, "", decision))
         assert desired is not None
         record_path = self.registry.record_path(desired.path)
-        # Both reads go out at once and are answered while the finalizer is written (if it must be):
-        # the first reconcile of an object waits for one ZooKeeper round trip less, or two.
         try:
-            reads: tuple[PendingRead, PendingRead] | ZooKeeperError = self._start_reads(desired)
-        except ZooKeeperError as err:
-            reads = err
-        if FINALIZER not in finalizers(obj):
-            updated = self.writer.add_finalizer(obj)
-            if updated is None:
-                return Result()
-            obj = updated
-        try:
-            if isinstance(reads, ZooKeeperError):
-                raise reads
-            decision = self._converge(obj, desired, record_path, reads)
+            converged = self._converge(obj, desired, record_path)
         except ZooKeeperError as err:
             return self._apply(obj, self.writer.synced(key, record_path, self._failure(key, err)), cause=err)
+        if converged is None:  # gone while its finalizer was being added
+            return Result()
+        obj, decision = converged
         self.retry.passed(key)
         return self._apply(obj, self.writer.synced(key, record_path, decision))
 
@@ -363,21 +352,30 @@ class ZooKeeperConfigReconciler:
         adoption = self.policy_for(obj).may_adopt(adopt_existing(obj)) if claim.new and observed is not None else None
         return SyncFacts(obj, desired, record_path, record, claim, observed, adoption)
 
-    def _converge(self, obj: JSON, desired: DesiredZnode, record_path: str,
-                  reads: tuple[PendingRead, PendingRead]) -> Decision:
-        """Gather, :func:`~zkop.zkconfig.decide.decide_sync`, then write the claim and the znode in one ``multi``.
+    def _converge(self, obj: JSON, desired: DesiredZnode, record_path: str) -> tuple[JSON, Decision] | None:
+        """Gather, :func:`~zkop.zkconfig.decide.decide_sync`, then apply the ZooKeeper half of the decision: the
+        finalizer first if it plans one (a znode never outlives its object), then the claim and the znode in one
+        ``multi``. Returns the object (with the finalizer) and the decision, or ``None`` if the object went while its
+        finalizer was being added.
 
         One transaction makes the claim and the write atomic: a record is never left
         without its znode, nor a znode written without the record. A concurrent change
         (the multi fails as a whole) gathers and decides again.
         """
-        def attempt(n: int) -> Decision:
-            decision = decide.decide_sync(self._gather(obj, desired, record_path, reads if n == 0 else
-                                                self._start_reads(desired)))
+        current = obj
+
+        def attempt(n: int) -> tuple[JSON, Decision] | None:
+            nonlocal current
+            decision = decide.decide_sync(self._gather(current, desired, record_path, self._start_reads(desired)))
+            if decision.add_finalizer:
+                updated = self.writer.add_finalizer(current)
+                if updated is None:
+                    return None
+                current, decision = updated, replace(decision, add_finalizer=False)
             # The record and the znode in one multi (nothing for a conflict). Both get a data watch
             # when created (drift, and a record changed behind zkop's back).
             self.writer.execute(decision.writes, atomic=True, require=decision.require)
-            return decision
+            return current, decision
 
         return self._with_replans(desired.path, attempt, forget=(desired.path, record_path))
 

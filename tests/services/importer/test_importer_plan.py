@@ -16,10 +16,12 @@ from zkop.services.importer.plan import (
     desired_slices,
     is_owned,
     plan_gc,
+    plan_import,
     plan_service,
     plan_slices,
     service_ports,
 )
+from zkop.services.importer.slices import PENDING_SERVICE_UID, bind_service_uid
 from zkop.services.importer.sources import ImportedInstance, ImportedPort, ImportedService
 
 JSON = dict[str, Any]
@@ -202,3 +204,50 @@ def test_gc_deletes_only_owned_orphans_and_holds_above_the_limit() -> None:
     going = owned_service("x")
     going["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
     assert plan_gc([going], [], wanted=set(), cluster_id=CLUSTER, max_deletes=10).actions == ()
+
+
+def owner_uids(actions: Any) -> list[Any]:
+    """The ownerReference uids each create or patch of ``actions`` carries (``None``: none)."""
+    found = []
+    for action in actions:
+        meta = action.body["metadata"] if isinstance(action, CreateObject) else action.patch.get("metadata", {})
+        found.append([ref["uid"] for ref in meta["ownerReferences"]] if "ownerReferences" in meta else None)
+    return found
+
+
+def test_plan_import_decides_the_service_and_its_slices_at_once() -> None:
+    imported = svc(inst("10.0.0.1", ("http", 8080)), inst("10.0.0.2", ("http", 8080)))
+    # A new Service: created first, its slice names it by the pending uid, bound once the create is applied.
+    plan = plan_import(imported, "orders", "legacy", CLUSTER, None, [])
+    assert isinstance(plan.service.action, CreateObject)
+    assert [type(a) for a in plan.slices.actions] == [CreateObject]
+    assert owner_uids(plan.slices.actions) == [[PENDING_SERVICE_UID]]
+    assert owner_uids(bind_service_uid(plan.slices.actions, "uid-new")) == [["uid-new"]]
+    assert owner_uids(bind_service_uid(plan.slices.actions, None)) == [None]  # a dry run's planned Service
+    # An existing Service: its own uid, nothing pending; a resync of the same state plans nothing at all.
+    desired = desired_service(imported, "orders", "legacy", CLUSTER)
+    existing = stored(desired or {}, uid="uid-1")
+    slices = [stored(s, uid=f"slice-{i}") for i, s in enumerate(desired_slices(imported, "orders", "legacy", CLUSTER,
+                                                                             "uid-1"))]
+    again = plan_import(imported, "orders", "legacy", CLUSTER, existing, slices)
+    assert again.service.action is None and again.slices.actions == ()
+    # A foreign Service: left alone, and zkop's own slices of that name deleted; a terminating one: nothing yet.
+    foreign = stored({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "orders", "namespace": "legacy"},
+                      "spec": {"ports": [{"port": 80}]}})
+    taken = plan_import(imported, "orders", "legacy", CLUSTER, foreign, slices)
+    assert taken.service.foreign and [type(a) for a in taken.slices.actions] == [DeleteObject]
+    existing["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+    going = plan_import(imported, "orders", "legacy", CLUSTER, existing, slices)
+    assert going.service.terminating and going.slices.actions == ()
+
+
+def test_binding_the_pending_uid_touches_only_pending_owner_references() -> None:
+    imported = svc(inst("10.0.0.1", ("http", 8080)))
+    old = stored(desired_slices(imported, "orders", "legacy", CLUSTER, "uid-gone")[0], uid="slice-1")
+    # The Service was deleted and is created again: the owned slice left from before is patched to the new owner.
+    plan = plan_import(imported, "orders", "legacy", CLUSTER, None, [old])
+    assert [type(a) for a in plan.slices.actions] == [PatchObject]
+    assert owner_uids(bind_service_uid(plan.slices.actions, "uid-new")) == [["uid-new"]]
+    # A delete, or a create naming a known uid, is returned as it is.
+    kept = plan_slices(desired_slices(imported, "orders", "legacy", CLUSTER, "uid-1"), [], CLUSTER).actions
+    assert bind_service_uid(kept, "uid-other") == kept

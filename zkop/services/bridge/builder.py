@@ -18,9 +18,8 @@ from zkop.feature.context import FeatureContext
 from zkop.kube.client import JSON, KubeClient
 from zkop.kube.events import EventRecorder
 from zkop.ownership.registry import DEFAULT_REGISTRY_ROOT
+from zkop.runtime.builder import ControllerBuilder
 from zkop.runtime.cache import FuncHandler, Informer, meta_namespace_key
-from zkop.runtime.controller import Controller
-from zkop.runtime.workqueue import RateLimitingQueue
 from zkop.services.bridge.options import BridgeOptions
 from zkop.services.bridge.reconciler import FULL_SYNC_KEY, KEY_INDEX, SLICE_INDEX, ServiceBridgeReconciler
 from zkop.services.bridge.records import is_selected
@@ -91,7 +90,8 @@ def build_service_bridge(
             inactivity_timeout=inactivity_timeout,
         )
         informers.append(slices)
-    queue: RateLimitingQueue[str] = RateLimitingQueue(CONTROLLER_NAME)
+    builder = ControllerBuilder(CONTROLLER_NAME, workers=options.workers)
+    queue = builder.queue  # the reconciler requests full syncs on it (docs/architecture.md, "Wiring")
     reconciler = ServiceBridgeReconciler(
         services.indexer, zookeeper, recorder, options, cluster_id=cluster_id,
         slices=slices.indexer if slices is not None else None, synced=all_synced(informers),
@@ -100,9 +100,8 @@ def build_service_bridge(
         writer=(DryRunWriter if dry_run else ZooKeeperWriter)(zookeeper),  # the dry-run seam, chosen once
         registry_root=registry_root,
     )
-    controller = Controller(CONTROLLER_NAME, reconciler, workers=options.workers, queue=queue)
     services.indexer.add_indexer(KEY_INDEX, reconciler.key_index)
-    controller.watch(services, reconciler.keys_for)
+    builder.watches(services, reconciler.keys_for)
     if slices is not None:
         delay = options.endpoints_debounce
 
@@ -110,12 +109,12 @@ def build_service_bridge(
             for key in slice_service_key(obj):
                 owner = services.indexer.get(key)
                 if owner is not None and is_selected(owner, options):
-                    controller.queue.add_after(key, delay)
+                    queue.add_after(key, delay)  # debounced: a rollout's slice updates come in bursts
 
-        slices.add_event_handler(FuncHandler(on_slice))
-        controller.wait_for(slices)
-    controller.queue.add(FULL_SYNC_KEY)
-    return ServiceBridge(informers, [controller], reconciler)
+        builder.handles(slices, FuncHandler(on_slice))
+    built = builder.complete(reconciler)
+    queue.add(FULL_SYNC_KEY)
+    return ServiceBridge(built.informers, [built.controller], reconciler)
 
 
 def setup(context: FeatureContext, options: BridgeOptions) -> ServiceBridge:

@@ -15,14 +15,20 @@ from typing import ClassVar
 from zkop.feature.context import FeatureContext
 from zkop.kube.client import KubeClient
 from zkop.kube.events import EventRecorder
+from zkop.runtime.builder import ControllerBuilder
 from zkop.runtime.cache import Informer, NamedObjectInformer, ResourceRef
-from zkop.runtime.controller import Controller
-from zkop.runtime.workqueue import RateLimitingQueue
 from zkop.services.endpoints import slice_service_key
 from zkop.services.importer.guard import AddressGuard, apiserver_addresses, parse_cidr, service_ranges
 from zkop.services.importer.options import IMPORTED_LABEL, ImportOptions
 from zkop.services.importer.reader import ZooKeeperReader
-from zkop.services.importer.reconciler import FULL_SYNC_KEY, ROOT_KEY, SLICE_INDEX, ServiceImportReconciler, service_key
+from zkop.services.importer.reconciler import (
+    FULL_SYNC_KEY,
+    ROOT_KEY,
+    SLICE_INDEX,
+    ServiceImportReconciler,
+    key_for_path,
+    service_key,
+)
 from zkop.services.importer.writer import ApiWriter, DryRunWriter
 from zkop.services.wiring import ENDPOINTSLICES, SERVICES, ServiceSync, all_synced, setup_direction
 from zkop.zookeeper.adapter import ZooKeeperAdapter
@@ -106,24 +112,31 @@ def build_service_importer(
         return AddressGuard(service_ranges(servicecidrs.indexer.list()),
                             apiserver_addresses([own] if own is not None else []), allowed)
 
-    queue: RateLimitingQueue[str] = RateLimitingQueue(CONTROLLER_NAME)
+    builder = ControllerBuilder(CONTROLLER_NAME, workers=options.workers)
+    queue = builder.queue  # a watch event enqueues before the reconciler exists (docs/architecture.md, "Wiring")
+
+    def on_znode_event(path: str) -> None:
+        key = key_for_path(options, path)
+        if key is not None:
+            queue.add(key)
+
     informers = [services, slices, servicecidrs, apiserver]
     reconciler = ServiceImportReconciler(
-        services.indexer, slices.indexer, ZooKeeperReader(zookeeper, lambda path: reconciler.on_znode_event(path)),
+        services.indexer, slices.indexer, ZooKeeperReader(zookeeper, on_znode_event),
         client, recorder, options, cluster_id=cluster_id, enqueue=queue.add, synced=all_synced(informers),
         request_full_sync=lambda delay: queue.add_after(FULL_SYNC_KEY, delay), full_sync_period=resync_period,
         writer=(DryRunWriter if dry_run else ApiWriter)(client, options.namespace),  # the dry-run seam, chosen once
         guard=guard,
     )
-    controller = Controller(CONTROLLER_NAME, reconciler, workers=options.workers, queue=queue)
-    controller.watch(services, reconciler.keys_for_service)
-    controller.watch(slices, reconciler.keys_for_slice)
-    controller.watch(servicecidrs, reconciler.keys_for_guard)
-    controller.watch(apiserver, reconciler.keys_for_guard)
-    zookeeper.add_watch_listener(reconciler.on_znode_event)
+    built = (builder.watches(services, reconciler.keys_for_service)
+             .watches(slices, reconciler.keys_for_slice)
+             .watches(servicecidrs, reconciler.keys_for_guard)
+             .watches(apiserver, reconciler.keys_for_guard)
+             .complete(reconciler))
+    zookeeper.add_watch_listener(on_znode_event)
     queue.add(ROOT_KEY)
     queue.add(FULL_SYNC_KEY)
-    return ServiceImporter(informers, [controller], reconciler)
+    return ServiceImporter(built.informers, [built.controller], reconciler)
 
 
 def setup(context: FeatureContext, options: ImportOptions) -> ServiceImporter:

@@ -66,7 +66,13 @@ from zkop.services.importer.objects import (
     owned_labels,
     subset_differs,
 )
-from zkop.services.importer.slices import MAX_ENDPOINTS_PER_SLICE, SlicePlan, desired_slices, plan_slices
+from zkop.services.importer.slices import (
+    MAX_ENDPOINTS_PER_SLICE,
+    PENDING_SERVICE_UID,
+    SlicePlan,
+    desired_slices,
+    plan_slices,
+)
 from zkop.services.importer.sources import ImportedInstance, ImportedService
 from zkop.services.options import SYNC_ANNOTATION
 
@@ -75,6 +81,7 @@ __all__ = [
     "CreateObject",
     "DeleteObject",
     "GcPlan",
+    "ImportPlan",
     "KubeAction",
     "PatchObject",
     "Resource",
@@ -85,6 +92,7 @@ __all__ = [
     "desired_slices",
     "is_owned",
     "plan_gc",
+    "plan_import",
     "plan_service",
     "plan_slices",
     "service_ports",
@@ -197,6 +205,39 @@ def plan_service(desired: JSON | None, existing: JSON | None, cluster_id: str) -
         "spec": patch_spec,
     }
     return ServiceStep(PatchObject("services", str(meta.get("name")), patch))
+
+
+@dataclass(frozen=True)
+class ImportPlan:
+    """The result of :func:`plan_import`: one imported Service's whole change.
+
+    Attributes:
+        service: the Service's step (or why it is left alone).
+        slices: its EndpointSlices' actions, applied after the Service's (nothing while it terminates); a slice of a
+            Service the plan creates names it by :data:`~zkop.services.importer.slices.PENDING_SERVICE_UID`.
+    """
+
+    service: ServiceStep
+    slices: SlicePlan
+
+
+def plan_import(imported: ImportedService, name: str, namespace: str, cluster_id: str, existing: JSON | None,
+                slices: Iterable[JSON]) -> ImportPlan:
+    """Decide once what one imported service needs: its Service (:func:`plan_service`) and its EndpointSlices
+    (:func:`~zkop.services.importer.slices.plan_slices`) against the cached ``existing`` Service and ``slices``.
+
+    A Service that is not zkop's keeps none of zkop's slices (endpoints zkop imported must never attach to someone
+    else's Service); a terminating one gets none until it is gone; a Service the plan creates is named in its
+    slices' ownerReference by the pending uid, bound when the create is applied.
+    """
+    step = plan_service(desired_service(imported, name, namespace, cluster_id, existing), existing, cluster_id)
+    if step.foreign:
+        return ImportPlan(step, plan_slices([], slices, cluster_id))
+    if step.terminating:
+        return ImportPlan(step, SlicePlan())
+    uid = PENDING_SERVICE_UID if existing is None else str(metadata_of(existing).get("uid") or "") or None
+    wanted = desired_slices(imported, name, namespace, cluster_id, uid)
+    return ImportPlan(step, plan_slices(wanted, slices, cluster_id))
 
 
 # --- garbage collection ------------------------------------------------------------------------

@@ -19,7 +19,7 @@ Three kinds of key share one rate-limited queue (controller ``service-import``):
   (:class:`~zkop.services.fullsync.FirstPass`), so its gauges count them. Repeats every
   ``full_sync_period`` seconds.
 
-Watch events (kazoo's thread) map a path to a key with :meth:`ServiceImportReconciler.key_for_path`
+Watch events (kazoo's thread) map a path to a key with :func:`key_for_path`
 and only enqueue it. Deletes are guarded three ways: only owned objects are planned; right before
 each delete the name is checked against the newest root listing (a service that came back keeps
 its objects); and each delete carries preconditions on uid and resourceVersion.
@@ -50,14 +50,12 @@ from zkop.services.importer.plan import (
     CreateObject,
     DeleteObject,
     GcPlan,
-    desired_service,
-    desired_slices,
     is_owned,
     plan_gc,
-    plan_service,
-    plan_slices,
+    plan_import,
 )
 from zkop.services.importer.reader import ZooKeeperReader, child_path
+from zkop.services.importer.slices import bind_service_uid
 from zkop.services.importer.sources import ImportedService, ServiceSource, get_source, written_by_zkop
 from zkop.services.importer.writer import ApiWriter, KubeWriter
 from zkop.services.reporting import ReportOnce
@@ -85,6 +83,23 @@ SLICE_INDEX = "service"
 def service_key(name: str) -> str:
     """The queue key of Service ``name``."""
     return f"{KEY_PREFIX}{name}"
+
+
+def key_for_path(options: ImportOptions, path: str) -> str | None:
+    """The queue key a watch event on ``path`` concerns: :data:`ROOT_KEY` for the import root, the key of the
+    service named by the root's child ``path`` is in or below, ``None`` outside the root (or a child no Service name
+    comes from). Pure: called on kazoo's event thread before any reconciler exists."""
+    root = options.root
+    if path == root:
+        return ROOT_KEY
+    prefix = root.rstrip("/") + "/"
+    if not path.startswith(prefix):
+        return None
+    first = path[len(prefix):].split("/", 1)[0]
+    if not first or (root == "/" and first == "zookeeper"):
+        return None
+    name = service_name(get_source(options.format).source_name(first), options.prefix)
+    return service_key(name) if name else None
 
 
 class ServiceImportReconciler(FullSyncReconciler):
@@ -152,19 +167,8 @@ class ServiceImportReconciler(FullSyncReconciler):
         return service_name(self.source.source_name(node_name), self.options.prefix)
 
     def key_for_path(self, path: str) -> str | None:
-        """The queue key a watch event on ``path`` concerns: :data:`ROOT_KEY` for the root, the
-        service's key for anything below one of its children, ``None`` outside the root."""
-        root = self.options.root
-        if path == root:
-            return ROOT_KEY
-        prefix = root.rstrip("/") + "/"
-        if not path.startswith(prefix):
-            return None
-        first = path[len(prefix):].split("/", 1)[0]
-        if not first or (root == "/" and first == "zookeeper"):
-            return None
-        name = self.name_for_node(first)
-        return service_key(name) if name else None
+        """:func:`key_for_path` under this importer's options."""
+        return key_for_path(self.options, path)
 
     def on_znode_event(self, path: str) -> None:
         """Watch callback (kazoo's thread): enqueue the key of ``path``, if it is the importer's."""
@@ -294,13 +298,12 @@ class ServiceImportReconciler(FullSyncReconciler):
                     is_owned(s, self.cluster_id) for s in slices):
                 self.request_full_sync(self.options.gc_delay)
             return Result(), False
-        step = plan_service(desired_service(best, name, namespace, self.cluster_id, existing), existing,
-                            self.cluster_id)
+        plan = plan_import(best, name, namespace, self.cluster_id, existing, slices)  # decide once
+        step = plan.service
         if step.foreign:
             assert existing is not None
             self._report_conflict(name, existing, best)
-            # Endpoints zkop imported must never attach to someone else's Service.
-            self.writer.execute(plan_slices([], slices, self.cluster_id).actions)
+            self.writer.execute(plan.slices.actions)  # zkop's slices never attach to someone else's Service
             return Result(), False
         self._conflicts.clear(name)
         live = existing
@@ -317,16 +320,13 @@ class ServiceImportReconciler(FullSyncReconciler):
         event_target = live if uid is not None else existing
         self._report_collision(name, best, found, event_target)
         self._report_skips(name, best, event_target)
-        if step.terminating:
-            return Result(), created
-        wanted = desired_slices(best, name, namespace, self.cluster_id, uid) if live is not None else []
-        plan = plan_slices(wanted, slices, self.cluster_id)
-        for foreign in plan.foreign:
+        for foreign in plan.slices.foreign:
             log.warning("service-import: EndpointSlice %s/%s exists and is not owned by this zkop; left unchanged",
                         namespace, foreign)
-        failures = self.writer.execute_each(plan.actions)
+        actions = bind_service_uid(plan.slices.actions, uid)  # a new Service's uid, known once it was created
+        failures = self.writer.execute_each(actions)
         if failures:
-            raise RetryableError(f"service-import: {len(failures)} of {len(plan.actions)} EndpointSlice writes for "
+            raise RetryableError(f"service-import: {len(failures)} of {len(actions)} EndpointSlice writes for "
                                  f"{namespace}/{name} failed; retrying: {'; '.join(failures)}")
         return Result(), created
 

@@ -36,12 +36,19 @@ def _ports_key(ports: Sequence[tuple[str, int, str]]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
 
 
+#: The uid of the Service the same plan creates: assigned by the API server, so known only once that create is
+#: applied (Terraform's "known after apply"). A slice planned for a new Service names it in its ownerReference;
+#: :func:`bind_service_uid` puts the real uid in before the slice is written.
+PENDING_SERVICE_UID = "(the uid of the Service this plan creates)"
+
+
 def desired_slices(imported: ImportedService, name: str, namespace: str, cluster_id: str,
                    service_uid: str | None) -> list[JSON]:
     """The EndpointSlices of ``imported`` for Service ``name`` (rules in the module docstring), sorted by name.
 
     Args:
-        service_uid: the Service's uid for the ``ownerReference``; ``None`` leaves it out.
+        service_uid: the Service's uid for the ``ownerReference`` (:data:`PENDING_SERVICE_UID`: the one the plan
+            creates); ``None`` leaves it out.
     """
     groups: dict[tuple[str, tuple[tuple[str, int, str], ...]], dict[str, bool]] = {}
     for instance in imported.instances:
@@ -167,3 +174,32 @@ def plan_slices(desired: Sequence[JSON], existing: Iterable[JSON], cluster_id: s
         if name not in wanted and is_owned(current, cluster_id) and not metadata_of(current).get("deletionTimestamp"):
             actions.append(delete_action("endpointslices", current))
     return SlicePlan(tuple(actions), tuple(foreign))
+
+
+def _bind(meta: JSON, uid: str | None) -> JSON:
+    refs = meta.get("ownerReferences")
+    if not refs or not any(ref.get("uid") == PENDING_SERVICE_UID for ref in refs):
+        return meta
+    bound = {k: v for k, v in meta.items() if k != "ownerReferences"}
+    if uid is not None:
+        bound["ownerReferences"] = [{**ref, "uid": uid} if ref.get("uid") == PENDING_SERVICE_UID else ref
+                                    for ref in refs]
+    return bound
+
+
+def bind_service_uid(actions: Sequence[KubeAction], uid: str | None) -> tuple[KubeAction, ...]:
+    """``actions`` with :data:`PENDING_SERVICE_UID` replaced by ``uid``, the uid the API server gave the Service the
+    plan created; with ``uid`` ``None`` (a dry run only planned that create) the pending ownerReference is left
+    out. Pure; actions naming no pending uid are returned as they are."""
+    bound: list[KubeAction] = []
+    for action in actions:
+        if isinstance(action, CreateObject):
+            meta = _bind(action.body["metadata"], uid)
+            action = action if meta is action.body["metadata"] else CreateObject(action.resource,
+                                                                                  {**action.body, "metadata": meta})
+        elif isinstance(action, PatchObject) and isinstance(action.patch.get("metadata"), dict):
+            meta = _bind(action.patch["metadata"], uid)
+            if meta is not action.patch["metadata"]:
+                action = PatchObject(action.resource, action.name, {**action.patch, "metadata": meta})
+        bound.append(action)
+    return tuple(bound)
