@@ -20,11 +20,15 @@ from zkop_testing.zkop_install import (
 
 from zkop.kube.client import ApiException, KubeClient
 
-__all__ = ["FLUX_LATENCIES", "ZKOP_NAMESPACE", "ZKOP_SERVICE_ACCOUNT", "ServiceAccountClients", "install", "kubectl",
+__all__ = ["FLUX_LATENCIES", "WORKLOAD_LATENCIES", "ZKOP_NAMESPACE", "ZKOP_SERVICE_ACCOUNT", "ServiceAccountClients",
+           "install", "kubectl",
            "pod_of_deployment", "rendered_install"]
 
 #: (test id, step, seconds) the Flux story measured; conftest's terminal summary prints them.
 FLUX_LATENCIES: list[tuple[str, str, float]] = []
+#: (test id, step, seconds) from a change (a ZooKeeper write, a git push) to what a workload saw (a new ReplicaSet,
+#: a Spring application's new value); conftest's terminal summary prints them (docs/operations.md quotes them).
+WORKLOAD_LATENCIES: list[tuple[str, str, float]] = []
 
 
 #: The flags that bind a server in the Pod (``:8443``, ``:8081``); the run binds free loopback ports instead.
