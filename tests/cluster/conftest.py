@@ -13,7 +13,9 @@ Every test here runs once per Kubernetes minor under test (``plane``: ``control_
   ``new_namespace()``: one more, deleted with the test's.
 - ``flux``: Flux's own source-controller and kustomize-controller (``zkop_testing.flux``, built from the Go
   module proxy by ``hack/control-plane/build-flux.sh`` before the first test runs) on ``plane``, once per
-  module and minor; ``git_server``: ``git http-backend`` over HTTP on loopback, a bare repository per test.
+  module and minor; ``git_server``: ``git http-backend`` over HTTP on loopback, a bare repository per test;
+  ``story``: the test's repository (an empty ``zookeeper/``) with a GitRepository and a Kustomization for it
+  (``cluster_support.Story``), Ready.
   What the Flux story measures (commit to znode) is printed at the end of the run.
 - ``reloader`` (tests/cluster/test_reloader.py): Stakater Reloader (``zkop_testing.reloader``, built from the Go
   module proxy by ``hack/build-reloader.sh`` before the first test runs); ``ZKOP_SKIP_RELOADER`` (the reason)
@@ -29,11 +31,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from cluster_support import FLUX_LATENCIES, WORKLOAD_LATENCIES, ServiceAccountClients
+from cluster_support import FLUX_LATENCIES, WORKLOAD_LATENCIES, ServiceAccountClients, Story
 from kazoo.client import KazooClient
 from zkop_testing import java_interop
 from zkop_testing.controlplane import ControlPlane, fresh_namespace
-from zkop_testing.flux import Flux, FluxError, GitServer, flux_binaries
+from zkop_testing.flux import GITREPOSITORY, KUSTOMIZATION, Flux, FluxError, GitServer, flux_binaries
 from zkop_testing.helm import build_before_tests
 from zkop_testing.kustomize import Obj
 from zkop_testing.reloader import ReloaderError, reloader_binaries
@@ -177,3 +179,21 @@ def second_ensemble() -> Iterator[tuple[KazooClient, str]]:
         yield client, server.hosts
         client.stop()
         client.close()
+
+
+@pytest.fixture
+def story(flux: Flux, git_server: GitServer, kube: KubeClient, namespace: str,
+          request: pytest.FixtureRequest) -> Iterator[Story]:
+    """A repository with an empty ``zookeeper/`` (a README), and a GitRepository and Kustomization for it, Ready."""
+    repo = git_server.create(namespace)
+    sha = repo.commit("a directory for ZooKeeperConfigs", {"zookeeper/README.md": "ZooKeeperConfigs, one a file.\n"})
+    Flux.create(kube, Flux.git_repository(namespace, repo.url))
+    Flux.create(kube, Flux.kustomization(namespace, namespace, "./zookeeper", namespace))
+    current = Story(kube, repo, namespace, request.node.name)
+    try:
+        current.ready(sha)
+    except TimeoutError as err:
+        raise AssertionError(f"{err}\n{flux.log_tail()}") from None
+    yield current
+    Flux.delete(kube, KUSTOMIZATION, namespace)
+    Flux.delete(kube, GITREPOSITORY, namespace)
