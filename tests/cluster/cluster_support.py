@@ -4,11 +4,16 @@
 from __future__ import annotations
 
 import base64
+import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from zkop_testing.controlplane import ControlPlane
+from zkop_testing.flux import GITREPOSITORY, KUSTOMIZATION, Flux, GitWorkTree, condition
 from zkop_testing.kustomize import Obj
 from zkop_testing.operator import OperatorProcess
+from zkop_testing.waiting import wait_for
 from zkop_testing.zkop_install import (
     ZKOP_NAMESPACE,
     ZKOP_SERVICE_ACCOUNT,
@@ -20,11 +25,14 @@ from zkop_testing.zkop_install import (
 
 from zkop.kube.client import ApiException, KubeClient
 
-__all__ = ["FLUX_LATENCIES", "ZKOP_NAMESPACE", "ZKOP_SERVICE_ACCOUNT", "ServiceAccountClients", "install", "kubectl",
-           "pod_of_deployment", "rendered_install"]
+__all__ = ["FLUX_LATENCIES", "WORKLOAD_LATENCIES", "ZKOP_NAMESPACE", "ZKOP_SERVICE_ACCOUNT", "ServiceAccountClients",
+           "Story", "install", "kubectl", "pod_of_deployment", "rendered_install"]
 
 #: (test id, step, seconds) the Flux story measured; conftest's terminal summary prints them.
 FLUX_LATENCIES: list[tuple[str, str, float]] = []
+#: (test id, step, seconds) from a change (a ZooKeeper write, a git push) to what a workload saw (a new ReplicaSet,
+#: a Spring application's new value); conftest's terminal summary prints them (docs/operations.md quotes them).
+WORKLOAD_LATENCIES: list[tuple[str, str, float]] = []
 
 
 #: The flags that bind a server in the Pod (``:8443``, ``:8081``); the run binds free loopback ports instead.
@@ -118,3 +126,41 @@ def pod_of_deployment(plane: ControlPlane, directory: Path, namespace: str = ZKO
     if python_path is not None:
         env.update(PYTHONPATH=str(python_path), PYTHONSAFEPATH="1")  # not the tree in the working directory
     return OperatorProcess(str(kubeconfig), env.pop("ZOOKEEPER_HOSTS"), args, env=env)
+
+
+@dataclass
+class Story:
+    """The test's repository and the Flux objects that follow it, named after the test's namespace."""
+
+    kube: KubeClient
+    repo: GitWorkTree
+    name: str
+    test: str
+
+    def push(self, message: str, files: dict[str, str | None]) -> tuple[str, float]:
+        """Commit and push ``files``, then ask source-controller to fetch now; the SHA and when the push returned."""
+        sha = self.repo.commit(message, files)
+        pushed = time.monotonic()
+        Flux.reconcile(self.kube, GITREPOSITORY, self.name)
+        return sha, pushed
+
+    def kustomization(self) -> dict[str, Any]:
+        """The Kustomization as it is now."""
+        found = Flux.get(self.kube, KUSTOMIZATION, self.name)
+        assert found is not None
+        return found
+
+    def ready(self, sha: str) -> dict[str, Any]:
+        """Wait until the Kustomization applied commit ``sha`` and is Ready (its health checks passed)."""
+        def applied() -> dict[str, Any] | None:
+            ks = self.kustomization()
+            status = ks.get("status", {})
+            if status.get("lastAppliedRevision") == self.repo.revision(sha) and condition(ks).get("status") == "True":
+                return ks
+            return None
+
+        return wait_for(applied, message=f"Kustomization Ready at {sha[:12]}")
+
+    def latency(self, step: str, pushed: float) -> None:
+        """Record how long ``step`` took since the push (:data:`FLUX_LATENCIES`)."""
+        FLUX_LATENCIES.append((self.test, step, time.monotonic() - pushed))

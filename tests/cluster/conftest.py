@@ -13,8 +13,14 @@ Every test here runs once per Kubernetes minor under test (``plane``: ``control_
   ``new_namespace()``: one more, deleted with the test's.
 - ``flux``: Flux's own source-controller and kustomize-controller (``zkop_testing.flux``, built from the Go
   module proxy by ``hack/control-plane/build-flux.sh`` before the first test runs) on ``plane``, once per
-  module and minor; ``git_server``: ``git http-backend`` over HTTP on loopback, a bare repository per test.
+  module and minor; ``git_server``: ``git http-backend`` over HTTP on loopback, a bare repository per test;
+  ``story``: the test's repository (an empty ``zookeeper/``) with a GitRepository and a Kustomization for it
+  (``cluster_support.Story``), Ready.
   What the Flux story measures (commit to znode) is printed at the end of the run.
+- ``reloader`` (tests/cluster/test_reloader.py): Stakater Reloader (``zkop_testing.reloader``, built from the Go
+  module proxy by ``hack/build-reloader.sh`` before the first test runs); ``ZKOP_SKIP_RELOADER`` (the reason)
+  skips the tests that use it, as ``ZKOP_SKIP_FLUX`` does Flux's. What the workload stories measure (a change to a
+  new ReplicaSet, a git push to a Spring application's value) is printed at the end of the run.
 """
 
 from __future__ import annotations
@@ -25,13 +31,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from cluster_support import FLUX_LATENCIES, ServiceAccountClients
+from cluster_support import FLUX_LATENCIES, WORKLOAD_LATENCIES, ServiceAccountClients, Story
 from kazoo.client import KazooClient
 from zkop_testing import java_interop
 from zkop_testing.controlplane import ControlPlane, fresh_namespace
-from zkop_testing.flux import Flux, FluxError, GitServer, flux_binaries
+from zkop_testing.flux import GITREPOSITORY, KUSTOMIZATION, Flux, FluxError, GitServer, flux_binaries
 from zkop_testing.helm import build_before_tests
 from zkop_testing.kustomize import Obj
+from zkop_testing.reloader import ReloaderError, reloader_binaries
 from zkop_testing.zkop_install import installed as install_once
 from zkop_testing.zkop_install import zkop_kubeconfig as write_zkop_kubeconfig
 from zkop_testing.zookeeper import ZooKeeperServer
@@ -55,6 +62,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for item in items:
             if _needs_flux(item):
                 item.add_marker(pytest.mark.skip(reason=f"ZKOP_SKIP_FLUX: {reason}"))
+    reason = os.environ.get("ZKOP_SKIP_RELOADER")
+    if reason:
+        for item in items:
+            if _needs_reloader(item):
+                item.add_marker(pytest.mark.skip(reason=f"ZKOP_SKIP_RELOADER: {reason}"))
+
+
+def _needs_reloader(item: pytest.Item) -> bool:
+    return "reloader" in getattr(item, "fixturenames", ())
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -69,15 +85,20 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             flux_binaries()
         except FluxError as err:
             _flux_build_error.append(str(err))
+    if not os.environ.get("ZKOP_SKIP_RELOADER") and any(_needs_reloader(item) for item in session.items):
+        with contextlib.suppress(ReloaderError):  # remembered: the reloader fixture fails with it
+            reloader_binaries()
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """The Flux story's latencies, from ``git push`` to what the test waited for (never asserted on)."""
-    if not FLUX_LATENCIES:
-        return
-    terminalreporter.section("Flux: from git push to ZooKeeper")
-    for test, step, seconds in FLUX_LATENCIES:
-        terminalreporter.write_line(f"{seconds:7.2f} s  {step}  ({test})")
+    """The Flux story's latencies, from ``git push`` to what the test waited for, and the workload stories' (never
+    asserted on)."""
+    for title, latencies in (("Flux: from git push to ZooKeeper", FLUX_LATENCIES),
+                             ("Configuration for workloads: from a change to the workload", WORKLOAD_LATENCIES)):
+        if latencies:
+            terminalreporter.section(title)
+            for test, step, seconds in latencies:
+                terminalreporter.write_line(f"{seconds:7.2f} s  {step}  ({test})")
 
 
 @pytest.fixture(scope="session")
@@ -158,3 +179,21 @@ def second_ensemble() -> Iterator[tuple[KazooClient, str]]:
         yield client, server.hosts
         client.stop()
         client.close()
+
+
+@pytest.fixture
+def story(flux: Flux, git_server: GitServer, kube: KubeClient, namespace: str,
+          request: pytest.FixtureRequest) -> Iterator[Story]:
+    """A repository with an empty ``zookeeper/`` (a README), and a GitRepository and Kustomization for it, Ready."""
+    repo = git_server.create(namespace)
+    sha = repo.commit("a directory for ZooKeeperConfigs", {"zookeeper/README.md": "ZooKeeperConfigs, one a file.\n"})
+    Flux.create(kube, Flux.git_repository(namespace, repo.url))
+    Flux.create(kube, Flux.kustomization(namespace, namespace, "./zookeeper", namespace))
+    current = Story(kube, repo, namespace, request.node.name)
+    try:
+        current.ready(sha)
+    except TimeoutError as err:
+        raise AssertionError(f"{err}\n{flux.log_tail()}") from None
+    yield current
+    Flux.delete(kube, KUSTOMIZATION, namespace)
+    Flux.delete(kube, GITREPOSITORY, namespace)

@@ -13,18 +13,16 @@ printed at the end of the run (``FLUX_LATENCIES``), never asserted on.
 from __future__ import annotations
 
 import base64
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import pytest
 import yaml
-from cluster_support import FLUX_LATENCIES
+from cluster_support import Story
 from kazoo.client import KazooClient
 from zkop_testing.controlplane import REPO
-from zkop_testing.flux import GITREPOSITORY, KUSTOMIZATION, Flux, GitServer, GitWorkTree, condition, iter_inventory
+from zkop_testing.flux import Flux, GitServer, condition, iter_inventory
 from zkop_testing.operator import OperatorProcess
 from zkop_testing.resources import conditions, get, read, synced
 from zkop_testing.waiting import wait_for
@@ -44,44 +42,6 @@ def manifest(name: str, path: str, **spec: Any) -> str:
                            "metadata": {"name": name}, "spec": {"path": path, **spec}})
 
 
-@dataclass
-class Story:
-    """The test's repository and the Flux objects that follow it, named after the test's namespace."""
-
-    kube: KubeClient
-    repo: GitWorkTree
-    name: str
-    test: str
-
-    def push(self, message: str, files: dict[str, str | None]) -> tuple[str, float]:
-        """Commit and push ``files``, then ask source-controller to fetch now; the SHA and when the push returned."""
-        sha = self.repo.commit(message, files)
-        pushed = time.monotonic()
-        Flux.reconcile(self.kube, GITREPOSITORY, self.name)
-        return sha, pushed
-
-    def kustomization(self) -> dict[str, Any]:
-        """The Kustomization as it is now."""
-        found = Flux.get(self.kube, KUSTOMIZATION, self.name)
-        assert found is not None
-        return found
-
-    def ready(self, sha: str) -> dict[str, Any]:
-        """Wait until the Kustomization applied commit ``sha`` and is Ready (its health checks passed)."""
-        def applied() -> dict[str, Any] | None:
-            ks = self.kustomization()
-            status = ks.get("status", {})
-            if status.get("lastAppliedRevision") == self.repo.revision(sha) and condition(ks).get("status") == "True":
-                return ks
-            return None
-
-        return wait_for(applied, message=f"Kustomization Ready at {sha[:12]}")
-
-    def latency(self, step: str, pushed: float) -> None:
-        """Record how long ``step`` took since the push (:data:`FLUX_LATENCIES`)."""
-        FLUX_LATENCIES.append((self.test, step, time.monotonic() - pushed))
-
-
 @pytest.fixture
 def zkop(zkop_kubeconfig: str, namespace: str, zk_server: ZooKeeperServer, zk_base: str) -> Iterator[OperatorProcess]:
     """``zkop run`` as its ServiceAccount for this namespace, chrooted at ``zk_base``: not started (the test
@@ -90,24 +50,6 @@ def zkop(zkop_kubeconfig: str, namespace: str, zk_server: ZooKeeperServer, zk_ba
     yield proc
     code = proc.stop()
     assert code in (None, 0), proc.log_tail()
-
-
-@pytest.fixture
-def story(flux: Flux, git_server: GitServer, kube: KubeClient, namespace: str,
-          request: pytest.FixtureRequest) -> Iterator[Story]:
-    """A repository with an empty ``zookeeper/`` (a README), and a GitRepository and Kustomization for it, Ready."""
-    repo = git_server.create(namespace)
-    sha = repo.commit("a directory for ZooKeeperConfigs", {"zookeeper/README.md": "ZooKeeperConfigs, one a file.\n"})
-    Flux.create(kube, Flux.git_repository(namespace, repo.url))
-    Flux.create(kube, Flux.kustomization(namespace, namespace, "./zookeeper", namespace))
-    current = Story(kube, repo, namespace, request.node.name)
-    try:
-        current.ready(sha)
-    except TimeoutError as err:
-        raise AssertionError(f"{err}\n{flux.log_tail()}") from None
-    yield current
-    Flux.delete(kube, KUSTOMIZATION, namespace)
-    Flux.delete(kube, GITREPOSITORY, namespace)
 
 
 def test_flux_delivers_a_zookeeperconfig_from_git_to_zookeeper(zkop: OperatorProcess, story: Story, flux: Flux,

@@ -14,7 +14,9 @@ What controller-runtime's envtest starts (``pkg/internal/testing/controlplane``:
 * **kube-controller-manager** with the controllers named in :data:`CONTROLLERS`: namespace deletion,
   garbage collection, ServiceAccounts and their tokens, the ``kube-root-ca.crt`` ConfigMap and the
   EndpointSlice mirroring of selector-less Services, ClusterRole aggregation (the tenant roles into
-  ``admin``, ``edit`` and ``view``), each controller under its own ServiceAccount
+  ``admin``, ``edit`` and ``view``), the Deployment controller (a changed pod template makes a new
+  ReplicaSet: the rolling restart of tests/cluster/test_reloader.py; without a kubelet no Pod runs), each
+  controller under its own ServiceAccount
   (``--use-service-account-credentials``) as in a cluster.
 
 The binaries come from ``hack/control-plane/build.sh`` (a version-keyed cache outside the repository;
@@ -81,6 +83,7 @@ CONTROLLERS: tuple[str, ...] = (
     "root-ca-certificate-publisher-controller",
     "endpointslice-mirroring-controller",
     "clusterrole-aggregation-controller",
+    "deployment-controller",
 )
 #: Dual-stack, IPv4 primary: a Service gets a ClusterIP from the first range, a ``RequireDualStack`` one from both.
 SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24,fd00:10:96::/112"

@@ -9,6 +9,7 @@ import java.io.FileOutputStream;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.util.Map;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import org.springframework.boot.SpringApplication;
@@ -34,7 +35,9 @@ public class SpringZookeeperApp {
             StandardCharsets.UTF_8);
 
     public static void main(String[] args) throws Exception {
-        ConfigurableApplicationContext context = SpringApplication.run(SpringZookeeperApp.class, args);
+        SpringApplication application = new SpringApplication(SpringZookeeperApp.class);
+        application.setDefaultProperties(Map.of("spring.cloud.zookeeper.config.enabled", "false"));
+        ConfigurableApplicationContext context = application.run(args);
         DiscoveryClient discovery = context.getBean(DiscoveryClient.class);
         print(MAPPER.createObjectNode().put("ready", true));
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
