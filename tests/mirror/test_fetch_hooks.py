@@ -150,6 +150,7 @@ def load(*_):
         for line in f:
             if line.startswith("greeting="):
                 value = line.rstrip("\\n").split("=", 1)[1]
+    print(json.dumps({"loads": value}), flush=True)
     if value != state["value"]:
         state["value"] = value
         print(json.dumps({"seen": value, "at": time.time()}), flush=True)
@@ -243,6 +244,8 @@ def test_an_application_reloads_through_each_hook(kind: str, zk_server: ZooKeepe
                 if version > 1:  # the first one also waits for the sidecar's start
                     latencies.append(seen_at - written)
         assert [e["seen"] for e in app.events if "seen" in e] == ["hello", *(f"hello-{v}" for v in range(1, 6))]
+        # told once per change: not at the sidecar's start (the init container wrote the same), never twice
+        assert [e["loads"] for e in app.events if "loads" in e] == ["hello", *(f"hello-{v}" for v in range(1, 6))]
         print(f"fetch sidecar --{kind}: znode write to the application's new value in median "
               f"{sorted(latencies)[len(latencies) // 2] * 1000:.0f} ms, max {max(latencies) * 1000:.0f} ms "
               f"over {len(latencies)} changes after the first (--wait 50ms:200ms)")
