@@ -61,7 +61,9 @@ def test_every_service_bridge_flag_is_documented() -> None:
 
 
 def test_zkop_fetch_flags_of_its_own_are_documented() -> None:
-    own = {"--path", "--dir", "--recursive", "--key", "--watch", "--debounce"}
+    own = {"--path", "--dir", "--recursive", "--key", "--watch", "--debounce", "--out", "--format", "--template",
+           "--wait", "--exec", "--exec-timeout", "--signal", "--pid-file", "--process-name", "--notify-url",
+           "--notify-timeout", "--hook-attempts", "--hook-backoff"}
     assert own <= _long_flags(_fetch_parser())
     assert sorted(own - _documented() - {"--key"}) == []
 
