@@ -46,14 +46,13 @@ from zkop_testing.flux import GITREPOSITORY, KUSTOMIZATION, Flux, GitServer, con
 from zkop_testing.helm import CHART, helm
 from zkop_testing.kubectl import venv_kubectl
 from zkop_testing.operator import OperatorProcess
+from zkop_testing.releases import release_tree, upgrade_steps
 from zkop_testing.resources import ZKC, conditions, create, get, synced, zkc
 from zkop_testing.waiting import EVENTUALLY, wait_for
 from zkop_testing.zookeeper import ZooKeeperServer
 
 from zkop.kube.client import ApiException, KubeClient, resource_path
 
-#: The commit that released 0.1.0 (CHANGELOG's [0.1.0]; the repository has no tags).
-PREVIOUS_RELEASE = "e8bfb8859e270cefb7a79bc5acdff4c30c85fce3"
 NAMESPACE = "zkop-system"
 CRD = "zookeeperconfigs.platform.example.com"
 #: Every CRD the install makes; each is kept by helm uninstall and a Flux prune (docs/operations.md, "Uninstall").
@@ -175,15 +174,6 @@ def kustomize_overlay(directory: Path, zk_hosts: str, base: Path) -> Path:
     return directory
 
 
-def previous_release(directory: Path) -> Path:
-    """The 0.1.0 release commit's manifests/, examples/ and zkop/ under ``directory``."""
-    directory.mkdir()
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", PREVIOUS_RELEASE, "manifests", "examples", "zkop"],
-                             capture_output=True, check=True, timeout=60).stdout
-    subprocess.run(["tar", "-x", "-C", str(directory)], input=archive, check=True, timeout=60)
-    return directory
-
-
 def start(proc: OperatorProcess) -> OperatorProcess:
     """Start ``proc`` (ready: /readyz answers 200)."""
     return proc.start()
@@ -280,15 +270,43 @@ def test_helm_tenancy_policy_is_what_zkop_enforces(cluster: ControlPlane, admin:
                 if o["metadata"]["name"].startswith("zkop-tenancy")]
 
 
-def test_upgrade_from_the_previous_release_keeps_znodes_and_status(cluster: ControlPlane, admin: KubeClient,
-                                                                   zk_server: ZooKeeperServer, zk_base: str,
-                                                                   zk: KazooClient, tmp_path: Path) -> None:
-    old = previous_release(tmp_path / "0.1.0")
+def as_written(cluster: ControlPlane, script: str, cwd: Path) -> str:
+    """Run ``script`` as a person would paste it: bash (``-euo pipefail``) in ``cwd``, the venv's kubectl first on
+    PATH, the admin's kubeconfig; its stdout (it must exit 0)."""
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], capture_output=True, text=True, timeout=360,
+                          cwd=cwd, env={**os.environ, "KUBECONFIG": str(cluster.kubeconfig),
+                                        "PATH": f"{Path(venv_kubectl()).parent}:{os.environ['PATH']}"}, check=False)
+    if done.returncode != 0:
+        states = kubectl(cluster, "get", "zkc", "-A", "-o",
+                         "jsonpath={range .items[*]}{.metadata.name} {.status}\n{end}")
+        raise AssertionError(f"{script}\n{done.stderr}\n{states}")
+    return done.stdout
+
+
+#: The commands of CHANGELOG's "Upgrading from 0.1.0" that the test cannot run as written, and why.
+NEEDS_A_KUBELET = ("kubectl -n zkop-system rollout status",)
+#: kube-prometheus' ServiceAccount, which the CHANGELOG's metrics step binds.
+PROMETHEUS = ("monitoring", "prometheus-k8s")
+
+
+def test_upgrade_from_the_previous_release_follows_the_changelog(cluster: ControlPlane, admin: KubeClient,
+                                                                 zk_server: ZooKeeperServer, zk_base: str,
+                                                                 zk: KazooClient, tmp_path: Path) -> None:
+    """0.1.0 (docs/release.md's commit) installed with its examples converged, then CHANGELOG.md's "Upgrading from
+    0.1.0" run step by step as written: each ``sh`` block in bash, each action by the test, the rollout (which needs
+    a kubelet) by a new replica started beside the old one; a step the test does not know fails it."""
+    old = release_tree("0.1.0", tmp_path / "0.1.0", ("manifests", "examples", "zkop"))
     hosts = f"{zk_server.hosts}{zk_base}"
-    kubectl(cluster, "apply", "-k", str(kustomize_overlay(tmp_path / "old-overlay", hosts, old / "manifests/default")))
+    work = tmp_path / "work"
+    overlay = kustomize_overlay(work / "my-zkop", hosts, old / "manifests" / "default")
+    kubectl(cluster, "apply", "-k", str(overlay))
     kubectl(cluster, "wait", "--for=condition=Established", f"crd/{CRD}", "--timeout=60s")
     kubectl(cluster, "-n", NAMESPACE, "create", "secret", "generic", "zkop-zookeeper-auth",
             f"--from-literal=credentials={OPS_CREDENTIALS}")
+    # The cluster's Prometheus, and a ServiceAccount the upgrade grants nothing.
+    kubectl(cluster, "create", "namespace", PROMETHEUS[0])
+    for account in (PROMETHEUS[1], "other"):
+        kubectl(cluster, "-n", PROMETHEUS[0], "create", "serviceaccount", account)
     previous = start(pod_of_deployment(cluster, tmp_path / "old-pod", pod="zkop-controller-manager-old",
                                        python_path=old))
     new: OperatorProcess | None = None
@@ -303,55 +321,97 @@ def test_upgrade_from_the_previous_release_keeps_znodes_and_status(cluster: Cont
         legacy = {"apiVersion": "platform.example.com/v1alpha1", "kind": "ZooKeeperConfig",
                   "metadata": {"name": "legacy-acl", "namespace": "default"},
                   "spec": {"path": "/app/legacy", "stringData": "x", "deletionPolicy": "Orphan",
-                           "acl": [{"scheme": "world", "id": "anyone", "permissions": ["read"]}] * 257}}
+                           "acl": [{"scheme": "world", "id": "anyone",
+                                    "permissions": ["read", "write", "create", "delete", "admin"]}] * 257}}
         kubectl(cluster, "apply", "-f", "-", input=yaml.safe_dump(legacy))
         before: dict[str, tuple[Any, dict[str, Any]]] = {}
         for o in configs(objects):
             stored = get(admin, o["metadata"]["name"])
             assert stored is not None
             before[o["metadata"]["name"]] = (zk.exists(zk_base + o["spec"]["path"]), stored)
-
-        # The upgrade as CHANGELOG's [Unreleased] says it: apply the new install over the old one. Its notes ask
-        # nothing more of an install without Prometheus (--kube-api-qps: the default pace is kept).
-        kubectl(cluster, "apply", "-k", str(kustomize_overlay(tmp_path / "new-overlay", hosts,
-                                                              REPO / "manifests" / "default")))
-        crd = admin.request("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD}")
-        assert any("x-kubernetes-validations" in str(v["schema"]) for v in crd["spec"]["versions"])
-        assert {c["type"]: c["status"] for c in crd["status"]["conditions"]}["Established"] == "True"
-        for name, (_, obj) in before.items():  # stored objects read back under the new schema, unchanged
-            assert get(admin, name)["spec"] == obj["spec"]  # type: ignore[index]
-        # CRD validation ratcheting: the stored object beyond the new bound may still be changed where it is
-        # not beyond it (a label), while a new object like it is refused.
-        kubectl(cluster, "label", "zkc", "legacy-acl", "team=payments")
-        like_it = {**legacy, "metadata": {"name": "new-acl", "namespace": "default"}}
-        refused = subprocess.run([venv_kubectl(), "--kubeconfig", str(cluster.kubeconfig), "create", "-f", "-"],
-                                 input=yaml.safe_dump(like_it), capture_output=True, text=True, timeout=60, check=False)
-        assert refused.returncode != 0 and "spec.acl: Too many: 257: must have at most 256 items" in refused.stderr, \
-            refused.stderr
-
-        # A rolling update: the new replica starts as a standby, the old one ends and hands the Lease over.
-        new = start(pod_of_deployment(cluster, tmp_path / "new-pod", pod="zkop-controller-manager-new"))
         lease_path = f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases/zkop-leader"
-        old_holder = admin.request("GET", lease_path)["spec"]["holderIdentity"]
-        assert old_holder
-        handed = time.monotonic()
-        stopped(previous)
-        wait_for(lambda: admin.request("GET", lease_path)["spec"].get("holderIdentity") not in (None, "", old_holder),
-                 timeout=15, interval=0.1, message="the new replica leads within a Lease duration")
-        print(f"Lease handed over in {time.monotonic() - handed:.2f} s")
 
-        for name, (stat, obj) in before.items():
-            after: dict[str, Any] = wait_for(
-                lambda n=name: (o if (o := synced(admin, n)) and "znodeVersion" in o["status"] else None),  # type: ignore[misc]
-                timeout=EVENTUALLY, message=f"{name} re-observed by the new zkop")
-            znode = zk.exists(zk_base + obj["spec"]["path"])
-            assert (znode.mzxid, znode.version) == (stat.mzxid, stat.version), f"{name}: znode rewritten"
-            assert after["status"]["znodeVersion"] == stat.version
-            # That one status write stamps lastSyncedTime; conditions (with their lastTransitionTime) stay.
-            written = ("znodeVersion", "lastSyncedTime")
-            kept = {k: v for k, v in after["status"].items() if k not in written}
-            assert kept == {k: v for k, v in obj["status"].items() if k not in written}, f"{name}: status changed"
-            assert after["status"]["lastSyncedTime"] >= obj["status"]["lastSyncedTime"]
+        def apply_the_release() -> None:
+            """Step 5's action: the checkout at the release (this tree) and its tag in the overlay."""
+            kustomize_overlay(overlay, hosts, REPO / "manifests" / "default")
+
+        def new_crd_accepted() -> None:
+            crd = admin.request("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD}")
+            assert any("x-kubernetes-validations" in str(v["schema"]) for v in crd["spec"]["versions"])
+            assert {c["type"]: c["status"] for c in crd["status"]["conditions"]}["Established"] == "True"
+            for name, (_, obj) in before.items():  # stored objects read back under the new schema, unchanged
+                assert get(admin, name)["spec"] == obj["spec"]  # type: ignore[index]
+            # CRD validation ratcheting: the stored object beyond the new bound may still be changed where it is
+            # not beyond it (a label), while a new object like it is refused.
+            kubectl(cluster, "label", "zkc", "legacy-acl", "team=payments")
+            like_it = {**legacy, "metadata": {"name": "new-acl", "namespace": "default"}}
+            refused = subprocess.run([venv_kubectl(), "--kubeconfig", str(cluster.kubeconfig), "create", "-f", "-"],
+                                     input=yaml.safe_dump(like_it), capture_output=True, text=True, timeout=60,
+                                     check=False)
+            assert refused.returncode != 0 and "spec.acl: Too many: 257: must have at most 256 items" in \
+                refused.stderr, refused.stderr
+
+        def rolling_update() -> None:
+            """Step 6 without a kubelet: the new replica starts as a standby, the old one ends and hands the Lease
+            over within a Lease duration (15 s), as the CHANGELOG says."""
+            nonlocal new
+            new = start(pod_of_deployment(cluster, tmp_path / "new-pod", pod="zkop-controller-manager-new"))
+            old_holder = admin.request("GET", lease_path)["spec"]["holderIdentity"]
+            assert old_holder
+            handed = time.monotonic()
+            stopped(previous)
+            wait_for(lambda: admin.request("GET", lease_path)["spec"].get("holderIdentity") not in
+                     (None, "", old_holder), timeout=15, interval=0.1,
+                     message="the new replica leads within a Lease duration")
+            print(f"Lease handed over in {time.monotonic() - handed:.2f} s")
+            # Step 4 made the difference: Prometheus' token may read the new, secure /metrics, another may not.
+            assert new.secure_metrics
+            for account, status in ((PROMETHEUS[1], 200), ("other", 403)):
+                token = kubectl(cluster, "-n", PROMETHEUS[0], "create", "token", account).strip()
+                assert new.scrape(token)[0] == status, account
+
+        def nothing_rewritten() -> None:
+            for name, (stat, obj) in before.items():
+                after: dict[str, Any] = wait_for(
+                    lambda n=name: (o if (o := synced(admin, n)) and "znodeVersion" in o["status"] else None),  # type: ignore[misc]
+                    timeout=EVENTUALLY, message=f"{name} re-observed by the new zkop")
+                znode = zk.exists(zk_base + obj["spec"]["path"])
+                assert (znode.mzxid, znode.version) == (stat.mzxid, stat.version), f"{name}: znode rewritten"
+                assert after["status"]["znodeVersion"] == stat.version
+                # That one status write stamps lastSyncedTime; conditions (with their lastTransitionTime) stay.
+                written = ("znodeVersion", "lastSyncedTime")
+                kept = {k: v for k, v in after["status"].items() if k not in written}
+                assert kept == {k: v for k, v in obj["status"].items() if k not in written}, f"{name}: status changed"
+                assert after["status"]["lastSyncedTime"] >= obj["status"]["lastSyncedTime"]
+
+        # Each step's title → (what the test does before its commands, what it checks after them).
+        def nothing_listed(out: str) -> None:
+            assert out == "", out  # none of this installation's objects needs moving or an ACL
+
+        known: dict[str, tuple[Any, Any]] = {
+            "Move ZooKeeperConfigs off the paths 0.2.0 reserves": (None, nothing_listed),
+            "Give every other reader of a Secret's value an identity": (None, nothing_listed),
+            "Change scripts that call `zkop export -o DIR` or `--output-dir DIR`": (None, None),  # no scripts here
+            "Let Prometheus scrape the now-secure `/metrics`": (None, None),  # checked once the new replica runs
+            "Apply 0.2.0": (apply_the_release, lambda _out: new_crd_accepted()),
+            "Wait for the rolling update": (None, None),
+            "Check every ZooKeeperConfig is still Ready": (None, lambda _out: nothing_rewritten()),
+        }
+        steps = upgrade_steps("0.1.0")
+        assert [s.title for s in steps] == list(known), "CHANGELOG's steps changed: teach the test the new ones"
+        for step in steps:
+            action, check = known[step.title]
+            if action is not None:
+                action()
+            out = ""
+            for command in step.commands:
+                if command.startswith(NEEDS_A_KUBELET):
+                    rolling_update()
+                else:
+                    out += as_written(cluster, command, work)
+            if check is not None:
+                check(out)
+        assert new is not None, "the steps never rolled the Deployment"
         delete_examples_while_zkop_runs(cluster, admin, zk, zk_base, old)
     finally:
         stopped(previous)
