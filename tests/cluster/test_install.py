@@ -42,14 +42,16 @@ import yaml
 from cluster_support import kubectl, pod_of_deployment
 from kazoo.client import KazooClient
 from zkop_testing.controlplane import REPO, ControlPlane, minors_under_test
+from zkop_testing.ensembles import ensemble
 from zkop_testing.flux import GITREPOSITORY, KUSTOMIZATION, Flux, GitServer, condition
 from zkop_testing.helm import CHART, helm
 from zkop_testing.kubectl import venv_kubectl
 from zkop_testing.operator import OperatorProcess
-from zkop_testing.releases import release_tree, upgrade_steps
+from zkop_testing.releases import for_install, numbered_steps, release_tree, upgrade_steps
 from zkop_testing.resources import ZKC, conditions, create, get, synced, zkc
+from zkop_testing.services import get_service, register
 from zkop_testing.waiting import EVENTUALLY, wait_for
-from zkop_testing.zookeeper import ZooKeeperServer
+from zkop_testing.zookeeper import ZooKeeperServer, connected_client, find_zookeeper
 
 from zkop.kube.client import ApiException, KubeClient, resource_path
 
@@ -112,7 +114,7 @@ def documented(cluster: ControlPlane, start: str) -> None:
     it continues onto), in bash with the venv's kubectl on PATH and the admin's kubeconfig."""
     text = (REPO / "docs" / "operations.md").read_text(encoding="utf-8")
     section = text[text.index("\n## Uninstall\n"):text.index("\n## Metrics, dashboard and alerts\n")]
-    lines = section.splitlines()
+    lines = [line.strip() for line in section.splitlines()]  # the steps' blocks are indented under their item
     (first,) = [i for i, line in enumerate(lines) if line.startswith(start)]
     command = [lines[first]]
     while command[-1].rstrip().endswith(("|", "\\")):
@@ -270,12 +272,13 @@ def test_helm_tenancy_policy_is_what_zkop_enforces(cluster: ControlPlane, admin:
                 if o["metadata"]["name"].startswith("zkop-tenancy")]
 
 
-def as_written(cluster: ControlPlane, script: str, cwd: Path) -> str:
+def as_written(cluster: ControlPlane, script: str, cwd: Path, env: dict[str, str] | None = None) -> str:
     """Run ``script`` as a person would paste it: bash (``-euo pipefail``) in ``cwd``, the venv's kubectl first on
-    PATH, the admin's kubeconfig; its stdout (it must exit 0)."""
+    PATH, the admin's kubeconfig, ``env`` over that; its stdout (it must exit 0)."""
     done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], capture_output=True, text=True, timeout=360,
                           cwd=cwd, env={**os.environ, "KUBECONFIG": str(cluster.kubeconfig),
-                                        "PATH": f"{Path(venv_kubectl()).parent}:{os.environ['PATH']}"}, check=False)
+                                        "PATH": f"{Path(venv_kubectl()).parent}:{os.environ['PATH']}", **(env or {})},
+                          check=False)
     if done.returncode != 0:
         states = kubectl(cluster, "get", "zkc", "-A", "-o",
                          "jsonpath={range .items[*]}{.metadata.name} {.status}\n{end}")
@@ -559,3 +562,130 @@ def test_flux_prune_of_the_install_first_leaves_the_objects_in_place(cluster: Co
             stopped(again)
     kubectl(cluster, "delete", "-k", str(overlay), "--wait=true", "--timeout=120s")
     nothing_of_zkop_left(admin)
+
+
+def zkcli_on_path(directory: Path) -> Path:
+    """A directory holding ``zkCli.sh``: ZooKeeper's own CLI (``org.apache.zookeeper.ZooKeeperMain``) from the
+    suite's ZooKeeper release, as its distribution's ``bin/zkCli.sh`` runs it."""
+    installation = find_zookeeper()
+    directory.mkdir()
+    script = directory / "zkCli.sh"
+    script.write_text(f"#!/bin/sh\nexec {installation.java} -cp '{':'.join(installation.classpath)}' "
+                      "org.apache.zookeeper.ZooKeeperMain \"$@\"\n", encoding="utf-8")
+    script.chmod(0o755)
+    return directory
+
+
+def test_uninstall_everything_as_documented(cluster: ControlPlane, admin: KubeClient, zk_server: ZooKeeperServer,
+                                            zk_base: str, zk: KazooClient, second_ensemble: tuple[KazooClient, str],
+                                            tmp_path: Path) -> None:
+    """Every component enabled (ZooKeeperConfigs on two ensembles, ZooKeeperMirrors, the service bridge, the
+    importer, a tenancy policy), then docs/operations.md's "Uninstall" steps run as written (read from the doc, the
+    kustomize blocks): nothing of zkop left, nothing terminating, each znode as its deletionPolicy says, the kept
+    mirror's ConfigMap kept (unowned) and the other's deleted, the bridge's records and claims gone, the imported
+    Service and its EndpointSlices gone."""
+    team, team_hosts = second_ensemble
+    hosts = f"{zk_server.hosts}{zk_base}"
+    work = tmp_path / "work"
+    overlay = kustomize_overlay(work / "my-zkop", hosts, REPO / "manifests" / "default")
+    kustomization = yaml.safe_load((overlay / "kustomization.yaml").read_text(encoding="utf-8"))
+    kustomization["components"] = [os.path.relpath(REPO / "manifests" / "components" / c, overlay) for c in
+                                   ("service-bridge", "service-import", "zookeeper-mirror", "zookeeper-ensembles",
+                                    "tenancy")]
+    policy = {"tenancy": {"rules": [{"namespaces": ["default"], "pathPrefixes": ["/app", "/legacy"]}]}}
+    (overlay / "policy.yaml").write_text(yaml.safe_dump(policy), encoding="utf-8")
+    kustomization["configMapGenerator"] = [{"name": "zkop-tenancy-policy", "namespace": NAMESPACE,
+                                           "files": ["policy.yaml"], "options": {"disableNameSuffixHash": True}}]
+    (overlay / "kustomization.yaml").write_text(yaml.safe_dump(kustomization), encoding="utf-8")
+    kubectl(cluster, "apply", "-k", str(overlay))
+    for crd in CRDS:
+        kubectl(cluster, "wait", "--for=condition=Established", f"crd/{crd}", "--timeout=60s")
+
+    with connected_client(hosts) as chrooted:  # what legacy applications and people wrote in ZooKeeper
+        for key, value in (("orders/db/url", b"jdbc:postgresql://db:5432/orders"), ("scratch/x", b"1")):
+            chrooted.create(f"/legacy/{key}", value, makepath=True)
+        register(chrooted, "legacy-api", "i1", "192.0.2.10", ephemeral=False)
+    zkop = start(pod_of_deployment(cluster, tmp_path / "pod"))
+    try:
+        assert {"--service-bridge", "--import-services", "--zookeeper-mirrors", "--zookeeper-ensembles"} <= \
+            set(zkop.args) and any(a.startswith("--tenancy-policy-file=") for a in zkop.args)
+        kubectl(cluster, "apply", "-f", "-", input=yaml.safe_dump(ensemble("team", team_hosts, chroot="/team")))
+        objects = {"on-default": ("default", None), "kept-on-default": ("Orphan", None),
+                   "on-team": ("default", "team"), "kept-on-team": ("Orphan", "team")}
+        for name, (policy_name, ensemble_name) in objects.items():
+            spec: dict[str, Any] = {"stringData": name}
+            if policy_name == "Orphan":
+                spec["deletionPolicy"] = "Orphan"
+            if ensemble_name:
+                spec["ensembleRef"] = {"name": ensemble_name}
+            create(admin, zkc(name, f"/app/{name}", **spec))
+        (orders,) = [d for d in yaml.safe_load_all((REPO / "examples/workload-config/mirror.yaml").read_text(
+            encoding="utf-8")) if d and d["kind"] == "ZooKeeperMirror"]
+        scratch = {**orders, "metadata": {"name": "scratch", "namespace": "default"},
+                   "spec": {"path": "/legacy/scratch", "recursive": True, "configMap": "scratch-config"}}
+        for mirror in (orders, scratch):
+            kubectl(cluster, "apply", "-f", "-", input=yaml.safe_dump(mirror))
+        admin.request("POST", "/api/v1/namespaces/default/services",
+                      body={"metadata": {"name": "web"}, "spec": {"ports": [{"port": 80}]}})
+
+        for name in objects:
+            wait_for(lambda n=name: synced(admin, n), message=f"{name} Synced")  # type: ignore[misc]
+        for config_map in ("orders-config", "scratch-config"):
+            wait_for(lambda c=config_map: (configmap(admin, c) or {}).get("data"),  # type: ignore[misc]
+                     message=f"{config_map} mirrored")
+        record, claim = "/kubernetes/services/default-web", "/zkop/owners/kubernetes/services/default-web"
+        wait_for(lambda: zk.exists(zk_base + record) and zk.exists(zk_base + claim), message="web published")
+        wait_for(lambda: get_service(admin, "legacy-api", "default"), message="legacy-api imported")
+        wait_for(lambda: slices(admin, "legacy-api"), message="legacy-api's EndpointSlices")
+
+        steps = numbered_steps(REPO / "docs" / "operations.md", "## Uninstall")
+        env = {"ZOOKEEPER_HOSTS": hosts,
+               "PATH": f"{zkcli_on_path(tmp_path / 'zk-bin')}:{Path(venv_kubectl()).parent}:{os.environ['PATH']}"}
+        known = ["Keep the ConfigMaps of the ZooKeeperMirrors that workloads still mount",
+                 "Delete zkop's objects while zkop runs", "Remove zkop", "Delete the Services the importer made",
+                 "Delete the service bridge's records and their claims from ZooKeeper", "Check nothing is left"]
+        assert [s.title for s in steps] == known, "the documented uninstall changed: teach the test the new steps"
+        out = ""
+        for step in steps:
+            if step.title == "Remove zkop":
+                stopped(zkop)  # its Pods end with the Deployment
+            for command in for_install(step.commands, "kustomize"):
+                out = as_written(cluster, command, work, env=env)
+            if step.title.startswith("Delete zkop's objects"):  # each znode as its deletionPolicy says
+                for name, (policy_name, ensemble_name) in objects.items():
+                    on = team if ensemble_name else zk
+                    path = f"/team/app/{name}" if ensemble_name else f"{zk_base}/app/{name}"
+                    assert (on.exists(path) is not None) == (policy_name == "Orphan"), name
+        assert out == "", out  # the last step's check printed nothing
+    finally:
+        stopped(zkop)
+
+    wait_for(lambda: namespace_gone(admin), message="zkop-system deleted")
+    nothing_of_zkop_left(admin)
+    assert not [n["metadata"]["name"] for n in admin.request("GET", "/api/v1/namespaces")["items"]
+                if n["metadata"].get("deletionTimestamp")], "a namespace is stuck terminating"
+    kept = configmap(admin, "orders-config")
+    assert kept is not None and not kept["metadata"].get("ownerReferences")
+    assert kept["data"] == {"db.url": "jdbc:postgresql://db:5432/orders"}
+    wait_for(lambda: configmap(admin, "scratch-config") is None, message="the deleted mirror's ConfigMap collected")
+    assert zk.exists(zk_base + "/kubernetes/services") is None
+    assert zk.exists(zk_base + "/zkop/owners/kubernetes/services") is None
+    assert get_service(admin, "legacy-api", "default") is None
+    wait_for(lambda: not slices(admin, "legacy-api"), message="the imported Service's EndpointSlices collected")
+    assert zk.exists(zk_base + "/services/legacy-api/i1") is not None  # what the legacy application registered
+
+
+def configmap(kube: KubeClient, name: str, namespace: str = "default") -> dict[str, Any] | None:
+    """The ConfigMap, ``None`` if absent."""
+    try:
+        return kube.request("GET", f"/api/v1/namespaces/{namespace}/configmaps/{name}")
+    except ApiException as err:
+        if err.status == 404:
+            return None
+        raise
+
+
+def slices(kube: KubeClient, service: str, namespace: str = "default") -> list[dict[str, Any]]:
+    """The EndpointSlices of ``namespace/service``."""
+    return list(kube.request("GET", f"/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices",
+                             query={"labelSelector": f"kubernetes.io/service-name={service}"})["items"])

@@ -17,7 +17,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["PENDING", "Release", "Step", "newest_release_with", "release", "release_tree", "releases", "upgrade_steps"]
+__all__ = ["PENDING", "Release", "Step", "for_install", "newest_release_with", "numbered_steps", "release",
+           "release_tree", "releases", "upgrade_steps"]
 
 REPO = Path(__file__).resolve().parents[3]
 #: What docs/release.md's commit column says of a release whose merge commit is not recorded yet.
@@ -127,23 +128,47 @@ def newest_release_with(path: str) -> Release | None:
     return None
 
 
-def upgrade_steps(previous: str, root: Path = REPO) -> list[Step]:
-    """The steps of CHANGELOG.md's "### Upgrading from ``previous``" under ``root``, in order.
+def numbered_steps(path: Path, heading: str) -> list[Step]:
+    """The numbered list under ``heading`` (a whole line, e.g. ``## Uninstall``) of the Markdown file ``path``: each
+    item ``N. **Title.** …`` with its ``sh`` blocks (indented under it), in order; the list ends at the first line
+    that is not indented.
 
     Raises:
         ValueError: the section is missing, its items are not numbered 1, 2, … or an item has no bold title.
     """
-    section = _section((root / "CHANGELOG.md").read_text(encoding="utf-8"), f"### Upgrading from {previous}")
+    section = _section(path.read_text(encoding="utf-8"), heading)
     items = re.split(r"^(?=\d+\. )", section, flags=re.M)[1:]
     steps = []
-    for expected, item in enumerate(items, start=1):
+    for expected, whole in enumerate(items, start=1):
+        item = re.split(r"\n(?=\S)", whole, maxsplit=1)[0]  # the list ends at the first line not indented
         head = re.match(r"(\d+)\. \*\*(.+?)\*\*", item)
         if head is None or int(head[1]) != expected:
-            raise ValueError(f"CHANGELOG.md, Upgrading from {previous}: item {expected} must start "
-                             f"'{expected}. **Title.**': {item[:80]!r}")
+            raise ValueError(f"{path.name}, {heading}: item {expected} must start '{expected}. **Title.**': "
+                             f"{item[:80]!r}")
         blocks = re.findall(r"^( *)```sh\n(.*?)^\1```$", item, flags=re.M | re.S)
         commands = tuple("\n".join(line[len(indent):] for line in body.splitlines()) for indent, body in blocks)
         steps.append(Step(expected, head[2].rstrip("."), item.strip(), commands))
     if not steps:
-        raise ValueError(f"CHANGELOG.md, Upgrading from {previous}: no numbered steps")
+        raise ValueError(f"{path.name}, {heading}: no numbered steps")
     return steps
+
+
+def upgrade_steps(previous: str, root: Path = REPO) -> list[Step]:
+    """The steps of CHANGELOG.md's "### Upgrading from ``previous``" under ``root``, in order.
+
+    Raises:
+        ValueError: as :func:`numbered_steps`.
+    """
+    return numbered_steps(root / "CHANGELOG.md", f"### Upgrading from {previous}")
+
+
+def for_install(commands: tuple[str, ...], install: str) -> list[str]:
+    """The blocks of ``commands`` that apply to ``install`` (``kustomize``, ``Helm`` or ``Flux``): a block whose
+    first line is a comment naming installs (``# Helm and Flux``) only for those, every other block for all."""
+    chosen = []
+    for block in commands:
+        first = block.splitlines()[0] if block else ""
+        label = re.fullmatch(r"# ((?:kustomize|Helm|Flux)(?:(?:, | and )(?:kustomize|Helm|Flux))*)", first)
+        if label is None or install in re.split(r", | and ", label[1]):
+            chosen.append(block)
+    return chosen
