@@ -33,6 +33,7 @@ import json
 import os
 import subprocess
 import time
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -44,10 +45,16 @@ from kazoo.client import KazooClient
 from zkop_testing.controlplane import REPO, ControlPlane, minors_under_test
 from zkop_testing.ensembles import ensemble
 from zkop_testing.flux import GITREPOSITORY, KUSTOMIZATION, Flux, GitServer, condition
-from zkop_testing.helm import CHART, helm
+from zkop_testing.helm import CHART, HelmError, helm
 from zkop_testing.kubectl import venv_kubectl
 from zkop_testing.operator import OperatorProcess
-from zkop_testing.releases import for_install, numbered_steps, release_tree, upgrade_steps
+from zkop_testing.releases import (
+    for_install,
+    newest_release_with,
+    numbered_steps,
+    release_tree,
+    upgrade_steps,
+)
 from zkop_testing.resources import ZKC, conditions, create, get, synced, zkc
 from zkop_testing.services import get_service, register
 from zkop_testing.waiting import EVENTUALLY, wait_for
@@ -218,7 +225,7 @@ def test_helm_install_uninstall(cluster: ControlPlane, admin: KubeClient, zk_ser
         kubectl(cluster, "apply", "-f", str(REPO / "examples"))
         converged(admin, zk, zk_base, examples())
         # A value changed in place: the bridge's RBAC comes, the Deployment's args follow.
-        helm(home, "upgrade", "zkop", str(CHART), "--namespace", NAMESPACE, "--reuse-values",
+        helm(home, "upgrade", "zkop", str(CHART), "--namespace", NAMESPACE, "--reset-then-reuse-values",
              "--set", "serviceBridge.enabled=true", kubeconfig=cluster.kubeconfig)
         deployment = admin.request("GET", f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/zkop-controller-manager")
         assert "--service-bridge" in deployment["spec"]["template"]["spec"]["containers"][0]["args"]
@@ -689,3 +696,82 @@ def slices(kube: KubeClient, service: str, namespace: str = "default") -> list[d
     """The EndpointSlices of ``namespace/service``."""
     return list(kube.request("GET", f"/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices",
                              query={"labelSelector": f"kubernetes.io/service-name={service}"})["items"])
+
+
+def test_helm_upgrade_from_the_newest_release_with_a_chart_and_rollback(
+        cluster: ControlPlane, admin: KubeClient, zk_server: ZooKeeperServer, zk_base: str, zk: KazooClient,
+        tmp_path: Path) -> None:
+    """The chart of the newest release that had one (docs/release.md's table: its commit's tree, or this tree's while
+    it is pending) installed with the values in a file, then upgraded to this tree's chart the documented way
+    (``--reset-then-reuse-values``; a renamed value fails loudly and changes nothing), then rolled back with
+    ``helm rollback`` with an object made after the upgrade in place: no znode rewritten, every object Ready."""
+    previous = newest_release_with("charts/zkop")
+    assert previous is not None, "docs/release.md names no release with a chart"
+    old = release_tree(previous.version, tmp_path / previous.version, ("charts", "manifests", "zkop"))
+    home, work = tmp_path / "helm", tmp_path / "work"
+    work.mkdir()
+    values = work / "zkop-values.yaml"
+    values.write_text(yaml.safe_dump({"zookeeper": {"hosts": f"{zk_server.hosts}{zk_base}",
+                                                    "auth": {"credentials": OPS_CREDENTIALS}}}), encoding="utf-8")
+    helm(home, "install", "zkop", str(old / "charts" / "zkop"), "-n", NAMESPACE, "--create-namespace",
+         "-f", str(values), kubeconfig=cluster.kubeconfig)
+    kubectl(cluster, "wait", "--for=condition=Established", f"crd/{CRD}", "--timeout=60s")
+    running = start(pod_of_deployment(cluster, tmp_path / "pod-1", pod="zkop-1", python_path=old))
+    try:
+        objects = examples()
+        kubectl(cluster, "apply", "-f", str(REPO / "examples"))
+        converged(admin, zk, zk_base, objects)
+
+        def snapshot() -> dict[str, tuple[tuple[int, int], dict[str, Any]]]:
+            found = {}
+            for o in [*configs(objects), zkc("after-upgrade", "/app/after-upgrade")]:
+                name = o["metadata"]["name"]
+                stored = get(admin, name)
+                if stored is not None:
+                    stat = zk.exists(zk_base + o["spec"]["path"])
+                    found[name] = ((stat.mzxid, stat.version), conditions(stored))
+            return found
+
+        def roll(to: Path | None, pod: str) -> None:
+            """The Deployment's rolling update: a replica of ``to``'s zkop (``None``: this tree's) takes over."""
+            nonlocal running
+            new = start(pod_of_deployment(cluster, tmp_path / pod, pod=pod, python_path=to))
+            stopped(running)
+            running = new
+
+        def revisions() -> int:
+            return len(json.loads(helm(home, "history", "zkop", "-n", NAMESPACE, "-o", "json",
+                                       kubeconfig=cluster.kubeconfig)))
+
+        before = snapshot()
+        with pytest.raises(HelmError) as refused:  # a renamed value fails the upgrade, naming it
+            helm(home, "upgrade", "zkop", str(CHART), "-n", NAMESPACE, "--reset-then-reuse-values",
+                 "--set", "serviceBridge.enable=true", kubeconfig=cluster.kubeconfig)
+        assert "additional properties 'enable' not allowed" in str(refused.value)
+        assert revisions() == 1
+        helm(home, "upgrade", "zkop", str(CHART), "-n", NAMESPACE, "--reset-then-reuse-values",
+             kubeconfig=cluster.kubeconfig)
+        assert revisions() == 2
+        deployment = admin.request("GET", f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/zkop-controller-manager")
+        assert deployment["spec"]["template"]["spec"]["containers"][0]["image"].endswith(":" + zkop_version())
+        roll(None, "zkop-2")
+        wait_for(lambda: snapshot() == before, timeout=EVENTUALLY, message="nothing rewritten by the upgrade")
+        create(admin, zkc("after-upgrade", "/app/after-upgrade", b"new"))
+        wait_for(lambda: synced(admin, "after-upgrade"), message="an object made after the upgrade Synced")
+        with_new = snapshot()
+
+        helm(home, "rollback", "zkop", "1", "-n", NAMESPACE, kubeconfig=cluster.kubeconfig)  # no --wait: no kubelet
+        assert revisions() == 3
+        roll(old, "zkop-3")
+        for name in with_new:
+            wait_for(lambda n=name: synced(admin, n), message=f"{name} Synced after the rollback")  # type: ignore[misc]
+        assert snapshot() == with_new, "the rollback rewrote a znode or changed a status"
+        documented(cluster, "kubectl delete zookeeperconfigs --all --all-namespaces")
+    finally:
+        stopped(running)
+    helm(home, "uninstall", "zkop", "-n", NAMESPACE, "--wait", kubeconfig=cluster.kubeconfig)
+
+
+def zkop_version() -> str:
+    """This tree's version (``pyproject.toml``)."""
+    return str(tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"])
