@@ -183,12 +183,13 @@ def test_a_leader_whose_ensemble_worker_dies_gives_up_the_lease_and_exits_1(
         kubeconfig: str, namespace: str, ensembles_kube: KubeClient, zk_server: ZooKeeperServer, zk_base: str,
         second: ZooKeeperServer, second_zk: KazooClient, lease: str, tmp_path: Path) -> None:
     """docs/operations.md, "A leader that can no longer work gives up the Lease", for a ZooKeeperEnsemble's runtime
-    as for the flags' ensemble (``tests/integration/test_leader_election_processes.py``): its only worker dies
-    inside the live leader (a BaseException raised in that thread, from inside it); the leader logs one line saying
-    why, stops renewing and releases the Lease within the renew deadline, and exits 1; the standby takes over and
+    as for the flags' ensemble (``tests/integration/test_leader_election_processes.py``): the worker pool every
+    ensemble's controller shares has one worker (``--workers 1``), which dies inside the live leader as it takes the
+    ensemble's key (a BaseException raised in that thread, from inside it); the leader logs one line saying why,
+    stops renewing and releases the Lease within the renew deadline, and exits 1; the standby takes over and
     reconciles on the ensemble, the key the dead worker never took included."""
     kube, name = ensembles_kube, f"{namespace}-second"  # cluster-scoped: the test's own
-    worker = f"zookeeperconfig/{name}-worker-0"
+    worker = "zookeeperconfig-worker-0"  # the shared pool's (zkop.runtime.workerpool)
     leader = replica(kubeconfig, zk_server, zk_base, tmp_path, namespace, lease, fault_in=worker)
     standby = replica(kubeconfig, zk_server, zk_base, tmp_path, namespace, lease)
     lease_path = resource_path("coordination.k8s.io", "v1", "leases", ZKOP_NAMESPACE, lease)
@@ -209,9 +210,8 @@ def test_a_leader_whose_ensemble_worker_dies_gives_up_the_lease_and_exits_1(
         log = leader.log_tail(400)
         stopped = [line for line in log.splitlines() if "stopped working" in line]
         assert len(stopped) == 1, log
-        assert (f"zookeeperensemble-runtimes stopped working (ensemble {name}: zookeeperconfig/{name}: worker threads "
-                f"died: {worker} (ended by InjectedFault)); stopping and giving up the Lease, exit code 1"
-                ) in stopped[0], log
+        assert (f"zookeeperconfig stopped working (worker threads died: {worker} (ended by InjectedFault)); "
+                "stopping and giving up the Lease, exit code 1") in stopped[0], log
         (released,) = [line for line in log.splitlines() if f"released lease {ZKOP_NAMESPACE}/{lease}" in line]
         assert (logged_at(released) - logged_at(stopped[0])).total_seconds() < RENEW, log
         wait_for(lambda: leads(standby, lease), message="the standby takes over")

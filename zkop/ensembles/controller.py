@@ -471,9 +471,9 @@ def add_to_manager(
             connection, refuse_writes=DRY_RUN if options.dry_run else default_zookeeper.refuse_writes,
             known_max_age=default_zookeeper.known_max_age)
         policy = PolicySlot(spec.policy)
-        client.reserve_connections(f"zookeeperensemble/{name}", workers)  # its workers' API requests
+        # Its keys are reconciled by the flags' ensemble's worker pool: no thread nor API connection of its own.
         parts = build_ensemble(shared, client, adapter, recorder, options, ensemble=name, workers=workers,
-                               acl_check_period=acl_check_period, policy_for=policy)
+                               acl_check_period=acl_check_period, policy_for=policy, pool=default.pool)
         return EnsembleRuntime(name, raw, print_, adapter, parts, policy=policy, directory=directory,
                                on_change=lambda: queue.add(name))
 

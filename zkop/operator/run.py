@@ -71,8 +71,8 @@ def api_pool_size(options: OperatorOptions) -> int:
     :data:`API_CONNECTIONS_BESIDE_WORKERS`, and never below client-go's :data:`IDLE_CONNECTIONS_PER_HOST`.
     urllib3 opens a connection beyond the pool when every kept one is in use, and closes it after the
     request with a "Connection pool is full" warning; a pool this size keeps a busy operator from paying a
-    new TLS handshake per request. Each ZooKeeperEnsemble's own workers get their room when it starts
-    (:meth:`zkop.kube.client.KubeClient.reserve_connections`).
+    new TLS handshake per request. ZooKeeperEnsembles add none: their controllers share the ZooKeeperConfig
+    feature's worker pool (:class:`zkop.runtime.workerpool.WorkerPool`).
     """
     workers = sum(feature.api_workers(options) for feature, _ in enabled_features(options))
     return max(IDLE_CONNECTIONS_PER_HOST, workers + API_CONNECTIONS_BESIDE_WORKERS)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from zkop.kube.client import JSON
 from zkop.runtime.cache import EventHandler, FuncHandler, Informer, meta_namespace_key
 from zkop.runtime.controller import Controller, Reconciler
+from zkop.runtime.workerpool import WorkerPool
 from zkop.runtime.workqueue import RateLimitingQueue
 
 __all__ = ["Built", "ControllerBuilder"]
@@ -58,13 +59,16 @@ class ControllerBuilder:
     Args:
         name: the controller's name (the ``controller`` label of its metrics, its queue's name).
         workers: concurrent reconciles (``--workers``; ``controller_runtime_max_concurrent_reconciles``).
+        pool: a worker pool shared with other controllers (:class:`~zkop.runtime.workerpool.WorkerPool`), whose
+            threads reconcile this controller's keys; ``None``: ``workers`` threads of its own.
 
     Each declaration returns the builder; :meth:`complete` may be called once.
     """
 
-    def __init__(self, name: str, *, workers: int) -> None:
+    def __init__(self, name: str, *, workers: int, pool: WorkerPool | None = None) -> None:
         self.name = name
         self.workers = workers
+        self.pool = pool
         #: The controller's work queue, made now so that what enqueues keys can be built before the reconciler.
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(name)
         self._sources: list[tuple[Informer, EventHandler | None]] = []
@@ -117,7 +121,7 @@ class ControllerBuilder:
         if self._done:
             raise RuntimeError(f"controller {self.name} was already built")
         self._done = True
-        controller = Controller(self.name, reconciler, workers=self.workers, queue=self.queue)
+        controller = Controller(self.name, reconciler, workers=self.workers, queue=self.queue, pool=self.pool)
         built = Built(controller)
         for informer, handler in self._sources:
             if handler is not None:

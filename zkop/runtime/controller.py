@@ -35,6 +35,7 @@ from zkop.kube.client import JSON
 from zkop.runtime import metrics
 from zkop.runtime.cache import FuncHandler, Informer, meta_namespace_key
 from zkop.runtime.threads import OwnedThreads
+from zkop.runtime.workerpool import WorkerPool
 from zkop.runtime.workqueue import RateLimitingQueue
 
 __all__ = ["Controller", "Reconciler", "Result", "RetryableError", "TerminalError"]
@@ -86,15 +87,18 @@ class Controller:
         reconciler: called with a key; reads the cache itself.
         workers: concurrent reconciles (``controller_runtime_max_concurrent_reconciles``).
         queue: defaults to a named :class:`RateLimitingQueue` with the default controller limiter.
+        pool: a :class:`~zkop.runtime.workerpool.WorkerPool` whose threads reconcile this controller's keys, shared
+            with other controllers (fairly between them); ``None``: ``workers`` threads of its own.
     """
 
     def __init__(
         self, name: str, reconciler: Reconciler, *, workers: int = 4,
-        queue: RateLimitingQueue[str] | None = None,
+        queue: RateLimitingQueue[str] | None = None, pool: WorkerPool | None = None,
     ) -> None:
         self.name = name
         self.reconciler = reconciler
-        self.workers = workers
+        self.pool = pool
+        self.workers = pool.workers if pool is not None else workers
         self.queue: RateLimitingQueue[str] = queue if queue is not None else RateLimitingQueue(name)
         self.informers: list[Informer] = []
         self._threads = OwnedThreads()
@@ -158,6 +162,10 @@ class Controller:
         if not self.started.is_set() or self._stopping.is_set():  # no lock: a thread that died may hold one
             return None
         dead = self._threads.ended()
+        if self.pool is not None:
+            pooled = self.pool.health_check()
+            if pooled:
+                return pooled
         if dead:
             return f"worker threads died: {', '.join(dead)}"
         queue = self.queue.health_check()
@@ -171,8 +179,11 @@ class Controller:
         metrics.init_controller_metrics(self.name, self.workers)
         # Read when scraped, not set twice per reconcile (about 4,500 instructions each: docs/performance.md).
         self._active_gauge.set_function(lambda: self._active)
-        for index in range(self.workers):
-            self._threads.start(self._worker, f"{self.name}-worker-{index}")
+        if self.pool is not None:
+            self.pool.attach(self)
+        else:
+            for index in range(self.workers):
+                self._threads.start(self._worker, f"{self.name}-worker-{index}")
         self.started.set()
 
     def _worker(self) -> None:
@@ -187,10 +198,15 @@ class Controller:
             if key is None:
                 continue
             try:
-                if not self._stopping.is_set():
-                    self.process(key)
+                self.work_on(key)
             finally:
                 self.queue.done(key)
+
+    def work_on(self, key: str) -> None:
+        """Reconcile ``key`` unless the controller is stopping (a key still queued then is dropped); the caller
+        calls the queue's ``done`` afterwards (a worker of its own, or of its :class:`WorkerPool`)."""
+        if not self._stopping.is_set():
+            self.process(key)
 
     def process(self, key: str) -> None:
         """Reconcile one key and update the queue and metrics (the worker loop body)."""
@@ -253,6 +269,8 @@ class Controller:
             aborted = self.cancel.cancel()
             log.warning("%s: reconciles still running after the %g s drain; their API requests are cancelled "
                         "(%d in flight aborted)", self.name, drain_timeout, aborted)
+        if self.pool is not None:
+            self.pool.detach(self)
         deadline = time.monotonic() + WORKER_JOIN
         for thread in self._threads:
             if thread is not threading.current_thread():

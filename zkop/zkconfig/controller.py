@@ -46,6 +46,7 @@ from zkop.runtime.cache import (
 from zkop.runtime.controller import Controller
 from zkop.runtime.manager import Manager
 from zkop.runtime.ownwrites import OwnWrites
+from zkop.runtime.workerpool import WorkerPool
 from zkop.zkconfig import metrics
 from zkop.zkconfig.aclcheck import AclCheck
 from zkop.zkconfig.objects import DEFAULT_ENSEMBLE, ensemble_of
@@ -178,6 +179,8 @@ class ZooKeeperConfigController:
     acl_check: AclCheck | None = None
     watch_roots: WatchRoots | None = None
     ensemble: str = DEFAULT_ENSEMBLE
+    #: The worker pool every ensemble's controller shares (``None``: workers of its own).
+    pool: WorkerPool | None = None
 
     @property
     def controller(self) -> Controller:
@@ -334,14 +337,16 @@ def build_informers(client: KubeClient, *, namespaces: list[str] | None, sync_pe
 def build_ensemble(
     shared: SharedInformers, client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: EventRecorder,
     options: ReconcilerOptions, *, ensemble: str = DEFAULT_ENSEMBLE, workers: int, acl_check_period: float = 60.0,
-    policy_for: Callable[[JSON], TenancyPolicy] | None = None,
+    policy_for: Callable[[JSON], TenancyPolicy] | None = None, pool: WorkerPool | None = None,
 ) -> ZooKeeperConfigController:
     """The ZooKeeperConfig controller of one ensemble: its reconciler (ownership registry), work queue and
     workers, watched roots and ACL check, over the objects of ``shared`` that name ``ensemble``; the
     event handlers are registered on ``shared``'s informers (:meth:`ZooKeeperConfigController.detach` removes
     them), nothing is started.
 
-    Each ensemble has workers of its own, so an ensemble that is down holds up only its own objects' keys.
+    With ``pool`` the ensembles' controllers share its workers, round-robin between them (threads grow with
+    ``--workers``, not with ensembles); an ensemble that is down holds up only its own objects' keys, each of which
+    fails fast (its session's bounded waits), so it takes its turn and never starves another's.
 
     Args:
         zookeeper: the ensemble's adapter; its watch listener enqueues the objects declaring a
@@ -349,14 +354,15 @@ def build_ensemble(
         options: reconciler settings (size limit, cluster id, registry root).
         ensemble: a ZooKeeperEnsemble's name; ``""`` for the one zkop's flags describe (controller
             ``zookeeperconfig``; another's is ``zookeeperconfig/<name>``).
-        workers: concurrent reconciles of this ensemble.
+        workers: concurrent reconciles of this ensemble when it has workers of its own (no ``pool``).
         acl_check_period: seconds between ACL checks of znodes declaring ``spec.acl``; 0 disables.
         policy_for: the tenancy policy of an object (:class:`~zkop.feature.tenancy.TenancyPolicy`); ``None``: none.
+        pool: the worker pool every ensemble's controller shares (:class:`~zkop.runtime.workerpool.WorkerPool`).
     """
     informer = shared.informer
     name = CONTROLLER_NAME if ensemble == DEFAULT_ENSEMBLE else f"{CONTROLLER_NAME}/{ensemble}"
     view = FilteredIndexer(informer.indexer, ENSEMBLE_INDEX, index_by_ensemble, ensemble)
-    builder = ControllerBuilder(name, workers=workers)
+    builder = ControllerBuilder(name, workers=workers, pool=pool)
     queue = builder.queue  # own writes and znode watches enqueue on it (docs/architecture.md, "Wiring")
     # An update held while our own write of it was in flight, and not its echo after all, is enqueued;
     # the echo of a write whose response is in is cached from that response, not decoded (runtime.cache.echoes).
@@ -387,7 +393,7 @@ def build_ensemble(
     built = builder.complete(reconciler)
     zookeeper.add_watch_listener(keys.on_znode_changed(queue.add))
     return ZooKeeperConfigController(shared, built, reconciler, keys, acl_check=acl_check, watch_roots=watch_roots,
-                                     ensemble=ensemble)
+                                     ensemble=ensemble, pool=pool)
 
 
 @dataclass(frozen=True)
@@ -471,8 +477,12 @@ def add_to_manager(
         counter.labels(CONTROLLER_NAME).inc(0)
     shared = build_informers(client, namespaces=namespaces, sync_period=sync_period,
                              inactivity_timeout=inactivity_timeout, watch_namespaces=watch_namespaces)
+    # One pool of ``workers`` threads for the flags' ensemble and every ZooKeeperEnsemble's controller (leader-only:
+    # started by the first controller attached, stopped after them).
+    pool = WorkerPool(CONTROLLER_NAME, workers)
+    manager.add(pool, needs_leader=True)
     parts = build_ensemble(shared, client, zookeeper, recorder, options, workers=workers,
-                           acl_check_period=acl_check_period, policy_for=policy_for)
+                           acl_check_period=acl_check_period, policy_for=policy_for, pool=pool)
     manager.add(_StatusCollector(ZooKeeperConfigStatusCollector(shared.informer.indexer)), needs_leader=False)
     for each in parts.informers:
         manager.add(each, needs_leader=False)

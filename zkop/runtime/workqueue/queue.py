@@ -56,6 +56,8 @@ class WorkQueue(Generic[T]):
         self._processing: set[T] = set()
         self._shutting_down = False
         self._drain = False
+        #: Told of each item put up for pickup (:meth:`set_ready_listener`); ``None``: nobody.
+        self._on_ready: Callable[[], None] | None = None
         provider: MetricsProvider
         if not name:
             provider = NoopMetricsProvider()
@@ -81,6 +83,8 @@ class WorkQueue(Generic[T]):
                 return
             self._queue.append(item)
             self._cond.notify()
+            if self._on_ready is not None:
+                self._on_ready()
 
     def get(self, timeout: float | None = None) -> tuple[T | None, bool]:
         """Take the next item: returns ``(item, shutdown)``.
@@ -122,9 +126,21 @@ class WorkQueue(Generic[T]):
             if item in self._dirty:
                 self._queue.append(item)
                 self._cond.notify()
+                if self._on_ready is not None:
+                    self._on_ready()
             if self._drain and not self._processing:
                 # Wake every shutdown_with_drain() waiter (getters do not wait once shut down).
                 self._cond.notify_all()
+
+    def set_ready_listener(self, listener: Callable[[], None] | None) -> int:
+        """Call ``listener`` once for each item put up for pickup from now on (an add, or a re-add released by
+        :meth:`done`), under the queue's lock: it must not block nor call back into this queue (a
+        :class:`threading.Semaphore`'s ``release``). ``None`` removes it. Returns how many items wait for pickup now,
+        so that the caller counts them too. (Not in client-go: a shared worker pool's wake-up,
+        :class:`zkop.runtime.workerpool.WorkerPool`.)"""
+        with self._cond:
+            self._on_ready = listener
+            return len(self._queue)
 
     def __len__(self) -> int:
         """Number of items waiting for pickup.  Informational only: never gate add/get on it."""
