@@ -422,9 +422,11 @@ class TreeReconciler:
                  (("created", plan.created), ("updated", plan.updated), ("deleted", plan.deleted)) if names]
         if plan.acl_writes:
             parts.append(f"{len(plan.acl_writes)} ACLs restored")
-        how = f" in {len(plan.batches)} transactions" if len(plan.batches) > 1 else ""
-        self.writer.event(obj, "Normal", "DriftCorrected" if drift else "Synced",
-                          f"{'; '.join(parts)}{how}")
+        message = "; ".join(parts) + (f" in {len(plan.batches)} transactions" if len(plan.batches) > 1 else "")
+        if drift:
+            self.writer.event(obj, "Normal", "DriftCorrected", message)
+        else:
+            self.writer.event(obj, "Normal", "Synced", message)
 
     def _forget(self, root: str, children: list[Child] | None = None) -> None:
         """After a concurrent change: drop what is remembered of the tree's znodes and listings."""
