@@ -73,8 +73,8 @@ def test_helm_labels_are_the_only_additions(home: Path) -> None:
     flux = {"kustomize.toolkit.fluxcd.io/prune": "disabled"}  # the CRD files' own
     crds = find(template(home), "CustomResourceDefinition")
     assert sorted(crd["metadata"]["name"] for crd in crds) == [
-        "zookeeperconfigs.platform.example.com", "zookeeperensembles.platform.example.com",
-        "zookeepermirrors.platform.example.com"]
+        "zookeeperconfigs.platform.example.com", "zookeeperconfigtrees.platform.example.com",
+        "zookeeperensembles.platform.example.com", "zookeepermirrors.platform.example.com"]
     for crd in crds:
         assert crd["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep", **flux}
     for crd in find(template(home, "crds.keep=false"), "CustomResourceDefinition"):
@@ -97,6 +97,7 @@ def test_the_crd_and_the_alerts_are_the_manifests_files(home: Path, tmp_path: Pa
     """The chart's files/ are symlinks to manifests/, and ``helm package`` packs their contents."""
     links = {"zookeeperconfigs.yaml": REPO / "manifests/crd/zookeeperconfigs.yaml",
              "zookeepermirrors.yaml": REPO / "manifests/crd/zookeepermirrors.yaml",
+             "zookeeperconfigtrees.yaml": REPO / "manifests/crd/zookeeperconfigtrees.yaml",
              "zookeeperensembles.yaml": REPO / "manifests/crd/zookeeperensembles.yaml",
              "prometheusrule.yaml": REPO / "manifests/components/prometheus/prometheusrule.yaml"}
     for name, target in links.items():

@@ -2,6 +2,7 @@
 audit log holds no write of zkop's but those docs/operations.md's dry-run rule allows, and ZooKeeper is unchanged.
 
 One object of each kind — a ZooKeeperConfig, a ZooKeeperEnsemble (with a ZooKeeperConfig on it), a ZooKeeperMirror,
+a ZooKeeperConfigTree,
 a Service to publish (the bridge), a registration under the import root (the importer) — each with a change a real
 run would make. The rule: the ``status`` of zkop's own objects, Events (Warnings only: no change was made to
 announce), the Lease; nothing else (no finalizer, no ConfigMap, Service or EndpointSlice), and no request refused
@@ -29,7 +30,8 @@ from zkop.kube.client import KubeClient, resource_path
 REPO = Path(__file__).resolve().parents[2]
 ZKOP_USER = "system:serviceaccount:zkop-system:zkop"
 ZKM = ("platform.example.com", "v1alpha1", "zookeepermirrors")
-OWN_KINDS = {"zookeeperconfigs", "zookeeperensembles", "zookeepermirrors"}
+ZKT = ("platform.example.com", "v1alpha1", "zookeeperconfigtrees")
+OWN_KINDS = {"zookeeperconfigs", "zookeeperensembles", "zookeepermirrors", "zookeeperconfigtrees"}
 
 
 
@@ -67,7 +69,8 @@ def test_a_dry_run_of_every_feature_writes_only_what_the_rule_allows(
             start = len(plane.audit_events())
             name = f"{namespace}-dry"  # cluster-scoped: one per test
             args = ["--dry-run", "--cluster-id", "prod", "--namespace", namespace, "--zookeeper-ensembles",
-                    "--zookeeper-mirrors", "--service-bridge", "--import-services", "--import-namespace", namespace]
+                    "--zookeeper-mirrors", "--config-trees", "--service-bridge", "--import-services",
+                    "--import-namespace", namespace]
             with OperatorProcess(zkop_kubeconfig, f"{zk_server.hosts}{zk_base}", args,
                                  env={"TMPDIR": str(tmp_path)}) as proc:
                 kube.request("POST", resource_path(*ZKE), body=ensemble(name, second_server.hosts, chroot="/team"))
@@ -76,6 +79,11 @@ def test_a_dry_run_of_every_feature_writes_only_what_the_rule_allows(
                 kube.request("POST", resource_path(*ZKM, namespace), body={
                     "apiVersion": "platform.example.com/v1alpha1", "kind": "ZooKeeperMirror",
                     "metadata": {"name": "legacy", "namespace": namespace}, "spec": {"path": "/legacy/app"}})
+                kube.request("POST", resource_path(*ZKT, namespace), body={
+                    "apiVersion": "platform.example.com/v1alpha1", "kind": "ZooKeeperConfigTree",
+                    "metadata": {"name": "tree", "namespace": namespace},
+                    "spec": {"path": "/app/tree", "entries": [{"path": "a", "stringData": "1"},
+                                                              {"path": "b/c", "stringData": "2"}]}})
                 kube.request("POST", resource_path("", "v1", "services", namespace), body={
                     "apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": namespace},
                     "spec": {"ports": [{"port": 80}]}})
@@ -87,12 +95,15 @@ def test_a_dry_run_of_every_feature_writes_only_what_the_rule_allows(
                          message="both ZooKeeperConfigs report DryRun")
                 wait_for(lambda: dry_run(kube.request("GET", resource_path(*ZKM, namespace, "legacy"))),
                          message="the mirror reports DryRun")
+                wait_for(lambda: dry_run(kube.request("GET", resource_path(*ZKT, namespace, "tree"))),
+                         message="the tree reports DryRun")
                 wait_for(lambda: ready_condition(get_ensemble(kube, name)).get("status") == "True",
                          message="the ensemble reports its status")
                 wait_for(lambda: all(line in proc.log_tail(1_000_000) for line in (
                     f"dry-run service-bridge {namespace}/web: would create /kubernetes/services/{namespace}-web",
                     f"dry-run service-import {namespace}/payments: would create services/payments",
-                    f"dry-run zookeeper-mirror {namespace}/legacy: would create ConfigMap")),
+                    f"dry-run zookeeper-mirror {namespace}/legacy: would create ConfigMap",
+                    f"dry-run zookeeper-config-tree {namespace}/tree: would create /app/tree/b/c")),
                     message="the bridge, the importer and the mirror planned their writes")
                 assert "REFUSED" not in proc.log_tail(1_000_000)
                 delete_ensemble(kube, name)
@@ -111,7 +122,7 @@ def test_a_dry_run_of_every_feature_writes_only_what_the_rule_allows(
     statuses = {(e["objectRef"]["resource"], e["objectRef"].get("name")) for e in writes
                 if e["objectRef"].get("subresource") == "status"}
     assert {("zookeeperconfigs", "local"), ("zookeeperconfigs", "remote"), ("zookeepermirrors", "legacy"),
-            ("zookeeperensembles", name)} <= statuses
+            ("zookeeperensembles", name), ("zookeeperconfigtrees", "tree")} <= statuses
     events = kube.request("GET", resource_path("", "v1", "events", namespace))["items"]
     assert [(e["type"], e["reason"]) for e in events
             if e.get("source", {}).get("component", "").startswith("zkop") and e["type"] != "Warning"] == []

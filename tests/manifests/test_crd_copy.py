@@ -24,10 +24,18 @@ def test_no_other_copy_of_the_crd_in_the_repository() -> None:
     # charts/zkop/files/zookeeperconfigs.yaml is a symlink to manifests/crd's file, not a copy.
     holders = sorted(name for name in tracked if not (REPO / name).is_symlink()
                      and declaration.search((REPO / name).read_text(errors="replace")))
-    assert holders == ["manifests/crd/zookeeperconfigs.yaml", "zkop/crds/zookeeperconfigs.yaml"]
+    # A ZooKeeperConfigTree has the same syncPolicy values, declared in its own CRD.
+    assert holders == ["manifests/crd/zookeeperconfigs.yaml", "manifests/crd/zookeeperconfigtrees.yaml",
+                       "zkop/crds/zookeeperconfigs.yaml", "zkop/crds/zookeeperconfigtrees.yaml"]
 
 
 def test_package_mirror_crd_equals_manifest() -> None:
     packaged = resources.files("zkop.crds").joinpath("zookeepermirrors.yaml").read_bytes()
     assert packaged == (CRD_FILE.parent / "zookeepermirrors.yaml").read_bytes(), \
         "run: cp manifests/crd/zookeepermirrors.yaml zkop/crds/"
+
+
+def test_package_config_tree_crd_equals_manifest() -> None:
+    packaged = resources.files("zkop.crds").joinpath("zookeeperconfigtrees.yaml").read_bytes()
+    assert packaged == (CRD_FILE.parent / "zookeeperconfigtrees.yaml").read_bytes(), \
+        "run: cp manifests/crd/zookeeperconfigtrees.yaml zkop/crds/"

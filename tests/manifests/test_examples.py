@@ -160,7 +160,7 @@ def test_flux_configs_path_holds_only_configs() -> None:
     assert not _ignored("manifests/default/kustomization.yaml", patterns)
     assert _ignored("tests/e2e/overlay/kustomization.yaml", patterns)
     applied = [d for p, d in _example_documents() if not _ignored(str(p.relative_to(REPO)), patterns)]
-    assert {d["kind"] for d in applied} == {KIND, "ConfigMap"}
+    assert {d["kind"] for d in applied} == {KIND, "ConfigMap", "ZooKeeperConfigTree"}
     assert not (EXAMPLES / "kustomization.yaml").exists()  # Flux generates one from the files
 
 

@@ -44,6 +44,10 @@ EXPECTED_CORE_RULES = {
     *(("platform.example.com", "zookeeperconfigs", v) for v in ("list", "watch", "patch")),
     ("platform.example.com", "zookeeperconfigs/status", "patch"),
     ("platform.example.com", "zookeeperconfigs/finalizers", "update"),
+    # ZooKeeperConfigTrees (--config-trees, on in the base): the same requests.
+    *(("platform.example.com", "zookeeperconfigtrees", v) for v in ("list", "watch", "patch")),
+    ("platform.example.com", "zookeeperconfigtrees/status", "patch"),
+    ("platform.example.com", "zookeeperconfigtrees/finalizers", "update"),
     *(("", r, v) for r in ("configmaps", "secrets") for v in ("get", "watch")),  # never list: only named ones
     ("", "events", "create"),
     ("", "events", "patch"),
@@ -94,6 +98,7 @@ def test_default_install_contains_the_whole_operator(rendered_default: list[Obj]
         ("ClusterRoleBinding", "zkop-metrics-auth-rolebinding"),
         ("ConfigMap", "zkop-config"),
         ("CustomResourceDefinition", "zookeeperconfigs.platform.example.com"),
+        ("CustomResourceDefinition", "zookeeperconfigtrees.platform.example.com"),
         ("CustomResourceDefinition", "zookeeperensembles.platform.example.com"),
         ("CustomResourceDefinition", "zookeepermirrors.platform.example.com"),
         ("Deployment", DEPLOYMENT),
@@ -113,7 +118,7 @@ def test_crd_in_the_install_is_the_crd_file(rendered_default: list[Obj]) -> None
     installed = {c["metadata"]["name"]: c["spec"] for c in find(rendered_default, "CustomResourceDefinition")}
     assert installed == {c["metadata"]["name"]: c["spec"] for c in render(REPO / "manifests" / "crd")}
     assert set(installed) == {"zookeeperconfigs.platform.example.com", "zookeeperensembles.platform.example.com",
-                              "zookeepermirrors.platform.example.com"}
+                              "zookeepermirrors.platform.example.com", "zookeeperconfigtrees.platform.example.com"}
 
 
 def test_components_add_only_what_they_promise(rendered_default: list[Obj], rendered_full: list[Obj]) -> None:
@@ -208,9 +213,11 @@ def test_tenant_roles_aggregate_configs_and_mirrors_never_ensembles(rendered_def
     for name, verbs in (("zkop-edit", ["create", "update", "patch", "delete", "get", "list", "watch"]),
                         ("zkop-view", ["get", "list", "watch"])):
         assert roles[name]["rules"] == [
-            {"apiGroups": ["platform.example.com"], "resources": ["zookeeperconfigs", "zookeepermirrors"],
+            {"apiGroups": ["platform.example.com"], "resources": ["zookeeperconfigs", "zookeepermirrors",
+                                                                   "zookeeperconfigtrees"],
              "verbs": verbs},
-            {"apiGroups": ["platform.example.com"], "resources": ["zookeeperconfigs/status", "zookeepermirrors/status"],
+            {"apiGroups": ["platform.example.com"], "resources": ["zookeeperconfigs/status", "zookeepermirrors/status",
+                                                                   "zookeeperconfigtrees/status"],
              "verbs": ["get"]}]
 
 

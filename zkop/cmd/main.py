@@ -37,6 +37,7 @@ from zkop.cmd.flags import (
     positive_int,
 )
 from zkop.cmd.logging_setup import configure_logging
+from zkop.configtree.options import DEFAULT_MAX_ZNODES as DEFAULT_TREE_MAX_ZNODES
 from zkop.feature.tenancy import TenancyPolicy
 from zkop.mirror.options import DEFAULT_MAX_BYTES, DEFAULT_MAX_ZNODES
 from zkop.runtime.leaderelection import JITTER_FACTOR
@@ -305,6 +306,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--mirror-max-bytes", type=non_negative_int, default=DEFAULT_MAX_BYTES, metavar="BYTES",
                      help="bytes of znode data one ZooKeeperMirror may have zkop read; more is not mirrored "
                           f"(LimitExceeded); 0: no limit (default {DEFAULT_MAX_BYTES})")
+    run.add_argument("--config-trees", action="store_true",
+                     help="reconcile ZooKeeperConfigTree objects: a subtree of znodes from one object (default off; "
+                          "on in the shipped manifests and chart)")
+    run.add_argument("--config-tree-max-znodes", type=non_negative_int, default=DEFAULT_TREE_MAX_ZNODES,
+                     metavar="N", help="znodes below one ZooKeeperConfigTree's root zkop lists at most; a tree over "
+                                   f"more is refused (LimitExceeded); 0: no limit (default {DEFAULT_TREE_MAX_ZNODES})")
     run.set_defaults(func=_run)
     from zkop.cmd.bridge_flags import add_flags as add_bridge_flags
 
@@ -397,6 +404,7 @@ def _run(args: argparse.Namespace) -> int:
         cluster_id=args.cluster_id, registry_root=args.registry_root, acl_check_period=args.acl_check_period,
         bridge=bridge, importer=importer, mirrors=args.zookeeper_mirrors, dry_run=args.dry_run,
         mirror_max_znodes=args.mirror_max_znodes, mirror_max_bytes=args.mirror_max_bytes,
+        config_trees=args.config_trees, config_tree_max_znodes=args.config_tree_max_znodes,
         ensembles=args.zookeeper_ensembles, ensemble_secret_namespace=args.ensemble_secret_namespace,
         manager=ManagerOptions(
             metrics_bind_address=args.metrics_bind_address, metrics_secure=args.metrics_secure,

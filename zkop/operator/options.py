@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from zkop.configtree.options import DEFAULT_MAX_ZNODES as DEFAULT_TREE_MAX_ZNODES
 from zkop.feature.context import FeatureSettings
 from zkop.feature.gate import probe_root, reserved_roots
 from zkop.feature.tenancy import TenancyPolicy
@@ -36,7 +37,7 @@ class OperatorOptions:
 
     Durations are seconds. ``kube_api_qps``/``kube_api_burst`` are the API client's token bucket
     (``--kube-api-qps``, negative: none; :func:`zkop.kube.flowcontrol.client_rate_limiter`). A feature is
-    enabled by its options: ``bridge``/``importer`` set, ``mirrors``/``ensembles`` true
+    enabled by its options: ``bridge``/``importer`` set, ``mirrors``/``ensembles``/``config_trees`` true
     (:mod:`zkop.operator.registry`).
     """
 
@@ -68,6 +69,8 @@ class OperatorOptions:
     mirrors: bool = False
     mirror_max_znodes: int = DEFAULT_MAX_ZNODES
     mirror_max_bytes: int = DEFAULT_MAX_BYTES
+    config_trees: bool = False
+    config_tree_max_znodes: int = DEFAULT_TREE_MAX_ZNODES
     ensembles: bool = False
     ensemble_secret_namespace: str | None = None
     dry_run: bool = False

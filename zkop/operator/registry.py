@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
+from zkop.configtree.options import TreeOptions
 from zkop.ensembles.options import EnsembleOptions
 from zkop.feature.context import FeatureContext
 from zkop.mirror.options import MirrorOptions
@@ -65,6 +66,8 @@ FEATURES: tuple[Feature, ...] = (
             lambda o: o.importer.workers if o.importer else 0),
     Feature("zookeeper-mirror", "zkop.mirror.builder",
             lambda o: MirrorOptions(o.mirror_max_znodes, o.mirror_max_bytes) if o.mirrors else None),
+    Feature("zookeeper-config-tree", "zkop.configtree.builder",
+            lambda o: TreeOptions(o.config_tree_max_znodes, o.registry_root) if o.config_trees else None),
 )
 
 

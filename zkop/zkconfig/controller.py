@@ -22,7 +22,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from prometheus_client import REGISTRY
@@ -31,6 +31,7 @@ from zkop.feature.context import FeatureContext
 from zkop.feature.tenancy import TenancyPolicy
 from zkop.kube.client import JSON, KubeClient
 from zkop.kube.events import EventRecorder
+from zkop.ownership.declared import DeclaredPaths
 from zkop.runtime.builder import Built, ControllerBuilder
 from zkop.runtime.cache import (
     FilteredHandler,
@@ -338,6 +339,7 @@ def build_ensemble(
     shared: SharedInformers, client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: EventRecorder,
     options: ReconcilerOptions, *, ensemble: str = DEFAULT_ENSEMBLE, workers: int, acl_check_period: float = 60.0,
     policy_for: Callable[[JSON], TenancyPolicy] | None = None, pool: WorkerPool | None = None,
+    declared: DeclaredPaths | None = None,
 ) -> ZooKeeperConfigController:
     """The ZooKeeperConfig controller of one ensemble: its reconciler (ownership registry), work queue and
     workers, watched roots and ACL check, over the objects of ``shared`` that name ``ensemble``; the
@@ -358,6 +360,9 @@ def build_ensemble(
         acl_check_period: seconds between ACL checks of znodes declaring ``spec.acl``; 0 disables.
         policy_for: the tenancy policy of an object (:class:`~zkop.feature.tenancy.TenancyPolicy`); ``None``: none.
         pool: the worker pool every ensemble's controller shares (:class:`~zkop.runtime.workerpool.WorkerPool`).
+        declared: the paths other kinds declare (ZooKeeperConfigTrees on this ensemble): this kind's declarations
+            are registered there, and a path another kind starts or stops declaring enqueues the objects declaring
+            it; ``None``: no other kind writes on this ensemble.
     """
     informer = shared.informer
     name = CONTROLLER_NAME if ensemble == DEFAULT_ENSEMBLE else f"{CONTROLLER_NAME}/{ensemble}"
@@ -371,7 +376,16 @@ def build_ensemble(
         view, client, zookeeper, recorder, options,
         configmaps=shared.configmaps, secrets=shared.secrets, own_writes=own_writes, policy_for=policy_for,
         namespace_labels=labels_of(shared.namespaces) if shared.namespaces is not None else None,
+        declared=declared,
     )
+    if declared is not None:
+        declared.add_source(reconciler.declarers)
+
+        def enqueue_declaring(paths: Iterable[str]) -> None:
+            for path in paths:
+                for key in view.index_keys(PATH_INDEX, path):
+                    queue.add(key)
+        declared.add_listener(enqueue_declaring)
     watch_roots = WatchRoots(view, zookeeper, reconciler.registry, wait=zookeeper.options.session_timeout,
                              admits=reconciler.admits)
     acl_check = (AclCheck(view, zookeeper, queue.add, acl_check_period, admits=reconciler.admits)
@@ -429,6 +443,7 @@ def setup(context: FeatureContext, options: ZooKeeperConfigOptions) -> ZooKeeper
     """
     settings = context.settings
     policy = options.tenancy
+    declared = DeclaredPaths()
     parts = add_to_manager(
         context.manager, context.client, context.zookeeper, context.recorder,
         ReconcilerOptions(max_data_bytes=options.max_data_bytes, cluster_id=settings.cluster_id,
@@ -437,9 +452,10 @@ def setup(context: FeatureContext, options: ZooKeeperConfigOptions) -> ZooKeeper
         sync_period=settings.sync_period, inactivity_timeout=settings.inactivity_timeout,
         acl_check_period=settings.acl_check_period,
         policy_for=None if policy is None else (lambda obj: policy),
-        watch_namespaces=options.needs_namespaces())
+        watch_namespaces=options.needs_namespaces(), declared=declared)
     context.on_new_session(context.zookeeper, parts.on_session_reconnected)
     context.built(parts.reconciler.gate)  # the flags' ensemble's gate: every kind on that ensemble passes it
+    context.built(declared)  # the paths each kind declares on the flags' ensemble: the oldest of any kind wins
     return parts
 
 
@@ -448,6 +464,7 @@ def add_to_manager(
     options: ReconcilerOptions, *, namespaces: list[str] | None, workers: int, sync_period: float,
     inactivity_timeout: float, acl_check_period: float = 60.0,
     policy_for: Callable[[JSON], TenancyPolicy] | None = None, watch_namespaces: bool = False,
+    declared: DeclaredPaths | None = None,
 ) -> ZooKeeperConfigController:
     """Build the ZooKeeperConfig controller of ``zookeeper`` and add its parts to ``manager`` (:func:`setup`'s
     work, for a caller that holds the collaborators itself).
@@ -468,6 +485,7 @@ def add_to_manager(
             Called on every reconcile: it must read only memory.
         watch_namespaces: watch Namespaces (list/watch RBAC) so that ``namespaceSelector`` rules see
             namespace labels, and a label change re-reconciles the namespace's objects.
+        declared: the paths other kinds declare (see :func:`build_ensemble`).
 
     Returns:
         The parts, e.g. for :meth:`ZooKeeperConfigController.on_session_reconnected`.
@@ -482,7 +500,7 @@ def add_to_manager(
     pool = WorkerPool(CONTROLLER_NAME, workers)
     manager.add(pool, needs_leader=True)
     parts = build_ensemble(shared, client, zookeeper, recorder, options, workers=workers,
-                           acl_check_period=acl_check_period, policy_for=policy_for, pool=pool)
+                           acl_check_period=acl_check_period, policy_for=policy_for, pool=pool, declared=declared)
     manager.add(_StatusCollector(ZooKeeperConfigStatusCollector(shared.informer.indexer)), needs_leader=False)
     for each in parts.informers:
         manager.add(each, needs_leader=False)

@@ -29,6 +29,7 @@ counted and the decision applied in its dry-run form.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TypeVar
@@ -37,7 +38,8 @@ from zkop.feature.gate import Gate, ReservedRoot, reserved_roots
 from zkop.feature.tenancy import ADMIT_ALL, Refusal, TenancyPolicy
 from zkop.kube.client import JSON, KubeClient
 from zkop.kube.events import EventRecorder
-from zkop.ownership.oldest import object_age, oldest
+from zkop.ownership.declared import DeclaredPaths, Declarer
+from zkop.ownership.oldest import creation_seconds, object_age, oldest
 from zkop.ownership.registry import DEFAULT_REGISTRY_ROOT, OwnershipRegistry, OwnerStamp
 from zkop.runtime.cache import Indexer, ObjectGetter, meta_namespace_key
 from zkop.runtime.controller import Result, RetryableError
@@ -51,6 +53,7 @@ from zkop.zkconfig.objects import adopt_existing, unsynced_path
 from zkop.zkconfig.refs import ref_data
 from zkop.zkconfig.spec import (
     DEFAULT_MAX_DATA_BYTES,
+    KIND,
     DataRef,
     DesiredZnode,
     InvalidSpec,
@@ -157,8 +160,11 @@ class ZooKeeperConfigReconciler:
                  recorder: EventRecorder, options: ReconcilerOptions | None = None, *,
                  configmaps: ObjectGetter | None = None, secrets: ObjectGetter | None = None,
                  own_writes: OwnWrites | None = None, policy_for: Callable[[JSON], TenancyPolicy] | None = None,
-                 namespace_labels: Callable[[str], Mapping[str, str] | None] | None = None) -> None:
+                 namespace_labels: Callable[[str], Mapping[str, str] | None] | None = None,
+                 declared: DeclaredPaths | None = None) -> None:
         self.cache, self.client, self.zookeeper, self.recorder = cache, client, zookeeper, recorder
+        #: The paths objects of other kinds (ZooKeeperConfigTrees) declare: the oldest declarer of any kind wins.
+        self.declared = declared
         self.policy_for: Callable[[JSON], TenancyPolicy] = policy_for or (lambda obj: ADMIT_ALL)
         self.namespace_labels = namespace_labels
         self.options = options or ReconcilerOptions()
@@ -312,7 +318,23 @@ class ZooKeeperConfigReconciler:
         declaring = self.cache.by_index(PATH_INDEX, desired.path)
         admitted = [o for o in declaring if self._refusal(o, desired.path) is None] if len(declaring) > 1 else declaring
         owner = oldest(admitted, object_age)
+        if self.declared is not None and owner is not None:
+            ours = Declarer(object_age(owner)[0], KIND, meta_namespace_key(owner))
+            other = self.declared.owner(desired.path)
+            if other is not None and other.kind != KIND and (other.created, other.kind, other.key) < (
+                    ours.created, ours.kind, ours.key):
+                return other.describe()  # an older object of another kind (a ZooKeeperConfigTree) owns the path
         return meta_namespace_key(owner) if owner is not None else None
+
+    def declarers(self, path: str) -> list[Declarer]:
+        """The admitted ZooKeeperConfigs declaring ``path`` (:class:`~zkop.ownership.declared.DeclaredPaths`' source
+        for this kind; memory only)."""
+        found = []
+        for obj in self.cache.by_index(PATH_INDEX, path):
+            if self._refusal(obj, path) is None:
+                created = creation_seconds(obj)
+                found.append(Declarer(math.inf if created is None else created, KIND, meta_namespace_key(obj)))
+        return found
 
     def _stamp(self, obj: JSON) -> OwnerStamp:
         meta = obj["metadata"]

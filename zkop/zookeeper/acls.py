@@ -35,6 +35,7 @@ __all__ = [
     "READ",
     "WRITE",
     "AclId",
+    "acl_from_spec",
     "authenticated",
     "describe_perms",
     "expand_auth",
@@ -248,3 +249,37 @@ def valid_digest_id(ident: str) -> bool:
         return len(base64.b64decode(digest, validate=True)) == 20
     except (binascii.Error, ValueError):
         return False
+
+
+def acl_from_spec(entries: list[dict[str, object]]) -> tuple[AclEntry, ...]:
+    """Turn ``spec.acl`` (``[{scheme, id, permissions: [...]}]``) into sorted entries.
+
+    Raises:
+        ValueError: an unknown permission, an empty list, or a missing scheme/id.
+    """
+    result = []
+    for index, entry in enumerate(entries):
+        scheme, ident, perms = entry.get("scheme"), entry.get("id"), entry.get("permissions")
+        if not isinstance(scheme, str) or not scheme or not isinstance(ident, str):
+            raise ValueError(f"acl[{index}] needs a scheme and an id")
+        if not isinstance(perms, list) or not perms:
+            raise ValueError(f"acl[{index}].permissions must list at least one of {', '.join(PERMISSIONS)}")
+        if scheme == "world" and ident != "anyone":
+            raise ValueError(f"acl[{index}]: the world scheme has the one id 'anyone', not {ident!r}")
+        if scheme == "digest" and not valid_digest_id(ident):
+            if is_redacted(AclEntry(scheme, ident, 0)):
+                raise ValueError(
+                    f"acl[{index}]: digest id {ident!r} is a redaction marker, not an id: ZooKeeper shows every "
+                    "digest as user:x to a client without ADMIN on the znode; export again with credentials "
+                    "that have ADMIN on it, or give user:base64(sha1(user:password))")
+            raise ValueError(f"acl[{index}]: digest id {ident!r} is not user:base64(sha1(user:password)) "
+                             "(28 characters after the colon; kazoo's make_digest_acl_credential makes one)")
+        mask = 0
+        for name in perms:
+            if name not in PERMISSIONS:
+                raise ValueError(f"acl[{index}].permissions: unknown permission {name!r}")
+            mask |= PERMISSIONS[str(name)]
+        result.append(AclEntry(scheme, ident, mask))
+    if not result:
+        raise ValueError("acl must not be empty (omit it for the open ACL)")
+    return tuple(sorted(set(result)))

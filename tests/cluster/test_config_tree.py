@@ -1,0 +1,182 @@
+"""ZooKeeperConfigTrees end to end: ``zkop run --config-trees`` as zkop's ServiceAccount on a real control plane,
+writing a real ZooKeeper server (checked with a plain kazoo client)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kazoo.client import KazooClient
+from zkop_testing.operator import OperatorProcess
+from zkop_testing.resources import conditions, create, zkc
+from zkop_testing.waiting import wait_for
+from zkop_testing.zookeeper import ZooKeeperServer
+
+from zkop.kube.client import ApiException, KubeClient, resource_path
+from zkop.ownership.registry import OwnerStamp
+
+ZKT = ("platform.example.com", "v1alpha1", "zookeeperconfigtrees")
+ZKC = ("platform.example.com", "v1alpha1", "zookeeperconfigs")
+
+
+def tree(name: str, path: str, namespace: str, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "platform.example.com/v1alpha1", "kind": "ZooKeeperConfigTree",
+            "metadata": {"name": name, "namespace": namespace}, "spec": {"path": path, **spec}}
+
+
+def tree_status(kube: KubeClient, name: str, namespace: str) -> dict[str, Any]:
+    return dict(kube.request("GET", resource_path(*ZKT, namespace, name)).get("status") or {})
+
+
+def properties(values: dict[str, str]) -> str:
+    return "".join(f"{k}={v}\n" for k, v in values.items())
+
+
+def put_config_map(kube: KubeClient, namespace: str, name: str, data: dict[str, str], *, create_it: bool) -> None:
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace}, "data": data}
+    if create_it:
+        kube.request("POST", resource_path("", "v1", "configmaps", namespace), body=body)
+    else:
+        kube.request("PUT", resource_path("", "v1", "configmaps", namespace, name), body=body)
+
+
+def events(kube: KubeClient, name: str, namespace: str) -> dict[str, list[str]]:
+    items = kube.request("GET", resource_path("", "v1", "events", namespace))["items"]
+    found: dict[str, list[str]] = {}
+    for e in items:
+        if e["involvedObject"].get("name") == name:
+            found.setdefault(e["reason"], []).append(e["message"])
+    return found
+
+
+def mzxids(zk: KazooClient, root: str) -> dict[str, int]:
+    return {child: zk.get(f"{root}/{child}")[1].mzxid for child in zk.get_children(root)}
+
+
+def test_a_tree_of_200_properties_converges_and_each_change_is_one_transaction_of_what_changed(
+        zkop_kubeconfig: str, kube: KubeClient, namespace: str, zk_server: ZooKeeperServer, zk_base: str,
+        zk: KazooClient) -> None:
+    ns = namespace
+    values = {f"orders.setting{i:03d}": f"value-{i}" for i in range(200)}
+    put_config_map(kube, ns, "orders", {"application.properties": properties(values)}, create_it=True)
+    root = f"{zk_base}/config/orders"
+    zk.create(f"{root}/handmade", b"not the tree's", makepath=True)  # a znode no object owns
+    with OperatorProcess(zkop_kubeconfig, f"{zk_server.hosts}{zk_base}", ["--config-trees", "--namespace", ns]):
+        kube.request("POST", resource_path(*ZKT, ns), body=tree(
+            "orders", "/config/orders", ns,
+            **{"from": [{"configMapRef": {"name": "orders"}, "key": "application.properties",
+                         "format": "properties"}]}))
+        wait_for(lambda: tree_status(kube, "orders", ns).get("synced") == 200, message="200 children synced")
+        status = tree_status(kube, "orders", ns)
+        assert (status["declared"], status["conflicted"], status["refused"], status["transactions"]) == (200, 0, 0, 1)
+        assert zk.get(f"{root}/orders.setting042")[0] == b"value-42"
+        stamp = OwnerStamp.from_bytes(zk.get(f"{zk_base}/zkop/owners/config/orders/orders.setting042")[0])
+        assert stamp is not None
+        assert (stamp.kind, stamp.namespace, stamp.name) == ("ZooKeeperConfigTree", ns, "orders")
+        # The whole first generation was one multi: every child has the same mzxid.
+        first = mzxids(zk, root)
+        assert len({z for c, z in first.items() if c != "handmade"}) == 1
+
+        # One line changes: exactly one znode is rewritten.
+        values["orders.setting007"] = "changed"
+        put_config_map(kube, ns, "orders", {"application.properties": properties(values)}, create_it=False)
+        wait_for(lambda: zk.get(f"{root}/orders.setting007")[0] == b"changed", message="one property changed")
+        after_one = mzxids(zk, root)
+        assert sorted(c for c in after_one if after_one[c] != first[c]) == ["orders.setting007"]
+
+        # Three lines change in one commit: one transaction (one mzxid), nothing else rewritten.
+        for i in (10, 20, 30):
+            values[f"orders.setting{i:03d}"] = f"v2-{i}"
+        put_config_map(kube, ns, "orders", {"application.properties": properties(values)}, create_it=False)
+        wait_for(lambda: zk.get(f"{root}/orders.setting030")[0] == b"v2-30", message="three properties changed")
+        after_three = mzxids(zk, root)
+        changed = {c: z for c, z in after_three.items() if z != after_one[c]}
+        assert sorted(changed) == ["orders.setting010", "orders.setting020", "orders.setting030"]
+        assert len(set(changed.values())) == 1
+
+        # A hand edit of one child is put back, announced once for the tree.
+        zk.set(f"{root}/orders.setting100", b"hand edit")
+        wait_for(lambda: zk.get(f"{root}/orders.setting100")[0] == b"value-100", message="drift corrected")
+        wait_for(lambda: "DriftCorrected" in events(kube, "orders", ns), message="DriftCorrected Event")
+
+        # A property leaves the spec: its znode and record are deleted; the unowned znode stays.
+        del values["orders.setting199"]
+        put_config_map(kube, ns, "orders", {"application.properties": properties(values)}, create_it=False)
+        wait_for(lambda: zk.exists(f"{root}/orders.setting199") is None, message="pruned")
+        assert zk.exists(f"{zk_base}/zkop/owners/config/orders/orders.setting199") is None
+        assert zk.get(f"{root}/handmade")[0] == b"not the tree's"
+        wait_for(lambda: tree_status(kube, "orders", ns).get("declared") == 199, message="status counts 199")
+
+        # Deleting the tree deletes what it owns, never the unowned znode.
+        kube.request("DELETE", resource_path(*ZKT, ns, "orders"))
+        wait_for(lambda: zk.get_children(root) == ["handmade"], message="owned children deleted with the tree")
+
+
+def test_a_tree_and_a_zookeeperconfig_declaring_one_path_resolve_oldest_wins_both_statuses_saying_so(
+        zkop_kubeconfig: str, kube: KubeClient, namespace: str, zk_server: ZooKeeperServer, zk_base: str,
+        zk: KazooClient) -> None:
+    ns = namespace
+    with OperatorProcess(zkop_kubeconfig, f"{zk_server.hosts}{zk_base}", ["--config-trees", "--namespace", ns]):
+        # The ZooKeeperConfig is older: the tree leaves that one child alone.
+        create(kube, zkc("flag", "/config/a/flag", b"from-config", namespace=ns))
+        wait_for(lambda: zk.exists(f"{zk_base}/config/a/flag") is not None, message="the config wrote")
+        kube.request("POST", resource_path(*ZKT, ns), body=tree("a", "/config/a", ns, entries=[
+            {"path": "flag", "stringData": "from-tree"}, {"path": "other", "stringData": "x"}]))
+        wait_for(lambda: tree_status(kube, "a", ns).get("conflicted") == 1, message="the tree reports the conflict")
+        status = tree_status(kube, "a", ns)
+        assert status["synced"] == 1
+        assert status["problems"][0]["path"] == "/config/a/flag"
+        assert f"ZooKeeperConfig {ns}/flag" in status["problems"][0]["message"]
+        assert conditions({"status": status})["Ready"]["reason"] == "PathConflict"
+        assert zk.get(f"{zk_base}/config/a/flag")[0] == b"from-config"
+
+        # The tree is older: a ZooKeeperConfig created after it is refused, naming the tree.
+        kube.request("POST", resource_path(*ZKT, ns), body=tree("b", "/config/b", ns, entries=[
+            {"path": "flag", "stringData": "from-tree"}]))
+        wait_for(lambda: tree_status(kube, "b", ns).get("synced") == 1, message="tree b synced")
+        create(kube, zkc("late", "/config/b/flag", b"from-late-config", namespace=ns))
+
+        def late_conflict() -> dict[str, Any] | None:
+            ready = conditions(kube.request("GET", resource_path(*ZKC, ns, "late"))).get("Ready")
+            return ready if ready and ready.get("reason") == "PathConflict" else None
+
+        ready = wait_for(late_conflict, message="the late ZooKeeperConfig is told PathConflict")
+        assert f"ZooKeeperConfigTree {ns}/b" in ready["message"]
+        assert zk.get(f"{zk_base}/config/b/flag")[0] == b"from-tree"
+        assert tree_status(kube, "b", ns).get("conflicted") == 0
+
+
+def test_a_tenants_tree_cannot_write_the_registry_nor_reserved_roots_nor_escape_its_root(
+        zkop_kubeconfig: str, kube: KubeClient, namespace: str, zk_server: ZooKeeperServer, zk_base: str,
+        zk: KazooClient) -> None:
+    ns = namespace
+    with OperatorProcess(zkop_kubeconfig, f"{zk_server.hosts}{zk_base}", ["--config-trees", "--namespace", ns]):
+        create(kube, zkc("victim", "/victim/x", b"v", namespace=ns))
+        wait_for(lambda: zk.exists(f"{zk_base}/zkop/owners/victim/x") is not None, message="victim claimed")
+        before = zk.get(f"{zk_base}/zkop/owners/victim/x")
+        # A tree at zkop's registry root reads and writes nothing.
+        kube.request("POST", resource_path(*ZKT, ns), body=tree("registry", "/zkop/owners", ns, entries=[
+            {"path": "victim/x", "stringData": "forged"}]))
+        wait_for(lambda: conditions({"status": tree_status(kube, "registry", ns)}).get("Ready", {}).get("reason")
+                 == "ReservedPath", message="ReservedPath")
+        # A tree above it: the children inside reserved roots are refused one by one, the others written.
+        kube.request("POST", resource_path(*ZKT, ns), body=tree("above", "/zkop", ns, entries=[
+            {"path": "owners/victim/x", "stringData": "forged"}, {"path": "probe/x", "stringData": "p"},
+            {"path": "fine", "stringData": "ok"}]))
+        wait_for(lambda: tree_status(kube, "above", ns).get("refused") == 2, message="two children refused")
+        assert {p["reason"] for p in tree_status(kube, "above", ns)["problems"]} == {"ReservedPath"}
+        assert zk.get(f"{zk_base}/zkop/owners/victim/x") == before
+        assert zk.get(f"{zk_base}/zkop/fine")[0] == b"ok"
+        # A child outside the root is rejected at apply time by the CRD schema.
+        def rejected(body: dict[str, Any]) -> int:
+            return _status_of_post(kube, ns, body)
+        assert rejected(tree("escape", "/config/e", ns, entries=[{"path": "../x", "stringData": "e"}])) == 422
+        assert rejected(tree("absolute", "/config/e", ns, entries=[{"path": "/x", "stringData": "e"}])) == 422
+        assert rejected(tree("empty", "/config/e", ns, entries=[{"path": "a//b", "stringData": "e"}])) == 422
+
+
+def _status_of_post(kube: KubeClient, namespace: str, body: dict[str, Any]) -> int:
+    try:
+        kube.request("POST", resource_path(*ZKT, namespace), body=body)
+    except ApiException as err:
+        return int(err.status)
+    return 201

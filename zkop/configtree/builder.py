@@ -1,0 +1,105 @@
+"""Wire the ZooKeeperConfigTree controller: informers, the ``zookeeper-config-tree`` controller, its reconciler.
+
+:func:`setup` builds the tree informer (indexed by the ConfigMaps and Secrets each tree names), the caches of
+exactly those objects (a GET and a WATCH of each by name, as for a ZooKeeperConfig's ``dataFrom``), the reconciler
+with the writer ``--dry-run`` chooses, and the controller through the one builder; the adapter's watch listener
+maps a changed znode (or its ownership record) to the trees whose root covers it. The flags' ensemble's gate and
+the shared :class:`~zkop.ownership.declared.DeclaredPaths` come from the ZooKeeperConfig feature, built first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from zkop.configtree.options import TreeOptions
+from zkop.configtree.reconciler import TreeReconciler
+from zkop.configtree.spec import GROUP, PLURAL, VERSION, SourceRef, source_refs
+from zkop.configtree.writer import CONTROLLER, ApiWriter, DryRunWriter
+from zkop.feature.context import FeatureContext
+from zkop.feature.gate import Gate
+from zkop.kube.client import JSON
+from zkop.ownership.declared import DeclaredPaths
+from zkop.runtime.builder import ControllerBuilder
+from zkop.runtime.cache import Indexer, Informer, NamedObjectInformer, ResourceRef
+from zkop.runtime.controller import Controller
+
+__all__ = ["CONTROLLER", "REF_INDEX", "TREES", "ConfigTrees", "setup"]
+
+TREES = ResourceRef(GROUP, VERSION, PLURAL)
+CONFIGMAPS = ResourceRef("", "v1", "configmaps")
+SECRETS = ResourceRef("", "v1", "secrets")
+#: Informer index: ``ConfigMap/<ns>/<name>`` or ``Secret/<ns>/<name>`` → the trees expanding it.
+REF_INDEX = "ref"
+
+
+@dataclass
+class ConfigTrees:
+    """The feature's parts: ``informers`` (every replica), ``controllers`` (leader), the reconciler."""
+
+    informers: list[Informer]
+    controllers: list[Controller]
+    reconciler: TreeReconciler
+
+
+class _TrackSources:
+    """Tree event handler: cache the ConfigMaps/Secrets trees name, stop caching those none names any more."""
+
+    def __init__(self, index: Indexer, caches: dict[str, NamedObjectInformer]) -> None:
+        self._index, self._caches = index, caches
+
+    def _track(self, refs: list[str], track: bool) -> None:
+        for ref in refs:
+            kind, key = ref.split("/", 1)
+            if track:
+                self._caches[kind].track([key])
+            elif not self._index.index_keys(REF_INDEX, ref):
+                self._caches[kind].untrack([key])
+
+    def on_add(self, obj: JSON) -> None:
+        self._track(source_refs(obj), True)
+
+    def on_update(self, old: JSON, new: JSON) -> None:
+        self._track(source_refs(new), True)
+        self._track([r for r in source_refs(old) if r not in source_refs(new)], False)
+
+    def on_delete(self, obj: JSON) -> None:
+        self._track(source_refs(obj), False)
+
+
+def setup(context: FeatureContext, options: TreeOptions) -> ConfigTrees:
+    """Build the ZooKeeperConfigTree controller on the flags' ensemble and add its parts to ``context.manager``
+    (informers everywhere, the controller while leading); ``--dry-run`` chooses its planning-only writer. Its trees
+    pass the flags' ensemble's admission gate and share the path declarations of the ZooKeeperConfig feature."""
+    settings = context.settings
+    builder = ControllerBuilder(CONTROLLER, workers=settings.workers)
+    queue = builder.queue  # the znode listener enqueues before the reconciler runs (docs/architecture.md, "Wiring")
+    trees = Informer(context.client, TREES, namespaces=settings.namespaces, resync_period=settings.sync_period,
+                     name="zookeeperconfigtrees", indexers={REF_INDEX: source_refs},
+                     inactivity_timeout=settings.inactivity_timeout)
+    configmaps = NamedObjectInformer(context.client, CONFIGMAPS, name="tree-configmaps",
+                                     inactivity_timeout=settings.inactivity_timeout)
+    secrets = NamedObjectInformer(context.client, SECRETS, name="tree-secrets",
+                                  inactivity_timeout=settings.inactivity_timeout)
+    caches = {"ConfigMap": configmaps, "Secret": secrets}
+    trees.add_event_handler(_TrackSources(trees.indexer, caches))
+
+    def lookup(namespace: str, source: SourceRef) -> JSON | None:
+        return caches[source.kind].get(f"{namespace}/{source.name}")
+
+    def referencing(kind: str, obj: JSON) -> list[str]:
+        meta = obj.get("metadata") or {}
+        return trees.indexer.index_keys(REF_INDEX, f"{kind}/{meta.get('namespace')}/{meta.get('name')}")
+
+    reconciler = TreeReconciler(
+        trees.indexer, lookup, context.zookeeper,
+        (DryRunWriter if settings.dry_run else ApiWriter)(context.client, context.recorder, context.zookeeper),
+        gate=context.part(Gate), declared=context.part(DeclaredPaths), cluster_id=settings.cluster_id,
+        registry_root=options.registry_root, max_znodes=options.max_znodes, enqueue=queue.add)
+    built = (builder.for_(trees)
+             .watches(configmaps, lambda obj: referencing("ConfigMap", obj))
+             .watches(secrets, lambda obj: referencing("Secret", obj))
+             .complete(reconciler))
+    context.zookeeper.add_watch_listener(reconciler.on_znode_changed)
+    context.manager.add_controllers(built.informers, [built.controller])
+    context.on_new_session(context.zookeeper, reconciler.on_session_reconnected)
+    return ConfigTrees(built.informers, [built.controller], reconciler)

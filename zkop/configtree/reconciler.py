@@ -1,0 +1,503 @@
+"""Reconcile one ZooKeeperConfigTree: pre-check, gather, decide once (:mod:`zkop.configtree.decide`), apply.
+
+1. the object from the informer cache; the spec parsed and its sources expanded from the ConfigMap/Secret caches;
+   an invalid spec, a named ZooKeeperEnsemble (not supported by trees: ``EnsembleNotFound``) or a root the
+   admission gate refuses for reading reads nothing;
+2. each child passes the gate (write) before anything is read or written for it; the admitted paths are declared
+   in the shared :class:`~zkop.ownership.declared.DeclaredPaths` and the oldest declarer of each, of either kind,
+   is looked up;
+3. gather, pipelined and answered from the watch-validated cache while the tree's persistent recursive watch holds:
+   every kept child's ownership record and znode, the listing of the subtree (remembered until a child watch
+   fires) and, for each znode no child declares, its record and znode;
+4. :func:`~zkop.configtree.decide.decide`, then apply through the writer: the finalizer, each batch in one
+   ``multi`` (one for the whole generation where it fits), the ACLs; a concurrent change gathers and decides again
+   (:func:`~zkop.zookeeper.replan.with_replans`);
+5. status only when it changes; one Event per pass that changed something, one Warning when the problems change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from zkop.configtree.decide import (
+    MAX_PROBLEMS_IN_STATUS,
+    ChildFacts,
+    ExistingFacts,
+    Plan,
+    Problem,
+    TreeFacts,
+    decide,
+    decide_delete,
+)
+from zkop.configtree.options import DEFAULT_MAX_ZNODES
+from zkop.configtree.spec import FINALIZER, KIND, Child, InvalidSpec, RefNotFound, SourceRef, expand, parse_spec
+from zkop.configtree.writer import DRY_RUN_REASON, ApiWriter
+from zkop.feature.gate import Gate
+from zkop.kube.client import JSON
+from zkop.kube.events import now_rfc3339
+from zkop.ownership.declared import DeclaredPaths, Declarer
+from zkop.ownership.oldest import creation_seconds
+from zkop.ownership.registry import OwnershipRegistry, OwnerStamp
+from zkop.runtime.cache import Indexer, meta_namespace_key
+from zkop.runtime.conditions import condition
+from zkop.runtime.controller import Result
+from zkop.runtime.retry import RetryBoundary
+from zkop.zookeeper.adapter import Listing, Observed, PendingRead, ZooKeeperAdapter, ZooKeeperError, ZooKeeperNoAuth
+from zkop.zookeeper.replan import with_replans
+
+__all__ = ["DEFAULT_MAX_ZNODES", "TreeDeclarations", "TreeReconciler", "desired_status"]
+
+log = logging.getLogger(__name__)
+
+#: The watch owner of every tree's root (:meth:`ZooKeeperAdapter.watch_subtrees`).
+WATCH_OWNER = "zookeeper-config-tree"
+
+
+class TreeDeclarations:
+    """The admitted child paths each tree declares: this kind's source for :class:`DeclaredPaths` (thread-safe)."""
+
+    def __init__(self, declared: DeclaredPaths) -> None:
+        self.declared = declared
+        self._lock = threading.Lock()
+        self._by_path: dict[str, dict[str, Declarer]] = {}
+        self._by_key: dict[str, frozenset[str]] = {}
+        declared.add_source(self.declarers)
+
+    def declarers(self, path: str) -> list[Declarer]:
+        """The trees declaring ``path``."""
+        with self._lock:
+            return list((self._by_path.get(path) or {}).values())
+
+    def declare(self, declarer: Declarer, paths: frozenset[str]) -> None:
+        """Tree ``declarer`` now declares exactly ``paths``; the paths that changed are reported to
+        :meth:`DeclaredPaths.changed` (the other kinds' objects declaring them are reconciled again)."""
+        with self._lock:
+            old = self._by_key.get(declarer.key, frozenset())
+            if old == paths:
+                return
+            for path in old - paths:
+                holders = self._by_path.get(path)
+                if holders is not None:
+                    holders.pop(declarer.key, None)
+                    if not holders:
+                        del self._by_path[path]
+            for path in paths:
+                self._by_path.setdefault(path, {})[declarer.key] = declarer
+            if paths:
+                self._by_key[declarer.key] = paths
+            else:
+                self._by_key.pop(declarer.key, None)
+        self.declared.changed(old ^ paths)
+
+    def forget(self, key: str) -> None:
+        """Tree ``key`` declares nothing any more."""
+        self.declare(Declarer(math.inf, KIND, key), frozenset())
+
+
+def _digest(children: list[Child]) -> str:
+    """A digest of the declared paths and bytes: unchanged while the spec and its sources are (drift detection)."""
+    h = hashlib.sha256()
+    for child in children:
+        h.update(child.path.encode() + b"\0" + child.data + b"\0")
+    return h.hexdigest()[:32]
+
+
+def _names(paths: tuple[str, ...] | list[str], limit: int = 3) -> str:
+    shown = ", ".join(paths[:limit])
+    return f"{shown} and {len(paths) - limit} more" if len(paths) > limit else shown
+
+
+def desired_status(old: JSON, generation: int, *, ready: bool, reason: str, message: str, stalled: bool,
+                   now: str, counts: Mapping[str, Any] | None = None,
+                   problems: list[Problem] | None = None, transactions: int | None = None) -> JSON:
+    """The tree's status: counts, the first problems, ``Ready`` (and ``Stalled`` when retrying cannot help,
+    ``Atomic=False`` when the last change did not fit in one ``multi``)."""
+    conditions = old.get("conditions") or []
+    new: JSON = {"observedGeneration": generation, **(counts or {}),
+                 "problems": [{"path": p.path, "reason": p.reason, "message": p.message}
+                              for p in (problems or [])[:MAX_PROBLEMS_IN_STATUS]],
+                 "conditions": [condition(conditions, "Ready", "True" if ready else "False", reason, message,
+                                          generation, now)]}
+    if stalled:
+        new["conditions"].append(condition(conditions, "Stalled", "True", reason, message, generation, now))
+    if transactions is not None:
+        new["transactions"] = transactions
+        if transactions > 1:
+            new["conditions"].append(condition(
+                conditions, "Atomic", "False", "SplitTransactions",
+                f"the last change did not fit in one ZooKeeper request: written in {transactions} multi requests, "
+                "creates and updates by path first, then deletions deepest first", generation, now))
+    return new
+
+
+def _same(old: JSON, new: JSON) -> bool:
+    """Whether ``new`` says what ``old`` says (conditions compared without their transition times)."""
+    def strip(status: JSON) -> JSON:
+        return {**status, "conditions": [{k: v for k, v in c.items() if k != "lastTransitionTime"}
+                                          for c in status.get("conditions") or [] if isinstance(c, dict)]}
+    keys = set(new) | {"transactions"}
+    return strip({k: old.get(k) for k in keys if k in old}) == strip({k: new.get(k) for k in keys if k in new})
+
+
+class LimitExceeded(Exception):
+    """More znodes below a tree's root than one tree may have zkop list."""
+
+
+@dataclass
+class _Listings:
+    """Children of the znodes below the roots, remembered until their child watch fires (then re-listed)."""
+
+    zookeeper: ZooKeeperAdapter
+    on_change: Callable[[str], None]
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+        self._listings: dict[str, Listing | None] = {}
+        self._generation: dict[str, int] = {}
+        self._epoch = 0
+
+    def forget_all(self) -> None:
+        """A new session: every watch is gone."""
+        with self._lock:
+            self._epoch += 1
+            self._listings.clear()
+
+    def _fired(self, path: str) -> None:
+        with self._lock:
+            self._generation[path] = self._generation.get(path, 0) + 1
+            self._listings.pop(path, None)
+        self.on_change(path)
+
+    def listing(self, path: str) -> Listing | None:
+        """The watched listing of ``path`` (``None``: absent)."""
+        with self._lock:
+            if path in self._listings:
+                return self._listings[path]
+            generation = (self._epoch, self._generation.get(path, 0))
+        listing = self.zookeeper.list_watched(path, self._fired)
+        with self._lock:
+            if (self._epoch, self._generation.get(path, 0)) == generation:
+                self._listings[path] = listing
+        return listing
+
+    def below(self, root: str, skip: Callable[[str], bool], limit: int) -> list[str]:
+        """Every path strictly below ``root`` but those ``skip`` says (and their subtrees).
+
+        Raises:
+            LimitExceeded: more than ``limit`` znodes (``0``: no limit).
+        """
+        found: list[str] = []
+        top = self.listing(root)
+        pending = [f"{root.rstrip('/')}/{c}" for c in (top.children if top is not None else ())]
+        while pending:
+            path = pending.pop()
+            if skip(path):
+                continue
+            try:
+                listing = self.listing(path)
+            except ZooKeeperNoAuth:
+                continue
+            if listing is None:
+                continue
+            found.append(path)
+            if limit and len(found) > limit:
+                raise LimitExceeded(f"more than {limit} znodes below {root} (--config-tree-max-znodes)")
+            pending.extend(f"{path}/{c}" for c in listing.children)
+        return found
+
+
+class TreeReconciler:
+    """Reconciles ZooKeeperConfigTrees (keys ``namespace/name``) on the flags' ensemble.
+
+    Args:
+        trees: the tree informer's indexer.
+        lookup: a source's ConfigMap or Secret (``namespace`` given) from a cache; ``None``: it does not exist.
+        zookeeper: the adapter on the flags' ensemble.
+        writer: every write (the dry-run seam).
+        gate: the flags' ensemble's admission gate (every child passes it for a write, the root for a read).
+        declared: the paths every kind declares (a tree's children are this kind's declarations).
+        cluster_id: this installation's id in ownership records.
+        registry_root: where ownership records live.
+        max_znodes: znodes below one root zkop lists at most (``0``: no limit).
+    """
+
+    def __init__(self, trees: Indexer, lookup: Callable[[str, SourceRef], JSON | None], zookeeper: ZooKeeperAdapter,
+                 writer: ApiWriter, *, gate: Gate, declared: DeclaredPaths, cluster_id: str = "default",
+                 registry_root: str = "/zkop/owners", max_znodes: int = DEFAULT_MAX_ZNODES,
+                 enqueue: Callable[[str], None] = lambda key: None) -> None:
+        self.trees, self.lookup, self.zookeeper, self.writer = trees, lookup, zookeeper, writer
+        self.gate, self.cluster_id, self.max_znodes = gate, cluster_id, max_znodes
+        self.registry = OwnershipRegistry(zookeeper, registry_root)
+        self.declared = declared
+        self.declarations = TreeDeclarations(declared)
+        self.enqueue = enqueue
+        self.retry = RetryBoundary(ZooKeeperError)
+        self.listings = _Listings(zookeeper, self.on_znode_changed)
+        self._roots_lock = threading.Lock()
+        self._roots: dict[str, str] = {}  # key → admitted root
+        self._by_root: dict[str, set[str]] = {}
+
+    # --- watches (kazoo's thread: memory only) ------------------------------------------------
+
+    def keys_for_path(self, path: str) -> list[str]:
+        """The trees whose root covers ``path`` (a znode, or the ownership record of one)."""
+        if self.registry.is_registry_path(path):
+            managed = self.registry.managed_path(path)
+            if managed is None:
+                return []
+            path = managed
+        keys: list[str] = []
+        with self._roots_lock:
+            probe = path
+            while probe:
+                keys.extend(self._by_root.get(probe, ()))
+                probe = probe.rsplit("/", 1)[0]
+        return keys
+
+    def on_znode_changed(self, path: str) -> None:
+        """The adapter's watch listener: enqueue the trees covering ``path``."""
+        for key in self.keys_for_path(path):
+            self.enqueue(key)
+
+    def _watch_root(self, key: str, root: str | None) -> None:
+        """Keep ``key``'s root under the persistent recursive watch (``None``: none any more)."""
+        with self._roots_lock:
+            old = self._roots.get(key)
+            if old == root:
+                return
+            if old is not None:
+                self._by_root.get(old, set()).discard(key)
+                if not self._by_root.get(old):
+                    self._by_root.pop(old, None)
+                del self._roots[key]
+            if root is not None:
+                self._roots[key] = root
+                self._by_root.setdefault(root, set()).add(key)
+            roots = sorted(self._by_root)
+        self.zookeeper.watch_subtrees(WATCH_OWNER, roots, whole=True)
+
+    def all_keys(self) -> list[str]:
+        """Every tree in the cache."""
+        return [meta_namespace_key(o) for o in self.trees.list()]
+
+    def on_session_reconnected(self) -> None:
+        """A new ZooKeeper session: forget the listings, reconcile every tree."""
+        self.listings.forget_all()
+        for key in self.all_keys():
+            self.enqueue(key)
+
+    # --- reconcile ----------------------------------------------------------------------------
+
+    def reconcile(self, key: str) -> Result:
+        """Reconcile the tree ``namespace/name``.
+
+        Raises:
+            RetryableError: ZooKeeper unavailable or refused, a conflict persisted, or the API server failed.
+        """
+        obj = self.trees.get(key)
+        if obj is None:
+            self.declarations.forget(key)
+            self._watch_root(key, None)
+            return Result()
+        with self.retry.retrying(key):
+            return self._reconcile(key, obj)
+        raise AssertionError("unreachable")  # pragma: no cover - retrying() raises or returns
+
+    def _stamp(self, obj: JSON) -> OwnerStamp:
+        meta = obj["metadata"]
+        return OwnerStamp(self.cluster_id, str(meta.get("namespace")), str(meta["name"]), str(meta.get("uid")), KIND)
+
+    def _owner_exists(self, stamp: OwnerStamp) -> bool:
+        return self.trees.get(f"{stamp.namespace}/{stamp.name}") is not None
+
+    def _report(self, obj: JSON, *, ready: bool, reason: str, message: str, stalled: bool, warn: bool,
+                counts: Mapping[str, Any] | None = None, problems: list[Problem] | None = None,
+                transactions: int | None = None) -> None:
+        old = obj.get("status") or {}
+        new = desired_status(old, int(obj["metadata"].get("generation") or 0), ready=ready, reason=reason,
+                             message=message, stalled=stalled, now=now_rfc3339(), counts=counts, problems=problems,
+                             transactions=transactions)
+        if _same(old, new):
+            return
+        self.writer.patch_status(obj, new)
+        if warn:
+            self.writer.event(obj, "Warning", reason, message)
+
+    def _reconcile(self, key: str, obj: JSON) -> Result:
+        meta = obj["metadata"]
+        deleting = bool(meta.get("deletionTimestamp"))
+        try:
+            spec = parse_spec(obj)
+        except InvalidSpec as err:
+            if deleting:
+                return self._finish_delete(key, obj)
+            self._report(obj, ready=False, reason="InvalidSpec", message=f"invalid spec: {err}", stalled=True,
+                         warn=True)
+            return Result()
+        if spec.ensemble:
+            if deleting:
+                return self._finish_delete(key, obj)
+            self._report(obj, ready=False, reason="EnsembleNotFound", stalled=True, warn=True,
+                         message=f"spec.ensembleRef names ZooKeeperEnsemble {spec.ensemble}: a ZooKeeperConfigTree "
+                                 "writes only the ensemble zkop's flags describe; nothing is written")
+            return Result()
+        refusal = self.gate.admit(obj, spec.root, "read")
+        if refusal is not None:
+            self.declarations.forget(key)
+            self._watch_root(key, None)
+            if deleting:
+                return self._finish_delete(key, obj)
+            self._report(obj, ready=False, reason=refusal.reason, stalled=True, warn=True,
+                         message=f"{refusal.message}; nothing is read or written")
+            return Result()
+        self._watch_root(key, spec.root)
+        stamp = self._stamp(obj)
+        if deleting:
+            if FINALIZER in (meta.get("finalizers") or []):
+                with_replans(lambda n: self._delete(key, obj, spec.root, stamp, spec.deletion_policy == "Delete"),
+                             lambda n, err: self._forget(spec.root))
+            return self._finish_delete(key, obj)
+        namespace = str(meta.get("namespace"))
+        try:
+            children = expand(spec, lambda source: self.lookup(namespace, source))
+        except InvalidSpec as err:
+            self._report(obj, ready=False, reason="InvalidSpec", message=f"invalid spec: {err}", stalled=True,
+                         warn=True)
+            return Result()
+        except RefNotFound as err:
+            self._report(obj, ready=False, reason="RefNotFound", message=str(err), stalled=False, warn=True)
+            return Result()
+        refusals = {c.path: self.gate.admit(obj, c.path, "write") for c in children}
+        created = creation_seconds(obj)
+        declarer = Declarer(math.inf if created is None else created, KIND, key)
+        self.declarations.declare(declarer, frozenset(p for p, r in refusals.items() if r is None))
+        if FINALIZER not in (meta.get("finalizers") or []):
+            updated = self.writer.add_finalizer(obj)
+            if updated is None:
+                return Result()
+            obj = updated
+        digest = _digest(children)
+        try:
+            plan = with_replans(lambda n: self._sync(key, obj, spec, stamp, children, refusals, declarer),
+                                lambda n, err: self._forget(spec.root, children))
+        except LimitExceeded as err:
+            self._report(obj, ready=False, reason="LimitExceeded", message=f"{err}; nothing is written",
+                         stalled=True, warn=True)
+            return Result()
+        self._announce(obj, plan, digest)
+        problems = [*plan.refused, *plan.conflicted]
+        counts = {"declared": plan.declared, "synced": plan.synced, "conflicted": len(plan.conflicted),
+                  "refused": len(plan.refused), "contentDigest": digest}
+        if not self.writer.writes and (plan.batches or plan.acl_writes):
+            self._report(obj, ready=False, reason=DRY_RUN_REASON, stalled=False, warn=False, counts=counts,
+                         problems=problems, message=f"dry run, nothing written: would make {plan.writes} writes")
+            return Result()
+        if plan.refused:
+            reason, message = "ChildrenRefused", f"{len(plan.refused)} of {plan.declared} children refused: " \
+                f"{_names([p.path for p in plan.refused])} ({plan.refused[0].reason}: {plan.refused[0].message})"
+        elif plan.conflicted:
+            reason, message = "PathConflict", f"{len(plan.conflicted)} of {plan.declared} children owned by " \
+                f"another object: {plan.conflicted[0].path} {plan.conflicted[0].message}"
+        else:
+            reason, message = "Synced", f"{plan.synced} children synced"
+        self._report(obj, ready=not problems, reason=reason, message=message, stalled=bool(problems),
+                     warn=bool(problems), counts=counts, problems=problems,
+                     transactions=len(plan.batches) if plan.batches else (obj.get("status") or {}).get("transactions"))
+        return Result()
+
+    def _announce(self, obj: JSON, plan: Plan, digest: str) -> None:
+        """One Normal Event for what the pass changed (per tree, not per child)."""
+        if not (plan.created or plan.updated or plan.deleted or plan.acl_writes):
+            return
+        status = obj.get("status") or {}
+        drift = (status.get("contentDigest") == digest
+                 and status.get("observedGeneration") == obj["metadata"].get("generation") and not plan.created)
+        parts = [f"{len(names)} {verb} ({_names(names)})" for verb, names in
+                 (("created", plan.created), ("updated", plan.updated), ("deleted", plan.deleted)) if names]
+        if plan.acl_writes:
+            parts.append(f"{len(plan.acl_writes)} ACLs restored")
+        message = "; ".join(parts) + (f" in {len(plan.batches)} transactions" if len(plan.batches) > 1 else "")
+        if drift:
+            self.writer.event(obj, "Normal", "DriftCorrected", message)
+        else:
+            self.writer.event(obj, "Normal", "Synced", message)
+
+    def _forget(self, root: str, children: list[Child] | None = None) -> None:
+        """After a concurrent change: drop what is remembered of the tree's znodes and listings."""
+        self.listings.forget_all()
+        for child in children or ():
+            self.zookeeper.forget(child.path)
+            self.zookeeper.forget(self.registry.record_path(child.path))
+
+    def _existing(self, obj: JSON, root: str, declared: set[str]) -> list[ExistingFacts]:
+        """The znodes below ``root`` no child declares that the gate admits writing, with their records."""
+        excluded = self.gate.excluded(root)
+
+        def skip(path: str) -> bool:
+            return any(path == e or path.startswith(e + "/") for e in excluded)
+
+        paths = [p for p in self.listings.below(root, skip, self.max_znodes)
+                 if p not in declared and self.gate.admit(obj, p, "write") is None]
+        pending = [(p, self.zookeeper.read_async(p, watch=True), self.registry.read_record_async(p))
+                   for p in paths]
+        self.zookeeper.settle([r for _, z, rec in pending for r in (z, rec)])
+        found = []
+        for path, znode_read, record_read in pending:
+            znode = _result(znode_read)
+            if znode is not None:
+                found.append(ExistingFacts(path, znode, _result(record_read)))
+        return found
+
+    def _sync(self, key: str, obj: JSON, spec: Any, stamp: OwnerStamp, children: list[Child],
+              refusals: Mapping[str, Any], declarer: Declarer) -> Plan:
+        facts: list[ChildFacts] = []
+        reads: list[tuple[Child, PendingRead, PendingRead]] = []
+        for child in children:
+            refusal = refusals[child.path]
+            if refusal is not None:
+                facts.append(ChildFacts(child, refusal=refusal))
+                continue
+            owner = self.declared.owner(child.path)
+            if owner is not None and (owner.kind, owner.key) != (KIND, key):
+                facts.append(ChildFacts(child, owner=owner))
+                continue
+            reads.append((child, self.registry.read_record_async(child.path),
+                          self.zookeeper.read_async(child.path, child.acl, watch=True, watch_absent=False)))
+        self.zookeeper.settle([r for _, rec, z in reads for r in (rec, z)])
+        for child, record_read, znode_read in reads:
+            facts.append(ChildFacts(child, record=record_read.result(), znode=znode_read.result()))
+        existing = self._existing(obj, spec.root, {c.path for c in children})
+        adoption = self.gate.policy_for(obj).may_adopt(spec.adopt_existing)
+        plan = decide(TreeFacts(stamp, spec, tuple(facts), tuple(existing), adoption, self._owner_exists),
+                      self.registry.record_path)
+        for batch in plan.batches:
+            self.writer.execute(key, batch.actions, atomic=True, require=batch.require)
+        if plan.acl_writes:
+            self.writer.execute(key, plan.acl_writes, atomic=False)
+        return plan
+
+    def _delete(self, key: str, obj: JSON, root: str, stamp: OwnerStamp, delete: bool) -> None:
+        existing = self._existing(obj, root, set())
+        for batch in decide_delete(stamp, existing, delete=delete, registry_path=self.registry.record_path):
+            self.writer.execute(key, batch.actions, atomic=True, require=batch.require)
+
+    def _finish_delete(self, key: str, obj: JSON) -> Result:
+        self.declarations.forget(key)
+        self._watch_root(key, None)
+        if FINALIZER in (obj["metadata"].get("finalizers") or []):
+            self.writer.remove_finalizer(obj)
+        return Result()
+
+
+def _result(pending: PendingRead) -> Observed | None:
+    """A read's result; a znode zkop may not read counts as absent for pruning (never deleted)."""
+    try:
+        return pending.result()
+    except ZooKeeperNoAuth:
+        return None
