@@ -11,7 +11,9 @@ from __future__ import annotations
 import argparse
 
 from zkop.cmd.flags import duration, format_duration, non_negative_int, positive_int, znode_path
+from zkop.services.bridge.annotations import DUBBO_INTERFACES, FORMAT
 from zkop.services.bridge.options import (
+    DEFAULT_DUBBO_ROOT,
     DEFAULT_EXCLUDED_NAMESPACES,
     DEFAULT_ROOT,
     SERVICE_TYPES,
@@ -23,6 +25,7 @@ from zkop.services.bridge.options import (
 )
 from zkop.services.bridge.records import parse_bool
 from zkop.services.options import check_counts, root_flag
+from zkop.zookeeper.paths import is_within
 
 __all__ = ["add_flags", "options_from_args"]
 
@@ -59,9 +62,13 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--service-bridge-layout", choices=("flat", "nested"), default="flat",
                        help="flat: <root>/<namespace>-<name> (default, compatible, may collide); "
                             "nested: <root>/<namespace>/<name> (collision-free)")
-    group.add_argument("--service-bridge-format", choices=("json", "curator"), default="json",
+    group.add_argument("--service-bridge-format", choices=("json", "curator", "dubbo"), default="json",
                        help="json: one JSON record per Service (default); curator: Apache Curator "
-                            "service-discovery instances")
+                            "service-discovery instances; dubbo: Apache Dubbo provider URLs of the interfaces a "
+                            f"Service names ({DUBBO_INTERFACES}); a Service's {FORMAT} annotation chooses its own")
+    group.add_argument("--service-bridge-dubbo-root", default=DEFAULT_DUBBO_ROOT, type=znode_path, metavar="PATH",
+                       help=f"Dubbo's registry root, where the dubbo format publishes providers (default "
+                            f"{DEFAULT_DUBBO_ROOT}, Dubbo's default group)")
     group.add_argument("--service-bridge-policy", choices=("sync", "upsert-only", "create-only"), default="sync",
                        help="sync: create, update and delete (default); upsert-only: never delete; "
                             "create-only: never update or delete")
@@ -86,6 +93,10 @@ def options_from_args(args: argparse.Namespace) -> BridgeOptions | None:
     if not args.service_bridge:
         return None
     root = root_flag("--service-bridge-root", args.service_bridge_root)
+    dubbo_root = root_flag("--service-bridge-dubbo-root", args.service_bridge_dubbo_root)
+    if is_within(dubbo_root, root) or is_within(root, dubbo_root):
+        raise SystemExit(f"--service-bridge-dubbo-root {dubbo_root} and --service-bridge-root {root} must not "
+                         "contain one another")
     check_counts("--service-bridge", max_deletes=args.service_bridge_max_deletes, workers=args.service_bridge_workers)
     if args.service_bridge_endpoints_debounce < 0:
         raise SystemExit("--service-bridge-endpoints-debounce must not be negative")
@@ -105,6 +116,7 @@ def options_from_args(args: argparse.Namespace) -> BridgeOptions | None:
         labels=tuple(dict.fromkeys(args.service_bridge_label)),
         layout=layout,
         format=fmt,
+        dubbo_root=dubbo_root,
         policy=policy,
         ensemble=getattr(args, "service_bridge_ensemble", None) or None,
         max_deletes=int(args.service_bridge_max_deletes),

@@ -377,6 +377,21 @@ def read_tenancy_policy(path: str | None) -> TenancyPolicy | None:
         raise UsageError(f"--tenancy-policy-file {path}: {err}") from None
 
 
+def _check_dubbo_root(dubbo_root: str, registry_root: str) -> None:
+    """Refuse a ``--service-bridge-dubbo-root`` that holds or lies in one of zkop's reserved roots.
+
+    Raises:
+        UsageError: naming both flags.
+    """
+    from zkop.feature.gate import probe_root
+    from zkop.zookeeper.paths import RESERVED_ROOT, is_within
+
+    for root, what in ((registry_root, "--registry-root"), (probe_root(registry_root), "the start-up probe's root"),
+                       (RESERVED_ROOT, "ZooKeeper's own root")):
+        if is_within(dubbo_root, root) or is_within(root, dubbo_root):
+            raise UsageError(f"--service-bridge-dubbo-root {dubbo_root} must neither hold nor lie in {what} {root}")
+
+
 def _run(args: argparse.Namespace) -> int:
     from zkop.cmd.bridge_flags import options_from_args as bridge_options_from_args
     from zkop.cmd.import_flags import options_from_args as import_options_from_args
@@ -394,6 +409,8 @@ def _run(args: argparse.Namespace) -> int:
         if isinstance(err.code, str):
             raise UsageError(err.code) from None
         raise
+    if bridge is not None:
+        _check_dubbo_root(bridge.dubbo_root, args.registry_root)
     options = OperatorOptions(
         kubeconfig=args.kubeconfig, zookeeper=connection_options(args), namespaces=args.namespaces,
         workers=args.workers, leader_elect=args.leader_elect,

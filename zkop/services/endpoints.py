@@ -1,11 +1,24 @@
 """Ready endpoint addresses from EndpointSlices, and the debounce that keeps them from flapping.
 
 EndpointSlices (``discovery.k8s.io/v1``) of a Service carry the label
-``kubernetes.io/service-name``. An endpoint counts as ready unless
-``conditions.ready`` is ``false`` ("nil should be interpreted as ready",
-EndpointSlice API reference). A rolling restart moves endpoints through
-not-ready and ready many times in a few seconds; :class:`Debouncer` publishes a
-new ready set only once it has been stable for ``delay`` seconds, or after
+``kubernetes.io/service-name``. Each endpoint's conditions (EndpointSlice API reference) decide
+what it is published as:
+
+==================================================  ===============================================
+conditions                                          published as
+==================================================  ===============================================
+``ready`` true or unset ("nil should be             ready (``addresses``)
+interpreted as ready")
+``ready`` false, ``serving`` true, ``terminating``  draining (``draining``): still answering, going
+true (a pod shutting down gracefully)               away; formats mark it so consumers stop choosing it
+anything else (``ready`` false and not serving)     not published
+any, with the Service's ``publishNotReadyAddresses``  ready
+==================================================  ===============================================
+
+An address listed twice (two slices during a rollout) is ready if either says so.
+
+A rolling restart moves endpoints through not-ready and ready many times in a few seconds;
+:class:`Debouncer` publishes a new ready set only once it has been stable for ``delay`` seconds, or after
 ``max_delay`` seconds of continuous change, so a record is rewritten a few
 times per rollout instead of on every pod transition.
 """
@@ -39,10 +52,12 @@ class EndpointsView:
     Attributes:
         addresses: ready endpoint addresses, sorted, without duplicates.
         ports: the union of the slices' ports, sorted.
+        draining: serving but terminating addresses (not ready), sorted, none of them in ``addresses``.
     """
 
     addresses: tuple[str, ...] = ()
     ports: tuple[EndpointPort, ...] = ()
+    draining: tuple[str, ...] = ()
 
 
 def slice_service_key(obj: JSON) -> list[str]:
@@ -53,26 +68,31 @@ def slice_service_key(obj: JSON) -> list[str]:
     return [f"{namespace}/{service}"] if service and namespace else []
 
 
-def endpoints_view(slices: Iterable[JSON]) -> EndpointsView:
-    """Collect the ready addresses and ports of a Service's EndpointSlices.
+def endpoints_view(slices: Iterable[JSON], *, publish_not_ready: bool = False) -> EndpointsView:
+    """Collect the ready and draining addresses and the ports of a Service's EndpointSlices (the module's table).
 
-    Slices being deleted (``metadata.deletionTimestamp``) are ignored; ``conditions.ready``
-    missing or ``null`` counts as ready (EndpointSlice API reference).
+    Slices being deleted (``metadata.deletionTimestamp``) are ignored. ``publish_not_ready`` is the Service's
+    ``spec.publishNotReadyAddresses``: every endpoint counts as ready.
     """
     addresses: set[str] = set()
+    draining: set[str] = set()
     ports: set[EndpointPort] = set()
     for obj in slices:
         if (obj.get("metadata") or {}).get("deletionTimestamp"):
             continue
         for endpoint in obj.get("endpoints") or []:
-            if (endpoint.get("conditions") or {}).get("ready") is False:
-                continue
-            addresses.update(str(a) for a in endpoint.get("addresses") or [])
+            found = {str(a) for a in endpoint.get("addresses") or []}
+            conditions = endpoint.get("conditions") or {}
+            if publish_not_ready or conditions.get("ready") is not False:
+                addresses.update(found)
+            elif conditions.get("serving") is True and conditions.get("terminating") is True:
+                draining.update(found)
         for port in obj.get("ports") or []:
             number = port.get("port")
             ports.add(EndpointPort(port.get("name") or None, int(number) if number is not None else None,
                                    str(port.get("protocol") or "TCP")))
-    return EndpointsView(tuple(sorted(addresses)), tuple(sorted(ports, key=_port_sort_key)))
+    return EndpointsView(tuple(sorted(addresses)), tuple(sorted(ports, key=_port_sort_key)),
+                         tuple(sorted(draining - addresses)))
 
 
 def _port_sort_key(port: EndpointPort) -> tuple[str, int, str]:

@@ -64,7 +64,7 @@ def test_invalid_values_name_the_flag(argv: list[str], message: str, capsys: pyt
 
 def test_bad_choices_are_argparse_errors(capsys: pytest.CaptureFixture[str]) -> None:
     for argv in (["--service-bridge-type", "Headless"], ["--service-bridge-default-sync=maybe"],
-                 ["--service-bridge-format", "dubbo"]):
+                 ["--service-bridge-format", "etcd"]):
         with pytest.raises(SystemExit):
             parse("--service-bridge", *argv)
     assert "invalid" in capsys.readouterr().err

@@ -148,5 +148,5 @@ def test_ownership_needs_zkop_and_the_same_cluster_id() -> None:
 
 def test_get_format_rejects_unknown_names() -> None:
     assert get_format("curator").name == "curator"
-    with pytest.raises(ValueError, match="unknown service bridge format 'dubbo'"):
-        get_format("dubbo")
+    with pytest.raises(ValueError, match="unknown service bridge format 'etcd'"):
+        get_format("etcd")

@@ -17,13 +17,15 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import ClassVar
+from urllib.parse import unquote
 
 from zkop.kube.client import JSON
+from zkop.services.bridge.annotations import FORMAT, DubboSettings, read_annotations
 from zkop.services.bridge.naming import key_path, namespace_container, service_node_name
 from zkop.services.bridge.options import MANAGED_BY, PORT_ANNOTATION, BridgeOptions
 from zkop.services.bridge.records import PortRecord, ServiceRecord
-from zkop.services.codecs import curator, json_record
-from zkop.services.codecs.base import Owner, container_stamp, dumps
+from zkop.services.codecs import curator, dubbo, json_record
+from zkop.services.codecs.base import Owner, container_stamp, dumps, owner_dict
 from zkop.services.codecs.curator import SPRING_PAYLOAD_CLASS
 from zkop.services.codecs.owners import parse_owner
 from zkop.services.options import choose
@@ -33,12 +35,14 @@ __all__ = [
     "SPRING_PAYLOAD_CLASS",
     "CuratorFormat",
     "DesiredNode",
+    "DubboFormat",
     "JsonFormat",
     "Location",
     "Owner",
     "RecordFormat",
     "container_stamp",
     "dumps",
+    "format_for",
     "get_format",
     "parse_owner",
 ]
@@ -49,14 +53,22 @@ class Location:
     """Where one Service's nodes live.
 
     Attributes:
-        key_path: the node that identifies the Service (collisions are judged on it).
+        key_path: the node that identifies the Service (collisions are judged on it); ``""`` when the Service
+            names nothing to publish (a Dubbo Service without an interface).
         service_name: the name consumers look up (Curator's ``name``).
         containers: container nodes zkop creates with a container stamp, outermost first.
+        extra_keys: further key paths of the same Service (a Dubbo Service's other interfaces), each judged alone.
     """
 
     key_path: str
     service_name: str
     containers: tuple[str, ...] = ()
+    extra_keys: tuple[str, ...] = ()
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """Every key path of the Service: ``key_path`` then ``extra_keys`` (none when ``key_path`` is empty)."""
+        return ((self.key_path,) if self.key_path else ()) + self.extra_keys
 
 
 @dataclass(frozen=True)
@@ -111,8 +123,9 @@ class JsonFormat(RecordFormat):
     targetPort, nodePort}`` per ``spec.ports`` entry, every protocol), ``externalName``,
     ``externalIPs``, ``loadBalancerIngress`` (``{ip, hostname}``), ``externalAddresses``
     (ingress then external IPs, deduplicated), ``labels`` (the ``--service-bridge-label`` keys),
-    ``endpoints`` (only with ``--service-bridge-endpoints``: ``{addresses, ports}``),
-    ``managedBy`` and ``owner``.
+    ``endpoints`` (only with ``--service-bridge-endpoints``: ``{addresses, ports}``, plus ``draining`` when an
+    endpoint is serving but terminating), ``metadata`` (the ``…/meta-<key>`` annotations, only when there are
+    some), ``managedBy`` and ``owner``.
     """
 
     name = "json"
@@ -120,7 +133,7 @@ class JsonFormat(RecordFormat):
 
     def body(self, record: ServiceRecord, cluster_id: str) -> JSON:
         """The record as a dict in its fixed key order (:func:`zkop.services.codecs.json_record.encode`)."""
-        return json_record.encode(record, cluster_id)
+        return json_record.encode(record, cluster_id, read_annotations(dict(record.annotations)).metadata)
 
     def render(self, record: ServiceRecord, location: Location, cluster_id: str) -> tuple[DesiredNode, ...]:
         """One node at the key path."""
@@ -179,7 +192,11 @@ class CuratorFormat(RecordFormat):
     ports and selected labels; ``registrationTimeUTC`` is the Service's creation time (stable
     bytes); ``uriSpec`` is Spring's default ``{scheme}://{address}:{port}``, with an ``sslPort``
     ``{scheme}://{address}:{ssl-port}`` (Curator's ``UriSpec`` then resolves ``{scheme}`` to ``https``);
-    ``enabled`` is ``false`` when ``--service-bridge-endpoints`` sees no ready endpoint.
+    ``enabled`` is ``false`` when ``--service-bridge-endpoints`` sees no ready endpoint, and for a headless
+    Service's draining (serving but terminating) endpoint, which is published with ``enabled`` false and
+    ``instance_status`` ``OUT_OF_SERVICE`` until it goes (a Curator ``ServiceProvider`` filtering on
+    ``isEnabled``, or Spring Cloud Zookeeper, stops choosing it). The ``…/meta-<key>`` annotations go into
+    ``payload.metadata`` under their own keys (what Spring Cloud Zookeeper exposes as the instance's metadata).
     """
 
     name = "curator"
@@ -196,7 +213,7 @@ class CuratorFormat(RecordFormat):
             if record.endpoints is None:
                 return []
             port, ssl_port = _endpoint_port(record, primary), _endpoint_port(record, ssl)
-            return [(address, port, ssl_port) for address in record.endpoints.addresses]
+            return [(address, port, ssl_port) for address in (*record.endpoints.addresses, *record.endpoints.draining)]
         addresses = record.external_addresses or ((record.cluster_ip,) if record.cluster_ip else ())
         return [(a, primary.port if primary else None, ssl.port if ssl else None) for a in addresses]
 
@@ -212,9 +229,12 @@ class CuratorFormat(RecordFormat):
                 metadata[f"port.{item.name}"] = f"{item.port}/{item.protocol}"
         for key, value in record.labels:
             metadata[f"label.{key}"] = value
+        for key, value in read_annotations(dict(record.annotations)).metadata:
+            metadata.setdefault(key, value)
         enabled = True
         if record.endpoints is not None and record.type != "ExternalName":
-            enabled = bool(record.endpoints.addresses)
+            # A headless Service's draining endpoint is published with enabled false.
+            enabled = address in record.endpoints.addresses if record.headless else bool(record.endpoints.addresses)
             metadata["instance_status"] = "UP" if enabled else "OUT_OF_SERVICE"
         return curator.encode_instance(name=location.service_name, address=address, port=port, ssl_port=ssl_port,
                                        metadata=metadata, registration_ms=record.created_ms, enabled=enabled)
@@ -232,8 +252,110 @@ class CuratorFormat(RecordFormat):
         return curator.owner_of(data)
 
 
+def _dubbo_port(record: ServiceRecord, settings: DubboSettings) -> PortRecord | None:
+    """The Service port behind the Dubbo protocol: the ``dubbo-port`` annotation's (name or number), else a port
+    named like the protocol, else the first."""
+    for wanted in (settings.port, settings.protocol):
+        for port in record.ports:
+            if wanted and (port.name == wanted or str(port.port) == wanted):
+                return port
+    return record.ports[0] if record.ports else None
+
+
+class DubboFormat(RecordFormat):
+    """``--service-bridge-format dubbo`` (or the ``zookeeper.platform.example.com/format: dubbo`` annotation):
+    Apache Dubbo providers, interface-level, as Dubbo 2 and 3's ``ZookeeperRegistry`` writes them.
+
+    Layout ``<dubbo root>/<URL-encoded interface>/providers/<URL-encoded provider URL>`` for each interface the
+    ``…/dubbo-interfaces`` annotation names (each interface is a key path of its own: among Services naming it,
+    the oldest publishes it). One provider URL per address (:func:`zkop.services.codecs.dubbo.encode_provider`):
+    with ``--service-bridge-endpoints`` one per ready endpoint at the endpoint port (a serving but terminating
+    endpoint with ``weight=0``: Dubbo's load balancers pick it only while every provider has weight 0), else the
+    external addresses or the cluster IP at the Service port (ExternalName: its name). URL parameters, in order:
+    ``interface``, ``side=provider``, ``application`` (annotation, else ``<namespace>-<name>``), ``version`` and
+    ``group`` (if annotated), ``dubbo=2.0.2``, the metadata (``…/meta-<key>``, sorted), ``weight=0`` if draining,
+    then zkop's ``managedBy`` and ``clusterId`` (the importer never imports it back). The node's data is the
+    owner stamp (JSON, as a container's plus the Service uid); Dubbo reads only the node's name.
+    """
+
+    name = "dubbo"
+    records_below_key = True
+    #: Dubbo's protocol version parameter, as Dubbo 2.7 and 3 providers write it.
+    PROTOCOL_VERSION = "2.0.2"
+
+    def locate(self, service: JSON, options: BridgeOptions) -> Location:
+        """One key path ``<dubbo root>/<interface>/providers`` per annotated interface (none: ``key_path`` empty)."""
+        meta = service.get("metadata") or {}
+        namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+        settings = read_annotations(meta.get("annotations") or {}).dubbo
+        root = options.dubbo_root.rstrip("/")
+        keys = [f"{root}/{dubbo.interface_node(i)}/{dubbo.PROVIDERS}" for i in settings.interfaces]
+        containers = tuple(c for key in keys for c in (key.rsplit("/", 1)[0], key))
+        return Location(keys[0] if keys else "", service_node_name(options.layout, namespace, name), containers,
+                        tuple(keys[1:]))
+
+    def providers(self, record: ServiceRecord) -> list[tuple[str, int, bool]]:
+        """``(address, port, draining)`` per provider, in a stable order (see the class docstring)."""
+        settings = read_annotations(dict(record.annotations)).dubbo
+        port = _dubbo_port(record, settings)
+        if port is None:
+            return []
+        if record.type == "ExternalName":
+            return [(record.external_name, port.port, False)] if record.external_name else []
+        if record.endpoints is not None:
+            number = _endpoint_port(record, port)
+            if number is None:
+                return []
+            return [(a, number, False) for a in record.endpoints.addresses] + \
+                [(a, number, True) for a in record.endpoints.draining]
+        if record.headless:
+            return []
+        addresses = record.external_addresses or ((record.cluster_ip,) if record.cluster_ip else ())
+        return [(a, port.port, False) for a in addresses]
+
+    def provider_url(self, record: ServiceRecord, interface: str, address: str, port: int, draining: bool,
+                     cluster_id: str) -> str:
+        """The node name (URL-encoded provider URL) of one provider of ``interface``."""
+        annotations = read_annotations(dict(record.annotations))
+        settings = annotations.dubbo
+        params: dict[str, str] = {"application": settings.application or f"{record.namespace}-{record.name}"}
+        if settings.version:
+            params["version"] = settings.version
+        if settings.group:
+            params["group"] = settings.group
+        params["dubbo"] = self.PROTOCOL_VERSION
+        params.update(annotations.metadata)
+        if draining:
+            params["weight"] = "0"
+        params["managedBy"] = MANAGED_BY
+        params["clusterId"] = cluster_id
+        return dubbo.encode_provider(interface, address, port, protocol=settings.protocol, params=params)
+
+    def render(self, record: ServiceRecord, location: Location, cluster_id: str) -> tuple[DesiredNode, ...]:
+        """One node per provider below each of ``location``'s key paths."""
+        data = dumps({"managedBy": MANAGED_BY, "owner": owner_dict(cluster_id, record.uid)})
+        nodes: list[DesiredNode] = []
+        for key in location.keys:
+            interface = unquote(key.rsplit("/", 2)[-2])
+            for address, port, draining in self.providers(record):
+                nodes.append(DesiredNode(
+                    f"{key}/{self.provider_url(record, interface, address, port, draining, cluster_id)}", data))
+        return tuple(nodes)
+
+    def owner_of(self, path: str, data: bytes) -> Owner | None:
+        """The top-level ``owner`` object of the node's data."""
+        return json_record.owner_of(data)
+
+
 #: Every known format by ``--service-bridge-format`` name.
-FORMATS: dict[str, RecordFormat] = {f.name: f for f in (JsonFormat(), CuratorFormat())}
+FORMATS: dict[str, RecordFormat] = {f.name: f for f in (JsonFormat(), CuratorFormat(), DubboFormat())}
+
+
+def format_for(service: JSON, default: RecordFormat) -> RecordFormat:
+    """The format ``service`` is published in: its ``zookeeper.platform.example.com/format`` annotation when that
+    names a known format, else ``default`` (``--service-bridge-format``)."""
+    named = str(((service.get("metadata") or {}).get("annotations") or {}).get(FORMAT) or "").strip()
+    return FORMATS.get(named, default)
 
 
 def get_format(name: str) -> RecordFormat:

@@ -17,6 +17,7 @@ from zkop.services.options import DEFAULT_ROOT, IMPORTED_LABEL, MANAGED_BY, SYNC
 from zkop.services.policy import Policy
 
 __all__ = [
+    "DEFAULT_DUBBO_ROOT",
     "DEFAULT_EXCLUDED_NAMESPACES",
     "DEFAULT_ROOT",
     "IMPORTED_LABEL",
@@ -38,7 +39,9 @@ DEFAULT_EXCLUDED_NAMESPACES: tuple[str, ...] = ("kube-system", "kube-public")
 SERVICE_TYPES: tuple[str, ...] = ("ClusterIP", "NodePort", "LoadBalancer", "ExternalName")
 
 Layout = Literal["flat", "nested"]
-Format = Literal["json", "curator"]
+Format = Literal["json", "curator", "dubbo"]
+#: Where Dubbo providers are published by default: Dubbo's registry root for its default group ``dubbo``.
+DEFAULT_DUBBO_ROOT = "/dubbo"
 
 
 @dataclass(frozen=True)
@@ -55,7 +58,9 @@ class BridgeOptions:
         labels: label keys copied into each record.
         layout: ``flat`` (``<root>/<namespace>-<name>``, the original script's, ambiguous) or
             ``nested`` (``<root>/<namespace>/<name>``, collision-free).
-        format: ``json`` (one record per Service) or ``curator`` (Curator ServiceInstance nodes).
+        format: ``json`` (one record per Service), ``curator`` (Curator ServiceInstance nodes) or ``dubbo``
+            (Dubbo provider URLs); a Service's ``zookeeper.platform.example.com/format`` annotation may choose another.
+        dubbo_root: Dubbo's registry root the ``dubbo`` format publishes under (``--service-bridge-dubbo-root``).
         policy: ``sync`` (create, update, delete), ``upsert-only`` (never delete), ``create-only``
             (never update or delete); external-dns ``--policy``.
         max_deletes: a full sync that would remove records of more Services than this removes
@@ -78,6 +83,7 @@ class BridgeOptions:
     labels: tuple[str, ...] = ()
     layout: Layout = "flat"
     format: Format = "json"
+    dubbo_root: str = DEFAULT_DUBBO_ROOT
     policy: Policy = "sync"
     max_deletes: int = 10
     endpoints: bool = False

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from zkop.kube.types import JSON
 from zkop.runtime.cache.keys import meta_namespace_key
-from zkop.services.bridge.formats import DesiredNode, Owner, RecordFormat
+from zkop.services.bridge.formats import DesiredNode, Owner, RecordFormat, format_for
 from zkop.services.bridge.naming import winner
 from zkop.services.bridge.options import BridgeOptions, Policy
 from zkop.services.bridge.records import is_selected
@@ -102,12 +102,17 @@ class DesiredSet:
 
 
 def desired_set(services: Iterable[JSON], options: BridgeOptions, fmt: RecordFormat) -> DesiredSet:
-    """Compute the :class:`DesiredSet` of the cached ``services`` (filters and the collision rule applied)."""
+    """Compute the :class:`DesiredSet` of the cached ``services`` (filters and the collision rule applied).
+
+    ``fmt`` is the default format; a Service's format annotation may name another
+    (:func:`~zkop.services.bridge.formats.format_for`). A Service has one key path per Dubbo interface.
+    """
     by_key: dict[str, list[JSON]] = {}
     for obj in services:
         if not is_selected(obj, options):
             continue
-        by_key.setdefault(fmt.locate(obj, options).key_path, []).append(obj)
+        for key in format_for(obj, fmt).locate(obj, options).keys:
+            by_key.setdefault(key, []).append(obj)
     live: set[str] = set()
     collisions: list[Collision] = []
     for key, candidates in sorted(by_key.items()):

@@ -36,6 +36,7 @@ counts instead of writing).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -47,8 +48,9 @@ from zkop.ownership.registry import DEFAULT_REGISTRY_ROOT, OwnerStamp
 from zkop.runtime.cache import Indexer, meta_namespace_key
 from zkop.runtime.controller import Result
 from zkop.services.bridge import metrics
+from zkop.services.bridge.annotations import DUBBO_INTERFACES, read_annotations
 from zkop.services.bridge.claims import ClaimedPlan, Claims, Write, claim_service_plan, release_orphans, service_stamp
-from zkop.services.bridge.formats import DesiredNode, RecordFormat, get_format, parse_owner
+from zkop.services.bridge.formats import DesiredNode, Location, RecordFormat, format_for, get_format, parse_owner
 from zkop.services.bridge.naming import winner
 from zkop.services.bridge.options import BridgeOptions
 from zkop.services.bridge.plan import (
@@ -61,6 +63,7 @@ from zkop.services.bridge.plan import (
 )
 from zkop.services.bridge.records import is_selected, service_record
 from zkop.services.bridge.writer import ZooKeeperClient, ZooKeeperWriter
+from zkop.services.codecs.dubbo import PROVIDERS
 from zkop.services.endpoints import Debouncer, EndpointsView, endpoints_view
 from zkop.services.fullsync import (
     FullSyncReconciler,
@@ -139,6 +142,7 @@ class ServiceBridgeReconciler(FullSyncReconciler):
         self._lock = threading.Lock()
         self._collisions: ReportOnce[str, tuple[str, str]] = ReportOnce()  # loser key → (its uid, winner key)
         self._conflicts: ReportOnce[str, tuple[str, tuple[str, ...]]] = ReportOnce()  # key → (uid, foreign paths)
+        self._problems: ReportOnce[str, tuple[str, tuple[str, ...]]] = ReportOnce()  # key → (uid, annotation problems)
         self._tracked: set[str] = set()  # keys of selected Services seen; only these can leave records behind
         # Bumped by key_index, which the indexer calls (under its lock) after every change of the Services
         # cache: the "wanted again" guard recomputes the desired set only when the cache moved.
@@ -156,14 +160,22 @@ class ServiceBridgeReconciler(FullSyncReconciler):
         self._cache_changes += 1
         if not is_selected(obj, self.options):
             return []
-        return [self.format.locate(obj, self.options).key_path]
+        return list(self.locate(obj).keys)
+
+    def format_of(self, obj: JSON) -> RecordFormat:
+        """The format ``obj`` is published in (its annotation, else ``--service-bridge-format``)."""
+        return format_for(obj, self.format)
+
+    def locate(self, obj: JSON) -> Location:
+        """Where ``obj``'s nodes live in its format."""
+        return self.format_of(obj).locate(obj, self.options)
 
     def keys_for(self, obj: JSON) -> list[str]:
-        """Map a Service event to keys: the Service and every other Service sharing its key path
+        """Map a Service event to keys: the Service and every other Service sharing one of its key paths
         (so a collision loser takes over when the winner goes)."""
         own = meta_namespace_key(obj)
-        path = self.format.locate(obj, self.options).key_path
-        return [own, *(k for k in self.services.index_keys(KEY_INDEX, path) if k != own)]
+        others = (k for path in self.locate(obj).keys for k in self.services.index_keys(KEY_INDEX, path))
+        return [own, *dict.fromkeys(k for k in others if k != own)]
 
     # --- entry point --------------------------------------------------------------------------
 
@@ -202,29 +214,64 @@ class ServiceBridgeReconciler(FullSyncReconciler):
             return Result()
         with self._lock:
             self._tracked.add(key)
-        location = self.format.locate(obj, self.options)
-        best = winner(self.services.by_index(KEY_INDEX, location.key_path)) or obj
-        if meta_namespace_key(best) != key:
-            self._note_collision(key, obj, best, location.key_path)
+        fmt = self.format_of(obj)
+        location = fmt.locate(obj, self.options)
+        self._note_problems(key, obj, () if location.keys else (
+            f"the {fmt.name} format publishes the interfaces named by {DUBBO_INTERFACES}, and there is none; "
+            "nothing is published",))
+        won: list[str] = []
+        for path in location.keys:
+            best = winner(self.services.by_index(KEY_INDEX, path)) or obj
+            if meta_namespace_key(best) != key:
+                self._note_collision(key, obj, best, path)
+            else:
+                won.append(path)
+        if not won:
             return Result()
-        self._collisions.clear(key)
-        view, recheck = self._endpoints(key)
+        if len(won) == len(location.keys):
+            self._collisions.clear(key)
+        location = self._only(location, won)
+        view, recheck = self._endpoints(key, obj)
         record = service_record(obj, self.options, view)
-        desired = self.format.nodes(record, location, self.cluster_id)
+        desired = fmt.nodes(record, location, self.cluster_id)
         stamp = service_stamp(self.cluster_id, record.namespace, record.name, record.uid)
-        plan, published = self._converge(key, desired, location.key_path, stamp)
-        self._report(key, obj, location.key_path, plan, published)
+        plan, published = self._converge(key, desired, tuple(won), stamp)
+        self._report(key, obj, ", ".join(won), plan, published)
         return Result(requeue_after=recheck) if recheck else Result()
 
-    def _endpoints(self, key: str) -> tuple[EndpointsView | None, float | None]:
+    @staticmethod
+    def _only(location: Location, won: Sequence[str]) -> Location:
+        """``location`` restricted to the key paths the Service won (and their containers)."""
+        if len(won) == len(location.keys):
+            return location
+        lost = [p for p in location.keys if p not in won]
+        containers = tuple(c for c in location.containers
+                           if not any(c == p or p.startswith(c + "/") for p in lost)
+                           or any(c == p or p.startswith(c + "/") for p in won))
+        return dataclasses.replace(location, key_path=won[0], extra_keys=tuple(won[1:]), containers=containers)
+
+    def _endpoints(self, key: str, obj: JSON) -> tuple[EndpointsView | None, float | None]:
         if self.slices is None:
             return None, None
-        return self.debouncer.settle(key, endpoints_view(self.slices.by_index(SLICE_INDEX, key)))
+        publish_not_ready = (obj.get("spec") or {}).get("publishNotReadyAddresses") is True
+        return self.debouncer.settle(key, endpoints_view(self.slices.by_index(SLICE_INDEX, key),
+                                                         publish_not_ready=publish_not_ready))
+
+    def _note_problems(self, key: str, obj: JSON, more: tuple[str, ...] = ()) -> None:
+        """A Warning Event ``InvalidAnnotation`` (once per distinct set) for every annotation the bridge dropped
+        and each of ``more``."""
+        meta = obj.get("metadata") or {}
+        problems = read_annotations(meta.get("annotations") or {}).problems + more
+        if not problems:
+            self._problems.clear(key)
+        elif self._problems.note(key, (str(meta.get("uid") or ""), problems)):
+            self.recorder.event(obj, "Warning", "InvalidAnnotation", "; ".join(problems)[:1024])
 
     def _forget(self, key: str) -> None:
         self.debouncer.forget(key)
         self._collisions.clear(key)
         self._conflicts.clear(key)
+        self._problems.clear(key)
 
     def _read(self, path: str) -> ObservedNode | None:
         observed = self.zookeeper.read(path)
@@ -236,33 +283,38 @@ class ServiceBridgeReconciler(FullSyncReconciler):
     def _claim(self, path: str) -> Observed | None:
         return self.zookeeper.read(self.registry_root + path)
 
-    def _publishes(self, stamp: OwnerStamp, key_path: str) -> bool:
-        """Whether the Service named in a stamp of this cluster still publishes ``key_path`` (it keeps its claim)."""
+    def _publishes(self, stamp: OwnerStamp, key_paths: Sequence[str]) -> bool:
+        """Whether the Service named in a stamp of this cluster still publishes one of ``key_paths`` (it keeps its
+        claim)."""
         obj = self.services.get(f"{stamp.namespace}/{stamp.name}")
         if obj is None or not is_selected(obj, self.options):
             return False
-        best = winner(self.services.by_index(KEY_INDEX, key_path))
-        return best is not None and meta_namespace_key(best) == meta_namespace_key(obj)
+        for key_path in key_paths:
+            best = winner(self.services.by_index(KEY_INDEX, key_path))
+            if best is not None and meta_namespace_key(best) == meta_namespace_key(obj):
+                return True
+        return False
 
     def _observe(
-        self, desired: Sequence[DesiredNode], key_path: str,
+        self, desired: Sequence[DesiredNode], key_paths: Sequence[str],
     ) -> tuple[dict[str, ObservedNode], list[ObservedNode]]:
         observed: dict[str, ObservedNode] = {}
         for node in desired:
             current = self._read(node.path)
             if current is not None:
                 observed[node.path] = current
-        key_node = observed.get(key_path) if any(n.path == key_path for n in desired) else self._read(key_path)
         children: list[ObservedNode] = []
-        if key_node is not None and key_node.num_children:
-            for name in sorted(self.zookeeper.children(key_path) or []):
-                path = f"{key_path}/{name}"
-                child = observed.get(path) or self._read(path)
-                if child is not None:
-                    children.append(child)
+        for key_path in key_paths:
+            key_node = observed.get(key_path) if any(n.path == key_path for n in desired) else self._read(key_path)
+            if key_node is not None and key_node.num_children:
+                for name in sorted(self.zookeeper.children(key_path) or []):
+                    path = f"{key_path}/{name}"
+                    child = observed.get(path) or self._read(path)
+                    if child is not None:
+                        children.append(child)
         return observed, children
 
-    def _converge(self, key: str, desired: Sequence[DesiredNode], key_path: str,
+    def _converge(self, key: str, desired: Sequence[DesiredNode], key_paths: Sequence[str],
                   stamp: OwnerStamp) -> tuple[ClaimedPlan, bool]:
         """Read, plan, claim, write; re-plan on a concurrent change (:func:`~zkop.zookeeper.replan.with_replans`).
 
@@ -270,7 +322,7 @@ class ServiceBridgeReconciler(FullSyncReconciler):
             The claimed plan, and whether it published the Service's first record (written, not only planned).
         """
         def attempt(n: int) -> tuple[ClaimedPlan, bool]:
-            observed, children = self._observe(desired, key_path)
+            observed, children = self._observe(desired, key_paths)
             had_record = any(node.ours(self.cluster_id) and node.is_record for node in [*observed.values(), *children])
             plan = plan_service(desired, observed, children, cluster_id=self.cluster_id, policy=self.options.policy)
             for note in plan.suppressed:
@@ -280,7 +332,7 @@ class ServiceBridgeReconciler(FullSyncReconciler):
             records = {path: record for path in dict.fromkeys(paths)
                        if (record := self._claim(path)) is not None}
             claimed = claim_service_plan(plan, desired, observed, Claims(
-                stamp, self.registry_root, records, lambda theirs: self._publishes(theirs, key_path)))
+                stamp, self.registry_root, records, lambda theirs: self._publishes(theirs, key_paths)))
             for path in claimed.adopted:
                 log.info("service-bridge %s: claimed %s, published by an older zkop", key, path)
             written = self.writer.write(key, claimed.writes)
@@ -326,18 +378,22 @@ class ServiceBridgeReconciler(FullSyncReconciler):
     # --- full sync ----------------------------------------------------------------------------
 
     def scan(self) -> list[ObservedNode]:
-        """Every node under the root down to :data:`SCAN_DEPTH` levels, with owner stamps parsed."""
+        """Every node under the root down to :data:`SCAN_DEPTH` levels, then under the Dubbo root the interfaces,
+        their categories and the providers (never the consumers, configurators or routers Dubbo keeps beside them,
+        which zkop does not write), with owner stamps parsed."""
         found: list[ObservedNode] = []
-        frontier: list[tuple[str, int]] = [(self.options.root, 0)]
-        while frontier:
-            parent, depth = frontier.pop()
-            for name in sorted(self.zookeeper.children(parent) or []):
-                node = self._read(f"{parent}/{name}")
-                if node is None:
-                    continue
-                found.append(node)
-                if node.num_children and depth + 1 < SCAN_DEPTH:
-                    frontier.append((node.path, depth + 1))
+        for root, dubbo in ((self.options.root, False), (self.options.dubbo_root, True)):
+            frontier: list[tuple[str, int]] = [(root, 0)]
+            while frontier:
+                parent, depth = frontier.pop()
+                for name in sorted(self.zookeeper.children(parent) or []):
+                    node = self._read(f"{parent}/{name}")
+                    if node is None:
+                        continue
+                    found.append(node)
+                    deeper = not dubbo or depth != 1 or name == PROVIDERS
+                    if node.num_children and depth + 1 < SCAN_DEPTH and deeper:
+                        frontier.append((node.path, depth + 1))
         return found
 
     def full_sync(self) -> Result:

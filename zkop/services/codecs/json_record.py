@@ -6,7 +6,8 @@ headless and ExternalName), ``clusterIPs``, ``ipFamilies``, ``headless``, ``port
 protocol, targetPort, nodePort}`` per ``spec.ports`` entry, every protocol), ``externalName``,
 ``externalIPs``, ``loadBalancerIngress`` (``{ip, hostname}``), ``externalAddresses`` (ingress then
 external IPs, deduplicated), ``labels``, ``endpoints`` (only with ready endpoints known:
-``{addresses, ports}``), ``managedBy`` and ``owner`` (:func:`owner_of`).
+``{addresses, ports}``, and ``draining`` when some endpoint is serving but terminating), ``metadata`` (when
+there is some), ``managedBy`` and ``owner`` (:func:`owner_of`).
 
 Decoding (:func:`decode`) reads the addresses as the bridge chooses them for reachability:
 ``externalAddresses`` if any, else ``clusterIP``, else (a headless record) the ready endpoint
@@ -15,6 +16,7 @@ addresses with the endpoint ports; one ready instance per address.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from zkop.kube.client import JSON
@@ -42,8 +44,9 @@ def _port_json(port: PortRecord) -> JSON:
             "targetPort": port.target_port, "nodePort": port.node_port}
 
 
-def encode(record: ServiceRecord, cluster_id: str) -> JSON:
-    """The record of ``record``, stamped for ``cluster_id``, as a dict in its fixed key order."""
+def encode(record: ServiceRecord, cluster_id: str, metadata: Sequence[tuple[str, str]] = ()) -> JSON:
+    """The record of ``record``, stamped for ``cluster_id``, as a dict in its fixed key order; ``metadata``
+    (``(key, value)`` pairs) goes in ``metadata`` when there is some."""
     body: JSON = {
         "name": record.name,
         "namespace": record.namespace,
@@ -64,6 +67,10 @@ def encode(record: ServiceRecord, cluster_id: str) -> JSON:
             "addresses": list(record.endpoints.addresses),
             "ports": [{"name": p.name, "port": p.port, "protocol": p.protocol} for p in record.endpoints.ports],
         }
+        if record.endpoints.draining:
+            body["endpoints"]["draining"] = list(record.endpoints.draining)
+    if metadata:
+        body["metadata"] = dict(metadata)
     body["managedBy"] = MANAGED_BY
     body["owner"] = owner_dict(cluster_id, record.uid)
     return body

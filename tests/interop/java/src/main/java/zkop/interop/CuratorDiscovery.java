@@ -15,6 +15,7 @@ import org.apache.curator.x.discovery.ServiceDiscovery;
 import org.apache.curator.x.discovery.ServiceDiscoveryBuilder;
 import org.apache.curator.x.discovery.ServiceInstance;
 import org.apache.curator.x.discovery.ServiceInstanceBuilder;
+import org.apache.curator.x.discovery.ServiceProvider;
 import org.apache.curator.x.discovery.ServiceType;
 import org.apache.curator.x.discovery.UriSpec;
 import org.springframework.cloud.zookeeper.discovery.ZookeeperInstance;
@@ -28,6 +29,8 @@ import org.springframework.cloud.zookeeper.discovery.ZookeeperInstance;
  * <ul>
  *   <li>{@code query BASE} — queryForNames, then queryForInstances of each name;</li>
  *   <li>{@code watch BASE NAME} — start a ServiceCache of NAME; {@code cached BASE NAME} — its instances now;</li>
+ *   <li>{@code provider BASE NAME} — start a ServiceProvider of NAME that drops disabled instances (the documented
+ *       {@code additionalFilter(ServiceInstance::isEnabled)}); {@code usable BASE NAME} — the instances it offers now;</li>
  *   <li>{@code register BASE NAME ID ADDRESS PORT SSLPORT|- [KEY=VALUE...]} — registerService of a DYNAMIC
  *       (ephemeral) instance whose payload is Spring Cloud Zookeeper's ZookeeperInstance with that metadata;</li>
  *   <li>{@code close} — close everything (the session ends, ZooKeeper deletes its ephemeral nodes) and exit.</li>
@@ -39,6 +42,7 @@ public final class CuratorDiscovery {
     private final CuratorFramework client;
     private final Map<String, ServiceDiscovery<Object>> discoveries = new HashMap<>();
     private final Map<String, ServiceCache<Object>> caches = new HashMap<>();
+    private final Map<String, ServiceProvider<Object>> providers = new HashMap<>();
 
     private CuratorDiscovery(CuratorFramework client) {
         this.client = client;
@@ -87,6 +91,20 @@ public final class CuratorDiscovery {
                 case "cached": {
                     ArrayNode list = Json.MAPPER.createArrayNode();
                     for (ServiceInstance<Object> instance : caches.get(words[1] + "|" + words[2]).getInstances()) {
+                        list.add(describe(instance));
+                    }
+                    return list;
+                }
+                case "provider": {
+                    ServiceProvider<Object> provider = discovery(words[1]).serviceProviderBuilder()
+                            .serviceName(words[2]).additionalFilter(ServiceInstance::isEnabled).build();
+                    provider.start();
+                    providers.put(words[1] + "|" + words[2], provider);
+                    return Json.object().put("providing", words[2]);
+                }
+                case "usable": {
+                    ArrayNode list = Json.MAPPER.createArrayNode();
+                    for (ServiceInstance<Object> instance : providers.get(words[1] + "|" + words[2]).getAllInstances()) {
                         list.add(describe(instance));
                     }
                     return list;
@@ -166,6 +184,14 @@ public final class CuratorDiscovery {
     }
 
     private void close() {
+        for (ServiceProvider<Object> provider : providers.values()) {
+            try {
+                provider.close();
+            } catch (Exception ignored) {
+                // closing anyway
+            }
+        }
+        providers.clear();
         for (ServiceCache<Object> cache : caches.values()) {
             try {
                 cache.close();
