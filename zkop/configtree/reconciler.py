@@ -49,6 +49,7 @@ from zkop.runtime.conditions import condition
 from zkop.runtime.controller import Result
 from zkop.runtime.retry import RetryBoundary
 from zkop.zookeeper.adapter import Listing, Observed, PendingRead, ZooKeeperAdapter, ZooKeeperError, ZooKeeperNoAuth
+from zkop.zookeeper.listings import WatchedListings
 from zkop.zookeeper.replan import with_replans
 
 __all__ = ["DEFAULT_MAX_ZNODES", "TreeDeclarations", "TreeReconciler", "desired_status"]
@@ -157,34 +158,15 @@ class _Listings:
     on_change: Callable[[str], None]
 
     def __post_init__(self) -> None:
-        self._lock = threading.Lock()
-        self._listings: dict[str, Listing | None] = {}
-        self._generation: dict[str, int] = {}
-        self._epoch = 0
+        self._watched = WatchedListings(self.zookeeper, self.on_change)
 
     def forget_all(self) -> None:
         """A new session: every watch is gone."""
-        with self._lock:
-            self._epoch += 1
-            self._listings.clear()
-
-    def _fired(self, path: str) -> None:
-        with self._lock:
-            self._generation[path] = self._generation.get(path, 0) + 1
-            self._listings.pop(path, None)
-        self.on_change(path)
+        self._watched.forget_all()
 
     def listing(self, path: str) -> Listing | None:
         """The watched listing of ``path`` (``None``: absent)."""
-        with self._lock:
-            if path in self._listings:
-                return self._listings[path]
-            generation = (self._epoch, self._generation.get(path, 0))
-        listing = self.zookeeper.list_watched(path, self._fired)
-        with self._lock:
-            if (self._epoch, self._generation.get(path, 0)) == generation:
-                self._listings[path] = listing
-        return listing
+        return self._watched.listing(path)
 
     def below(self, root: str, skip: Callable[[str], bool], limit: int) -> list[str]:
         """Every path strictly below ``root`` but those ``skip`` says (and their subtrees).

@@ -20,6 +20,7 @@ from zkop.kube.client import JSON, MERGE_PATCH, ApiException, KubeClient, resour
 from zkop.kube.events import EventRecorder
 from zkop.runtime import dryrun
 from zkop.runtime.controller import RetryableError
+from zkop.runtime.statuspatch import patch_status
 from zkop.zookeeper.actions import Action, CheckVersion, describe, operation
 from zkop.zookeeper.adapter import ZooKeeperAdapter
 
@@ -85,20 +86,13 @@ class ApiWriter:
         self.set_finalizers(obj, [f for f in obj["metadata"].get("finalizers") or [] if f != FINALIZER])
 
     def patch_status(self, obj: JSON, status: JSON) -> None:
-        """Merge-patch ``/status`` (a tree deleted meanwhile is ignored).
+        """Merge-patch the tree's ``/status`` (deleted meanwhile: ignored;
+        :func:`zkop.runtime.statuspatch.patch_status`).
 
         Raises:
             RetryableError: the API server refused or could not answer.
         """
-        meta = obj["metadata"]
-        try:
-            self.client.request("PATCH", resource_path(GROUP, VERSION, PLURAL, meta["namespace"], meta["name"],
-                                                       "status"), body={"status": status}, content_type=MERGE_PATCH)
-        except ApiException as err:
-            if err.status != 404:
-                raise RetryableError(f"status of {meta['namespace']}/{meta['name']}: {err.status}") from err
-        except (OSError, urllib3.exceptions.HTTPError) as err:
-            raise RetryableError(f"status of {meta['namespace']}/{meta['name']}: {err}") from err
+        patch_status(self.client, GROUP, VERSION, PLURAL, obj, status)
 
     def event(self, obj: JSON, type_: Literal["Normal", "Warning"], reason: str, message: str) -> None:
         """One Event about the tree (queued; the recorder aggregates and rate-limits)."""

@@ -9,7 +9,6 @@ fires by the same exact rule. So a pass after one change reads what changed, not
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -17,6 +16,7 @@ from typing import Any, Protocol
 from zkop.mirror.snapshot import Snapshot, Znode
 from zkop.zookeeper.actions import Observed
 from zkop.zookeeper.adapter import Listing, ZooKeeperNoAuth
+from zkop.zookeeper.listings import WatchedListings
 from zkop.zookeeper.paths import is_within
 
 __all__ = ["NO_LIMITS", "Limits", "ReadOnlyZooKeeper", "Snapshot", "TreeReader", "Znode"]
@@ -58,33 +58,14 @@ class TreeReader:
     def __init__(self, zookeeper: ReadOnlyZooKeeper, on_change: Callable[[str], None]) -> None:
         self.zookeeper = zookeeper
         self.on_change = on_change
-        self._lock = threading.Lock()
-        self._listings: dict[str, Listing | None] = {}
-        self._generations: dict[str, int] = {}
-        self._epoch = 0
+        self._listings = WatchedListings(zookeeper, on_change)
 
     def forget_all(self) -> None:
         """Drop every remembered listing (a new session: every watch is gone)."""
-        with self._lock:
-            self._epoch += 1
-            self._listings.clear()
-
-    def _fired(self, path: str) -> None:
-        with self._lock:
-            self._generations[path] = self._generations.get(path, 0) + 1
-            self._listings.pop(path, None)
-        self.on_change(path)
+        self._listings.forget_all()
 
     def _list(self, path: str) -> Listing | None:
-        with self._lock:
-            if path in self._listings:
-                return self._listings[path]
-            generation = (self._epoch, self._generations.get(path, 0))
-        listing = self.zookeeper.list_watched(path, self._fired)
-        with self._lock:
-            if (self._epoch, self._generations.get(path, 0)) == generation:
-                self._listings[path] = listing
-        return listing
+        return self._listings.listing(path)
 
     def snapshot(self, root: str, *, recursive: bool, exclude: tuple[str, ...] = (),
                  limits: Limits = NO_LIMITS) -> Snapshot:

@@ -22,6 +22,7 @@ from zkop.kube.events import EventRecorder
 from zkop.mirror.decide import Decision
 from zkop.runtime import dryrun
 from zkop.runtime.controller import RetryableError, TerminalError
+from zkop.runtime.statuspatch import patch_status
 
 __all__ = ["DRY_RUN_REASON", "GROUP", "PLURAL", "VERSION", "AlreadyExists", "ApiWriter", "DryRunWriter"]
 
@@ -96,20 +97,13 @@ class ApiWriter:
             raise RetryableError(f"{verb} ConfigMap {namespace}/{name}: {err}") from err
 
     def patch_status(self, mirror: JSON, status: JSON) -> None:
-        """Merge-patch the mirror's ``/status`` (a mirror deleted meanwhile is ignored).
+        """Merge-patch the mirror's ``/status`` (deleted meanwhile: ignored;
+        :func:`zkop.runtime.statuspatch.patch_status`).
 
         Raises:
             RetryableError: the API server refused or could not answer.
         """
-        meta = mirror["metadata"]
-        try:
-            self.client.request("PATCH", resource_path(GROUP, VERSION, PLURAL, meta["namespace"], meta["name"],
-                                                       "status"), body={"status": status}, content_type=MERGE_PATCH)
-        except ApiException as err:
-            if err.status != 404:
-                raise RetryableError(f"status of {meta['namespace']}/{meta['name']}: {err.status}") from err
-        except (OSError, urllib3.exceptions.HTTPError) as err:
-            raise RetryableError(f"status of {meta['namespace']}/{meta['name']}: {err}") from err
+        patch_status(self.client, GROUP, VERSION, PLURAL, mirror, status)
 
     def event(self, mirror: JSON, type_: Literal["Normal", "Warning"], reason: str, message: str) -> None:
         """An Event about the mirror (queued; the recorder deduplicates and rate-limits)."""
