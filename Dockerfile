@@ -21,7 +21,7 @@ RUN pip wheel --wheel-dir /wheels -c constraints.txt .
 # --- runtime: the wheels installed, no build tools, a non-root user --------------------------
 FROM ${PYTHON_IMAGE}
 # VERSION's default is pyproject.toml's version (tests/image/test_release_versions.py checks it).
-ARG VERSION=0.1.0
+ARG VERSION=0.2.0
 ARG REVISION=unknown
 ARG CREATED=unknown
 LABEL org.opencontainers.image.title="zkop" \

@@ -33,6 +33,7 @@ import json
 import os
 import subprocess
 import time
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -42,18 +43,25 @@ import yaml
 from cluster_support import kubectl, pod_of_deployment
 from kazoo.client import KazooClient
 from zkop_testing.controlplane import REPO, ControlPlane, minors_under_test
+from zkop_testing.ensembles import ensemble
 from zkop_testing.flux import GITREPOSITORY, KUSTOMIZATION, Flux, GitServer, condition
-from zkop_testing.helm import CHART, helm
+from zkop_testing.helm import CHART, HelmError, helm
 from zkop_testing.kubectl import venv_kubectl
 from zkop_testing.operator import OperatorProcess
+from zkop_testing.releases import (
+    for_install,
+    newest_release_with,
+    numbered_steps,
+    release_tree,
+    upgrade_steps,
+)
 from zkop_testing.resources import ZKC, conditions, create, get, synced, zkc
+from zkop_testing.services import get_service, register
 from zkop_testing.waiting import EVENTUALLY, wait_for
-from zkop_testing.zookeeper import ZooKeeperServer
+from zkop_testing.zookeeper import ZooKeeperServer, connected_client, find_zookeeper
 
 from zkop.kube.client import ApiException, KubeClient, resource_path
 
-#: The commit that released 0.1.0 (CHANGELOG's [0.1.0]; the repository has no tags).
-PREVIOUS_RELEASE = "e8bfb8859e270cefb7a79bc5acdff4c30c85fce3"
 NAMESPACE = "zkop-system"
 CRD = "zookeeperconfigs.platform.example.com"
 #: Every CRD the install makes; each is kept by helm uninstall and a Flux prune (docs/operations.md, "Uninstall").
@@ -113,7 +121,7 @@ def documented(cluster: ControlPlane, start: str) -> None:
     it continues onto), in bash with the venv's kubectl on PATH and the admin's kubeconfig."""
     text = (REPO / "docs" / "operations.md").read_text(encoding="utf-8")
     section = text[text.index("\n## Uninstall\n"):text.index("\n## Metrics, dashboard and alerts\n")]
-    lines = section.splitlines()
+    lines = [line.strip() for line in section.splitlines()]  # the steps' blocks are indented under their item
     (first,) = [i for i, line in enumerate(lines) if line.startswith(start)]
     command = [lines[first]]
     while command[-1].rstrip().endswith(("|", "\\")):
@@ -175,15 +183,6 @@ def kustomize_overlay(directory: Path, zk_hosts: str, base: Path) -> Path:
     return directory
 
 
-def previous_release(directory: Path) -> Path:
-    """The 0.1.0 release commit's manifests/, examples/ and zkop/ under ``directory``."""
-    directory.mkdir()
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", PREVIOUS_RELEASE, "manifests", "examples", "zkop"],
-                             capture_output=True, check=True, timeout=60).stdout
-    subprocess.run(["tar", "-x", "-C", str(directory)], input=archive, check=True, timeout=60)
-    return directory
-
-
 def start(proc: OperatorProcess) -> OperatorProcess:
     """Start ``proc`` (ready: /readyz answers 200)."""
     return proc.start()
@@ -226,7 +225,7 @@ def test_helm_install_uninstall(cluster: ControlPlane, admin: KubeClient, zk_ser
         kubectl(cluster, "apply", "-f", str(REPO / "examples"))
         converged(admin, zk, zk_base, examples())
         # A value changed in place: the bridge's RBAC comes, the Deployment's args follow.
-        helm(home, "upgrade", "zkop", str(CHART), "--namespace", NAMESPACE, "--reuse-values",
+        helm(home, "upgrade", "zkop", str(CHART), "--namespace", NAMESPACE, "--reset-then-reuse-values",
              "--set", "serviceBridge.enabled=true", kubeconfig=cluster.kubeconfig)
         deployment = admin.request("GET", f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/zkop-controller-manager")
         assert "--service-bridge" in deployment["spec"]["template"]["spec"]["containers"][0]["args"]
@@ -280,15 +279,44 @@ def test_helm_tenancy_policy_is_what_zkop_enforces(cluster: ControlPlane, admin:
                 if o["metadata"]["name"].startswith("zkop-tenancy")]
 
 
-def test_upgrade_from_the_previous_release_keeps_znodes_and_status(cluster: ControlPlane, admin: KubeClient,
-                                                                   zk_server: ZooKeeperServer, zk_base: str,
-                                                                   zk: KazooClient, tmp_path: Path) -> None:
-    old = previous_release(tmp_path / "0.1.0")
+def as_written(cluster: ControlPlane, script: str, cwd: Path, env: dict[str, str] | None = None) -> str:
+    """Run ``script`` as a person would paste it: bash (``-euo pipefail``) in ``cwd``, the venv's kubectl first on
+    PATH, the admin's kubeconfig, ``env`` over that; its stdout (it must exit 0)."""
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], capture_output=True, text=True, timeout=360,
+                          cwd=cwd, env={**os.environ, "KUBECONFIG": str(cluster.kubeconfig),
+                                        "PATH": f"{Path(venv_kubectl()).parent}:{os.environ['PATH']}", **(env or {})},
+                          check=False)
+    if done.returncode != 0:
+        states = kubectl(cluster, "get", "zkc", "-A", "-o",
+                         "jsonpath={range .items[*]}{.metadata.name} {.status}\n{end}")
+        raise AssertionError(f"{script}\n{done.stderr}\n{states}")
+    return done.stdout
+
+
+#: The commands of CHANGELOG's "Upgrading from 0.1.0" that the test cannot run as written, and why.
+NEEDS_A_KUBELET = ("kubectl -n zkop-system rollout status",)
+#: kube-prometheus' ServiceAccount, which the CHANGELOG's metrics step binds.
+PROMETHEUS = ("monitoring", "prometheus-k8s")
+
+
+def test_upgrade_from_the_previous_release_follows_the_changelog(cluster: ControlPlane, admin: KubeClient,
+                                                                 zk_server: ZooKeeperServer, zk_base: str,
+                                                                 zk: KazooClient, tmp_path: Path) -> None:
+    """0.1.0 (docs/release.md's commit) installed with its examples converged, then CHANGELOG.md's "Upgrading from
+    0.1.0" run step by step as written: each ``sh`` block in bash, each action by the test, the rollout (which needs
+    a kubelet) by a new replica started beside the old one; a step the test does not know fails it."""
+    old = release_tree("0.1.0", tmp_path / "0.1.0", ("manifests", "examples", "zkop"))
     hosts = f"{zk_server.hosts}{zk_base}"
-    kubectl(cluster, "apply", "-k", str(kustomize_overlay(tmp_path / "old-overlay", hosts, old / "manifests/default")))
+    work = tmp_path / "work"
+    overlay = kustomize_overlay(work / "my-zkop", hosts, old / "manifests" / "default")
+    kubectl(cluster, "apply", "-k", str(overlay))
     kubectl(cluster, "wait", "--for=condition=Established", f"crd/{CRD}", "--timeout=60s")
     kubectl(cluster, "-n", NAMESPACE, "create", "secret", "generic", "zkop-zookeeper-auth",
             f"--from-literal=credentials={OPS_CREDENTIALS}")
+    # The cluster's Prometheus, and a ServiceAccount the upgrade grants nothing.
+    kubectl(cluster, "create", "namespace", PROMETHEUS[0])
+    for account in (PROMETHEUS[1], "other"):
+        kubectl(cluster, "-n", PROMETHEUS[0], "create", "serviceaccount", account)
     previous = start(pod_of_deployment(cluster, tmp_path / "old-pod", pod="zkop-controller-manager-old",
                                        python_path=old))
     new: OperatorProcess | None = None
@@ -303,55 +331,97 @@ def test_upgrade_from_the_previous_release_keeps_znodes_and_status(cluster: Cont
         legacy = {"apiVersion": "platform.example.com/v1alpha1", "kind": "ZooKeeperConfig",
                   "metadata": {"name": "legacy-acl", "namespace": "default"},
                   "spec": {"path": "/app/legacy", "stringData": "x", "deletionPolicy": "Orphan",
-                           "acl": [{"scheme": "world", "id": "anyone", "permissions": ["read"]}] * 257}}
+                           "acl": [{"scheme": "world", "id": "anyone",
+                                    "permissions": ["read", "write", "create", "delete", "admin"]}] * 257}}
         kubectl(cluster, "apply", "-f", "-", input=yaml.safe_dump(legacy))
         before: dict[str, tuple[Any, dict[str, Any]]] = {}
         for o in configs(objects):
             stored = get(admin, o["metadata"]["name"])
             assert stored is not None
             before[o["metadata"]["name"]] = (zk.exists(zk_base + o["spec"]["path"]), stored)
-
-        # The upgrade as CHANGELOG's [Unreleased] says it: apply the new install over the old one. Its notes ask
-        # nothing more of an install without Prometheus (--kube-api-qps: the default pace is kept).
-        kubectl(cluster, "apply", "-k", str(kustomize_overlay(tmp_path / "new-overlay", hosts,
-                                                              REPO / "manifests" / "default")))
-        crd = admin.request("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD}")
-        assert any("x-kubernetes-validations" in str(v["schema"]) for v in crd["spec"]["versions"])
-        assert {c["type"]: c["status"] for c in crd["status"]["conditions"]}["Established"] == "True"
-        for name, (_, obj) in before.items():  # stored objects read back under the new schema, unchanged
-            assert get(admin, name)["spec"] == obj["spec"]  # type: ignore[index]
-        # CRD validation ratcheting: the stored object beyond the new bound may still be changed where it is
-        # not beyond it (a label), while a new object like it is refused.
-        kubectl(cluster, "label", "zkc", "legacy-acl", "team=payments")
-        like_it = {**legacy, "metadata": {"name": "new-acl", "namespace": "default"}}
-        refused = subprocess.run([venv_kubectl(), "--kubeconfig", str(cluster.kubeconfig), "create", "-f", "-"],
-                                 input=yaml.safe_dump(like_it), capture_output=True, text=True, timeout=60, check=False)
-        assert refused.returncode != 0 and "spec.acl: Too many: 257: must have at most 256 items" in refused.stderr, \
-            refused.stderr
-
-        # A rolling update: the new replica starts as a standby, the old one ends and hands the Lease over.
-        new = start(pod_of_deployment(cluster, tmp_path / "new-pod", pod="zkop-controller-manager-new"))
         lease_path = f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases/zkop-leader"
-        old_holder = admin.request("GET", lease_path)["spec"]["holderIdentity"]
-        assert old_holder
-        handed = time.monotonic()
-        stopped(previous)
-        wait_for(lambda: admin.request("GET", lease_path)["spec"].get("holderIdentity") not in (None, "", old_holder),
-                 timeout=15, interval=0.1, message="the new replica leads within a Lease duration")
-        print(f"Lease handed over in {time.monotonic() - handed:.2f} s")
 
-        for name, (stat, obj) in before.items():
-            after: dict[str, Any] = wait_for(
-                lambda n=name: (o if (o := synced(admin, n)) and "znodeVersion" in o["status"] else None),  # type: ignore[misc]
-                timeout=EVENTUALLY, message=f"{name} re-observed by the new zkop")
-            znode = zk.exists(zk_base + obj["spec"]["path"])
-            assert (znode.mzxid, znode.version) == (stat.mzxid, stat.version), f"{name}: znode rewritten"
-            assert after["status"]["znodeVersion"] == stat.version
-            # That one status write stamps lastSyncedTime; conditions (with their lastTransitionTime) stay.
-            written = ("znodeVersion", "lastSyncedTime")
-            kept = {k: v for k, v in after["status"].items() if k not in written}
-            assert kept == {k: v for k, v in obj["status"].items() if k not in written}, f"{name}: status changed"
-            assert after["status"]["lastSyncedTime"] >= obj["status"]["lastSyncedTime"]
+        def apply_the_release() -> None:
+            """Step 5's action: the checkout at the release (this tree) and its tag in the overlay."""
+            kustomize_overlay(overlay, hosts, REPO / "manifests" / "default")
+
+        def new_crd_accepted() -> None:
+            crd = admin.request("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD}")
+            assert any("x-kubernetes-validations" in str(v["schema"]) for v in crd["spec"]["versions"])
+            assert {c["type"]: c["status"] for c in crd["status"]["conditions"]}["Established"] == "True"
+            for name, (_, obj) in before.items():  # stored objects read back under the new schema, unchanged
+                assert get(admin, name)["spec"] == obj["spec"]  # type: ignore[index]
+            # CRD validation ratcheting: the stored object beyond the new bound may still be changed where it is
+            # not beyond it (a label), while a new object like it is refused.
+            kubectl(cluster, "label", "zkc", "legacy-acl", "team=payments")
+            like_it = {**legacy, "metadata": {"name": "new-acl", "namespace": "default"}}
+            refused = subprocess.run([venv_kubectl(), "--kubeconfig", str(cluster.kubeconfig), "create", "-f", "-"],
+                                     input=yaml.safe_dump(like_it), capture_output=True, text=True, timeout=60,
+                                     check=False)
+            assert refused.returncode != 0 and "spec.acl: Too many: 257: must have at most 256 items" in \
+                refused.stderr, refused.stderr
+
+        def rolling_update() -> None:
+            """Step 6 without a kubelet: the new replica starts as a standby, the old one ends and hands the Lease
+            over within a Lease duration (15 s), as the CHANGELOG says."""
+            nonlocal new
+            new = start(pod_of_deployment(cluster, tmp_path / "new-pod", pod="zkop-controller-manager-new"))
+            old_holder = admin.request("GET", lease_path)["spec"]["holderIdentity"]
+            assert old_holder
+            handed = time.monotonic()
+            stopped(previous)
+            wait_for(lambda: admin.request("GET", lease_path)["spec"].get("holderIdentity") not in
+                     (None, "", old_holder), timeout=15, interval=0.1,
+                     message="the new replica leads within a Lease duration")
+            print(f"Lease handed over in {time.monotonic() - handed:.2f} s")
+            # Step 4 made the difference: Prometheus' token may read the new, secure /metrics, another may not.
+            assert new.secure_metrics
+            for account, status in ((PROMETHEUS[1], 200), ("other", 403)):
+                token = kubectl(cluster, "-n", PROMETHEUS[0], "create", "token", account).strip()
+                assert new.scrape(token)[0] == status, account
+
+        def nothing_rewritten() -> None:
+            for name, (stat, obj) in before.items():
+                after: dict[str, Any] = wait_for(
+                    lambda n=name: (o if (o := synced(admin, n)) and "znodeVersion" in o["status"] else None),  # type: ignore[misc]
+                    timeout=EVENTUALLY, message=f"{name} re-observed by the new zkop")
+                znode = zk.exists(zk_base + obj["spec"]["path"])
+                assert (znode.mzxid, znode.version) == (stat.mzxid, stat.version), f"{name}: znode rewritten"
+                assert after["status"]["znodeVersion"] == stat.version
+                # That one status write stamps lastSyncedTime; conditions (with their lastTransitionTime) stay.
+                written = ("znodeVersion", "lastSyncedTime")
+                kept = {k: v for k, v in after["status"].items() if k not in written}
+                assert kept == {k: v for k, v in obj["status"].items() if k not in written}, f"{name}: status changed"
+                assert after["status"]["lastSyncedTime"] >= obj["status"]["lastSyncedTime"]
+
+        # Each step's title → (what the test does before its commands, what it checks after them).
+        def nothing_listed(out: str) -> None:
+            assert out == "", out  # none of this installation's objects needs moving or an ACL
+
+        known: dict[str, tuple[Any, Any]] = {
+            "Move ZooKeeperConfigs off the paths 0.2.0 reserves": (None, nothing_listed),
+            "Give every other reader of a Secret's value an identity": (None, nothing_listed),
+            "Change scripts that call `zkop export -o DIR` or `--output-dir DIR`": (None, None),  # no scripts here
+            "Let Prometheus scrape the now-secure `/metrics`": (None, None),  # checked once the new replica runs
+            "Apply 0.2.0": (apply_the_release, lambda _out: new_crd_accepted()),
+            "Wait for the rolling update": (None, None),
+            "Check every ZooKeeperConfig is still Ready": (None, lambda _out: nothing_rewritten()),
+        }
+        steps = upgrade_steps("0.1.0")
+        assert [s.title for s in steps] == list(known), "CHANGELOG's steps changed: teach the test the new ones"
+        for step in steps:
+            action, check = known[step.title]
+            if action is not None:
+                action()
+            out = ""
+            for command in step.commands:
+                if command.startswith(NEEDS_A_KUBELET):
+                    rolling_update()
+                else:
+                    out += as_written(cluster, command, work)
+            if check is not None:
+                check(out)
+        assert new is not None, "the steps never rolled the Deployment"
         delete_examples_while_zkop_runs(cluster, admin, zk, zk_base, old)
     finally:
         stopped(previous)
@@ -499,3 +569,209 @@ def test_flux_prune_of_the_install_first_leaves_the_objects_in_place(cluster: Co
             stopped(again)
     kubectl(cluster, "delete", "-k", str(overlay), "--wait=true", "--timeout=120s")
     nothing_of_zkop_left(admin)
+
+
+def zkcli_on_path(directory: Path) -> Path:
+    """A directory holding ``zkCli.sh``: ZooKeeper's own CLI (``org.apache.zookeeper.ZooKeeperMain``) from the
+    suite's ZooKeeper release, as its distribution's ``bin/zkCli.sh`` runs it."""
+    installation = find_zookeeper()
+    directory.mkdir()
+    script = directory / "zkCli.sh"
+    script.write_text(f"#!/bin/sh\nexec {installation.java} -cp '{':'.join(installation.classpath)}' "
+                      "org.apache.zookeeper.ZooKeeperMain \"$@\"\n", encoding="utf-8")
+    script.chmod(0o755)
+    return directory
+
+
+def test_uninstall_everything_as_documented(cluster: ControlPlane, admin: KubeClient, zk_server: ZooKeeperServer,
+                                            zk_base: str, zk: KazooClient, second_ensemble: tuple[KazooClient, str],
+                                            tmp_path: Path) -> None:
+    """Every component enabled (ZooKeeperConfigs on two ensembles, ZooKeeperMirrors, the service bridge, the
+    importer, a tenancy policy), then docs/operations.md's "Uninstall" steps run as written (read from the doc, the
+    kustomize blocks): nothing of zkop left, nothing terminating, each znode as its deletionPolicy says, the kept
+    mirror's ConfigMap kept (unowned) and the other's deleted, the bridge's records and claims gone, the imported
+    Service and its EndpointSlices gone."""
+    team, team_hosts = second_ensemble
+    hosts = f"{zk_server.hosts}{zk_base}"
+    work = tmp_path / "work"
+    overlay = kustomize_overlay(work / "my-zkop", hosts, REPO / "manifests" / "default")
+    kustomization = yaml.safe_load((overlay / "kustomization.yaml").read_text(encoding="utf-8"))
+    kustomization["components"] = [os.path.relpath(REPO / "manifests" / "components" / c, overlay) for c in
+                                   ("service-bridge", "service-import", "zookeeper-mirror", "zookeeper-ensembles",
+                                    "tenancy")]
+    policy = {"tenancy": {"rules": [{"namespaces": ["default"], "pathPrefixes": ["/app", "/legacy"]}]}}
+    (overlay / "policy.yaml").write_text(yaml.safe_dump(policy), encoding="utf-8")
+    kustomization["configMapGenerator"] = [{"name": "zkop-tenancy-policy", "namespace": NAMESPACE,
+                                           "files": ["policy.yaml"], "options": {"disableNameSuffixHash": True}}]
+    (overlay / "kustomization.yaml").write_text(yaml.safe_dump(kustomization), encoding="utf-8")
+    kubectl(cluster, "apply", "-k", str(overlay))
+    for crd in CRDS:
+        kubectl(cluster, "wait", "--for=condition=Established", f"crd/{crd}", "--timeout=60s")
+
+    with connected_client(hosts) as chrooted:  # what legacy applications and people wrote in ZooKeeper
+        for key, value in (("orders/db/url", b"jdbc:postgresql://db:5432/orders"), ("scratch/x", b"1")):
+            chrooted.create(f"/legacy/{key}", value, makepath=True)
+        register(chrooted, "legacy-api", "i1", "192.0.2.10", ephemeral=False)
+    zkop = start(pod_of_deployment(cluster, tmp_path / "pod"))
+    try:
+        assert {"--service-bridge", "--import-services", "--zookeeper-mirrors", "--zookeeper-ensembles"} <= \
+            set(zkop.args) and any(a.startswith("--tenancy-policy-file=") for a in zkop.args)
+        kubectl(cluster, "apply", "-f", "-", input=yaml.safe_dump(ensemble("team", team_hosts, chroot="/team")))
+        objects = {"on-default": ("default", None), "kept-on-default": ("Orphan", None),
+                   "on-team": ("default", "team"), "kept-on-team": ("Orphan", "team")}
+        for name, (policy_name, ensemble_name) in objects.items():
+            spec: dict[str, Any] = {"stringData": name}
+            if policy_name == "Orphan":
+                spec["deletionPolicy"] = "Orphan"
+            if ensemble_name:
+                spec["ensembleRef"] = {"name": ensemble_name}
+            create(admin, zkc(name, f"/app/{name}", **spec))
+        (orders,) = [d for d in yaml.safe_load_all((REPO / "examples/workload-config/mirror.yaml").read_text(
+            encoding="utf-8")) if d and d["kind"] == "ZooKeeperMirror"]
+        scratch = {**orders, "metadata": {"name": "scratch", "namespace": "default"},
+                   "spec": {"path": "/legacy/scratch", "recursive": True, "configMap": "scratch-config"}}
+        for mirror in (orders, scratch):
+            kubectl(cluster, "apply", "-f", "-", input=yaml.safe_dump(mirror))
+        admin.request("POST", "/api/v1/namespaces/default/services",
+                      body={"metadata": {"name": "web"}, "spec": {"ports": [{"port": 80}]}})
+
+        for name in objects:
+            wait_for(lambda n=name: synced(admin, n), message=f"{name} Synced")  # type: ignore[misc]
+        for config_map in ("orders-config", "scratch-config"):
+            wait_for(lambda c=config_map: (configmap(admin, c) or {}).get("data"),  # type: ignore[misc]
+                     message=f"{config_map} mirrored")
+        record, claim = "/kubernetes/services/default-web", "/zkop/owners/kubernetes/services/default-web"
+        wait_for(lambda: zk.exists(zk_base + record) and zk.exists(zk_base + claim), message="web published")
+        wait_for(lambda: get_service(admin, "legacy-api", "default"), message="legacy-api imported")
+        wait_for(lambda: slices(admin, "legacy-api"), message="legacy-api's EndpointSlices")
+
+        steps = numbered_steps(REPO / "docs" / "operations.md", "## Uninstall")
+        env = {"ZOOKEEPER_HOSTS": hosts,
+               "PATH": f"{zkcli_on_path(tmp_path / 'zk-bin')}:{Path(venv_kubectl()).parent}:{os.environ['PATH']}"}
+        known = ["Keep the ConfigMaps of the ZooKeeperMirrors that workloads still mount",
+                 "Delete zkop's objects while zkop runs", "Remove zkop", "Delete the Services the importer made",
+                 "Delete the service bridge's records and their claims from ZooKeeper", "Check nothing is left"]
+        assert [s.title for s in steps] == known, "the documented uninstall changed: teach the test the new steps"
+        out = ""
+        for step in steps:
+            if step.title == "Remove zkop":
+                stopped(zkop)  # its Pods end with the Deployment
+            for command in for_install(step.commands, "kustomize"):
+                out = as_written(cluster, command, work, env=env)
+            if step.title.startswith("Delete zkop's objects"):  # each znode as its deletionPolicy says
+                for name, (policy_name, ensemble_name) in objects.items():
+                    on = team if ensemble_name else zk
+                    path = f"/team/app/{name}" if ensemble_name else f"{zk_base}/app/{name}"
+                    assert (on.exists(path) is not None) == (policy_name == "Orphan"), name
+        assert out == "", out  # the last step's check printed nothing
+    finally:
+        stopped(zkop)
+
+    wait_for(lambda: namespace_gone(admin), message="zkop-system deleted")
+    nothing_of_zkop_left(admin)
+    assert not [n["metadata"]["name"] for n in admin.request("GET", "/api/v1/namespaces")["items"]
+                if n["metadata"].get("deletionTimestamp")], "a namespace is stuck terminating"
+    kept = configmap(admin, "orders-config")
+    assert kept is not None and not kept["metadata"].get("ownerReferences")
+    assert kept["data"] == {"db.url": "jdbc:postgresql://db:5432/orders"}
+    wait_for(lambda: configmap(admin, "scratch-config") is None, message="the deleted mirror's ConfigMap collected")
+    assert zk.exists(zk_base + "/kubernetes/services") is None
+    assert zk.exists(zk_base + "/zkop/owners/kubernetes/services") is None
+    assert get_service(admin, "legacy-api", "default") is None
+    wait_for(lambda: not slices(admin, "legacy-api"), message="the imported Service's EndpointSlices collected")
+    assert zk.exists(zk_base + "/services/legacy-api/i1") is not None  # what the legacy application registered
+
+
+def configmap(kube: KubeClient, name: str, namespace: str = "default") -> dict[str, Any] | None:
+    """The ConfigMap, ``None`` if absent."""
+    try:
+        return kube.request("GET", f"/api/v1/namespaces/{namespace}/configmaps/{name}")
+    except ApiException as err:
+        if err.status == 404:
+            return None
+        raise
+
+
+def slices(kube: KubeClient, service: str, namespace: str = "default") -> list[dict[str, Any]]:
+    """The EndpointSlices of ``namespace/service``."""
+    return list(kube.request("GET", f"/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices",
+                             query={"labelSelector": f"kubernetes.io/service-name={service}"})["items"])
+
+
+def test_helm_upgrade_from_the_newest_release_with_a_chart_and_rollback(
+        cluster: ControlPlane, admin: KubeClient, zk_server: ZooKeeperServer, zk_base: str, zk: KazooClient,
+        tmp_path: Path) -> None:
+    """The chart of the newest release that had one (docs/release.md's table: its commit's tree, or this tree's while
+    it is pending) installed with the values in a file, then upgraded to this tree's chart the documented way
+    (``--reset-then-reuse-values``; a renamed value fails loudly and changes nothing), then rolled back with
+    ``helm rollback`` with an object made after the upgrade in place: no znode rewritten, every object Ready."""
+    previous = newest_release_with("charts/zkop")
+    assert previous is not None, "docs/release.md names no release with a chart"
+    old = release_tree(previous.version, tmp_path / previous.version, ("charts", "manifests", "zkop"))
+    home, work = tmp_path / "helm", tmp_path / "work"
+    work.mkdir()
+    values = work / "zkop-values.yaml"
+    values.write_text(yaml.safe_dump({"zookeeper": {"hosts": f"{zk_server.hosts}{zk_base}",
+                                                    "auth": {"credentials": OPS_CREDENTIALS}}}), encoding="utf-8")
+    helm(home, "install", "zkop", str(old / "charts" / "zkop"), "-n", NAMESPACE, "--create-namespace",
+         "-f", str(values), kubeconfig=cluster.kubeconfig)
+    kubectl(cluster, "wait", "--for=condition=Established", f"crd/{CRD}", "--timeout=60s")
+    running = start(pod_of_deployment(cluster, tmp_path / "pod-1", pod="zkop-1", python_path=old))
+    try:
+        objects = examples()
+        kubectl(cluster, "apply", "-f", str(REPO / "examples"))
+        converged(admin, zk, zk_base, objects)
+
+        def snapshot() -> dict[str, tuple[tuple[int, int], dict[str, Any]]]:
+            found = {}
+            for o in [*configs(objects), zkc("after-upgrade", "/app/after-upgrade")]:
+                name = o["metadata"]["name"]
+                stored = get(admin, name)
+                if stored is not None:
+                    stat = zk.exists(zk_base + o["spec"]["path"])
+                    found[name] = ((stat.mzxid, stat.version), conditions(stored))
+            return found
+
+        def roll(to: Path | None, pod: str) -> None:
+            """The Deployment's rolling update: a replica of ``to``'s zkop (``None``: this tree's) takes over."""
+            nonlocal running
+            new = start(pod_of_deployment(cluster, tmp_path / pod, pod=pod, python_path=to))
+            stopped(running)
+            running = new
+
+        def revisions() -> int:
+            return len(json.loads(helm(home, "history", "zkop", "-n", NAMESPACE, "-o", "json",
+                                       kubeconfig=cluster.kubeconfig)))
+
+        before = snapshot()
+        with pytest.raises(HelmError) as refused:  # a renamed value fails the upgrade, naming it
+            helm(home, "upgrade", "zkop", str(CHART), "-n", NAMESPACE, "--reset-then-reuse-values",
+                 "--set", "serviceBridge.enable=true", kubeconfig=cluster.kubeconfig)
+        assert "additional properties 'enable' not allowed" in str(refused.value)
+        assert revisions() == 1
+        helm(home, "upgrade", "zkop", str(CHART), "-n", NAMESPACE, "--reset-then-reuse-values",
+             kubeconfig=cluster.kubeconfig)
+        assert revisions() == 2
+        deployment = admin.request("GET", f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/zkop-controller-manager")
+        assert deployment["spec"]["template"]["spec"]["containers"][0]["image"].endswith(":" + zkop_version())
+        roll(None, "zkop-2")
+        wait_for(lambda: snapshot() == before, timeout=EVENTUALLY, message="nothing rewritten by the upgrade")
+        create(admin, zkc("after-upgrade", "/app/after-upgrade", b"new"))
+        wait_for(lambda: synced(admin, "after-upgrade"), message="an object made after the upgrade Synced")
+        with_new = snapshot()
+
+        helm(home, "rollback", "zkop", "1", "-n", NAMESPACE, kubeconfig=cluster.kubeconfig)  # no --wait: no kubelet
+        assert revisions() == 3
+        roll(old, "zkop-3")
+        for name in with_new:
+            wait_for(lambda n=name: synced(admin, n), message=f"{name} Synced after the rollback")  # type: ignore[misc]
+        assert snapshot() == with_new, "the rollback rewrote a znode or changed a status"
+        documented(cluster, "kubectl delete zookeeperconfigs --all --all-namespaces")
+    finally:
+        stopped(running)
+    helm(home, "uninstall", "zkop", "-n", NAMESPACE, "--wait", kubeconfig=cluster.kubeconfig)
+
+
+def zkop_version() -> str:
+    """This tree's version (``pyproject.toml``)."""
+    return str(tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"])

@@ -8,6 +8,7 @@ image with it (docs/release.md).
 
 from __future__ import annotations
 
+import itertools
 import re
 import shutil
 import subprocess
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from zkop_testing.releases import releases, upgrade_steps
 from zkop_testing.zookeeper_lines import LINES, default_line
 
 import zkop
@@ -82,7 +84,45 @@ def test_changelog_keeps_a_changelog_with_this_version() -> None:
     for version in ("Unreleased", *released):
         assert re.search(rf"^\[{re.escape(version)}\]: https://", text, re.MULTILINE), f"no link for {version}"
     for kind in re.findall(r"^### (.+)$", text, re.MULTILINE):
-        assert kind in ("Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"), kind
+        assert kind in ("Added", "Changed", "Deprecated", "Removed", "Fixed", "Security") or \
+            re.fullmatch(r"Upgrading from \d+\.\d+\.\d+", kind), kind
+
+
+def test_every_release_is_in_the_releases_table_with_its_commit() -> None:
+    """docs/release.md's table names every CHANGELOG release, newest first, with the commit git knows (a clean clone
+    may have no tags) or ``pending`` for the release being merged; only the newest may be pending."""
+    text = (REPO / "CHANGELOG.md").read_text()
+    released = re.findall(r"^## \[(\d[^\]]*)\] - (\d{4}-\d{2}-\d{2})$", text, re.MULTILINE)
+    table = releases()
+    assert [(r.version, r.date) for r in table] == released
+    assert table[0].version == zkop_version_in_pyproject()
+    assert all(r.commit is not None for r in table[1:]), "only the newest release may be pending"
+    for row in table:
+        if row.commit is not None:
+            kind = subprocess.run(["git", "-C", str(REPO), "cat-file", "-t", row.commit], capture_output=True,
+                                  text=True, timeout=30, check=False).stdout.strip()
+            assert kind == "commit", f"{row.version}: {row.commit} is not a commit of this repository"
+            pyproject = subprocess.run(["git", "-C", str(REPO), "show", f"{row.commit}:pyproject.toml"],
+                                       capture_output=True, text=True, timeout=30, check=True).stdout
+            assert tomllib.loads(pyproject)["project"]["version"] == row.version, row
+
+
+def test_each_release_after_the_first_says_how_to_upgrade_from_the_one_before() -> None:
+    """Each release section after the first has "Upgrading from <the release before>" as numbered steps that
+    ``zkop_testing.releases.upgrade_steps`` reads (a bold title each; commands in ``sh`` blocks)."""
+    table = releases()
+    for newer, older in itertools.pairwise(table):
+        text = (REPO / "CHANGELOG.md").read_text()
+        section = text[text.index(f"## [{newer.version}]"):text.index(f"## [{older.version}]")]
+        assert f"\n### Upgrading from {older.version}\n" in section, newer.version
+        steps = upgrade_steps(older.version)
+        assert steps and any(step.commands for step in steps)
+        assert any("kubectl apply -k" in command for step in steps for command in step.commands)
+
+
+def zkop_version_in_pyproject() -> str:
+    """``pyproject.toml``'s version."""
+    return str(tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"])
 
 
 def test_license_is_the_apache_license_pyproject_names() -> None:
