@@ -32,6 +32,16 @@ def test_create_makes_parents_and_is_idempotent(adapter: ZooKeeperAdapter, zk: K
         adapter.execute([CreateNode("/a/b/c", b"other")])
 
 
+def test_a_multi_creating_a_node_and_its_descendants_is_one_transaction(adapter: ZooKeeperAdapter,
+                                                                         zk: KazooClient, zk_base: str) -> None:
+    # /t/config is declared with data and so is /t/config/db/url below it (a tree's children): /t/config/db,
+    # implied, is created inside the same multi, never beforehand (which would fail or write outside it).
+    adapter.execute([CreateNode("/t/config", b"interior"), CreateNode("/t/config/db/url", b"jdbc")], atomic=True)
+    stats = [zk.get(zk_base + p)[1] for p in ("/t/config", "/t/config/db", "/t/config/db/url")]
+    assert len({s.czxid for s in stats}) == 1
+    assert [zk.get(zk_base + p)[0] for p in ("/t/config", "/t/config/db")] == [b"interior", b""]
+
+
 def test_set_is_compare_and_set(adapter: ZooKeeperAdapter, zk: KazooClient, zk_base: str) -> None:
     adapter.execute([CreateNode("/n", b"v1")])
     observed = adapter.read("/n")

@@ -39,20 +39,22 @@ from zkop.cmd.flags import (
 )
 from zkop.cmd.main import add_zookeeper_flags, connection_options
 from zkop.gitops.diff import ZnodeDiff, diff_object, diff_prune, skipped
-from zkop.gitops.export import SECRET_KEY, ExportConflict, plan_export, write_export
+from zkop.gitops.export import SECRET_KEY, Export, ExportConflict, plan_export, write_export
 from zkop.gitops.manifests import ManifestSourceError, load_manifests
 from zkop.gitops.names import is_dns1123_label
 from zkop.gitops.progress import Progress
 from zkop.gitops.prune import PruneRefused, check_prune_roots, plan_prune
-from zkop.gitops.schema import SchemaChecker, load_crd_schema
+from zkop.gitops.schema import SchemaChecker, load_crd_schema, load_tree_crd_schema
 from zkop.gitops.sync import SyncResult, prune_znodes, sync_objects
 from zkop.gitops.tree import NodeNotFound, PathFilter, ZNode, is_sequential_name, read_nodes, walk
-from zkop.gitops.validate import CheckedObject, Validation, validate_manifests
+from zkop.gitops.tree_export import plan_tree_export
+from zkop.gitops.trees import diff_tree, plan_tree, sync_trees
+from zkop.gitops.validate import CheckedObject, CheckedTree, Validation, validate_manifests
 from zkop.ownership.registry import DEFAULT_REGISTRY_ROOT
 from zkop.zkconfig.spec import DEFAULT_MAX_DATA_BYTES
 from zkop.zookeeper.acls import expand_auth
 from zkop.zookeeper.adapter import ZooKeeperAdapter, ZooKeeperError
-from zkop.zookeeper.paths import RESERVED_ROOT, InvalidPath, validate_path
+from zkop.zookeeper.paths import RESERVED_ROOT, InvalidPath, is_within, validate_path
 
 __all__ = ["EXIT_ERROR", "EXIT_OK", "EXIT_PROBLEMS", "add_commands"]
 
@@ -112,7 +114,10 @@ def add_commands(sub: Any) -> None:
                     "non-open ACL, in a directory mirroring the tree, plus a kustomization.yaml. Ephemeral "
                     "and sequential znodes are skipped. Exit 0 ok, 1 some znodes not exported, 2 error.")
     add_zookeeper_flags(export, writes=False)
-    export.add_argument("--path", default="/", metavar="PATH", help="subtree to export (default /)")
+    export.add_argument("--path", default=None, metavar="PATH", help="subtree to export (default /)")
+    export.add_argument("--tree", action="append", default=[], metavar="PATH",
+                        help="export this subtree as one ZooKeeperConfigTree (inline entries reproducing every "
+                             "byte) instead of one ZooKeeperConfig per znode; repeatable, not with --path")
     export.add_argument("-d", "--dir", required=True, metavar="DIRECTORY", help="directory to write into")
     export.add_argument("--namespace", default=None, metavar="NAMESPACE",
                         help="metadata.namespace of every object (default: none)")
@@ -237,11 +242,19 @@ def _path_filter(args: argparse.Namespace) -> PathFilter:
     return PathFilter(args.exclude, reserved=(RESERVED_ROOT, args.registry_root))
 
 
+def _declared(objects: Sequence[CheckedObject], trees: Sequence[CheckedTree]) -> set[str]:
+    """Every path the input declares: each ZooKeeperConfig's, each tree's root and children."""
+    return ({c.path for c in objects} | {t.path for t in trees}
+            | {child.path for t in trees for child in t.children or ()})
+
+
 def _prune_candidates(args: argparse.Namespace, adapter: ZooKeeperAdapter,
-                      objects: Sequence[CheckedObject]) -> list[ZNode]:
-    """Walk each prune root and apply :func:`plan_prune`; deepest first over all roots."""
+                      objects: Sequence[CheckedObject], trees: Sequence[CheckedTree] = ()) -> list[ZNode]:
+    """Walk each prune root and apply :func:`plan_prune`; deepest first over all roots. Nothing below the root
+    of a tree whose children are unknown offline (a Secret source) is a candidate."""
     path_filter = _path_filter(args)
-    declared = {c.path for c in objects}
+    declared = _declared(objects, trees)
+    unknown = [t.path for t in trees if t.children is None]
     candidates: dict[str, ZNode] = {}
     with Progress("reading znodes") as progress:
         for root in args.prune_root:
@@ -253,17 +266,19 @@ def _prune_candidates(args: argparse.Namespace, adapter: ZooKeeperAdapter,
             except NodeNotFound:
                 continue
             for node in plan_prune(tree, declared):
-                candidates.setdefault(node.path, node)
+                if not any(is_within(node.path, root) for root in unknown):
+                    candidates.setdefault(node.path, node)
     return sorted(candidates.values(), key=lambda n: (-n.path.count("/"), n.path))
 
 
-def _check_prune_args(args: argparse.Namespace, objects: Sequence[CheckedObject]) -> None:
+def _check_prune_args(args: argparse.Namespace, objects: Sequence[CheckedObject],
+                      trees: Sequence[CheckedTree] = ()) -> None:
     if args.prune_root and not args.prune:
         raise CommandError("--prune-root needs --prune")
     if args.prune:
         if not args.prune_root:
             raise CommandError("--prune needs at least one --prune-root PATH (the subtrees it may delete from)")
-        check_prune_roots(args.prune_root, (c.path for c in objects), _path_filter(args))
+        check_prune_roots(args.prune_root, _declared(objects, trees), _path_filter(args))
 
 
 # --- commands --------------------------------------------------------------------------------
@@ -271,7 +286,11 @@ def _check_prune_args(args: argparse.Namespace, objects: Sequence[CheckedObject]
 
 def _run_export(args: argparse.Namespace) -> int:
     """``zkop export``. JSON: ``{"command", "root", "directory", "exported": [{"path", "name", "file"}],
-    "withheld": [{"path", "secret", "key"}], "skipped": [{"path", "reason"}], "problems": [{"path", "reason"}]}``."""
+    "withheld": [{"path", "secret", "key"}], "skipped": [{"path", "reason"}], "problems": [{"path", "reason"}]}``;
+    with ``--tree`` ``root`` is the list of tree roots and ``exported`` has one item per tree."""
+    if args.tree:
+        return _run_export_trees(args)
+    args.path = args.path or "/"
     if args.path != "/":
         try:
             validate_path(args.path)
@@ -315,6 +334,64 @@ def _run_export(args: argparse.Namespace) -> int:
     return EXIT_PROBLEMS if problems else EXIT_OK
 
 
+def _run_export_trees(args: argparse.Namespace) -> int:
+    """``zkop export --tree PATH...``: one ZooKeeperConfigTree per subtree (:mod:`zkop.gitops.tree_export`)."""
+    if args.path is not None:
+        raise CommandError("--tree and --path cannot be combined: export the trees and the other znodes separately")
+    if args.include_empty:
+        raise CommandError("--include-empty does not apply to --tree: an empty interior znode is implied")
+    if args.namespace is not None and not is_dns1123_label(args.namespace):
+        raise CommandError(f"--namespace {args.namespace!r} is not a DNS-1123 label")
+    path_filter = _path_filter(args)
+    for root in args.tree:
+        try:
+            validate_path(root)
+        except InvalidPath as err:
+            raise CommandError(f"--tree {root}: {err}") from None
+        if root == "/":
+            raise CommandError("--tree /: the root znode cannot be a tree's root")
+        if path_filter.reserved_path(root):
+            raise CommandError(f"--tree {root} lies in a reserved subtree ({', '.join(path_filter.reserved)})")
+    for a in args.tree:
+        for b in args.tree:
+            if a != b and is_within(b, a):
+                raise CommandError(f"--tree {b} lies inside --tree {a}: one znode, one object")
+    try:
+        checker = SchemaChecker(load_tree_crd_schema())
+    except FileNotFoundError as err:
+        raise CommandError(str(err)) from None
+    export = Export(",".join(args.tree))
+    with _session(args) as adapter, Progress("reading znodes") as progress:
+        for root in args.tree:
+            try:
+                walked = walk(adapter, root, skip=path_filter.excluded,
+                              descend=lambda n: not is_sequential_name(n.name), on_node=progress.advance)
+            except NodeNotFound as err:
+                raise CommandError(str(err)) from None
+            one = plan_tree_export(walked, checker, namespace=args.namespace)
+            export.znodes.extend(one.znodes)
+            export.notes.extend(one.notes)
+    directory = Path(args.dir)
+    write_export(export, directory, force=args.force)
+    problems = export.problems
+    if args.output != "text":
+        _emit(args, {
+            "command": "export", "root": list(args.tree), "directory": str(directory),
+            "exported": [{"path": z.path, "name": z.name, "file": str(z.file)} for z in export.znodes],
+            "withheld": [],
+            "skipped": [{"path": n.path, "reason": n.reason} for n in export.notes if not n.problem],
+            "problems": [{"path": n.path, "reason": n.reason} for n in problems],
+        })
+    else:
+        for note in export.notes:
+            _note(f"{'error' if note.problem else 'skipped'}: {note.path}: {note.reason}")
+        sys.stdout.write(
+            f"exported {len(export.znodes)} of {len(args.tree)} tree(s) to {directory} (listed in "
+            f"{directory / 'kustomization.yaml'}); {len(export.notes) - len(problems)} znode(s) skipped, "
+            f"{len(problems)} problem(s)\n")
+    return EXIT_PROBLEMS if problems else EXIT_OK
+
+
 def _run_validate(args: argparse.Namespace) -> int:
     """``zkop validate``. JSON: ``{"command", "objects", "valid", "ignored", "problems": [{"location", "object",
     "field", "rule", "severity"}]}``."""
@@ -334,8 +411,9 @@ def _run_validate(args: argparse.Namespace) -> int:
 def _run_diff(args: argparse.Namespace) -> int:
     """``zkop diff``. JSON: ``{"command", "results": [{"path", "status", "changes", "diff", "message",
     "object"}], "summary": {status: count}}``; status equal|differs|outOfSync|skipped|error."""
-    objects = _valid_input(args).objects
-    _check_prune_args(args, objects)
+    validation = _valid_input(args)
+    objects, trees = validation.objects, validation.trees
+    _check_prune_args(args, objects, trees)
     results: list[ZnodeDiff] = []
     resolved = sorted((c for c in objects if c.desired is not None), key=lambda c: c.path)
     results.extend(skipped(c) for c in sorted(objects, key=lambda c: c.path) if c.desired is None)
@@ -352,8 +430,14 @@ def _run_diff(args: argparse.Namespace) -> int:
                 assert checked.desired is not None
                 desired = dataclasses.replace(checked.desired, acl=expand_auth(checked.desired.acl, ids))
                 results.append(diff_object(dataclasses.replace(checked, desired=desired), live))
+        for tree in trees:
+            if tree.children is None:
+                results.append(ZnodeDiff(tree.path, "skipped", message=f"the tree reads {tree.unresolved}, which "
+                                         "cannot be resolved without a cluster; skipped", object=tree.describe()))
+            else:
+                results.extend(diff_tree(plan_tree(adapter, tree)))
         if args.prune:
-            results.extend(diff_prune(node) for node in _prune_candidates(args, adapter, objects))
+            results.extend(diff_prune(node) for node in _prune_candidates(args, adapter, objects, trees))
     summary = Counter(r.status for r in results)
     if args.output != "text":
         _emit(args, {"command": "diff", "results": [r.to_json() for r in results], "summary": dict(summary)})
@@ -384,8 +468,9 @@ def _sync_line(result: SyncResult, dry_run: bool) -> str:
 def _run_sync(args: argparse.Namespace) -> int:
     """``zkop sync``. JSON: ``{"command", "dryRun", "results": [{"path", "result", "message", "object",
     "actions"}], "summary": {result: count}}``; result unchanged|created|updated|outOfSync|pruned|skipped|error."""
-    objects = _valid_input(args).objects
-    _check_prune_args(args, objects)
+    validation = _valid_input(args)
+    objects, trees = validation.objects, validation.trees
+    _check_prune_args(args, objects, trees)
     with _session(args) as adapter:
         with Progress("reading znodes", total=len(objects)) as progress:
             observed = read_nodes(adapter, [c.path for c in objects if c.desired is not None],
@@ -393,8 +478,10 @@ def _run_sync(args: argparse.Namespace) -> int:
         with Progress("syncing znodes", total=len(objects)) as progress:
             results = sync_objects(adapter, objects, dry_run=args.dry_run, pre_read=observed,
                                    on_done=progress.advance)
+        with Progress("syncing trees", total=len(trees)) as progress:
+            results.extend(sync_trees(adapter, trees, dry_run=args.dry_run, on_done=progress.advance))
         if args.prune:
-            candidates = _prune_candidates(args, adapter, objects)
+            candidates = _prune_candidates(args, adapter, objects, trees)
             with Progress("pruning znodes", total=len(candidates)) as progress:
                 results.extend(prune_znodes(adapter, candidates, dry_run=args.dry_run, on_done=progress.advance))
     summary = Counter(r.result for r in results)
@@ -406,6 +493,7 @@ def _run_sync(args: argparse.Namespace) -> int:
             if result.result != "unchanged":
                 sys.stdout.write(_sync_line(result, args.dry_run) + "\n")
         prefix = "dry run, nothing written: " if args.dry_run else ""
-        counts = ", ".join(f"{n} {k}" for k, n in sorted(summary.items())) or "no ZooKeeperConfig objects"
+        counts = (", ".join(f"{n} {k}" for k, n in sorted(summary.items()))
+                  or "no ZooKeeperConfig or ZooKeeperConfigTree objects")
         sys.stdout.write(f"sync: {prefix}{counts}\n")
     return EXIT_PROBLEMS if summary["error"] else EXIT_OK

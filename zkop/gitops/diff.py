@@ -34,7 +34,7 @@ from zkop.zkconfig.plan import plan_sync
 from zkop.zookeeper.acls import world_readable
 from zkop.zookeeper.actions import AclEntry, CreateNode, Observed, SetAcl, SetData, describe_acl_entry
 
-__all__ = ["NO_NEWLINE", "ZnodeDiff", "data_diff", "diff_object", "diff_prune"]
+__all__ = ["NO_NEWLINE", "ZnodeDiff", "acl_diff", "data_diff", "diff_object", "diff_prune", "hidden_diff"]
 
 Status = Literal["equal", "differs", "outOfSync", "skipped", "error"]
 NO_NEWLINE = "\\ No newline at end of file"
@@ -97,7 +97,7 @@ def data_diff(path: str, old: bytes | None, new: bytes | None, *, old_label: str
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
-def _hidden_diff(path: str, old: bytes | None, new: bytes | None) -> str:
+def hidden_diff(path: str, old: bytes | None, new: bytes | None) -> str:
     """The summary of a change whose live value may not be shown (its ACL keeps it from other readers)."""
     live = f"{len(old)} bytes" if old is not None else "absent"
     wanted = f"manifest {len(new)} bytes" if new is not None else "deleted: no manifest declares it"
@@ -105,7 +105,8 @@ def _hidden_diff(path: str, old: bytes | None, new: bytes | None) -> str:
             f"{wanted}\n")
 
 
-def _acl_diff(path: str, old: tuple[AclEntry, ...], new: tuple[AclEntry, ...]) -> str:
+def acl_diff(path: str, old: tuple[AclEntry, ...], new: tuple[AclEntry, ...]) -> str:
+    """A unified diff of two ACLs, one entry a line (zkCli's form)."""
     lines = difflib.unified_diff([describe_acl_entry(e) + "\n" for e in old],
                                  [describe_acl_entry(e) + "\n" for e in new],
                                  fromfile=f"zk:{path}\tACL, live", tofile=f"zk:{path}\tACL, manifest")
@@ -129,7 +130,7 @@ def diff_object(checked: CheckedObject, observed: Observed | None) -> ZnodeDiff:
     if plan.outcome.state == "OutOfSync" and observed is not None:
         text = (data_diff(desired.path, observed.data, desired.data, old_label=live, new_label=what, binary=binary)
                 if observed.acl is None or world_readable(observed.acl)
-                else _hidden_diff(desired.path, observed.data, desired.data))
+                else hidden_diff(desired.path, observed.data, desired.data))
         return ZnodeDiff(desired.path, "outOfSync", (), text, plan.outcome.message, what)
     if not plan.actions:
         return ZnodeDiff(desired.path, "equal", message=plan.outcome.message, object=what)
@@ -143,10 +144,10 @@ def diff_object(checked: CheckedObject, observed: Observed | None) -> ZnodeDiff:
             changes.append("data")
             parts.append(data_diff(desired.path, observed.data, desired.data, old_label=live, new_label=what,
                                    binary=binary) if observed.acl is None or world_readable(observed.acl)
-                         else _hidden_diff(desired.path, observed.data, desired.data))
+                         else hidden_diff(desired.path, observed.data, desired.data))
         elif isinstance(action, SetAcl) and observed is not None and observed.acl is not None:
             changes.append("acl")
-            parts.append(_acl_diff(desired.path, observed.acl, desired.acl))
+            parts.append(acl_diff(desired.path, observed.acl, desired.acl))
     header = f"diff zk:{desired.path} {checked.manifest.location}\n"
     return ZnodeDiff(desired.path, "differs", tuple(changes), header + "".join(parts),
                      f"znode {desired.path}: {', '.join(changes)} differ{'s' if len(changes) == 1 else ''}", what)
@@ -162,6 +163,6 @@ def diff_prune(node: ZNode) -> ZnodeDiff:
     """The deletion ``sync --prune`` would make of an undeclared znode (its bytes only if world-readable)."""
     text = (data_diff(node.path, node.data, None, old_label=f"live, version {node.version}",
                       new_label="deleted: no manifest declares it") if world_readable(node.acl)
-            else _hidden_diff(node.path, node.data, None))
+            else hidden_diff(node.path, node.data, None))
     return ZnodeDiff(node.path, "differs", ("delete",), f"diff zk:{node.path} (prune)\n{text}",
                      f"znode {node.path} would be pruned")

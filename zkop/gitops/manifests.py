@@ -6,8 +6,8 @@ and ``-`` for standard input (e.g. the output of ``kustomize build``). A directo
 holds a kustomization file (given, or met in the walk) is read as Flux reads it: built with
 kustomize (:mod:`zkop.gitops.kustomize`), so only what it lists counts. A file
 may hold several YAML documents; a document may be a ``List`` (any kind ending
-in ``List`` with ``items``). Only ZooKeeperConfig objects of zkop's API group are
-returned; every other object (a Kustomization, a ConfigMap, …) is counted and
+in ``List`` with ``items``). Only ZooKeeperConfig (and ZooKeeperConfigTree, ZooKeeperEnsemble) objects of
+zkop's API group are returned; every other object (a Kustomization, a ConfigMap, …) is counted and
 ignored.
 """
 
@@ -28,9 +28,12 @@ from zkop.zkconfig.spec import GROUP, KIND
 
 #: The cluster-scoped kind ZooKeeperConfigs name in ``spec.ensembleRef`` (:mod:`zkop.ensembles.spec`).
 ENSEMBLE_KIND = "ZooKeeperEnsemble"
+#: A whole subtree from one object (:mod:`zkop.configtree.spec`).
+TREE_KIND = "ZooKeeperConfigTree"
 
 __all__ = [
     "MANIFEST_SUFFIXES",
+    "TREE_KIND",
     "LoadProblem",
     "Location",
     "ManifestObject",
@@ -100,9 +103,10 @@ class ManifestObject:
         return namespace if isinstance(namespace, str) else None
 
     def describe(self) -> str:
-        """``ZooKeeperConfig namespace/name`` (or ``ZooKeeperEnsemble name``) for messages."""
+        """``ZooKeeperConfig namespace/name`` (``ZooKeeperConfigTree namespace/name``, ``ZooKeeperEnsemble name``)
+        for messages."""
         name = self.name or "<no name>"
-        kind = ENSEMBLE_KIND if self.obj.get("kind") == ENSEMBLE_KIND else KIND
+        kind = self.obj.get("kind") if self.obj.get("kind") in (ENSEMBLE_KIND, TREE_KIND) else KIND
         return f"{kind} {self.namespace}/{name}" if self.namespace else f"{kind} {name}"
 
 
@@ -134,6 +138,8 @@ class Manifests:
     objects: list[ManifestObject] = field(default_factory=list)
     #: ZooKeeperEnsemble objects in input order (checked by ``zkop validate``; not counted in ``ignored``).
     ensembles: list[ManifestObject] = field(default_factory=list)
+    #: ZooKeeperConfigTree objects in input order (not counted in ``ignored``).
+    trees: list[ManifestObject] = field(default_factory=list)
     problems: list[LoadProblem] = field(default_factory=list)
     ignored: int = 0
     files: int = 0
@@ -258,6 +264,8 @@ def _collect(result: Manifests, location: Location, doc: Any) -> None:
                     result.objects.append(ManifestObject(item_location, item))
                 elif _is_ours(item, ENSEMBLE_KIND):
                     result.ensembles.append(ManifestObject(item_location, item))
+                elif _is_ours(item, TREE_KIND):
+                    result.trees.append(ManifestObject(item_location, item))
                 else:
                     _note_source(result, item)
                     result.ignored += 1
@@ -268,6 +276,8 @@ def _collect(result: Manifests, location: Location, doc: Any) -> None:
         result.objects.append(ManifestObject(location, doc))
     elif _is_ours(doc, ENSEMBLE_KIND):
         result.ensembles.append(ManifestObject(location, doc))
+    elif _is_ours(doc, TREE_KIND):
+        result.trees.append(ManifestObject(location, doc))
     else:
         _note_source(result, doc)
         result.ignored += 1

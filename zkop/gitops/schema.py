@@ -20,11 +20,12 @@ from zkop.kube.schema import FieldProblem, StructuralSchema, crd_version_schema
 from zkop.zkconfig.spec import VERSION
 
 __all__ = ["REPO_CRD_FILE", "FieldProblem", "SchemaChecker", "crd_schema", "load_crd_schema",
-           "load_ensemble_crd_schema"]
+           "load_ensemble_crd_schema", "load_tree_crd_schema"]
 
 CRD_PACKAGE = "zkop.crds"
 CRD_FILENAME = "zookeeperconfigs.yaml"
 ENSEMBLE_CRD_FILENAME = "zookeeperensembles.yaml"
+TREE_CRD_FILENAME = "zookeeperconfigtrees.yaml"
 #: The CRD in a source checkout (editable install): ``<repo>/manifests/crd/zookeeperconfigs.yaml``.
 REPO_CRD_FILE = Path(__file__).resolve().parents[2] / "manifests" / "crd" / CRD_FILENAME
 
@@ -84,3 +85,13 @@ def load_ensemble_crd_schema() -> dict[str, Any]:
         FileNotFoundError: no CRD found.
     """
     return _load(None, ENSEMBLE_CRD_FILENAME)
+
+
+def load_tree_crd_schema() -> dict[str, Any]:
+    """The ZooKeeperConfigTree ``openAPIV3Schema`` (``zkop.crds/zookeeperconfigtrees.yaml``, else the checkout's
+    ``manifests/crd/zookeeperconfigtrees.yaml``), found as :func:`load_ensemble_crd_schema` finds its CRD.
+
+    Raises:
+        FileNotFoundError: no CRD found.
+    """
+    return _load(None, TREE_CRD_FILENAME)

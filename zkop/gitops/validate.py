@@ -1,5 +1,8 @@
 """``zkop validate``: manifests against the CRD schema and zkop's own rules, offline.
 
+A ZooKeeperConfigTree is checked by :func:`check_tree` (its CRD's schema, the tree's spec rules and expansion);
+across objects, no child path declared by two trees or by a tree and a ZooKeeperConfig.
+
 Per ZooKeeperConfig, after the CRD's defaults: the ``apiVersion``; ``metadata.name`` a DNS-1123
 subdomain and ``namespace`` a label (Kubernetes "Object Names and IDs"); the CRD's schema
 (:mod:`zkop.gitops.schema`, CEL rules not evaluated); :func:`zkop.zkconfig.spec.parse_spec`, which
@@ -19,11 +22,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from zkop.configtree import spec as tree_spec
 from zkop.ensembles.spec import InvalidEnsemble, parse_ensemble
 from zkop.feature.gate import Gate, probe_root, reserved_roots
 from zkop.gitops.manifests import Location, ManifestObject, Manifests
 from zkop.gitops.names import is_dns1123_label, is_dns1123_subdomain
-from zkop.gitops.schema import SchemaChecker, load_ensemble_crd_schema
+from zkop.gitops.schema import SchemaChecker, load_ensemble_crd_schema, load_tree_crd_schema
 from zkop.ownership.registry import DEFAULT_REGISTRY_ROOT
 from zkop.zkconfig.objects import ensemble_of
 from zkop.zkconfig.refs import ref_data
@@ -38,7 +42,7 @@ from zkop.zkconfig.spec import (
     parse_spec,
 )
 
-__all__ = ["CheckedObject", "Problem", "Validation", "validate_manifests"]
+__all__ = ["CheckedObject", "CheckedTree", "Problem", "Validation", "check_tree", "validate_manifests"]
 
 Severity = Literal["error", "warning"]
 
@@ -95,18 +99,47 @@ class CheckedObject:
         return f"{self.manifest.location} {self.manifest.describe()}"
 
 
+@dataclass(frozen=True)
+class CheckedTree:
+    """A ZooKeeperConfigTree object that passed every check.
+
+    Attributes:
+        manifest: the object as read.
+        spec: the parsed spec.
+        children: every child it declares, expanded as the operator expands them; ``None`` when a source is a
+            Secret, or a ConfigMap not in the input (it cannot be expanded without a cluster).
+        unresolved: the first source that cannot be resolved, as ``Secret name`` / ``ConfigMap name``.
+    """
+
+    manifest: ManifestObject
+    spec: tree_spec.TreeSpec
+    children: tuple[tree_spec.Child, ...] | None
+    unresolved: str | None = None
+
+    @property
+    def path(self) -> str:
+        """``spec.path``: the tree's root."""
+        return self.spec.root
+
+    def describe(self) -> str:
+        """``file:line ZooKeeperConfigTree namespace/name`` for messages."""
+        return f"{self.manifest.location} {self.manifest.describe()}"
+
+
 @dataclass
 class Validation:
     """Result of :func:`validate_manifests`.
 
     Attributes:
-        objects: the objects without errors, in input order.
+        objects: the ZooKeeperConfig objects without errors, in input order.
+        trees: the ZooKeeperConfigTree objects without errors, in input order.
         problems: errors and warnings, in input order.
-        total: ZooKeeperConfig objects found.
+        total: ZooKeeperConfig and ZooKeeperConfigTree objects found.
         ignored: other objects skipped.
     """
 
     objects: list[CheckedObject] = dataclasses.field(default_factory=list)
+    trees: list[CheckedTree] = dataclasses.field(default_factory=list)
     problems: list[Problem] = dataclasses.field(default_factory=list)
     total: int = 0
     ignored: int = 0
@@ -233,6 +266,84 @@ def _check_ensemble(manifest: ManifestObject, checker: SchemaChecker, strict: bo
     return problems
 
 
+def _tree_field(message: str) -> str:
+    """The field an expansion message names first (``spec.from[0]``, ``spec.entries[2].path``), else ``spec``."""
+    head = message.split(" ", 1)[0].rstrip(":")
+    return head if head.startswith("spec.") else "spec"
+
+
+def check_tree(manifest: ManifestObject, checker: SchemaChecker, *, strict: bool = True,
+               sources: Manifests | None = None,
+               gate: Gate | None = None) -> tuple[list[Problem], CheckedTree | None]:
+    """The problems of one ZooKeeperConfigTree, offline, and the tree if it has none.
+
+    The checks: ``apiVersion``, the object's names, the tree CRD's schema (after its defaults; CEL rules not
+    evaluated) and unknown fields, :func:`zkop.configtree.spec.parse_spec`, a ``spec.ensembleRef`` (the operator
+    writes trees only on the ensemble its flags name), then :func:`zkop.configtree.spec.expand` with the
+    ConfigMaps of the same input (a child with ``..``, two children on one path, a value that does not parse in
+    its format), and the admission gate's reserved roots for the root (read) and every child (write).
+    A Secret source, or a ConfigMap not in the input, leaves the children unexpanded (``children`` ``None``).
+    """
+    where, what = str(manifest.location), manifest.describe()
+
+    def problem(field_: str, rule: str, severity: Severity = "error") -> Problem:
+        return Problem(where, what, field_, rule, severity, _order(manifest.location))
+
+    obj = manifest.obj
+    if obj.get("apiVersion") != f"{GROUP}/{VERSION}":
+        return [problem("apiVersion", f"must be {GROUP}/{VERSION}, not {obj.get('apiVersion')!r}")], None
+    problems = [problem(f, r) for f, r in _metadata_problems(obj)]
+    defaulted = checker.with_defaults(obj)
+    schema_problems = checker.check(defaulted)
+    problems.extend(problem(p.field, p.rule) for p in schema_problems)
+    problems.extend(
+        problem(name, "unknown field: not in the CRD schema (server-side apply, as Flux applies, and "
+                      "kubectl apply refuse it; kubectl --validate=false prunes it)",
+                "error" if strict else "warning")
+        for name in checker.unknown_fields(obj))
+
+    def add(err: Exception) -> None:
+        field_ = _tree_field(str(err))
+        if not any(_same_field(p.field, field_) for p in schema_problems):
+            problems.append(problem(field_, str(err)))
+
+    try:
+        spec = tree_spec.parse_spec(defaulted)
+    except tree_spec.InvalidSpec as err:
+        add(err)
+        return problems, None
+    if spec.ensemble:
+        problems.append(problem("spec.ensembleRef", f"names ZooKeeperEnsemble {spec.ensemble}: a ZooKeeperConfigTree "
+                                                    "is written only on the ensemble zkop's flags describe"))
+    unresolved = next((f"{s.kind} {s.name}" for s in spec.sources
+                       if s.kind == "Secret" or sources is None
+                       or sources.source(s.kind, manifest.namespace, s.name) is None), None)
+    children: tuple[tree_spec.Child, ...] | None = None
+    if unresolved is None:
+        def lookup(source: tree_spec.SourceRef) -> dict[str, Any] | None:
+            assert sources is not None
+            return sources.source(source.kind, manifest.namespace, source.name)
+
+        try:
+            children = tuple(tree_spec.expand(spec, lookup))
+        except tree_spec.InvalidSpec as err:
+            add(err)
+        except tree_spec.RefNotFound as err:
+            problems.append(problem("spec.from", f"{err} in this input"))
+    if gate is not None:
+        refusal = gate.reserved_refusal(spec.root, "read")
+        if refusal is not None:
+            problems.append(problem("spec.path", refusal.message))
+        for child in children or ():
+            refusal = gate.reserved_refusal(child.path, "write")
+            if refusal is not None:
+                problems.append(problem("spec", f"child {child.path}: {refusal.message}"))
+                break
+    if any(p.severity == "error" for p in problems):
+        return problems, None
+    return problems, CheckedTree(manifest, spec, children, unresolved)
+
+
 def validate_manifests(manifests: Manifests, checker: SchemaChecker, *,
                        max_data_bytes: int = DEFAULT_MAX_DATA_BYTES, strict: bool = True,
                        registry_root: str = DEFAULT_REGISTRY_ROOT) -> Validation:
@@ -253,7 +364,7 @@ def validate_manifests(manifests: Manifests, checker: SchemaChecker, *,
     Returns:
         The valid objects and all problems; validation failed if ``errors`` is non-empty.
     """
-    result = Validation(total=len(manifests.objects), ignored=manifests.ignored)
+    result = Validation(total=len(manifests.objects) + len(manifests.trees), ignored=manifests.ignored)
     result.problems.extend(Problem(str(p.location), "", "", p.message, order=_order(p.location))
                            for p in manifests.problems)
     candidates: list[CheckedObject] = []
@@ -263,15 +374,58 @@ def validate_manifests(manifests: Manifests, checker: SchemaChecker, *,
         result.problems.extend(problems)
         if checked is not None:
             candidates.append(checked)
+    trees: list[CheckedTree] = []
+    if manifests.trees:
+        tree_checker = SchemaChecker(load_tree_crd_schema())
+        for manifest in manifests.trees:
+            problems, tree = check_tree(manifest, tree_checker, strict=strict, sources=manifests, gate=gate)
+            result.problems.extend(problems)
+            if tree is not None:
+                trees.append(tree)
     if manifests.ensembles:
         ensemble_checker = SchemaChecker(load_ensemble_crd_schema())
         for manifest in manifests.ensembles:
             result.problems.extend(_check_ensemble(manifest, ensemble_checker, strict))
     result.problems.extend(_duplicates(manifests.objects))
+    result.problems.extend(_tree_duplicates(manifests.objects, trees, manifests.trees))
     result.problems.sort(key=lambda p: p.order)
     flagged = {p.location for p in result.errors}
     result.objects = [c for c in candidates if str(c.manifest.location) not in flagged]
+    result.trees = [t for t in trees if str(t.manifest.location) not in flagged]
     return result
+
+
+def _tree_duplicates(objects: Sequence[ManifestObject], trees: Sequence[CheckedTree],
+                     all_trees: Sequence[ManifestObject]) -> list[Problem]:
+    """A path declared by two trees, or by a tree and a ZooKeeperConfig (of the flags' ensemble); a tree name
+    defined twice. In a cluster the oldest declarer wins and the other reports ``PathConflict``; in one input it
+    is a mistake."""
+    problems = []
+    declared: dict[str, ManifestObject] = {}
+    for manifest in objects:
+        spec = manifest.obj.get("spec")
+        path = spec.get("path") if isinstance(spec, dict) else None
+        if isinstance(path, str) and not ensemble_of(manifest.obj):
+            declared.setdefault(path, manifest)
+    for tree in trees:
+        for child in tree.children or ():
+            first = declared.setdefault(child.path, tree.manifest)
+            if first is not tree.manifest:
+                problems.append(Problem(str(tree.manifest.location), tree.manifest.describe(), "spec",
+                                        f"duplicate path {child.path}: also declared at {first.location} "
+                                        f"({first.describe()}); one znode, one object",
+                                        order=_order(tree.manifest.location)))
+                break
+    names: dict[tuple[str, str], ManifestObject] = {}
+    for manifest in all_trees:
+        if manifest.name:
+            key = (manifest.namespace or "", manifest.name)
+            first = names.setdefault(key, manifest)
+            if first is not manifest:
+                problems.append(Problem(str(manifest.location), manifest.describe(), "metadata.name",
+                                        f"duplicate {tree_spec.KIND} {'/'.join(filter(None, key))}: also defined "
+                                        f"at {first.location}", order=_order(manifest.location)))
+    return problems
 
 
 def _duplicates(objects: Sequence[ManifestObject]) -> list[Problem]:

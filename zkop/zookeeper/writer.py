@@ -61,7 +61,7 @@ from zkop.zookeeper.actions import (
 from zkop.zookeeper.cache import NO_FILL, Expectation, WatchCache
 from zkop.zookeeper.errors import ConcurrentModification, WriteRefused, ZooKeeperError, ZooKeeperNoAuth
 from zkop.zookeeper.parents import Parents
-from zkop.zookeeper.paths import parent_paths
+from zkop.zookeeper.paths import is_within, parent_paths
 from zkop.zookeeper.reads import PendingRead, Reads
 from zkop.zookeeper.session import Session
 from zkop.zookeeper.watches import NODE_CREATED, NODE_DATA_CHANGED, NODE_DELETED
@@ -329,8 +329,10 @@ class Writer:
     def _commit(self, actions: Sequence[Action], arm_watches: bool, require: Sequence[CheckVersion] = ()) -> None:
         """Run ``require`` checks and ``actions`` as one ``multi``; see :meth:`execute`."""
         session = self.session
+        actions = _inner_parents(actions, session.options.parent_acl)
         creates = [a for a in actions if isinstance(a, CreateNode)]
-        parents = sorted({p for a in creates for p in parent_paths(a.path)}, key=len)
+        created = {a.path for a in creates}
+        parents = sorted({p for a in creates for p in parent_paths(a.path)} - created, key=len)
         made_parents: list[str] = []
         if parents and self.parents.missing_known(parents):
             made_parents = self.create_parents(parents)  # known missing: no failed multi first
@@ -450,3 +452,28 @@ class Writer:
                 ) from None
             except NotEmptyError:
                 raise ConcurrentModification(f"znode {action.path} has children; not deleted") from None
+
+
+def _inner_parents(actions: Sequence[Action], parent_acl: tuple[AclEntry, ...]) -> list[Action]:
+    """``actions`` with a create (empty, ``parent_acl``) of every missing parent that lies below a node the same
+    ``multi`` creates, just before the first create under it (pure).
+
+    Such a parent cannot exist yet, and creating it beforehand, outside the transaction, would fail (its own
+    parent is not there) or, for the node the multi creates itself, write it outside the transaction (a tree's
+    ``config`` before ``config/url``): a reader would see the node half-made and the multi would then fail.
+    """
+    creates = [a for a in actions if isinstance(a, CreateNode)]
+    created = {a.path for a in creates}
+    inner = {p for a in creates for p in parent_paths(a.path)
+             if p not in created and any(is_within(p, c) for c in created)}
+    if not inner:
+        return list(actions)
+    out: list[Action] = []
+    for action in actions:
+        if isinstance(action, CreateNode):
+            for parent in parent_paths(action.path):
+                if parent in inner:
+                    inner.discard(parent)
+                    out.append(CreateNode(parent, b"", parent_acl))
+        out.append(action)
+    return out
