@@ -73,7 +73,9 @@ def test_documented_flags_exist() -> None:
 
     parser = argparse.ArgumentParser()
     add_flags(parser)
-    known = _long_flags(_run_parser()) | _long_flags(parser) | _long_flags(_fetch_parser())
+    (sub,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    gitops = set().union(*(_long_flags(sub.choices[verb]) for verb in ("export", "diff", "validate", "sync")))
+    known = _long_flags(_run_parser()) | _long_flags(parser) | _long_flags(_fetch_parser()) | gitops
     # kubectl's own flags that the guide's commands use
     kubectl_flags = {"--from-literal", "--previous", "--field-selector", "--cascade"}
     # helm upgrade's, named where the guide says how to keep values (tests/cluster/test_install.py runs them)
