@@ -65,7 +65,8 @@ from zkop.kube.client import ApiException, KubeClient, resource_path
 NAMESPACE = "zkop-system"
 CRD = "zookeeperconfigs.platform.example.com"
 #: Every CRD the install makes; each is kept by helm uninstall and a Flux prune (docs/operations.md, "Uninstall").
-CRDS = [CRD, "zookeeperensembles.platform.example.com", "zookeepermirrors.platform.example.com"]
+CRDS = [CRD, "zookeeperconfigtrees.platform.example.com", "zookeeperensembles.platform.example.com",
+        "zookeepermirrors.platform.example.com"]
 #: examples/acl.yaml's identity: zkop must authenticate as it to manage the znode once its ACL is on.
 OPS_CREDENTIALS = "ops:ops-password"
 FINALIZER = "zookeeperconfigs.platform.example.com/finalizer"
@@ -299,6 +300,77 @@ NEEDS_A_KUBELET = ("kubectl -n zkop-system rollout status",)
 PROMETHEUS = ("monitoring", "prometheus-k8s")
 
 
+LEASE_PATH = f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases/zkop-leader"
+
+
+def record_before(admin: KubeClient, zk: KazooClient, zk_base: str,
+                  objects: list[dict[str, Any]]) -> dict[str, tuple[Any, dict[str, Any]]]:
+    """Each ZooKeeperConfig of ``objects`` as stored now, with its znode's stat: what an upgrade must not change."""
+    before: dict[str, tuple[Any, dict[str, Any]]] = {}
+    for o in configs(objects):
+        stored = get(admin, o["metadata"]["name"])
+        assert stored is not None
+        before[o["metadata"]["name"]] = (zk.exists(zk_base + o["spec"]["path"]), stored)
+    return before
+
+
+def prometheus_accounts(cluster: ControlPlane) -> None:
+    """The cluster's Prometheus' ServiceAccount, and one the upgrade grants nothing (the CHANGELOG's metrics step)."""
+    kubectl(cluster, "create", "namespace", PROMETHEUS[0])
+    for account in (PROMETHEUS[1], "other"):
+        kubectl(cluster, "-n", PROMETHEUS[0], "create", "serviceaccount", account)
+
+
+def assert_new_crd_accepted(admin: KubeClient, before: dict[str, tuple[Any, dict[str, Any]]]) -> None:
+    """The new ZooKeeperConfig CRD (with its CEL rules) is established, and every stored object reads back unchanged."""
+    crd = admin.request("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD}")
+    assert any("x-kubernetes-validations" in str(v["schema"]) for v in crd["spec"]["versions"])
+    assert {c["type"]: c["status"] for c in crd["status"]["conditions"]}["Established"] == "True"
+    for name, (_, obj) in before.items():
+        assert get(admin, name)["spec"] == obj["spec"]  # type: ignore[index]
+
+
+def hand_over(cluster: ControlPlane, admin: KubeClient, directory: Path, previous: OperatorProcess) -> OperatorProcess:
+    """The CHANGELOG's rollout step without a kubelet: the new Deployment's replica starts as a standby, the old one
+    ends and hands the Lease over within a Lease duration (15 s); Prometheus' token may read the new, secure
+    /metrics, another may not. The new replica, running."""
+    new = start(pod_of_deployment(cluster, directory, pod="zkop-controller-manager-new"))
+    old_holder = admin.request("GET", LEASE_PATH)["spec"]["holderIdentity"]
+    assert old_holder
+    handed = time.monotonic()
+    stopped(previous)
+    wait_for(lambda: admin.request("GET", LEASE_PATH)["spec"].get("holderIdentity") not in (None, "", old_holder),
+             timeout=15, interval=0.1, message="the new replica leads within a Lease duration")
+    print(f"Lease handed over in {time.monotonic() - handed:.2f} s")
+    assert new.secure_metrics
+    for account, status in ((PROMETHEUS[1], 200), ("other", 403)):
+        token = kubectl(cluster, "-n", PROMETHEUS[0], "create", "token", account).strip()
+        assert new.scrape(token)[0] == status, account
+    return new
+
+
+def assert_nothing_rewritten(admin: KubeClient, zk: KazooClient, zk_base: str,
+                             before: dict[str, tuple[Any, dict[str, Any]]]) -> None:
+    """Every object re-observed by the new zkop: its znode not rewritten, one status write (``znodeVersion``,
+    ``lastSyncedTime``), its conditions kept."""
+    for name, (stat, obj) in before.items():
+        after: dict[str, Any] = wait_for(
+            lambda n=name: (o if (o := synced(admin, n)) and "znodeVersion" in o["status"] else None),  # type: ignore[misc]
+            timeout=EVENTUALLY, message=f"{name} re-observed by the new zkop")
+        znode = zk.exists(zk_base + obj["spec"]["path"])
+        assert (znode.mzxid, znode.version) == (stat.mzxid, stat.version), f"{name}: znode rewritten"
+        assert after["status"]["znodeVersion"] == stat.version
+        written = ("znodeVersion", "lastSyncedTime")
+        kept = {k: v for k, v in after["status"].items() if k not in written}
+        assert kept == {k: v for k, v in obj["status"].items() if k not in written}, f"{name}: status changed"
+        assert after["status"]["lastSyncedTime"] >= obj["status"]["lastSyncedTime"]
+
+
+def nothing_listed(out: str) -> None:
+    """The CHANGELOG's listing steps: none of this installation's objects needs moving or an ACL."""
+    assert out == "", out
+
+
 def test_upgrade_from_the_previous_release_follows_the_changelog(cluster: ControlPlane, admin: KubeClient,
                                                                  zk_server: ZooKeeperServer, zk_base: str,
                                                                  zk: KazooClient, tmp_path: Path) -> None:
@@ -313,10 +385,7 @@ def test_upgrade_from_the_previous_release_follows_the_changelog(cluster: Contro
     kubectl(cluster, "wait", "--for=condition=Established", f"crd/{CRD}", "--timeout=60s")
     kubectl(cluster, "-n", NAMESPACE, "create", "secret", "generic", "zkop-zookeeper-auth",
             f"--from-literal=credentials={OPS_CREDENTIALS}")
-    # The cluster's Prometheus, and a ServiceAccount the upgrade grants nothing.
-    kubectl(cluster, "create", "namespace", PROMETHEUS[0])
-    for account in (PROMETHEUS[1], "other"):
-        kubectl(cluster, "-n", PROMETHEUS[0], "create", "serviceaccount", account)
+    prometheus_accounts(cluster)
     previous = start(pod_of_deployment(cluster, tmp_path / "old-pod", pod="zkop-controller-manager-old",
                                        python_path=old))
     new: OperatorProcess | None = None
@@ -334,23 +403,14 @@ def test_upgrade_from_the_previous_release_follows_the_changelog(cluster: Contro
                            "acl": [{"scheme": "world", "id": "anyone",
                                     "permissions": ["read", "write", "create", "delete", "admin"]}] * 257}}
         kubectl(cluster, "apply", "-f", "-", input=yaml.safe_dump(legacy))
-        before: dict[str, tuple[Any, dict[str, Any]]] = {}
-        for o in configs(objects):
-            stored = get(admin, o["metadata"]["name"])
-            assert stored is not None
-            before[o["metadata"]["name"]] = (zk.exists(zk_base + o["spec"]["path"]), stored)
-        lease_path = f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases/zkop-leader"
+        before = record_before(admin, zk, zk_base, objects)
 
         def apply_the_release() -> None:
             """Step 5's action: the checkout at the release (this tree) and its tag in the overlay."""
             kustomize_overlay(overlay, hosts, REPO / "manifests" / "default")
 
         def new_crd_accepted() -> None:
-            crd = admin.request("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD}")
-            assert any("x-kubernetes-validations" in str(v["schema"]) for v in crd["spec"]["versions"])
-            assert {c["type"]: c["status"] for c in crd["status"]["conditions"]}["Established"] == "True"
-            for name, (_, obj) in before.items():  # stored objects read back under the new schema, unchanged
-                assert get(admin, name)["spec"] == obj["spec"]  # type: ignore[index]
+            assert_new_crd_accepted(admin, before)
             # CRD validation ratcheting: the stored object beyond the new bound may still be changed where it is
             # not beyond it (a label), while a new object like it is refused.
             kubectl(cluster, "label", "zkc", "legacy-acl", "team=payments")
@@ -362,42 +422,10 @@ def test_upgrade_from_the_previous_release_follows_the_changelog(cluster: Contro
                 refused.stderr, refused.stderr
 
         def rolling_update() -> None:
-            """Step 6 without a kubelet: the new replica starts as a standby, the old one ends and hands the Lease
-            over within a Lease duration (15 s), as the CHANGELOG says."""
             nonlocal new
-            new = start(pod_of_deployment(cluster, tmp_path / "new-pod", pod="zkop-controller-manager-new"))
-            old_holder = admin.request("GET", lease_path)["spec"]["holderIdentity"]
-            assert old_holder
-            handed = time.monotonic()
-            stopped(previous)
-            wait_for(lambda: admin.request("GET", lease_path)["spec"].get("holderIdentity") not in
-                     (None, "", old_holder), timeout=15, interval=0.1,
-                     message="the new replica leads within a Lease duration")
-            print(f"Lease handed over in {time.monotonic() - handed:.2f} s")
-            # Step 4 made the difference: Prometheus' token may read the new, secure /metrics, another may not.
-            assert new.secure_metrics
-            for account, status in ((PROMETHEUS[1], 200), ("other", 403)):
-                token = kubectl(cluster, "-n", PROMETHEUS[0], "create", "token", account).strip()
-                assert new.scrape(token)[0] == status, account
-
-        def nothing_rewritten() -> None:
-            for name, (stat, obj) in before.items():
-                after: dict[str, Any] = wait_for(
-                    lambda n=name: (o if (o := synced(admin, n)) and "znodeVersion" in o["status"] else None),  # type: ignore[misc]
-                    timeout=EVENTUALLY, message=f"{name} re-observed by the new zkop")
-                znode = zk.exists(zk_base + obj["spec"]["path"])
-                assert (znode.mzxid, znode.version) == (stat.mzxid, stat.version), f"{name}: znode rewritten"
-                assert after["status"]["znodeVersion"] == stat.version
-                # That one status write stamps lastSyncedTime; conditions (with their lastTransitionTime) stay.
-                written = ("znodeVersion", "lastSyncedTime")
-                kept = {k: v for k, v in after["status"].items() if k not in written}
-                assert kept == {k: v for k, v in obj["status"].items() if k not in written}, f"{name}: status changed"
-                assert after["status"]["lastSyncedTime"] >= obj["status"]["lastSyncedTime"]
+            new = hand_over(cluster, admin, tmp_path / "new-pod", previous)
 
         # Each step's title → (what the test does before its commands, what it checks after them).
-        def nothing_listed(out: str) -> None:
-            assert out == "", out  # none of this installation's objects needs moving or an ACL
-
         known: dict[str, tuple[Any, Any]] = {
             "Move ZooKeeperConfigs off the paths 0.2.0 reserves": (None, nothing_listed),
             "Give every other reader of a Secret's value an identity": (None, nothing_listed),
@@ -405,7 +433,8 @@ def test_upgrade_from_the_previous_release_follows_the_changelog(cluster: Contro
             "Let Prometheus scrape the now-secure `/metrics`": (None, None),  # checked once the new replica runs
             "Apply 0.2.0": (apply_the_release, lambda _out: new_crd_accepted()),
             "Wait for the rolling update": (None, None),
-            "Check every ZooKeeperConfig is still Ready": (None, lambda _out: nothing_rewritten()),
+            "Check every ZooKeeperConfig is still Ready": (None, lambda _out: assert_nothing_rewritten(
+                admin, zk, zk_base, before)),
         }
         steps = upgrade_steps("0.1.0")
         assert [s.title for s in steps] == list(known), "CHANGELOG's steps changed: teach the test the new ones"
@@ -414,7 +443,7 @@ def test_upgrade_from_the_previous_release_follows_the_changelog(cluster: Contro
             if action is not None:
                 action()
             out = ""
-            for command in step.commands:
+            for command in for_install(step.commands, "kustomize"):
                 if command.startswith(NEEDS_A_KUBELET):
                     rolling_update()
                 else:
@@ -427,6 +456,123 @@ def test_upgrade_from_the_previous_release_follows_the_changelog(cluster: Contro
         stopped(previous)
         if new is not None:
             stopped(new)
+
+
+def flux_files(root: Path) -> dict[str, str]:
+    """What a platform repository holds for zkop at ``root`` (a release's tree): its manifests, and its examples (but
+    acl.yaml: no auth Secret here) under ``zookeeper/``."""
+    files = {str(path.relative_to(root)): path.read_text(encoding="utf-8")
+             for path in sorted((root / "manifests").rglob("*.yaml"))}
+    files.update({f"zookeeper/{path.name}": path.read_text(encoding="utf-8")
+                  for path in sorted((root / "examples").glob("*.yaml")) if path.name != "acl.yaml"})
+    return files
+
+
+def flux_zkop_kustomization(root: Path, hosts: str) -> dict[str, Any]:
+    """``root``'s examples/flux/zkop.yaml as Flux's Kustomization of zkop, pointed at ``hosts`` (``wait: false``:
+    without a kubelet the Deployment never rolls out)."""
+    spec = yaml.safe_load((root / "examples" / "flux" / "zkop.yaml").read_text(encoding="utf-8"))["spec"]
+    (patch,) = spec["patches"]
+    patch["patch"] = patch["patch"].replace(yaml.safe_load(patch["patch"])[0]["value"], hosts)
+    extra = {k: spec[k] for k in ("components", "images") if k in spec}
+    return Flux.kustomization("zkop", "platform", spec["path"], NAMESPACE, wait=False, patches=spec["patches"], **extra)
+
+
+def test_flux_upgrade_from_the_previous_release_follows_the_changelog(cluster: ControlPlane, admin: KubeClient,
+                                                                      zk_server: ZooKeeperServer, zk_base: str,
+                                                                      zk: KazooClient, tmp_path: Path) -> None:
+    """0.1.0 installed by Flux's own controllers from a platform repository (its manifests and examples/flux/zkop.yaml),
+    its examples applied by a second Kustomization and converged; then CHANGELOG.md's "Upgrading from 0.1.0" run as a
+    Flux user follows it: the blocks for Flux as written, step 5's action a commit of the release's manifests and the
+    Kustomization's image tag (Flux applies them), the rollout by a new replica beside the old one."""
+    old = release_tree("0.1.0", tmp_path / "0.1.0", ("manifests", "examples", "zkop"))
+    hosts = f"{zk_server.hosts}{zk_base}"
+    work = tmp_path / "work"
+    work.mkdir()
+    prometheus_accounts(cluster)
+    with GitServer() as git_server, Flux(cluster) as flux:
+        repo = git_server.create("platform")
+        repo.commit("zkop 0.1.0 and its ZooKeeperConfigs", flux_files(old))
+        Flux.create(admin, Flux.git_repository("platform", repo.url))
+        Flux.create(admin, flux_zkop_kustomization(old, hosts))
+
+        def applied(sha: str) -> bool:
+            ks = Flux.get(admin, KUSTOMIZATION, "zkop") or {}
+            return (ks.get("status", {}).get("lastAppliedRevision") == repo.revision(sha)
+                    and condition(ks).get("status") == "True")
+
+        try:
+            wait_for(lambda: condition(Flux.get(admin, KUSTOMIZATION, "zkop")).get("status") == "True",
+                     message="zkop 0.1.0's Kustomization Ready")
+        except TimeoutError as err:
+            raise AssertionError(f"{err}\n{flux.log_tail()}") from None
+        previous = start(pod_of_deployment(cluster, tmp_path / "old-pod", pod="zkop-controller-manager-old",
+                                           python_path=old))
+        new: OperatorProcess | None = None
+        try:
+            Flux.create(admin, Flux.kustomization("zookeeper", "platform", "./zookeeper", "default",
+                                                  dependsOn=[{"name": "zkop"}]))
+            wait_for(lambda: condition(Flux.get(admin, KUSTOMIZATION, "zookeeper")).get("status") == "True",
+                     message="the examples' Kustomization Ready (0.1.0 reported every object Current)")
+            objects = [o for o in examples(old) if o["metadata"]["name"] != "payments-routing-rules"]
+            converged(admin, zk, zk_base, objects)
+            before = record_before(admin, zk, zk_base, objects)
+
+            def commit_the_release() -> None:
+                """Step 5's action with Flux: the release's manifests committed, the Kustomization's image tag set;
+                Flux applies them."""
+                files: dict[str, str | None] = dict.fromkeys(
+                    (name for name in flux_files(old) if name.startswith("manifests/")), None)
+                files.update({k: v for k, v in flux_files(REPO).items() if k.startswith("manifests/")})
+                sha = repo.commit("zkop 0.2.0", files)
+                body = flux_zkop_kustomization(REPO, hosts)
+                live = Flux.get(admin, KUSTOMIZATION, "zkop")
+                assert live is not None
+                admin.request("PUT", resource_path(*KUSTOMIZATION, "flux-system", "zkop"),
+                              body={**body, "metadata": {**body["metadata"],
+                                                         "resourceVersion": live["metadata"]["resourceVersion"]}})
+                Flux.reconcile(admin, GITREPOSITORY, "platform")
+                try:
+                    wait_for(lambda: applied(sha), message="the release applied by Flux")
+                except TimeoutError as err:
+                    raise AssertionError(f"{err}\n{flux.log_tail()}") from None
+
+            def rolling_update() -> None:
+                nonlocal new
+                new = hand_over(cluster, admin, tmp_path / "new-pod", previous)
+
+            known: dict[str, tuple[Any, Any]] = {
+                "Move ZooKeeperConfigs off the paths 0.2.0 reserves": (None, nothing_listed),
+                "Give every other reader of a Secret's value an identity": (None, nothing_listed),
+                "Change scripts that call `zkop export -o DIR` or `--output-dir DIR`": (None, None),
+                "Let Prometheus scrape the now-secure `/metrics`": (None, None),
+                "Apply 0.2.0": (commit_the_release, lambda _out: assert_new_crd_accepted(admin, before)),
+                "Wait for the rolling update": (None, None),
+                "Check every ZooKeeperConfig is still Ready": (None, lambda _out: assert_nothing_rewritten(
+                    admin, zk, zk_base, before)),
+            }
+            steps = upgrade_steps("0.1.0")
+            assert [s.title for s in steps] == list(known), "CHANGELOG's steps changed: teach the test the new ones"
+            for step in steps:
+                action, check = known[step.title]
+                if action is not None:
+                    action()
+                out = ""
+                for command in for_install(step.commands, "Flux"):
+                    if command.startswith(NEEDS_A_KUBELET):
+                        rolling_update()
+                    else:
+                        out += as_written(cluster, command, work)
+                if check is not None:
+                    check(out)
+            assert new is not None, "the steps never rolled the Deployment"
+        finally:
+            stopped(previous)
+            if new is not None:
+                stopped(new)
+            for name in ("zookeeper", "zkop"):
+                Flux.delete(admin, KUSTOMIZATION, name)
+            Flux.delete(admin, GITREPOSITORY, "platform")
 
 
 def test_deleting_the_install_before_its_objects_leaves_them_terminating_until_finalizers_go(
@@ -464,7 +610,16 @@ def test_deleting_the_install_before_its_objects_leaves_them_terminating_until_f
         query = {"labelSelector": "app.kubernetes.io/part-of=zkop"}
         return not admin.request("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", query=query)["items"]
 
-    wait_for(crds_gone, message="the install's CRDs deleted")
+    try:
+        wait_for(crds_gone, message="the install's CRDs deleted")
+    except TimeoutError as err:  # say what holds them (seen once under load; never reproduced alone)
+        query = {"labelSelector": "app.kubernetes.io/part-of=zkop"}
+        left = admin.request("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", query=query)["items"]
+        held = {crd["metadata"]["name"]: ([c for c in crd.get("status", {}).get("conditions", [])
+                                           if c["type"] in ("Terminating", "Established")],
+                                          kubectl(cluster, "get", crd["metadata"]["name"], "-A", "-o", "name"))
+                for crd in left}
+        raise AssertionError(f"{err}: {held}") from None
     nothing_of_zkop_left(admin)
     for obj in configs(objects):
         assert zk.get(zk_base + obj["spec"]["path"])[0] == expected_bytes(obj, objects)
