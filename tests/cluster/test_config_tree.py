@@ -3,12 +3,18 @@ writing a real ZooKeeper server (checked with a plain kazoo client)."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
+import yaml
 from kazoo.client import KazooClient
 from zkop_testing.operator import OperatorProcess
 from zkop_testing.resources import conditions, create, zkc
-from zkop_testing.waiting import wait_for
+from zkop_testing.txnlog import read_txn_log
+from zkop_testing.waiting import EVENTUALLY, wait_for
 from zkop_testing.zookeeper import ZooKeeperServer
 
 from zkop.kube.client import ApiException, KubeClient, resource_path
@@ -52,9 +58,30 @@ def mzxids(zk: KazooClient, root: str) -> dict[str, int]:
     return {child: zk.get(f"{root}/{child}")[1].mzxid for child in zk.get_children(root)}
 
 
-def test_a_tree_of_200_properties_converges_and_each_change_is_one_transaction_of_what_changed(
+def zkop_cli(*args: str) -> Any:
+    """``zkop ARGS -o json`` as a process (exit 0 expected); its JSON report."""
+    run = subprocess.run([sys.executable, "-m", "zkop", *args, "-o", "json"], capture_output=True, text=True,
+                         timeout=EVENTUALLY, check=False)
+    assert run.returncode == 0, run.stdout + run.stderr
+    return json.loads(run.stdout)
+
+
+def replace_spec(kube: KubeClient, name: str, namespace: str, spec: dict[str, Any]) -> int:
+    """Replace the tree's ``spec``; the new generation."""
+    obj = kube.request("GET", resource_path(*ZKT, namespace, name))
+    obj["spec"] = spec
+    return int(kube.request("PUT", resource_path(*ZKT, namespace, name), body=obj)["metadata"]["generation"])
+
+
+def observed(kube: KubeClient, name: str, namespace: str, generation: int) -> dict[str, Any] | None:
+    """The tree's status once it reports ``generation``."""
+    status = tree_status(kube, name, namespace)
+    return status if status.get("observedGeneration") == generation else None
+
+
+def test_a_tree_of_200_properties_converges_round_trips_through_export_and_each_change_is_one_transaction(
         zkop_kubeconfig: str, kube: KubeClient, namespace: str, zk_server: ZooKeeperServer, zk_base: str,
-        zk: KazooClient) -> None:
+        zk: KazooClient, tmp_path: Path) -> None:
     ns = namespace
     values = {f"orders.setting{i:03d}": f"value-{i}" for i in range(200)}
     put_config_map(kube, ns, "orders", {"application.properties": properties(values)}, create_it=True)
@@ -76,6 +103,34 @@ def test_a_tree_of_200_properties_converges_and_each_change_is_one_transaction_o
         first = mzxids(zk, root)
         assert len({z for c, z in first.items() if c != "handmade"}) == 1
 
+        # Round trip: `zkop export --tree` of the converged subtree declares every child's bytes ...
+        hosts = f"{zk_server.hosts}{zk_base}"
+        out = tmp_path / "export"
+        report = zkop_cli("export", "--zk-hosts", hosts, "--tree", "/config/orders", "--exclude", "handmade",
+                          "--namespace", ns, "-d", str(out))
+        assert report["problems"] == [] and [e["path"] for e in report["exported"]] == ["/config/orders"]
+        exported = yaml.safe_load((out / report["exported"][0]["file"]).read_text(encoding="utf-8"))
+        assert exported["kind"] == "ZooKeeperConfigTree" and set(exported["spec"]) == {"path", "entries"}
+        assert {e["path"]: e["stringData"] for e in exported["spec"]["entries"]} == values
+        # ... `zkop sync` of it into an empty chroot gives byte-identical znodes, in one multi ...
+        zk.ensure_path(f"{zk_base}/copy")
+        synced = zkop_cli("sync", "--zk-hosts", f"{hosts}/copy", "-f", str(out))
+        assert synced["summary"] == {"created": 200}
+        copy = f"{zk_base}/copy/config/orders"
+        assert {c: zk.get(f"{copy}/{c}")[0] for c in zk.get_children(copy)} == {
+            c: zk.get(f"{root}/{c}")[0] for c in zk.get_children(root) if c != "handmade"}
+        assert len({zk.exists(f"{copy}/{c}").czxid for c in zk.get_children(copy)}) == 1
+        # ... and applied as the live object in place of the ConfigMap source, then back, it rewrites nothing.
+        source = kube.request("GET", resource_path(*ZKT, ns, "orders"))["spec"]
+        generation = replace_spec(kube, "orders", ns, {**exported["spec"]})
+        status = wait_for(lambda: observed(kube, "orders", ns, generation), message="the exported spec reconciled")
+        assert (status["declared"], status["synced"]) == (200, 200)
+        generation = replace_spec(kube, "orders", ns, source)
+        status = wait_for(lambda: observed(kube, "orders", ns, generation), message="the ConfigMap source again")
+        assert (status["declared"], status["synced"]) == (200, 200)
+        assert mzxids(zk, root) == first
+        last_zxid = max(t.zxid for t in read_txn_log(zk_server.data_dir))
+
         # One line changes: exactly one znode is rewritten.
         values["orders.setting007"] = "changed"
         put_config_map(kube, ns, "orders", {"application.properties": properties(values)}, create_it=False)
@@ -92,6 +147,12 @@ def test_a_tree_of_200_properties_converges_and_each_change_is_one_transaction_o
         changed = {c: z for c, z in after_three.items() if z != after_one[c]}
         assert sorted(changed) == ["orders.setting010", "orders.setting020", "orders.setting030"]
         assert len(set(changed.values())) == 1
+        # ZooKeeper's transaction log: the one-line change was one setData, the three-line one a single multi.
+        writes = [(t.zxid, t.op, t.path[len(root) + 1:], t.multi) for t in read_txn_log(zk_server.data_dir)
+                  if t.zxid > last_zxid and t.path.startswith(root + "/")]
+        assert [w[1:3] for w in writes] == [("setData", "orders.setting007"), ("setData", "orders.setting010"),
+                                            ("setData", "orders.setting020"), ("setData", "orders.setting030")]
+        assert len({w[0] for w in writes[1:]}) == 1 and all(w[3] for w in writes[1:]) and writes[0][0] != writes[1][0]
 
         # A hand edit of one child is put back, announced once for the tree.
         zk.set(f"{root}/orders.setting100", b"hand edit")
