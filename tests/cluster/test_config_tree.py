@@ -4,11 +4,13 @@ writing a real ZooKeeper server (checked with a plain kazoo client)."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import javaproperties
 import yaml
 from kazoo.client import KazooClient
 from zkop_testing.operator import OperatorProcess
@@ -241,3 +243,91 @@ def _status_of_post(kube: KubeClient, namespace: str, body: dict[str, Any]) -> i
     except ApiException as err:
         return int(err.status)
     return 201
+
+
+#: The ``--exec`` hook below: appends what the application would read when told (ZKOP_DIGEST and the rendered file,
+#: read whole) to the log named by its argument, one JSON line per run.
+RECORDER = """
+import json, os, sys
+with open(os.environ["ZKOP_OUTPUT"], "rb") as f:
+    content = f.read().decode("iso-8859-1")
+with open(sys.argv[1], "a") as log:
+    log.write(json.dumps({"digest": os.environ["ZKOP_DIGEST"], "content": content}) + "\\n")
+"""
+
+#: The three properties every commit changes together, each value naming the commit (see ``commit_values``).
+TOGETHER = ("pricing.currency", "pricing.amount", "pricing.version")
+
+
+def commit_values(n: int) -> dict[str, str]:
+    """Commit ``n``'s values of :data:`TOGETHER`."""
+    return {"pricing.currency": f"EUR-{n}", "pricing.amount": f"{n}.00", "pricing.version": f"v{n}"}
+
+
+def commit_of(rendered: str) -> set[int]:
+    """The commit numbers the three properties of one rendered ``.properties`` file come from (one if consistent)."""
+    props = javaproperties.loads(rendered)
+    return {int(props["pricing.currency"].removeprefix("EUR-")), int(props["pricing.amount"].removesuffix(".00")),
+            int(props["pricing.version"].removeprefix("v"))}
+
+
+def test_100_commits_each_changing_3_properties_are_one_transaction_each_and_fetch_never_renders_part_of_one(
+        zkop_kubeconfig: str, kube: KubeClient, namespace: str, zk_server: ZooKeeperServer, zk_base: str,
+        zk: KazooClient, tmp_path: Path) -> None:
+    ns = namespace
+    steady = {f"checkout.setting{i:02d}": f"steady-{i}" for i in range(20)}
+    put_config_map(kube, ns, "checkout", {"application.properties": properties({**steady, **commit_values(0)})},
+                   create_it=True)
+    root = f"{zk_base}/config/checkout"
+    hosts = f"{zk_server.hosts}{zk_base}"
+    recorder = tmp_path / "recorder.py"
+    recorder.write_text(RECORDER)
+    log = tmp_path / "rendered.jsonl"
+    out = tmp_path / "application.properties"
+
+    def renders() -> list[dict[str, str]]:
+        return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+    with OperatorProcess(zkop_kubeconfig, hosts, ["--config-trees", "--namespace", ns]):
+        kube.request("POST", resource_path(*ZKT, ns), body=tree(
+            "checkout", "/config/checkout", ns,
+            **{"from": [{"configMapRef": {"name": "checkout"}, "key": "application.properties",
+                         "format": "properties"}]}))
+        wait_for(lambda: tree_status(kube, "checkout", ns).get("synced") == 23, message="23 children synced")
+        start_zxid = max(t.zxid for t in read_txn_log(zk_server.data_dir))
+        fetch = subprocess.Popen([sys.executable, "-m", "zkop", "fetch", "--zk-hosts", hosts, "--path",
+                                  "/config/checkout", "-r", "--watch", "--out", str(out), "--format", "properties",
+                                  "--exec", f"{sys.executable} {recorder} {log}", "--wait", "5ms:20ms",
+                                  "--log-level", "warning"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        try:
+            wait_for(lambda: [commit_of(r["content"]) for r in renders()] == [{0}], message="the first render")
+            for n in range(1, 101):
+                put_config_map(kube, ns, "checkout",
+                               {"application.properties": properties({**steady, **commit_values(n)})},
+                               create_it=False)
+                wait_for(lambda n=n: zk.get(f"{root}/pricing.version")[0] == f"v{n}".encode(),  # type: ignore[misc]
+                         interval=0.01, message=f"commit {n} in ZooKeeper")
+                stats = {p: zk.exists(f"{root}/{p}") for p in TOGETHER}
+                assert {p: zk.get(f"{root}/{p}")[0].decode() for p in TOGETHER} == commit_values(n)
+                assert len({s.mzxid for s in stats.values()}) == 1, f"commit {n} was not one transaction: {stats}"
+            wait_for(lambda: renders() and commit_of(renders()[-1]["content"]) == {100},
+                     message="the last commit rendered")
+        finally:
+            fetch.send_signal(signal.SIGTERM)
+            output = fetch.communicate(timeout=EVENTUALLY)[0].decode()
+        assert fetch.returncode == 0 and "Traceback" not in output, output
+    records = renders()
+    partial = [r["content"] for r in records if len(commit_of(r["content"])) != 1]
+    assert not partial, f"{len(partial)} of {len(records)} renders mixed two commits: {partial[:2]}"
+    assert all(javaproperties.loads(r["content"]).items() >= steady.items() for r in records)
+    seen = [commit_of(r["content"]).pop() for r in records]
+    assert seen == sorted(seen) and seen[-1] == 100  # in commit order; coalesced, never behind
+    # ZooKeeper's transaction log: each commit is one multi of exactly its three setData, nothing else below the root.
+    writes: dict[int, list[tuple[str, str, bool]]] = {}
+    for t in read_txn_log(zk_server.data_dir):
+        if t.zxid > start_zxid and t.path.startswith(root + "/"):
+            writes.setdefault(t.zxid, []).append((t.op, t.path[len(root) + 1:], t.multi))
+    assert len(writes) == 100
+    assert all(sorted(ops) == [("setData", p, True) for p in sorted(TOGETHER)] for ops in writes.values())
+    print(f"zkop fetch --watch: {len(records)} renders for 100 commits of 3 properties, none partial")
