@@ -13,6 +13,7 @@ from typing import Any
 import javaproperties
 import yaml
 from kazoo.client import KazooClient
+from zkop_testing.kstatus import compute
 from zkop_testing.operator import OperatorProcess
 from zkop_testing.resources import conditions, create, zkc
 from zkop_testing.txnlog import read_txn_log
@@ -172,6 +173,21 @@ def test_a_tree_of_200_properties_converges_round_trips_through_export_and_each_
         # Deleting the tree deletes what it owns, never the unowned znode.
         kube.request("DELETE", resource_path(*ZKT, ns, "orders"))
         wait_for(lambda: zk.get_children(root) == ["handmade"], message="owned children deleted with the tree")
+
+
+def test_a_tree_is_in_progress_for_kstatus_until_zkop_has_seen_it(
+        zkop_kubeconfig: str, kube: KubeClient, namespace: str, zk_server: ZooKeeperServer, zk_base: str,
+        zk: KazooClient) -> None:
+    # Flux's `wait: true` (kstatus) must not count a tree Ready before zkop wrote it: the CRD defaults
+    # status.observedGeneration to -1, which is never the object's generation.
+    ns = namespace
+    created = kube.request("POST", resource_path(*ZKT, ns), body=tree("early", "/config/early", ns, entries=[
+        {"path": "flag", "stringData": "on"}]))
+    assert created["status"] == {"observedGeneration": -1} and compute(created) == "InProgress"
+    with OperatorProcess(zkop_kubeconfig, f"{zk_server.hosts}{zk_base}", ["--config-trees", "--namespace", ns]):
+        wait_for(lambda: compute(kube.request("GET", resource_path(*ZKT, ns, "early"))) == "Current",
+                 message="Current once zkop reports it")
+        assert zk.get(f"{zk_base}/config/early/flag")[0] == b"on"
 
 
 def test_a_tree_and_a_zookeeperconfig_declaring_one_path_resolve_oldest_wins_both_statuses_saying_so(
