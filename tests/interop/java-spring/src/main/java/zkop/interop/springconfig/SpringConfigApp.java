@@ -30,7 +30,8 @@ import org.springframework.web.bind.annotation.RestController;
  * {@code @RefreshScope} beans.
  *
  * <p>{@code GET /config} answers {@code {"properties": shop.greeting as the @ConfigurationProperties bean holds it,
- * "refreshScope": as a @RefreshScope bean's @Value holds it}}. Prints {@code {"ready": true}} once started, then
+ * "refreshScope": as a @RefreshScope bean's @Value holds it}}; {@code GET /settings} the map {@code shop.settings.*}
+ * as the @ConfigurationProperties bean holds it (the whole property set of a ZooKeeperConfigTree). Prints {@code {"ready": true}} once started, then
  * answers commands on stdin, one JSON line each: {@code port} (the web server's port) and {@code close}.
  */
 @SpringBootApplication
@@ -44,6 +45,15 @@ public class SpringConfigApp {
     @ConfigurationProperties("shop")
     public static class ShopProperties {
         private String greeting = "unset";
+        private Map<String, String> settings = new LinkedHashMap<>();
+
+        public Map<String, String> getSettings() {
+            return settings;
+        }
+
+        public void setSettings(Map<String, String> settings) {
+            this.settings = settings;
+        }
 
         public String getGreeting() {
             return greeting;
@@ -86,6 +96,11 @@ public class SpringConfigApp {
             values.put("properties", properties.getGreeting());
             values.put("refreshScope", greeter.greeting());
             return values;
+        }
+
+        @GetMapping("/settings")
+        public Map<String, String> settings() {
+            return new LinkedHashMap<>(properties.getSettings());
         }
     }
 
