@@ -32,10 +32,12 @@ CASES = {
     "prometheus": (("metrics.serviceMonitor.enabled=true", "metrics.prometheusRule.enabled=true"), ("prometheus",)),
     "mirrors": (("zookeeperMirrors.enabled=true",), ("zookeeper-mirror",)),
     "ensembles": (("zookeeperEnsembles.enabled=true",), ("zookeeper-ensembles",)),
+    "service-imports": (("serviceImports.enabled=true",), ("service-imports",)),
     "everything": (("serviceBridge.enabled=true", "serviceImport.enabled=true", "zookeeperMirrors.enabled=true",
-                    "zookeeperEnsembles.enabled=true", "metrics.serviceMonitor.enabled=true",
-                    "metrics.prometheusRule.enabled=true"),
-                   ("service-bridge", "service-import", "zookeeper-mirror", "zookeeper-ensembles", "prometheus")),
+                    "zookeeperEnsembles.enabled=true", "serviceImports.enabled=true",
+                    "metrics.serviceMonitor.enabled=true", "metrics.prometheusRule.enabled=true"),
+                   ("service-bridge", "service-import", "zookeeper-mirror", "service-imports", "zookeeper-ensembles",
+                    "prometheus")),
 }
 
 
@@ -74,7 +76,8 @@ def test_helm_labels_are_the_only_additions(home: Path) -> None:
     crds = find(template(home), "CustomResourceDefinition")
     assert sorted(crd["metadata"]["name"] for crd in crds) == [
         "zookeeperconfigs.platform.example.com", "zookeeperconfigtrees.platform.example.com",
-        "zookeeperensembles.platform.example.com", "zookeepermirrors.platform.example.com"]
+        "zookeeperensembles.platform.example.com", "zookeepermirrors.platform.example.com",
+        "zookeeperserviceimports.platform.example.com"]
     for crd in crds:
         assert crd["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep", **flux}
     for crd in find(template(home, "crds.keep=false"), "CustomResourceDefinition"):

@@ -2,7 +2,7 @@
 audit log holds no write of zkop's but those docs/operations.md's dry-run rule allows, and ZooKeeper is unchanged.
 
 One object of each kind — a ZooKeeperConfig, a ZooKeeperEnsemble (with a ZooKeeperConfig on it), a ZooKeeperMirror,
-a ZooKeeperConfigTree,
+a ZooKeeperConfigTree, a ZooKeeperServiceImport,
 a Service to publish (the bridge), a registration under the import root (the importer) — each with a change a real
 run would make. The rule: the ``status`` of zkop's own objects, Events (Warnings only: no change was made to
 announce), the Lease; nothing else (no finalizer, no ConfigMap, Service or EndpointSlice), and no request refused
@@ -31,7 +31,9 @@ REPO = Path(__file__).resolve().parents[2]
 ZKOP_USER = "system:serviceaccount:zkop-system:zkop"
 ZKM = ("platform.example.com", "v1alpha1", "zookeepermirrors")
 ZKT = ("platform.example.com", "v1alpha1", "zookeeperconfigtrees")
-OWN_KINDS = {"zookeeperconfigs", "zookeeperensembles", "zookeepermirrors", "zookeeperconfigtrees"}
+ZKSI = ("platform.example.com", "v1alpha1", "zookeeperserviceimports")
+OWN_KINDS = {"zookeeperconfigs", "zookeeperensembles", "zookeepermirrors", "zookeeperconfigtrees",
+             "zookeeperserviceimports"}
 
 
 
@@ -70,7 +72,7 @@ def test_a_dry_run_of_every_feature_writes_only_what_the_rule_allows(
             name = f"{namespace}-dry"  # cluster-scoped: one per test
             args = ["--dry-run", "--cluster-id", "prod", "--namespace", namespace, "--zookeeper-ensembles",
                     "--zookeeper-mirrors", "--config-trees", "--service-bridge", "--import-services",
-                    "--import-namespace", namespace]
+                    "--service-imports", "--import-namespace", namespace]
             with OperatorProcess(zkop_kubeconfig, f"{zk_server.hosts}{zk_base}", args,
                                  env={"TMPDIR": str(tmp_path)}) as proc:
                 kube.request("POST", resource_path(*ZKE), body=ensemble(name, second_server.hosts, chroot="/team"))
@@ -84,6 +86,10 @@ def test_a_dry_run_of_every_feature_writes_only_what_the_rule_allows(
                     "metadata": {"name": "tree", "namespace": namespace},
                     "spec": {"path": "/app/tree", "entries": [{"path": "a", "stringData": "1"},
                                                               {"path": "b/c", "stringData": "2"}]}})
+                kube.request("POST", resource_path(*ZKSI, namespace), body={
+                    "apiVersion": "platform.example.com/v1alpha1", "kind": "ZooKeeperServiceImport",
+                    "metadata": {"name": "team", "namespace": namespace},
+                    "spec": {"root": "/services", "prefix": "team-"}})
                 kube.request("POST", resource_path("", "v1", "services", namespace), body={
                     "apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": namespace},
                     "spec": {"ports": [{"port": 80}]}})
@@ -97,11 +103,14 @@ def test_a_dry_run_of_every_feature_writes_only_what_the_rule_allows(
                          message="the mirror reports DryRun")
                 wait_for(lambda: dry_run(kube.request("GET", resource_path(*ZKT, namespace, "tree"))),
                          message="the tree reports DryRun")
+                wait_for(lambda: dry_run(kube.request("GET", resource_path(*ZKSI, namespace, "team"))),
+                         message="the ZooKeeperServiceImport reports DryRun")
                 wait_for(lambda: ready_condition(get_ensemble(kube, name)).get("status") == "True",
                          message="the ensemble reports its status")
                 wait_for(lambda: all(line in proc.log_tail(1_000_000) for line in (
                     f"dry-run service-bridge {namespace}/web: would create /kubernetes/services/{namespace}-web",
                     f"dry-run service-import {namespace}/payments: would create services/payments",
+                    f"dry-run service-import {namespace}/team-payments: would create services/team-payments",
                     f"dry-run zookeeper-mirror {namespace}/legacy: would create ConfigMap",
                     f"dry-run zookeeper-config-tree {namespace}/tree: would create /app/tree/b/c")),
                     message="the bridge, the importer and the mirror planned their writes")
@@ -122,7 +131,8 @@ def test_a_dry_run_of_every_feature_writes_only_what_the_rule_allows(
     statuses = {(e["objectRef"]["resource"], e["objectRef"].get("name")) for e in writes
                 if e["objectRef"].get("subresource") == "status"}
     assert {("zookeeperconfigs", "local"), ("zookeeperconfigs", "remote"), ("zookeepermirrors", "legacy"),
-            ("zookeeperensembles", name), ("zookeeperconfigtrees", "tree")} <= statuses
+            ("zookeeperensembles", name), ("zookeeperconfigtrees", "tree"),
+            ("zookeeperserviceimports", "team")} <= statuses
     events = kube.request("GET", resource_path("", "v1", "events", namespace))["items"]
     assert [(e["type"], e["reason"]) for e in events
             if e.get("source", {}).get("component", "").startswith("zkop") and e["type"] != "Warning"] == []

@@ -101,6 +101,7 @@ def test_default_install_contains_the_whole_operator(rendered_default: list[Obj]
         ("CustomResourceDefinition", "zookeeperconfigtrees.platform.example.com"),
         ("CustomResourceDefinition", "zookeeperensembles.platform.example.com"),
         ("CustomResourceDefinition", "zookeepermirrors.platform.example.com"),
+        ("CustomResourceDefinition", "zookeeperserviceimports.platform.example.com"),
         ("Deployment", DEPLOYMENT),
         ("Namespace", NAMESPACE),
         ("PodDisruptionBudget", DEPLOYMENT),
@@ -118,7 +119,8 @@ def test_crd_in_the_install_is_the_crd_file(rendered_default: list[Obj]) -> None
     installed = {c["metadata"]["name"]: c["spec"] for c in find(rendered_default, "CustomResourceDefinition")}
     assert installed == {c["metadata"]["name"]: c["spec"] for c in render(REPO / "manifests" / "crd")}
     assert set(installed) == {"zookeeperconfigs.platform.example.com", "zookeeperensembles.platform.example.com",
-                              "zookeepermirrors.platform.example.com", "zookeeperconfigtrees.platform.example.com"}
+                              "zookeepermirrors.platform.example.com", "zookeeperconfigtrees.platform.example.com",
+                              "zookeeperserviceimports.platform.example.com"}
 
 
 def test_components_add_only_what_they_promise(rendered_default: list[Obj], rendered_full: list[Obj]) -> None:
@@ -214,10 +216,11 @@ def test_tenant_roles_aggregate_configs_and_mirrors_never_ensembles(rendered_def
                         ("zkop-view", ["get", "list", "watch"])):
         assert roles[name]["rules"] == [
             {"apiGroups": ["platform.example.com"], "resources": ["zookeeperconfigs", "zookeepermirrors",
-                                                                   "zookeeperconfigtrees"],
+                                                                   "zookeeperconfigtrees", "zookeeperserviceimports"],
              "verbs": verbs},
             {"apiGroups": ["platform.example.com"], "resources": ["zookeeperconfigs/status", "zookeepermirrors/status",
-                                                                   "zookeeperconfigtrees/status"],
+                                                                   "zookeeperconfigtrees/status",
+                                                                   "zookeeperserviceimports/status"],
              "verbs": ["get"]}]
 
 

@@ -10,6 +10,7 @@ from zkop.operator.options import OperatorOptions
 from zkop.operator.registry import FEATURES, enabled_features
 from zkop.operator.run import api_pool_size
 from zkop.services.bridge.options import BridgeOptions
+from zkop.services.importer.kind.options import KindOptions
 from zkop.services.importer.options import ImportOptions
 
 
@@ -18,7 +19,7 @@ def test_every_registered_feature_has_the_one_setup_signature() -> None:
         parameters = list(inspect.signature(feature.setup()).parameters)
         assert parameters == ["context", "options"], (feature.name, parameters)
     assert [f.name for f in FEATURES] == ["zookeeperconfig", "zookeeperensemble", "service-bridge", "service-import",
-                                          "zookeeper-mirror", "zookeeper-config-tree"]
+                                          "service-imports", "zookeeper-mirror", "zookeeper-config-tree"]
 
 
 def test_options_enable_features_and_size_the_api_pool() -> None:
@@ -27,7 +28,8 @@ def test_options_enable_features_and_size_the_api_pool() -> None:
     plain = OperatorOptions()
     assert [f.name for f, _ in enabled_features(plain)] == ["zookeeperconfig"]
     everything = OperatorOptions(workers=20, ensembles=True, ensemble_secret_namespace="zkop-system", mirrors=True,
-                                 bridge=BridgeOptions(workers=3), importer=ImportOptions(workers=5), config_trees=True)
+                                 bridge=BridgeOptions(workers=3), importer=ImportOptions(workers=5), config_trees=True,
+                                 service_imports=KindOptions(workers=2))
     assert [f.name for f, _ in enabled_features(everything)] == [f.name for f in FEATURES]
     assert api_pool_size(plain) == 25
-    assert api_pool_size(everything) == 20 * 4 + 3 + 5 + 16
+    assert api_pool_size(everything) == 20 * 4 + 3 + 5 + 2 + 16

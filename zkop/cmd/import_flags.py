@@ -11,10 +11,11 @@ import argparse
 from zkop.cmd.flags import dns_label, non_negative_int, positive_int, znode_path
 from zkop.kube.validation import is_dns1123_label
 from zkop.services.importer.guard import parse_cidr
+from zkop.services.importer.kind.options import DEFAULT_MAX_SERVICES, KindOptions
 from zkop.services.importer.options import DEFAULT_ROOTS, FORMATS, ImportFormat, ImportOptions
 from zkop.services.options import check_counts, root_flag
 
-__all__ = ["add_flags", "options_from_args"]
+__all__ = ["add_flags", "kind_options_from_args", "options_from_args"]
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
@@ -42,6 +43,13 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
                             "any address outside the cluster's Service ranges and the API server's own addresses)")
     group.add_argument("--import-workers", type=positive_int, default=2, metavar="N",
                        help="concurrent service-import reconciles (default 2)")
+    group.add_argument("--service-imports", action="store_true",
+                       help="reconcile ZooKeeperServiceImport objects: a namespace's own import, into its own "
+                            "namespace, confined by the tenancy rules (default off; needs the service-imports "
+                            "component's RBAC); --import-allowed-cidrs holds for them too")
+    group.add_argument("--service-import-max-services", type=non_negative_int, default=DEFAULT_MAX_SERVICES,
+                       metavar="N", help="Services one ZooKeeperServiceImport may select; more: LimitExceeded, none "
+                                         f"imported; 0: no limit (default {DEFAULT_MAX_SERVICES})")
 
 
 def options_from_args(args: argparse.Namespace) -> ImportOptions | None:
@@ -57,6 +65,15 @@ def options_from_args(args: argparse.Namespace) -> ImportOptions | None:
     if not is_dns1123_label(args.import_namespace):
         raise SystemExit(f"--import-namespace: {args.import_namespace!r} is not a valid namespace name")
     check_counts("--import", max_deletes=args.import_max_deletes, workers=args.import_workers)
+    allowed = _allowed_cidrs(args)
+    return ImportOptions(
+        namespace=args.import_namespace, format=fmt, root=root, prefix=str(args.import_prefix),
+        max_deletes=int(args.import_max_deletes), workers=int(args.import_workers),
+        ensemble=getattr(args, "import_ensemble", None) or None, allowed_cidrs=tuple(allowed),
+    )
+
+
+def _allowed_cidrs(args: argparse.Namespace) -> list[str]:
     allowed: list[str] = []
     for value in getattr(args, "import_allowed_cidrs", None) or []:
         for text in str(value).split(","):
@@ -66,8 +83,16 @@ def options_from_args(args: argparse.Namespace) -> ImportOptions | None:
                 allowed.append(str(parse_cidr(text)))
             except ValueError as err:
                 raise SystemExit(f"--import-allowed-cidrs: {text.strip()!r} is not a CIDR ({err})") from None
-    return ImportOptions(
-        namespace=args.import_namespace, format=fmt, root=root, prefix=str(args.import_prefix),
-        max_deletes=int(args.import_max_deletes), workers=int(args.import_workers),
-        ensemble=getattr(args, "import_ensemble", None) or None, allowed_cidrs=tuple(allowed),
-    )
+    return allowed
+
+
+def kind_options_from_args(args: argparse.Namespace) -> KindOptions | None:
+    """The ZooKeeperServiceImport feature's options, or ``None`` when ``--service-imports`` is off.
+
+    Raises:
+        SystemExit: an invalid CIDR in ``--import-allowed-cidrs``, with the flag named.
+    """
+    if not getattr(args, "service_imports", False):
+        return None
+    return KindOptions(max_services=int(args.service_import_max_services), allowed_cidrs=tuple(_allowed_cidrs(args)),
+                       workers=int(args.import_workers))

@@ -394,6 +394,7 @@ def _check_dubbo_root(dubbo_root: str, registry_root: str) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from zkop.cmd.bridge_flags import options_from_args as bridge_options_from_args
+    from zkop.cmd.import_flags import kind_options_from_args
     from zkop.cmd.import_flags import options_from_args as import_options_from_args
     from zkop.operator.options import OperatorOptions
     from zkop.operator.run import ConfigurationError, Operator
@@ -405,6 +406,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         bridge = bridge_options_from_args(args)
         importer = import_options_from_args(args)
+        service_imports = kind_options_from_args(args)
     except SystemExit as err:  # the services' flag checks end this way; argparse types catch them first
         if isinstance(err.code, str):
             raise UsageError(err.code) from None
@@ -419,7 +421,8 @@ def _run(args: argparse.Namespace) -> int:
         retry_period=args.leader_election_retry_period, sync_period=args.sync_period,
         max_data_bytes=args.max_data_bytes,
         cluster_id=args.cluster_id, registry_root=args.registry_root, acl_check_period=args.acl_check_period,
-        bridge=bridge, importer=importer, mirrors=args.zookeeper_mirrors, dry_run=args.dry_run,
+        bridge=bridge, importer=importer, service_imports=service_imports, mirrors=args.zookeeper_mirrors,
+        dry_run=args.dry_run,
         mirror_max_znodes=args.mirror_max_znodes, mirror_max_bytes=args.mirror_max_bytes,
         config_trees=args.config_trees, config_tree_max_znodes=args.config_tree_max_znodes,
         ensembles=args.zookeeper_ensembles, ensemble_secret_namespace=args.ensemble_secret_namespace,

@@ -13,6 +13,7 @@ from zkop.feature.tenancy import TenancyPolicy
 from zkop.mirror.options import DEFAULT_MAX_BYTES, DEFAULT_MAX_ZNODES
 from zkop.runtime.manager import ManagerOptions
 from zkop.services.bridge.options import BridgeOptions
+from zkop.services.importer.kind.options import KindOptions
 from zkop.services.importer.options import ImportOptions
 from zkop.zkconfig.spec import DEFAULT_MAX_DATA_BYTES
 from zkop.zookeeper.connection import ConnectionOptions
@@ -37,8 +38,8 @@ class OperatorOptions:
 
     Durations are seconds. ``kube_api_qps``/``kube_api_burst`` are the API client's token bucket
     (``--kube-api-qps``, negative: none; :func:`zkop.kube.flowcontrol.client_rate_limiter`). A feature is
-    enabled by its options: ``bridge``/``importer`` set, ``mirrors``/``ensembles``/``config_trees`` true
-    (:mod:`zkop.operator.registry`).
+    enabled by its options: ``bridge``/``importer``/``service_imports`` set, ``mirrors``/``ensembles``/``config_trees``
+    true (:mod:`zkop.operator.registry`).
     """
 
     kubeconfig: str | None = None
@@ -66,6 +67,8 @@ class OperatorOptions:
     startup_probe: bool = True
     bridge: BridgeOptions | None = None
     importer: ImportOptions | None = None
+    #: ``--service-imports``: ZooKeeperServiceImport objects (``None``: off).
+    service_imports: KindOptions | None = None
     mirrors: bool = False
     mirror_max_znodes: int = DEFAULT_MAX_ZNODES
     mirror_max_bytes: int = DEFAULT_MAX_BYTES

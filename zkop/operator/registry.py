@@ -64,6 +64,8 @@ FEATURES: tuple[Feature, ...] = (
             lambda o: o.bridge.workers if o.bridge else 0),
     Feature("service-import", "zkop.services.importer.builder", lambda o: o.importer,
             lambda o: o.importer.workers if o.importer else 0),
+    Feature("service-imports", "zkop.services.importer.kind.builder", lambda o: o.service_imports,
+            lambda o: o.service_imports.workers if o.service_imports else 0),
     Feature("zookeeper-mirror", "zkop.mirror.builder",
             lambda o: MirrorOptions(o.mirror_max_znodes, o.mirror_max_bytes) if o.mirrors else None),
     Feature("zookeeper-config-tree", "zkop.configtree.builder",

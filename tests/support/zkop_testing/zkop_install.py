@@ -1,9 +1,9 @@
 """zkop installed on a real control plane as ``manifests/default`` installs it, for tests/cluster and tests/integration.
 
-The real ``kubectl kustomize`` renders ``manifests/default`` with the ``service-bridge``, ``service-import`` and
-``zookeeper-mirror`` components; the real ``kubectl apply --server-side`` applies all but what needs a kubelet. zkop
-then runs as the ServiceAccount it creates (a TokenRequest token: :meth:`ControlPlane.service_account_kubeconfig`),
-under the roles the manifests grant, never as an admin.
+The real ``kubectl kustomize`` renders ``manifests/default`` with the ``service-bridge``, ``service-import``,
+``zookeeper-mirror`` and ``service-imports`` components; the real ``kubectl apply --server-side`` applies all but what
+needs a kubelet. zkop then runs as the ServiceAccount it creates (a TokenRequest token:
+:meth:`ControlPlane.service_account_kubeconfig`), under the roles the manifests grant, never as an admin.
 """
 
 from __future__ import annotations
@@ -71,7 +71,8 @@ def rendered_install(tmp_path: Path) -> list[Obj]:
         f"resources: [{relative('manifests/default')}]\n"
         f"components: [{relative('manifests/components/service-bridge')}, "
         f"{relative('manifests/components/service-import')}, "
-        f"{relative('manifests/components/zookeeper-mirror')}]\n")
+        f"{relative('manifests/components/zookeeper-mirror')}, "
+        f"{relative('manifests/components/service-imports')}]\n")
     out = subprocess.run([venv_kubectl(), "kustomize", str(overlay)], capture_output=True, text=True, timeout=60,
                          check=True).stdout
     return [doc for doc in yaml.safe_load_all(out) if doc]
@@ -85,7 +86,8 @@ def install(plane: ControlPlane, directory: Path) -> list[Obj]:
     kubectl(plane, "apply", "--server-side", "--force-conflicts", "--field-manager=zkop-tests", "-f", "-",
             input=yaml.safe_dump_all(applied))
     kubectl(plane, "wait", "--for=condition=Established", "crd/zookeeperconfigs.platform.example.com",
-            "crd/zookeepermirrors.platform.example.com", "--timeout=60s")
+            "crd/zookeepermirrors.platform.example.com", "crd/zookeeperserviceimports.platform.example.com",
+            "--timeout=60s")
     return objects
 
 
