@@ -66,7 +66,7 @@ NAMESPACE = "zkop-system"
 CRD = "zookeeperconfigs.platform.example.com"
 #: Every CRD the install makes; each is kept by helm uninstall and a Flux prune (docs/operations.md, "Uninstall").
 CRDS = [CRD, "zookeeperconfigtrees.platform.example.com", "zookeeperensembles.platform.example.com",
-        "zookeepermirrors.platform.example.com"]
+        "zookeepermirrors.platform.example.com", "zookeeperserviceimports.platform.example.com"]
 #: examples/acl.yaml's identity: zkop must authenticate as it to manage the znode once its ACL is on.
 OPS_CREDENTIALS = "ops:ops-password"
 FINALIZER = "zookeeperconfigs.platform.example.com/finalizer"
