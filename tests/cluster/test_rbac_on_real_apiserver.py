@@ -2,7 +2,8 @@
 
 One ``zkop run`` with every feature on (leader election, ZooKeeperConfigs with data, ConfigMap
 and Secret references, an invalid spec, a path conflict, drift, deletion; the service bridge; the
-service importer; a ZooKeeperMirror; ``--metrics-secure`` scraped by a ServiceAccount bound to the shipped reader role,
+service importer; a ZooKeeperMirror; a ZooKeeperConfigTree, then its deletion; a ZooKeeperServiceImport;
+``--metrics-secure`` scraped by a ServiceAccount bound to the shipped reader role,
 so zkop sends TokenReviews and SubjectAccessReviews) authenticates as ``zkop-system/zkop`` with a
 token from the TokenRequest API. kube-apiserver's RBAC authorizer decides every request, and its
 audit log (``Metadata`` level) records each one with the verb and resource RBAC saw. A request it
@@ -30,7 +31,8 @@ from zkop.kube.client import MERGE_PATCH, ApiException, KubeClient, resource_pat
 ZKOP_USER = "system:serviceaccount:zkop-system:zkop"
 #: Permissions the API server checks in admission, not per request: setting finalizers on an
 #: object whose owner references block deletion (OwnerReferencesPermissionEnforcement).
-ADMISSION_ONLY = {("platform.example.com", "zookeeperconfigs/finalizers", "update")}
+ADMISSION_ONLY = {("platform.example.com", "zookeeperconfigs/finalizers", "update"),
+                  ("platform.example.com", "zookeeperconfigtrees/finalizers", "update")}
 
 
 
@@ -67,7 +69,7 @@ def test_rbac_covers_exactly_what_zkop_sends(plane: ControlPlane, installed: lis
     args = ["--leader-elect", "--leader-election-namespace", "zkop-system", "--service-bridge",
             "--service-bridge-endpoints", "--service-bridge-endpoints-debounce", "0.1",
             "--import-services", "--import-root", "/services", "--import-namespace", ns,
-            "--zookeeper-mirrors", "--sync-period", "2s", "--metrics-secure"]
+            "--zookeeper-mirrors", "--config-trees", "--service-imports", "--sync-period", "2s", "--metrics-secure"]
     audit_mark = len(_audited(plane, ZKOP_USER))
     with OperatorProcess(zkop_kubeconfig, f"{zk_server.hosts}{zk_base}", args) as proc:
         create(kube, zkc("flag", "/app/flag", b"on", namespace=ns))
@@ -143,6 +145,36 @@ def test_rbac_covers_exactly_what_zkop_sends(plane: ControlPlane, installed: lis
         wait_for(lambda: mirrored() == "1", message="subtree mirrored")
         zk.set(zk_base + "/mirrored/k", b"2")
         wait_for(lambda: mirrored() == "2", message="change mirrored")
+
+        # ZooKeeperConfigTree: a subtree from one object, then deleted through its finalizer.
+        trees = ("platform.example.com", "v1alpha1", "zookeeperconfigtrees")
+        kube.request("POST", resource_path(*trees, ns), body={
+            "apiVersion": "platform.example.com/v1alpha1", "kind": "ZooKeeperConfigTree", "metadata": {"name": "t"},
+            "spec": {"path": "/tree", "entries": [{"path": "a", "stringData": "1"}]}})
+        wait_for(lambda: read(zk, zk_base + "/tree/a") == b"1", message="tree written")
+
+        def tree_gone() -> bool:
+            try:
+                kube.request("GET", resource_path(*trees, ns, "t"))
+            except ApiException as err:
+                return bool(err.status == 404)
+            return False
+
+        kube.request("DELETE", resource_path(*trees, ns, "t"))
+        wait_for(tree_gone, message="tree deleted through its finalizer")
+
+        # ZooKeeperServiceImport: the namespace's own import of a registration under another root.
+        billing = {**instance, "name": "billing", "id": "i-2", "address": "192.0.2.11"}
+        zk.create(zk_base + "/team-services/billing/i-2", json.dumps(billing).encode(), makepath=True)
+        kube.request("POST", resource_path("platform.example.com", "v1alpha1", "zookeeperserviceimports", ns), body={
+            "apiVersion": "platform.example.com/v1alpha1", "kind": "ZooKeeperServiceImport",
+            "metadata": {"name": "team"}, "spec": {"format": "curator", "root": "/team-services"}})
+
+        def billing_imported() -> bool:
+            services = kube.request("GET", resource_path("", "v1", "services", ns))["items"]
+            return "billing" in [s["metadata"]["name"] for s in services]
+
+        wait_for(billing_imported, message="service imported by the ZooKeeperServiceImport")
         assert proc.probe("/readyz") == 200
 
         # Secure metrics: a scraper bound to the shipped reader role (TokenReview + SubjectAccessReview).
