@@ -310,10 +310,10 @@ def test_ready_endpoints_are_published_with_a_debounce(
     now = [100.0]  # the debouncer's monotonic seconds
     read: list[str] = []  # resourceVersion of every slice a reconcile read, in order
 
-    def reading(objs: Iterable[dict[str, Any]]) -> EndpointsView:
+    def reading(objs: Iterable[dict[str, Any]], *, publish_not_ready: bool = False) -> EndpointsView:
         objs = list(objs)
         read.extend(o["metadata"]["resourceVersion"] for o in objs)
-        return endpoints_view(objs)
+        return endpoints_view(objs, publish_not_ready=publish_not_ready)
 
     monkeypatch.setattr(bridge_reconciler, "endpoints_view", reading)
 
