@@ -34,7 +34,7 @@ import os
 import subprocess
 import time
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -371,6 +371,38 @@ def nothing_listed(out: str) -> None:
     assert out == "", out
 
 
+def follow_upgrade_steps(cluster: ControlPlane, install: str, work: Path, *, apply: Callable[[], None],
+                         applied: Callable[[], None], rolling_update: Callable[[], None],
+                         still_ready: Callable[[], None]) -> None:
+    """CHANGELOG.md's "Upgrading from 0.1.0", step by step as written for ``install`` (``kustomize``, ``Flux``): step
+    5's action is ``apply`` and its check ``applied``; the rollout (which needs a kubelet) is ``rolling_update``; step
+    7's check is ``still_ready``; each ``sh`` block for ``install`` runs in bash in ``work``. A step the test does not
+    know fails it."""
+    known: dict[str, tuple[Callable[[], None] | None, Callable[[str], None] | None]] = {
+        "Move ZooKeeperConfigs off the paths 0.2.0 reserves": (None, nothing_listed),
+        "Give every other reader of a Secret's value an identity": (None, nothing_listed),
+        "Change scripts that call `zkop export -o DIR` or `--output-dir DIR`": (None, None),  # no scripts here
+        "Let Prometheus scrape the now-secure `/metrics`": (None, None),  # checked once the new replica runs
+        "Apply 0.2.0": (apply, lambda _out: applied()),
+        "Wait for the rolling update": (None, None),
+        "Check every ZooKeeperConfig is still Ready": (None, lambda _out: still_ready()),
+    }
+    steps = upgrade_steps("0.1.0")
+    assert [s.title for s in steps] == list(known), "CHANGELOG's steps changed: teach the test the new ones"
+    for step in steps:
+        action, check = known[step.title]
+        if action is not None:
+            action()
+        out = ""
+        for command in for_install(step.commands, install):
+            if command.startswith(NEEDS_A_KUBELET):
+                rolling_update()
+            else:
+                out += as_written(cluster, command, work)
+        if check is not None:
+            check(out)
+
+
 def test_upgrade_from_the_previous_release_follows_the_changelog(cluster: ControlPlane, admin: KubeClient,
                                                                  zk_server: ZooKeeperServer, zk_base: str,
                                                                  zk: KazooClient, tmp_path: Path) -> None:
@@ -425,31 +457,9 @@ def test_upgrade_from_the_previous_release_follows_the_changelog(cluster: Contro
             nonlocal new
             new = hand_over(cluster, admin, tmp_path / "new-pod", previous)
 
-        # Each step's title → (what the test does before its commands, what it checks after them).
-        known: dict[str, tuple[Any, Any]] = {
-            "Move ZooKeeperConfigs off the paths 0.2.0 reserves": (None, nothing_listed),
-            "Give every other reader of a Secret's value an identity": (None, nothing_listed),
-            "Change scripts that call `zkop export -o DIR` or `--output-dir DIR`": (None, None),  # no scripts here
-            "Let Prometheus scrape the now-secure `/metrics`": (None, None),  # checked once the new replica runs
-            "Apply 0.2.0": (apply_the_release, lambda _out: new_crd_accepted()),
-            "Wait for the rolling update": (None, None),
-            "Check every ZooKeeperConfig is still Ready": (None, lambda _out: assert_nothing_rewritten(
-                admin, zk, zk_base, before)),
-        }
-        steps = upgrade_steps("0.1.0")
-        assert [s.title for s in steps] == list(known), "CHANGELOG's steps changed: teach the test the new ones"
-        for step in steps:
-            action, check = known[step.title]
-            if action is not None:
-                action()
-            out = ""
-            for command in for_install(step.commands, "kustomize"):
-                if command.startswith(NEEDS_A_KUBELET):
-                    rolling_update()
-                else:
-                    out += as_written(cluster, command, work)
-            if check is not None:
-                check(out)
+        follow_upgrade_steps(cluster, "kustomize", work, apply=apply_the_release, applied=new_crd_accepted,
+                             rolling_update=rolling_update,
+                             still_ready=lambda: assert_nothing_rewritten(admin, zk, zk_base, before))
         assert new is not None, "the steps never rolled the Deployment"
         delete_examples_while_zkop_runs(cluster, admin, zk, zk_base, old)
     finally:
@@ -541,30 +551,9 @@ def test_flux_upgrade_from_the_previous_release_follows_the_changelog(cluster: C
                 nonlocal new
                 new = hand_over(cluster, admin, tmp_path / "new-pod", previous)
 
-            known: dict[str, tuple[Any, Any]] = {
-                "Move ZooKeeperConfigs off the paths 0.2.0 reserves": (None, nothing_listed),
-                "Give every other reader of a Secret's value an identity": (None, nothing_listed),
-                "Change scripts that call `zkop export -o DIR` or `--output-dir DIR`": (None, None),
-                "Let Prometheus scrape the now-secure `/metrics`": (None, None),
-                "Apply 0.2.0": (commit_the_release, lambda _out: assert_new_crd_accepted(admin, before)),
-                "Wait for the rolling update": (None, None),
-                "Check every ZooKeeperConfig is still Ready": (None, lambda _out: assert_nothing_rewritten(
-                    admin, zk, zk_base, before)),
-            }
-            steps = upgrade_steps("0.1.0")
-            assert [s.title for s in steps] == list(known), "CHANGELOG's steps changed: teach the test the new ones"
-            for step in steps:
-                action, check = known[step.title]
-                if action is not None:
-                    action()
-                out = ""
-                for command in for_install(step.commands, "Flux"):
-                    if command.startswith(NEEDS_A_KUBELET):
-                        rolling_update()
-                    else:
-                        out += as_written(cluster, command, work)
-                if check is not None:
-                    check(out)
+            follow_upgrade_steps(cluster, "Flux", work, apply=commit_the_release,
+                                 applied=lambda: assert_new_crd_accepted(admin, before), rolling_update=rolling_update,
+                                 still_ready=lambda: assert_nothing_rewritten(admin, zk, zk_base, before))
             assert new is not None, "the steps never rolled the Deployment"
         finally:
             stopped(previous)

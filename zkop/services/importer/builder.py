@@ -9,6 +9,7 @@ replica and waits for their sync, starts the controller only while leading; the 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -66,6 +67,32 @@ class ServiceImporter(ServiceSync[ServiceImportReconciler]):
         self.controller.queue.add(FULL_SYNC_KEY)
 
 
+def address_guard(client: KubeClient, prefix: str, allowed_cidrs: Sequence[str], inactivity_timeout: float
+                  ) -> tuple[Informer, NamedObjectInformer, Callable[[], AddressGuard]]:
+    """The address guard's facts (:mod:`zkop.services.importer.guard`) and the guard of a pass: an informer of the
+    cluster's ServiceCIDRs, one of the API server's own EndpointSlice (``<prefix>-servicecidrs``,
+    ``<prefix>-apiserver-endpointslices``; not started) and ``guard()``, which builds the guard from their caches
+    and ``allowed_cidrs`` (``--import-allowed-cidrs``). Nothing is imported before the ServiceCIDRs have listed (not
+    served, not permitted: never).
+
+    Raises:
+        ValueError: an entry of ``allowed_cidrs`` is not a CIDR.
+    """
+    servicecidrs = Informer(client, SERVICECIDRS, resync_period=0, name=f"{prefix}-servicecidrs",
+                            inactivity_timeout=inactivity_timeout)
+    apiserver = NamedObjectInformer(client, ENDPOINTSLICES, name=f"{prefix}-apiserver-endpointslices",
+                                    inactivity_timeout=inactivity_timeout)
+    apiserver.track([APISERVER_SLICE])
+    allowed = tuple(parse_cidr(cidr) for cidr in allowed_cidrs)
+
+    def guard() -> AddressGuard:
+        own = apiserver.get(APISERVER_SLICE)
+        return AddressGuard(service_ranges(servicecidrs.indexer.list()),
+                            apiserver_addresses([own] if own is not None else []), allowed)
+
+    return servicecidrs, apiserver, guard
+
+
 def build_service_importer(
     client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: EventRecorder, options: ImportOptions, *,
     cluster_id: str, resync_period: float, inactivity_timeout: float, dry_run: bool = False,
@@ -98,20 +125,7 @@ def build_service_importer(
         indexers={SLICE_INDEX: slice_service_key}, label_selector=f"{IMPORTED_LABEL}=true",
         inactivity_timeout=inactivity_timeout,
     )
-    # The address guard's facts (zkop.services.importer.guard): the cluster's Service ranges and the API server's
-    # own EndpointSlice. Nothing is imported before the ServiceCIDRs have listed (not served, not permitted: never).
-    servicecidrs = Informer(client, SERVICECIDRS, resync_period=0, name="import-servicecidrs",
-                            inactivity_timeout=inactivity_timeout)
-    apiserver = NamedObjectInformer(client, ENDPOINTSLICES, name="import-apiserver-endpointslices",
-                                    inactivity_timeout=inactivity_timeout)
-    apiserver.track([APISERVER_SLICE])
-    allowed = tuple(parse_cidr(cidr) for cidr in options.allowed_cidrs)
-
-    def guard() -> AddressGuard:
-        own = apiserver.get(APISERVER_SLICE)
-        return AddressGuard(service_ranges(servicecidrs.indexer.list()),
-                            apiserver_addresses([own] if own is not None else []), allowed)
-
+    servicecidrs, apiserver, guard = address_guard(client, "import", options.allowed_cidrs, inactivity_timeout)
     builder = ControllerBuilder(CONTROLLER_NAME, workers=options.workers)
     queue = builder.queue  # a watch event enqueues before the reconciler exists (docs/architecture.md, "Wiring")
 

@@ -12,13 +12,12 @@ from dataclasses import dataclass
 from zkop.feature.context import FeatureContext
 from zkop.feature.gate import Gate
 from zkop.runtime.builder import ControllerBuilder
-from zkop.runtime.cache import Informer, NamedObjectInformer, ResourceRef
+from zkop.runtime.cache import Informer, ResourceRef
 from zkop.runtime.controller import Controller
 from zkop.services.endpoints import slice_service_key
-from zkop.services.importer.builder import APISERVER_SLICE, SERVICECIDRS
-from zkop.services.importer.guard import AddressGuard, apiserver_addresses, parse_cidr, service_ranges
+from zkop.services.importer.builder import address_guard
 from zkop.services.importer.kind.options import KindOptions
-from zkop.services.importer.kind.reconciler import CONTROLLER, ServiceImportObjects
+from zkop.services.importer.kind.reconciler import CONTROLLER, ServiceImportObjects, keys_for_path
 from zkop.services.importer.kind.spec import GROUP, PLURAL, VERSION
 from zkop.services.importer.options import IMPORTED_LABEL
 from zkop.services.importer.reader import ZooKeeperReader
@@ -58,24 +57,13 @@ def setup(context: FeatureContext, options: KindOptions) -> ServiceImports:
     slices = Informer(client, ENDPOINTSLICES, namespaces=settings.namespaces, resync_period=0,
                       name="imports-endpointslices", indexers={SLICE_INDEX: slice_service_key},
                       label_selector=f"{IMPORTED_LABEL}=true", inactivity_timeout=timeout)
-    servicecidrs = Informer(client, SERVICECIDRS, resync_period=0, name="imports-servicecidrs",
-                            inactivity_timeout=timeout)
-    apiserver = NamedObjectInformer(client, ENDPOINTSLICES, name="imports-apiserver-endpointslices",
-                                    inactivity_timeout=timeout)
-    apiserver.track([APISERVER_SLICE])
-    allowed = tuple(parse_cidr(cidr) for cidr in options.allowed_cidrs)
-
-    def guard() -> AddressGuard:
-        own = apiserver.get(APISERVER_SLICE)
-        return AddressGuard(service_ranges(servicecidrs.indexer.list()),
-                            apiserver_addresses([own] if own is not None else []), allowed)
+    servicecidrs, apiserver, guard = address_guard(client, "imports", options.allowed_cidrs, timeout)
 
     builder = ControllerBuilder(CONTROLLER, workers=options.workers)
     queue = builder.queue  # a watch event enqueues before the reconciler exists (docs/architecture.md, "Wiring")
-    holder: list[ServiceImportObjects] = []
 
     def on_znode_event(path: str) -> None:
-        for key in holder[0].keys_for_path(path) if holder else ():
+        for key in keys_for_path(imports.indexer, path):
             queue.add(key)
 
     writer_type = DryRunWriter if settings.dry_run else ApiWriter  # the dry-run seam, chosen once
@@ -88,7 +76,6 @@ def setup(context: FeatureContext, options: KindOptions) -> ServiceImports:
         imports.indexer, services.indexer, slices.indexer, ZooKeeperReader(context.zookeeper, on_znode_event),
         client, context.recorder, gate=context.part(Gate), cluster_id=settings.cluster_id, writer_for=writer_for,
         guard=guard, max_services=options.max_services)
-    holder.append(reconciler)
     built = (builder.for_(imports)
              .watches(services, reconciler.keys_for_owned)
              .watches(slices, reconciler.keys_for_owned)

@@ -63,6 +63,21 @@ log = logging.getLogger(__name__)
 CONTROLLER = "service-imports"
 
 
+def keys_for_path(imports: Indexer, path: str) -> list[str]:
+    """The keys of the ZooKeeperServiceImports in ``imports`` whose root is ``path`` or above it (a watch event on
+    kazoo's thread: memory only; an object whose spec does not parse is left out)."""
+    keys = []
+    for obj in imports.list():
+        try:
+            spec = parse_spec(obj)
+        except SpecError:
+            continue
+        if is_within(path, spec.root):
+            meta = obj.get("metadata") or {}
+            keys.append(f"{meta.get('namespace')}/{meta.get('name')}")
+    return keys
+
+
 class ServiceImportObjects:
     """Reconciles ZooKeeperServiceImports (keys ``namespace/name``).
 
@@ -93,17 +108,8 @@ class ServiceImportObjects:
     # --- mappings (no I/O) ----------------------------------------------------------------------
 
     def keys_for_path(self, path: str) -> list[str]:
-        """The objects whose root is ``path`` or above it (kazoo's thread: memory only)."""
-        keys = []
-        for obj in self.imports.list():
-            try:
-                spec = parse_spec(obj)
-            except SpecError:
-                continue
-            if is_within(path, spec.root):
-                meta = obj.get("metadata") or {}
-                keys.append(f"{meta.get('namespace')}/{meta.get('name')}")
-        return keys
+        """:func:`keys_for_path` over this reconciler's objects."""
+        return keys_for_path(self.imports, path)
 
     def keys_for_owned(self, obj: JSON) -> list[str]:
         """Services and EndpointSlices informer mapping: the object whose owner annotation it carries."""
