@@ -8,7 +8,7 @@ package, and the test doubles in ``tests/support``.
 What it does, all on loopback:
 
 1. starts a real ZooKeeper server and the in-memory Kubernetes API server
-   (``zkop_testing``), and installs the CRD from ``manifests/crd/``;
+   (``zkop_testing``), and installs the CRDs from ``manifests/crd/``;
 2. checks the sandbox: the image's entrypoint runs as uid/gid 65532, the root filesystem
    is read-only, ``/tmp`` (the Deployment's ``emptyDir``) is writable, and neither
    ``zkop_testing`` nor ``zkop.testing`` can be imported;
@@ -193,8 +193,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             kubeconfig = apiserver.write_kubeconfig(stage / "kubeconfig" / "config")
             os.chown(kubeconfig, 0, UID)
             kubeconfig.chmod(0o440)
-            crd = yaml.safe_load((REPO / "manifests/crd/zookeeperconfigs.yaml").read_text())
-            api(apiserver.url, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+            # Every CRD the install makes: the Deployment's args enable the features whose kinds need theirs.
+            for path in sorted((REPO / "manifests/crd").glob("*.yaml")):
+                if path.name != "kustomization.yaml":
+                    api(apiserver.url, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                        yaml.safe_load(path.read_text()))
             api(apiserver.url, "POST", "/api/v1/namespaces",  # manifests/manager/namespace.yaml: the Lease lives there
                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "zkop-system"}})
             env = [*image_env, "HOME=/tmp", f"ZOOKEEPER_HOSTS={zookeeper.hosts}", "POD_NAMESPACE=zkop-system",
