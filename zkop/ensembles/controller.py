@@ -64,6 +64,7 @@ from zkop.feature.context import DRY_RUN, FeatureContext
 from zkop.feature.ensemble_lookup import EnsembleAccess, EnsembleLookup, EnsembleMissing
 from zkop.kube.client import JSON, KubeClient
 from zkop.kube.events import EventRecorder, now_rfc3339
+from zkop.ownership.declared import EnsembleDeclarations
 from zkop.runtime.builder import ControllerBuilder
 from zkop.runtime.cache import Informer, NamedObjectInformer, ResourceRef
 from zkop.runtime.conditions import condition
@@ -429,7 +430,7 @@ def setup(context: FeatureContext, options: EnsembleOptions) -> EnsembleControll
                            default.reconciler.options, secret_namespace=options.secret_namespace,
                            workers=settings.workers, acl_check_period=settings.acl_check_period,
                            inactivity_timeout=settings.inactivity_timeout, sync_period=settings.sync_period,
-                           dry_run=settings.dry_run)
+                           dry_run=settings.dry_run, declared=context.part(EnsembleDeclarations))
     context.built(running_ensembles(parts.ensembles, parts.informer.indexer))
     return parts
 
@@ -438,6 +439,7 @@ def add_to_manager(
     manager: Manager, client: KubeClient, recorder: EventRecorder, default: ZooKeeperConfigController,
     default_zookeeper: ZooKeeperAdapter, options: ReconcilerOptions, *, secret_namespace: str, workers: int,
     acl_check_period: float, inactivity_timeout: float, sync_period: float, dry_run: bool,
+    declared: EnsembleDeclarations | None = None,
 ) -> EnsembleController:
     """Build the ZooKeeperEnsemble controller and the missing-ensemble reporter, and add them to ``manager``.
 
@@ -449,6 +451,8 @@ def add_to_manager(
         workers: each ensemble's concurrent reconciles.
         dry_run: ``zkop run --dry-run``: the ZooKeeperEnsemble controller is built with the
             :class:`~zkop.ensembles.writer.DryRunWriter` (no finalizer added; status still reported).
+        declared: the paths every kind declares, per ensemble: each ensemble's ZooKeeperConfigs register in its own
+            (a ZooKeeperConfigTree naming it sees them; the same path on another ensemble is another znode).
     """
     shared = SharedInformers(default.informer, default.configmaps, default.secrets, default.namespaces)
     ensembles = Ensembles()
@@ -473,7 +477,8 @@ def add_to_manager(
         policy = PolicySlot(spec.policy)
         # Its keys are reconciled by the flags' ensemble's worker pool: no thread nor API connection of its own.
         parts = build_ensemble(shared, client, adapter, recorder, options, ensemble=name, workers=workers,
-                               acl_check_period=acl_check_period, policy_for=policy, pool=default.pool)
+                               acl_check_period=acl_check_period, policy_for=policy, pool=default.pool,
+                               declared=declared.of(name) if declared is not None else None)
         return EnsembleRuntime(name, raw, print_, adapter, parts, policy=policy, directory=directory,
                                on_change=lambda: queue.add(name))
 
