@@ -172,3 +172,40 @@ def test_a_tree_naming_a_missing_ensemble_writes_nothing_until_it_appears_then_f
                      message="the ensembles gone")
     assert proc.proc is not None and proc.proc.returncode == 0, proc.log_tail()
     assert refused_by_zkop(plane) == []
+
+
+def test_an_ensemble_deleted_before_its_tree_waits_until_the_tree_has_deleted_its_children(
+        plane: ControlPlane, ensembles_component: None, kube: KubeClient, zkop_kubeconfig: str, namespace: str,
+        zk_server: ZooKeeperServer, zk_base: str, second_ensemble: tuple[KazooClient, str], tmp_path: Path) -> None:
+    """Flux may prune an ensemble and its trees in any order: the ensemble stays ``Terminating``, naming the tree,
+    until the tree (``deletionPolicy: Delete``) has deleted its children and records on it."""
+    second, hosts = second_ensemble
+    ns = namespace
+    name = f"{ns}-order"
+    tree_path = resource_path(*ZKT, ns, "ordered")
+    with run_zkop(zkop_kubeconfig, zk_server, zk_base, ns, tmp_path) as proc:
+        try:
+            kube.request("POST", resource_path(*ZKE), body=ensemble(name, hosts, chroot="/team"))
+            kube.request("POST", resource_path(*ZKT, ns), body=tree(
+                "ordered", "/ordered", ns, entries=[{"path": "a", "stringData": "1"}, {"path": "b", "stringData": "2"}],
+                ensembleRef={"name": name}))
+            wait_for(lambda: ready(kube, "ordered", ns).get("reason") == "Synced", message="the tree Synced")
+            assert second.get("/team/ordered/a")[0] == b"1"
+
+            delete_ensemble(kube, name)  # first, while the tree still names it
+
+            def terminating() -> dict[str, Any] | None:
+                found = conditions(get_ensemble(kube, name) or {}).get("Ready")
+                return found if found and found.get("reason") == "Terminating" else None
+
+            message = wait_for(terminating, message="the ensemble Terminating")["message"]
+            assert f"ZooKeeperConfigTree {ns}/ordered" in message
+            assert get_ensemble(kube, name) is not None
+            delete_all(kube, [tree_path])  # its children deleted through the ensemble's session, then it goes
+            assert second.exists("/team/ordered/a") is None and second.exists("/team/ordered/b") is None
+            assert second.exists("/team/zkop/owners/ordered/a") is None
+            wait_for(lambda: get_ensemble(kube, name) is None, message="the ensemble gone once the tree is")
+        finally:
+            cleanup(kube, name, [tree_path])
+    assert proc.proc is not None and proc.proc.returncode == 0, proc.log_tail()
+    assert refused_by_zkop(plane) == []

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 
 from zkop.configtree.options import TreeOptions
 from zkop.configtree.reconciler import ENSEMBLE_INDEX, TreeReconciler
-from zkop.configtree.spec import GROUP, PLURAL, VERSION, SourceRef, source_refs
+from zkop.configtree.spec import FINALIZER, GROUP, KIND, PLURAL, VERSION, SourceRef, source_refs
 from zkop.configtree.writer import CONTROLLER, ApiWriter, DryRunWriter
 from zkop.feature.context import FeatureContext, MissingFeature
-from zkop.feature.ensemble_lookup import EnsembleLookup
-from zkop.feature.ensemble_ref import ensemble_of
+from zkop.feature.ensemble_lookup import EnsembleHolds, EnsembleLookup
+from zkop.feature.ensemble_ref import DEFAULT_ENSEMBLE, ensemble_of
 from zkop.feature.gate import Gate
 from zkop.kube.client import JSON
 from zkop.ownership.declared import EnsembleDeclarations
@@ -70,6 +70,39 @@ class _TrackSources:
         self._track(source_refs(obj), False)
 
 
+class _HoldEnsembles:
+    """Tree event handler: a ZooKeeperEnsemble being deleted waits for the trees naming it that hold zkop's
+    finalizer (their children are on it), so a tree that releases it, leaves the ensemble or goes re-enqueues the
+    ensemble (as a ZooKeeperConfig does: :class:`zkop.ensembles.controller.EnsembleMembership`)."""
+
+    def __init__(self, trees: Indexer, holds: EnsembleHolds) -> None:
+        self._trees, self._holds = trees, holds
+        holds.add(self.needing)
+
+    def needing(self, name: str) -> list[str]:
+        """``ZooKeeperConfigTree namespace/name`` of the trees naming ensemble ``name`` that hold the finalizer."""
+        return [f"{KIND} {key}" for key in self._trees.index_keys(ENSEMBLE_INDEX, name)
+                if FINALIZER in ((self._trees.get(key) or {}).get("metadata") or {}).get("finalizers", [])]
+
+    def _recheck(self, obj: JSON) -> None:
+        name = ensemble_of(obj)
+        if name != DEFAULT_ENSEMBLE:
+            self._holds.recheck(name)
+
+    def on_add(self, obj: JSON) -> None:
+        self._recheck(obj)
+
+    def on_update(self, old: JSON, new: JSON) -> None:
+        def held(obj: JSON) -> bool:
+            return FINALIZER in ((obj.get("metadata") or {}).get("finalizers") or [])
+        if ensemble_of(old) != ensemble_of(new) or held(old) != held(new):
+            self._recheck(old)
+            self._recheck(new)
+
+    def on_delete(self, obj: JSON) -> None:
+        self._recheck(obj)
+
+
 def setup(context: FeatureContext, options: TreeOptions) -> ConfigTrees:
     """Build the ZooKeeperConfigTree controller on the flags' ensemble and add its parts to ``context.manager``
     (informers everywhere, the controller while leading); ``--dry-run`` chooses its planning-only writer. Its trees
@@ -112,6 +145,7 @@ def setup(context: FeatureContext, options: TreeOptions) -> ConfigTrees:
     context.zookeeper.add_watch_listener(reconciler.on_znode_changed)
     if ensembles is not None:
         ensembles.on_change(reconciler.enqueue_naming)
+        trees.add_event_handler(_HoldEnsembles(trees.indexer, context.part(EnsembleHolds)))
     context.manager.add_controllers(built.informers, [built.controller])
     context.on_new_session(context.zookeeper, reconciler.on_session_reconnected)
     return ConfigTrees(built.informers, [built.controller], reconciler)

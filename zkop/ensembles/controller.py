@@ -61,7 +61,7 @@ from zkop.ensembles.spec import (
 )
 from zkop.ensembles.writer import ApiWriter, DryRunWriter, EnsembleWriter
 from zkop.feature.context import DRY_RUN, FeatureContext
-from zkop.feature.ensemble_lookup import EnsembleAccess, EnsembleLookup, EnsembleMissing
+from zkop.feature.ensemble_lookup import EnsembleAccess, EnsembleHolds, EnsembleLookup, EnsembleMissing
 from zkop.kube.client import JSON, KubeClient
 from zkop.kube.events import EventRecorder, now_rfc3339
 from zkop.ownership.declared import EnsembleDeclarations
@@ -128,6 +128,8 @@ class EnsembleReconciler:
         self.cache, self.objects, self.secrets = cache, objects, secrets
         self.secret_namespace, self.writer, self.ensembles, self.base = secret_namespace, writer, ensembles, base
         self.make_runtime, self.on_removed = make_runtime, on_removed
+        #: Other kinds' objects still needing an ensemble (:class:`~zkop.feature.ensemble_lookup.EnsembleHolds`).
+        self.holders: list[Callable[[str], list[str]]] = []
         self._versions: dict[str, tuple[str, str | None]] = {}  # name -> (fingerprint, server version)
 
     def _secret(self, name: str) -> JSON | None:
@@ -139,10 +141,12 @@ class EnsembleReconciler:
 
     def needing(self, name: str) -> list[str]:
         """Keys of the ZooKeeperConfigs naming ``name`` that still hold zkop's finalizer (they need the
-        ensemble to delete their znode, or to release its ownership record)."""
+        ensemble to delete their znode, or to release its ownership record), then the other kinds' such objects
+        (``Kind namespace/name``, :attr:`holders`)."""
         cache = self.objects.informer.indexer
         return [key for key in self.referrers(name)
-                if OBJECT_FINALIZER in finalizers(cache.get(key) or {})]
+                if OBJECT_FINALIZER in finalizers(cache.get(key) or {})] + [
+            other for holder in list(self.holders) for other in holder(name)]
 
     def reconcile(self, key: str) -> Result:
         """Reconcile the ZooKeeperEnsemble ``key`` (its name): gather, :func:`~zkop.ensembles.decide.decide`
@@ -432,6 +436,7 @@ def setup(context: FeatureContext, options: EnsembleOptions) -> EnsembleControll
                            inactivity_timeout=settings.inactivity_timeout, sync_period=settings.sync_period,
                            dry_run=settings.dry_run, declared=context.part(EnsembleDeclarations))
     context.built(running_ensembles(parts.ensembles, parts.informer.indexer))
+    context.built(EnsembleHolds(parts.reconciler.holders.append, parts.controller.queue.add))
     return parts
 
 
