@@ -44,6 +44,7 @@ from .realistic import realistic
 from .realplane import RealApi, cached_minor, plane_idle
 from .report import brief, cluster_targets, cold_sync_target, cpu_target, render_table, scale_targets, target, targets
 from .resync import resync
+from .tree import tree_scenario
 from .update_latency import update_latency
 from .warm_restart import warm_restart
 
@@ -265,6 +266,25 @@ def run_ensembles(h: Harness) -> JSON:
     }
 
 
+def run_tree(h: Harness) -> JSON:
+    """Only the ``tree`` scenario (``--scenario tree``, issue #39 item 5); returns the report."""
+    run_started = _begin_run(h)
+    try:
+        log.info("scenario tree (one ZooKeeperConfigTree of %d properties, then %d ZooKeeperConfigs)", h.p.n, h.p.n)
+        result = tree_scenario(h)
+        log.info("tree: %s", result["tree_vs_configs"])
+    finally:
+        _stop_everything(h)
+    return {
+        "params": {**asdict(h.p), "python": platform.python_version(), "cpus": os.cpu_count(), "git": h.git,
+                   "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                   "duration_s": round(time.monotonic() - run_started, 1), "zkop_client_qps": _qps_param(h.p),
+                   "machine_load": {"start": h.load_before, "end": machine_load()}},
+        "scenarios": {"tree": result},
+        "targets": {},
+    }
+
+
 def run_realistic(h: Harness) -> JSON:
     """Only the ``realistic`` scenario (``--scenario realistic``); returns the report."""
     run_started = _begin_run(h)
@@ -376,13 +396,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--py-spy", type=Path, default=None, metavar="DIR",
                         help="profile zkop and the API server during cold_sync with py-spy (must be installed; "
                              "collapsed stacks go to DIR)")
-    parser.add_argument("--scenario", choices=("all", "realistic", "cpu", "instructions", "ensembles"),
+    parser.add_argument("--scenario", choices=("all", "realistic", "cpu", "instructions", "ensembles", "tree"),
                         default="all",
                         help="all: every scenario but realistic (default); realistic: only the realistic-cluster "
                              "footprint (RSS, start-up LIST load); cpu: only floor and cold_sync (CPU per object); "
                              "instructions: zkop's cold sync, the floor and the controller floor under callgrind "
                              "(needs valgrind); ensembles: threads, memory and CPU of zkop with --ensembles "
-                             "ZooKeeperEnsembles (issue #25)")
+                             "ZooKeeperEnsembles (issue #25); tree: a cold sync of one ZooKeeperConfigTree of N "
+                             "properties beside N ZooKeeperConfigs, and a one-line change of each (issue #39)")
     parser.add_argument("--ensembles", default="1,5,20", metavar="K1,K2,...",
                         help="--scenario ensembles: the numbers of ZooKeeperEnsembles, one run each "
                              "(default %(default)s; smoke 2)")
@@ -519,7 +540,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ok = False
     try:
         harness = Harness(params, workdir, py_spy=args.py_spy, apiserver_pprof=args.apiserver_pprof)
-        run = {"realistic": run_realistic, "cpu": run_cpu, "ensembles": run_ensembles}.get(args.scenario, run_all)
+        run = {"realistic": run_realistic, "cpu": run_cpu, "ensembles": run_ensembles,
+               "tree": run_tree}.get(args.scenario, run_all)
         report = run(harness)
         ok = True
     finally:

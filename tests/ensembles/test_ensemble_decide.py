@@ -131,7 +131,7 @@ def test_what_is_gathered(rule: str, given: EnsembleFacts, expected: bool) -> No
 
 def test_terminating_names_at_most_five() -> None:
     waiting = [f"ns/o{i}" for i in range(7)]
-    assert terminating_message(waiting) == ("being deleted; waiting for 7 ZooKeeperConfig(s) that still need it to "
+    assert terminating_message(waiting) == ("being deleted; waiting for 7 object(s) that still need it to "
                                             "delete their znodes: ns/o0, ns/o1, ns/o2, ns/o3, ns/o4 and 2 more")
 
 

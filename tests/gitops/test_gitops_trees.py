@@ -197,8 +197,11 @@ def test_validate_names_the_tree_rules(cli: Cli, tmp_path: Path) -> None:
         "two-trees": ([zkt("/conf/a", entries=[{"path": "b/k", "stringData": "v"}]),
                        zkt("/conf/a/b", "b", entries=[{"path": "k", "stringData": "v"}])],
                       "duplicate path /conf/a/b/k"),
-        "ensemble": ([zkt("/conf/a", ensembleRef={"name": "other"}, entries=[{"path": "k", "stringData": "v"}])],
-                     "spec.ensembleRef"),
+        "same-ensemble": ([zkt("/conf/a", ensembleRef={"name": "other"}, entries=[{"path": "k", "stringData": "v"}]),
+                           {"apiVersion": "platform.example.com/v1alpha1", "kind": "ZooKeeperConfig",
+                            "metadata": {"name": "k", "namespace": "default"},
+                            "spec": {"path": "/conf/a/k", "stringData": "w", "ensembleRef": {"name": "other"}}}],
+                          "duplicate path /conf/a/k"),
         "schema": ([zkt("/conf/a", entries=[{"path": "k", "stringData": "v", "data": "eA=="}])],
                    "exactly one of data and stringData"),
         "unknown-field": ([zkt("/conf/a", entries=[{"path": "k", "stringData": "v"}], extra=1)], "unknown field"),
@@ -207,3 +210,16 @@ def test_validate_names_the_tree_rules(cli: Cli, tmp_path: Path) -> None:
         file = write_manifests(tmp_path / f"{name}.yaml", *objects)
         run = cli("validate", "-f", str(file))
         assert run.code == 1 and rule in run.out, (name, run.out)
+
+
+def test_validate_accepts_a_tree_on_another_ensemble_declaring_a_path_of_the_flags_one(
+        cli: Cli, tmp_path: Path) -> None:
+    """The same path on two ensembles is two znodes: a tree naming a ZooKeeperEnsemble and a ZooKeeperConfig on the
+    flags' ensemble do not conflict."""
+    file = write_manifests(tmp_path / "two.yaml",
+                           zkt("/conf/a", ensembleRef={"name": "other"}, entries=[{"path": "k", "stringData": "v"}]),
+                           {"apiVersion": "platform.example.com/v1alpha1", "kind": "ZooKeeperConfig",
+                            "metadata": {"name": "k", "namespace": "default"},
+                            "spec": {"path": "/conf/a/k", "stringData": "w"}})
+    run = cli("validate", "-f", str(file))
+    assert run.code == 0, run.out + run.err

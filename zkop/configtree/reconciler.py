@@ -1,10 +1,12 @@
 """Reconcile one ZooKeeperConfigTree: pre-check, gather, decide once (:mod:`zkop.configtree.decide`), apply.
 
 1. the object from the informer cache; the spec parsed and its sources expanded from the ConfigMap/Secret caches;
-   an invalid spec, a named ZooKeeperEnsemble (not supported by trees: ``EnsembleNotFound``) or a root the
-   admission gate refuses for reading reads nothing;
+   its ensemble's side (:class:`TreeSide`: the flags' ensemble, or the running ZooKeeperEnsemble ``spec.ensembleRef``
+   names, with that ensemble's adapter, admission gate and ownership registry); an invalid spec, an ensemble that
+   does not run (``EnsembleNotFound``/``EnsembleNotUsable``) or a root the admission gate refuses for reading reads
+   nothing;
 2. each child passes the gate (write) before anything is read or written for it; the admitted paths are declared
-   in the shared :class:`~zkop.ownership.declared.DeclaredPaths` and the oldest declarer of each, of either kind,
+   in the ensemble's :class:`~zkop.ownership.declared.DeclaredPaths` and the oldest declarer of each, of either kind,
    is looked up;
 3. gather, pipelined and answered from the watch-validated cache while the tree's persistent recursive watch holds:
    every kept child's ownership record and znode, the listing of the subtree (remembered until a child watch
@@ -22,7 +24,7 @@ import logging
 import math
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from zkop.configtree.decide import (
@@ -38,10 +40,13 @@ from zkop.configtree.decide import (
 from zkop.configtree.options import DEFAULT_MAX_ZNODES
 from zkop.configtree.spec import FINALIZER, KIND, Child, InvalidSpec, RefNotFound, SourceRef, expand, parse_spec
 from zkop.configtree.writer import DRY_RUN_REASON, ApiWriter
+from zkop.feature.ensemble_lookup import EnsembleLookup, EnsembleMissing, ensembles_off
+from zkop.feature.ensemble_ref import DEFAULT_ENSEMBLE
 from zkop.feature.gate import Gate
+from zkop.feature.session import resync_on_new_session
 from zkop.kube.client import JSON
 from zkop.kube.events import now_rfc3339
-from zkop.ownership.declared import DeclaredPaths, Declarer
+from zkop.ownership.declared import DeclaredPaths, Declarer, EnsembleDeclarations
 from zkop.ownership.oldest import creation_seconds
 from zkop.ownership.registry import OwnershipRegistry, OwnerStamp
 from zkop.runtime.cache import Indexer, meta_namespace_key
@@ -52,12 +57,17 @@ from zkop.zookeeper.adapter import Listing, Observed, PendingRead, ZooKeeperAdap
 from zkop.zookeeper.listings import WatchedListings
 from zkop.zookeeper.replan import with_replans
 
-__all__ = ["DEFAULT_MAX_ZNODES", "TreeDeclarations", "TreeReconciler", "desired_status"]
+__all__ = ["DEFAULT_MAX_ZNODES", "ENSEMBLE_INDEX", "ENSEMBLE_STARTING_RECHECK", "TreeDeclarations", "TreeReconciler",
+           "TreeSide", "desired_status"]
 
 log = logging.getLogger(__name__)
 
 #: The watch owner of every tree's root (:meth:`ZooKeeperAdapter.watch_subtrees`).
 WATCH_OWNER = "zookeeper-config-tree"
+#: Informer index: the ZooKeeperEnsemble a tree names (``""``: the flags' ensemble).
+ENSEMBLE_INDEX = "ensemble"
+#: Seconds before a tree whose ZooKeeperEnsemble is starting is looked at again (its runtime also enqueues it).
+ENSEMBLE_STARTING_RECHECK = 5.0
 
 
 class TreeDeclarations:
@@ -194,83 +204,187 @@ class _Listings:
         return found
 
 
-class TreeReconciler:
-    """Reconciles ZooKeeperConfigTrees (keys ``namespace/name``) on the flags' ensemble.
+@dataclass(eq=False)
+class TreeSide:
+    """One ensemble as the trees naming it see it: its adapter, admission gate (its tenancy rules), ownership
+    registry, the trees' declarations there (shared with its ZooKeeperConfigs), watched listings, and the roots kept
+    under a persistent recursive watch on it (``key`` → root). A ZooKeeperEnsemble whose session is made anew (a new
+    adapter) gets a new side; its declarations carry over."""
 
-    Args:
-        trees: the tree informer's indexer.
-        lookup: a source's ConfigMap or Secret (``namespace`` given) from a cache; ``None``: it does not exist.
-        zookeeper: the adapter on the flags' ensemble.
-        writer: every write (the dry-run seam).
-        gate: the flags' ensemble's admission gate (every child passes it for a write, the root for a read).
-        declared: the paths every kind declares (a tree's children are this kind's declarations).
-        cluster_id: this installation's id in ownership records.
-        registry_root: where ownership records live.
-        max_znodes: znodes below one root zkop lists at most (``0``: no limit).
-    """
+    name: str
+    zookeeper: ZooKeeperAdapter
+    gate: Gate
+    registry: OwnershipRegistry
+    declarations: TreeDeclarations
+    on_change: Callable[[str], None]
+    roots: dict[str, str] = field(default_factory=dict)
+    by_root: dict[str, set[str]] = field(default_factory=dict)
 
-    def __init__(self, trees: Indexer, lookup: Callable[[str, SourceRef], JSON | None], zookeeper: ZooKeeperAdapter,
-                 writer: ApiWriter, *, gate: Gate, declared: DeclaredPaths, cluster_id: str = "default",
-                 registry_root: str = "/zkop/owners", max_znodes: int = DEFAULT_MAX_ZNODES,
-                 enqueue: Callable[[str], None] = lambda key: None) -> None:
-        self.trees, self.lookup, self.zookeeper, self.writer = trees, lookup, zookeeper, writer
-        self.gate, self.cluster_id, self.max_znodes = gate, cluster_id, max_znodes
-        self.registry = OwnershipRegistry(zookeeper, registry_root)
-        self.declared = declared
-        self.declarations = TreeDeclarations(declared)
-        self.enqueue = enqueue
-        self.retry = RetryBoundary(ZooKeeperError)
-        self.listings = _Listings(zookeeper, self.on_znode_changed)
-        self._roots_lock = threading.Lock()
-        self._roots: dict[str, str] = {}  # key → admitted root
-        self._by_root: dict[str, set[str]] = {}
-
-    # --- watches (kazoo's thread: memory only) ------------------------------------------------
+    def __post_init__(self) -> None:
+        self.listings = _Listings(self.zookeeper, self.on_change)
+        self.lock = threading.Lock()
 
     def keys_for_path(self, path: str) -> list[str]:
-        """The trees whose root covers ``path`` (a znode, or the ownership record of one)."""
+        """The trees on this side whose root covers ``path`` (a znode, or the ownership record of one)."""
         if self.registry.is_registry_path(path):
             managed = self.registry.managed_path(path)
             if managed is None:
                 return []
             path = managed
         keys: list[str] = []
-        with self._roots_lock:
+        with self.lock:
             probe = path
             while probe:
-                keys.extend(self._by_root.get(probe, ()))
+                keys.extend(self.by_root.get(probe, ()))
                 probe = probe.rsplit("/", 1)[0]
         return keys
 
-    def on_znode_changed(self, path: str) -> None:
-        """The adapter's watch listener: enqueue the trees covering ``path``."""
-        for key in self.keys_for_path(path):
-            self.enqueue(key)
-
-    def _watch_root(self, key: str, root: str | None) -> None:
-        """Keep ``key``'s root under the persistent recursive watch (``None``: none any more)."""
-        with self._roots_lock:
-            old = self._roots.get(key)
+    def watch_root(self, key: str, root: str | None) -> None:
+        """Keep ``key``'s root under the persistent recursive watch here (``None``: none any more)."""
+        with self.lock:
+            old = self.roots.get(key)
             if old == root:
                 return
             if old is not None:
-                self._by_root.get(old, set()).discard(key)
-                if not self._by_root.get(old):
-                    self._by_root.pop(old, None)
-                del self._roots[key]
+                self.by_root.get(old, set()).discard(key)
+                if not self.by_root.get(old):
+                    self.by_root.pop(old, None)
+                del self.roots[key]
             if root is not None:
-                self._roots[key] = root
-                self._by_root.setdefault(root, set()).add(key)
-            roots = sorted(self._by_root)
+                self.roots[key] = root
+                self.by_root.setdefault(root, set()).add(key)
+            roots = sorted(self.by_root)
         self.zookeeper.watch_subtrees(WATCH_OWNER, roots, whole=True)
+
+
+class TreeReconciler:
+    """Reconciles ZooKeeperConfigTrees (keys ``namespace/name``), each on the ensemble it names.
+
+    Args:
+        trees: the tree informer's indexer (with :data:`ENSEMBLE_INDEX`).
+        lookup: a source's ConfigMap or Secret (``namespace`` given) from a cache; ``None``: it does not exist.
+        zookeeper: the adapter on the flags' ensemble.
+        writer: every write (the dry-run seam).
+        gate: the flags' ensemble's admission gate (every child passes it for a write, the root for a read).
+        declared: the paths every kind declares, per ensemble (a tree's children are this kind's declarations on
+            the ensemble it names).
+        cluster_id: this installation's id in ownership records.
+        registry_root: where ownership records live (on each ensemble).
+        max_znodes: znodes below one root zkop lists at most (``0``: no limit).
+        enqueue: adds a tree's key to the work queue (watches, sessions, ensembles changing).
+        ensembles: the running ZooKeeperEnsembles (``--zookeeper-ensembles``); ``None``: a tree naming one is told
+            ``EnsembleNotFound``.
+    """
+
+    def __init__(self, trees: Indexer, lookup: Callable[[str, SourceRef], JSON | None], zookeeper: ZooKeeperAdapter,
+                 writer: ApiWriter, *, gate: Gate, declared: EnsembleDeclarations, cluster_id: str = "default",
+                 registry_root: str = "/zkop/owners", max_znodes: int = DEFAULT_MAX_ZNODES,
+                 enqueue: Callable[[str], None] = lambda key: None,
+                 ensembles: EnsembleLookup | None = None) -> None:
+        self.trees, self.lookup, self.writer = trees, lookup, writer
+        self.cluster_id, self.max_znodes, self.registry_root = cluster_id, max_znodes, registry_root
+        self.declared, self.ensembles = declared, ensembles
+        self.enqueue = enqueue
+        self.retry = RetryBoundary(ZooKeeperError)
+        self._lock = threading.Lock()
+        self._declarations: dict[str, TreeDeclarations] = {}
+        self._sides: dict[str, TreeSide] = {}
+        self._placed: dict[str, TreeSide] = {}  # key → the side its root is watched on
+        self.default = self._new_side(DEFAULT_ENSEMBLE, zookeeper, gate)
+
+    # --- ensembles ----------------------------------------------------------------------------
+
+    def _declarations_on(self, name: str) -> TreeDeclarations:
+        with self._lock:
+            found = self._declarations.get(name)
+            if found is None:
+                found = self._declarations[name] = TreeDeclarations(self.declared.of(name))
+            return found
+
+    def _new_side(self, name: str, zookeeper: ZooKeeperAdapter, gate: Gate) -> TreeSide:
+        side: TreeSide
+
+        def on_change(path: str) -> None:
+            for key in side.keys_for_path(path):
+                self.enqueue(key)
+
+        side = TreeSide(name, zookeeper, gate, OwnershipRegistry(zookeeper, self.registry_root),
+                        self._declarations_on(name), on_change)
+        if name != DEFAULT_ENSEMBLE:  # the flags' adapter is hooked by the builder (and its session by the context)
+            zookeeper.add_watch_listener(on_change)
+            resync_on_new_session(zookeeper, [side.listings.forget_all])
+            zookeeper.add_session_listener(lambda state: self.enqueue_naming(name) if state == "CONNECTED" else None)
+        return side
+
+    def side(self, name: str) -> TreeSide | EnsembleMissing:
+        """The side of ensemble ``name`` (``""``: the flags'), made or made anew as needed, or why that ensemble
+        does not run; reads only memory."""
+        if name == DEFAULT_ENSEMBLE:
+            return self.default
+        if self.ensembles is None:
+            return ensembles_off(name)
+        found = self.ensembles.find(name)
+        if isinstance(found, EnsembleMissing):
+            with self._lock:
+                self._sides.pop(name, None)  # its adapter is closed: nothing more is watched on it
+            return found
+        with self._lock:
+            side = self._sides.get(name)
+        if side is None or side.zookeeper is not found.adapter:
+            side = self._new_side(name, found.adapter, found.gate)
+            with self._lock:
+                self._sides[name] = side
+        side.gate = found.gate
+        return side
+
+    def keys_naming(self, name: str) -> list[str]:
+        """The trees naming ensemble ``name``."""
+        return self.trees.index_keys(ENSEMBLE_INDEX, name)
+
+    def enqueue_naming(self, name: str) -> None:
+        """Enqueue the trees naming ensemble ``name`` (it started, stopped, its tenancy or session changed)."""
+        for key in self.keys_naming(name):
+            self.enqueue(key)
+
+    # --- watches (kazoo's thread: memory only) ------------------------------------------------
+
+    def keys_for_path(self, path: str) -> list[str]:
+        """The trees of the flags' ensemble whose root covers ``path`` (a znode, or the ownership record of one)."""
+        return self.default.keys_for_path(path)
+
+    def on_znode_changed(self, path: str) -> None:
+        """The flags' adapter's watch listener: enqueue the trees there covering ``path``."""
+        self.default.on_change(path)
+
+    def _watch_root(self, key: str, side: TreeSide | None, root: str | None) -> None:
+        """Keep ``key``'s root under the persistent recursive watch on ``side`` (``None``: none anywhere); a root
+        watched on another side (the tree named another ensemble) is unwatched there while that side runs."""
+        with self._lock:
+            old = self._placed.get(key)
+            live = old is not None and (old is self.default or self._sides.get(old.name) is old)
+            if side is not None and root is not None:
+                self._placed[key] = side
+            else:
+                self._placed.pop(key, None)
+        if old is not None and old is not side and live:
+            old.watch_root(key, None)
+        if side is not None:
+            side.watch_root(key, root)
+
+    def _forget_declarations(self, key: str) -> None:
+        """Tree ``key`` declares nothing on any ensemble."""
+        with self._lock:
+            everywhere = list(self._declarations.values())
+        for declarations in everywhere:
+            declarations.forget(key)
 
     def all_keys(self) -> list[str]:
         """Every tree in the cache."""
         return [meta_namespace_key(o) for o in self.trees.list()]
 
     def on_session_reconnected(self) -> None:
-        """A new ZooKeeper session: forget the listings, reconcile every tree."""
-        self.listings.forget_all()
+        """A new session on the flags' ensemble: forget its listings, reconcile every tree."""
+        self.default.listings.forget_all()
         for key in self.all_keys():
             self.enqueue(key)
 
@@ -284,8 +398,8 @@ class TreeReconciler:
         """
         obj = self.trees.get(key)
         if obj is None:
-            self.declarations.forget(key)
-            self._watch_root(key, None)
+            self._forget_declarations(key)
+            self._watch_root(key, None, None)
             return Result()
         with self.retry.retrying(key):
             return self._reconcile(key, obj)
@@ -322,28 +436,27 @@ class TreeReconciler:
             self._report(obj, ready=False, reason="InvalidSpec", message=f"invalid spec: {err}", stalled=True,
                          warn=True)
             return Result()
-        if spec.ensemble:
-            if deleting:
-                return self._finish_delete(key, obj)
-            self._report(obj, ready=False, reason="EnsembleNotFound", stalled=True, warn=True,
-                         message=f"spec.ensembleRef names ZooKeeperEnsemble {spec.ensemble}: a ZooKeeperConfigTree "
-                                 "writes only the ensemble zkop's flags describe; nothing is written")
-            return Result()
-        refusal = self.gate.admit(obj, spec.root, "read")
+        side = self.side(spec.ensemble)
+        if isinstance(side, EnsembleMissing):
+            return self._ensemble_missing(key, obj, side, deleting)
+        for declarations in self._other_declarations(side.name):
+            declarations.forget(key)  # it named another ensemble before
+        refusal = side.gate.admit(obj, spec.root, "read")
         if refusal is not None:
-            self.declarations.forget(key)
-            self._watch_root(key, None)
+            side.declarations.forget(key)
+            self._watch_root(key, None, None)
             if deleting:
                 return self._finish_delete(key, obj)
             self._report(obj, ready=False, reason=refusal.reason, stalled=True, warn=True,
                          message=f"{refusal.message}; nothing is read or written")
             return Result()
-        self._watch_root(key, spec.root)
+        self._watch_root(key, side, spec.root)
         stamp = self._stamp(obj)
         if deleting:
             if FINALIZER in (meta.get("finalizers") or []):
-                with_replans(lambda n: self._delete(key, obj, spec.root, stamp, spec.deletion_policy == "Delete"),
-                             lambda n, err: self._forget(spec.root))
+                with_replans(lambda n: self._delete(side, key, obj, spec.root, stamp,
+                                                    spec.deletion_policy == "Delete"),
+                             lambda n, err: self._forget(side))
             return self._finish_delete(key, obj)
         namespace = str(meta.get("namespace"))
         try:
@@ -355,10 +468,10 @@ class TreeReconciler:
         except RefNotFound as err:
             self._report(obj, ready=False, reason="RefNotFound", message=str(err), stalled=False, warn=True)
             return Result()
-        refusals = {c.path: self.gate.admit(obj, c.path, "write") for c in children}
+        refusals = {c.path: side.gate.admit(obj, c.path, "write") for c in children}
         created = creation_seconds(obj)
         declarer = Declarer(math.inf if created is None else created, KIND, key)
-        self.declarations.declare(declarer, frozenset(p for p, r in refusals.items() if r is None))
+        side.declarations.declare(declarer, frozenset(p for p, r in refusals.items() if r is None))
         if FINALIZER not in (meta.get("finalizers") or []):
             updated = self.writer.add_finalizer(obj)
             if updated is None:
@@ -366,8 +479,8 @@ class TreeReconciler:
             obj = updated
         digest = _digest(children)
         try:
-            plan = with_replans(lambda n: self._sync(key, obj, spec, stamp, children, refusals, declarer),
-                                lambda n, err: self._forget(spec.root, children))
+            plan = with_replans(lambda n: self._sync(side, key, obj, spec, stamp, children, refusals),
+                                lambda n, err: self._forget(side, children))
         except LimitExceeded as err:
             self._report(obj, ready=False, reason="LimitExceeded", message=f"{err}; nothing is written",
                          stalled=True, warn=True)
@@ -410,25 +523,45 @@ class TreeReconciler:
         else:
             self.writer.event(obj, "Normal", "Synced", message)
 
-    def _forget(self, root: str, children: list[Child] | None = None) -> None:
-        """After a concurrent change: drop what is remembered of the tree's znodes and listings."""
-        self.listings.forget_all()
-        for child in children or ():
-            self.zookeeper.forget(child.path)
-            self.zookeeper.forget(self.registry.record_path(child.path))
+    def _other_declarations(self, name: str) -> list[TreeDeclarations]:
+        with self._lock:
+            return [d for n, d in self._declarations.items() if n != name]
 
-    def _existing(self, obj: JSON, root: str, declared: set[str]) -> list[ExistingFacts]:
+    def _ensemble_missing(self, key: str, obj: JSON, missing: EnsembleMissing, deleting: bool) -> Result:
+        """A tree naming a ZooKeeperEnsemble that does not run: nothing is read or written; its status says why
+        (not while the ensemble is merely starting). Being deleted, it keeps its finalizer while it has written
+        (its children and records are on that ensemble: docs/operations.md, "An object whose ensemble is gone")."""
+        self._watch_root(key, None, None)
+        if missing.reason is None:
+            return Result(requeue_after=ENSEMBLE_STARTING_RECHECK)  # its runtime enqueues the tree once it runs
+        if deleting and FINALIZER not in (obj["metadata"].get("finalizers") or []):
+            return self._finish_delete(key, obj)
+        message = f"{missing.message}; nothing is read or written"
+        if deleting:
+            message += ("; its children cannot be deleted until the ensemble is back (docs/operations.md, "
+                        "\"An object whose ensemble is gone\")")
+        self._report(obj, ready=False, reason=missing.reason, message=message, stalled=False, warn=True)
+        return Result()
+
+    def _forget(self, side: TreeSide, children: list[Child] | None = None) -> None:
+        """After a concurrent change: drop what is remembered of the tree's znodes and listings."""
+        side.listings.forget_all()
+        for child in children or ():
+            side.zookeeper.forget(child.path)
+            side.zookeeper.forget(side.registry.record_path(child.path))
+
+    def _existing(self, side: TreeSide, obj: JSON, root: str, declared: set[str]) -> list[ExistingFacts]:
         """The znodes below ``root`` no child declares that the gate admits writing, with their records."""
-        excluded = self.gate.excluded(root)
+        excluded = side.gate.excluded(root)
 
         def skip(path: str) -> bool:
             return any(path == e or path.startswith(e + "/") for e in excluded)
 
-        paths = [p for p in self.listings.below(root, skip, self.max_znodes)
-                 if p not in declared and self.gate.admit(obj, p, "write") is None]
-        pending = [(p, self.zookeeper.read_async(p, watch=True), self.registry.read_record_async(p))
+        paths = [p for p in side.listings.below(root, skip, self.max_znodes)
+                 if p not in declared and side.gate.admit(obj, p, "write") is None]
+        pending = [(p, side.zookeeper.read_async(p, watch=True), side.registry.read_record_async(p))
                    for p in paths]
-        self.zookeeper.settle([r for _, z, rec in pending for r in (z, rec)])
+        side.zookeeper.settle([r for _, z, rec in pending for r in (z, rec)])
         found = []
         for path, znode_read, record_read in pending:
             znode = _result(znode_read)
@@ -436,8 +569,8 @@ class TreeReconciler:
                 found.append(ExistingFacts(path, znode, _result(record_read)))
         return found
 
-    def _sync(self, key: str, obj: JSON, spec: Any, stamp: OwnerStamp, children: list[Child],
-              refusals: Mapping[str, Any], declarer: Declarer) -> Plan:
+    def _sync(self, side: TreeSide, key: str, obj: JSON, spec: Any, stamp: OwnerStamp, children: list[Child],
+              refusals: Mapping[str, Any]) -> Plan:
         facts: list[ChildFacts] = []
         reads: list[tuple[Child, PendingRead, PendingRead]] = []
         for child in children:
@@ -445,33 +578,33 @@ class TreeReconciler:
             if refusal is not None:
                 facts.append(ChildFacts(child, refusal=refusal))
                 continue
-            owner = self.declared.owner(child.path)
+            owner = side.declarations.declared.owner(child.path)
             if owner is not None and (owner.kind, owner.key) != (KIND, key):
                 facts.append(ChildFacts(child, owner=owner))
                 continue
-            reads.append((child, self.registry.read_record_async(child.path),
-                          self.zookeeper.read_async(child.path, child.acl, watch=True, watch_absent=False)))
-        self.zookeeper.settle([r for _, rec, z in reads for r in (rec, z)])
+            reads.append((child, side.registry.read_record_async(child.path),
+                          side.zookeeper.read_async(child.path, child.acl, watch=True, watch_absent=False)))
+        side.zookeeper.settle([r for _, rec, z in reads for r in (rec, z)])
         for child, record_read, znode_read in reads:
             facts.append(ChildFacts(child, record=record_read.result(), znode=znode_read.result()))
-        existing = self._existing(obj, spec.root, {c.path for c in children})
-        adoption = self.gate.policy_for(obj).may_adopt(spec.adopt_existing)
+        existing = self._existing(side, obj, spec.root, {c.path for c in children})
+        adoption = side.gate.policy_for(obj).may_adopt(spec.adopt_existing)
         plan = decide(TreeFacts(stamp, spec, tuple(facts), tuple(existing), adoption, self._owner_exists),
-                      self.registry.record_path)
+                      side.registry.record_path)
         for batch in plan.batches:
-            self.writer.execute(key, batch.actions, atomic=True, require=batch.require)
+            self.writer.execute(key, batch.actions, atomic=True, require=batch.require, zookeeper=side.zookeeper)
         if plan.acl_writes:
-            self.writer.execute(key, plan.acl_writes, atomic=False)
+            self.writer.execute(key, plan.acl_writes, atomic=False, zookeeper=side.zookeeper)
         return plan
 
-    def _delete(self, key: str, obj: JSON, root: str, stamp: OwnerStamp, delete: bool) -> None:
-        existing = self._existing(obj, root, set())
-        for batch in decide_delete(stamp, existing, delete=delete, registry_path=self.registry.record_path):
-            self.writer.execute(key, batch.actions, atomic=True, require=batch.require)
+    def _delete(self, side: TreeSide, key: str, obj: JSON, root: str, stamp: OwnerStamp, delete: bool) -> None:
+        existing = self._existing(side, obj, root, set())
+        for batch in decide_delete(stamp, existing, delete=delete, registry_path=side.registry.record_path):
+            self.writer.execute(key, batch.actions, atomic=True, require=batch.require, zookeeper=side.zookeeper)
 
     def _finish_delete(self, key: str, obj: JSON) -> Result:
-        self.declarations.forget(key)
-        self._watch_root(key, None)
+        self._forget_declarations(key)
+        self._watch_root(key, None, None)
         if FINALIZER in (obj["metadata"].get("finalizers") or []):
             self.writer.remove_finalizer(obj)
         return Result()

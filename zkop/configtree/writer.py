@@ -49,13 +49,14 @@ class ApiWriter:
         self.client, self.recorder, self.zookeeper = client, recorder, zookeeper
 
     def execute(self, key: str, actions: Sequence[Action], *, atomic: bool,
-                require: Sequence[CheckVersion] = ()) -> None:
-        """Execute one batch (one ``multi`` when ``atomic``), arming a data watch on every node created.
+                require: Sequence[CheckVersion] = (), zookeeper: ZooKeeperAdapter | None = None) -> None:
+        """Execute one batch (one ``multi`` when ``atomic``) on ``zookeeper`` (the tree's ensemble's adapter;
+        ``None``: the flags'), arming a data watch on every node created.
 
         Raises:
             ConcurrentModification, ZooKeeperUnavailable, ZooKeeperNoAuth: as :meth:`ZooKeeperAdapter.execute`.
         """
-        self.zookeeper.execute(actions, atomic=atomic, arm_watches=True, require=require)
+        (zookeeper or self.zookeeper).execute(actions, atomic=atomic, arm_watches=True, require=require)
 
     def set_finalizers(self, obj: JSON, finalizers: list[str]) -> JSON | None:
         """Merge-patch ``metadata.finalizers`` at the object's ``resourceVersion``; ``None`` if it is gone.
@@ -105,7 +106,7 @@ class DryRunWriter(ApiWriter):
     writes = False
 
     def execute(self, key: str, actions: Sequence[Action], *, atomic: bool,
-                require: Sequence[CheckVersion] = ()) -> None:
+                require: Sequence[CheckVersion] = (), zookeeper: ZooKeeperAdapter | None = None) -> None:
         """Log and count each write; nothing is sent."""
         for action in actions:
             dryrun.planned(log, CONTROLLER, key, operation(action), describe(action))

@@ -61,9 +61,10 @@ from zkop.ensembles.spec import (
 )
 from zkop.ensembles.writer import ApiWriter, DryRunWriter, EnsembleWriter
 from zkop.feature.context import DRY_RUN, FeatureContext
-from zkop.feature.ensemble_lookup import EnsembleAccess, EnsembleLookup, EnsembleMissing
+from zkop.feature.ensemble_lookup import EnsembleAccess, EnsembleHolds, EnsembleLookup, EnsembleMissing
 from zkop.kube.client import JSON, KubeClient
 from zkop.kube.events import EventRecorder, now_rfc3339
+from zkop.ownership.declared import EnsembleDeclarations
 from zkop.runtime.builder import ControllerBuilder
 from zkop.runtime.cache import Informer, NamedObjectInformer, ResourceRef
 from zkop.runtime.conditions import condition
@@ -127,6 +128,8 @@ class EnsembleReconciler:
         self.cache, self.objects, self.secrets = cache, objects, secrets
         self.secret_namespace, self.writer, self.ensembles, self.base = secret_namespace, writer, ensembles, base
         self.make_runtime, self.on_removed = make_runtime, on_removed
+        #: Other kinds' objects still needing an ensemble (:class:`~zkop.feature.ensemble_lookup.EnsembleHolds`).
+        self.holders: list[Callable[[str], list[str]]] = []
         self._versions: dict[str, tuple[str, str | None]] = {}  # name -> (fingerprint, server version)
 
     def _secret(self, name: str) -> JSON | None:
@@ -138,10 +141,12 @@ class EnsembleReconciler:
 
     def needing(self, name: str) -> list[str]:
         """Keys of the ZooKeeperConfigs naming ``name`` that still hold zkop's finalizer (they need the
-        ensemble to delete their znode, or to release its ownership record)."""
+        ensemble to delete their znode, or to release its ownership record), then the other kinds' such objects
+        (``Kind namespace/name``, :attr:`holders`)."""
         cache = self.objects.informer.indexer
         return [key for key in self.referrers(name)
-                if OBJECT_FINALIZER in finalizers(cache.get(key) or {})]
+                if OBJECT_FINALIZER in finalizers(cache.get(key) or {})] + [
+            other for holder in list(self.holders) for other in holder(name)]
 
     def reconcile(self, key: str) -> Result:
         """Reconcile the ZooKeeperEnsemble ``key`` (its name): gather, :func:`~zkop.ensembles.decide.decide`
@@ -429,8 +434,9 @@ def setup(context: FeatureContext, options: EnsembleOptions) -> EnsembleControll
                            default.reconciler.options, secret_namespace=options.secret_namespace,
                            workers=settings.workers, acl_check_period=settings.acl_check_period,
                            inactivity_timeout=settings.inactivity_timeout, sync_period=settings.sync_period,
-                           dry_run=settings.dry_run)
+                           dry_run=settings.dry_run, declared=context.part(EnsembleDeclarations))
     context.built(running_ensembles(parts.ensembles, parts.informer.indexer))
+    context.built(EnsembleHolds(parts.reconciler.holders.append, parts.controller.queue.add))
     return parts
 
 
@@ -438,6 +444,7 @@ def add_to_manager(
     manager: Manager, client: KubeClient, recorder: EventRecorder, default: ZooKeeperConfigController,
     default_zookeeper: ZooKeeperAdapter, options: ReconcilerOptions, *, secret_namespace: str, workers: int,
     acl_check_period: float, inactivity_timeout: float, sync_period: float, dry_run: bool,
+    declared: EnsembleDeclarations | None = None,
 ) -> EnsembleController:
     """Build the ZooKeeperEnsemble controller and the missing-ensemble reporter, and add them to ``manager``.
 
@@ -449,6 +456,8 @@ def add_to_manager(
         workers: each ensemble's concurrent reconciles.
         dry_run: ``zkop run --dry-run``: the ZooKeeperEnsemble controller is built with the
             :class:`~zkop.ensembles.writer.DryRunWriter` (no finalizer added; status still reported).
+        declared: the paths every kind declares, per ensemble: each ensemble's ZooKeeperConfigs register in its own
+            (a ZooKeeperConfigTree naming it sees them; the same path on another ensemble is another znode).
     """
     shared = SharedInformers(default.informer, default.configmaps, default.secrets, default.namespaces)
     ensembles = Ensembles()
@@ -473,7 +482,8 @@ def add_to_manager(
         policy = PolicySlot(spec.policy)
         # Its keys are reconciled by the flags' ensemble's worker pool: no thread nor API connection of its own.
         parts = build_ensemble(shared, client, adapter, recorder, options, ensemble=name, workers=workers,
-                               acl_check_period=acl_check_period, policy_for=policy, pool=default.pool)
+                               acl_check_period=acl_check_period, policy_for=policy, pool=default.pool,
+                               declared=declared.of(name) if declared is not None else None)
         return EnsembleRuntime(name, raw, print_, adapter, parts, policy=policy, directory=directory,
                                on_change=lambda: queue.add(name))
 

@@ -145,11 +145,12 @@ class Plan:
 
 
 def terminating_message(waiting: Sequence[str]) -> str:
-    """The ``Terminating`` message naming the ZooKeeperConfigs ``waiting`` (at most :data:`SHOWN_WAITING`)."""
+    """The ``Terminating`` message naming the objects ``waiting`` (ZooKeeperConfigs as ``namespace/name``, other
+    kinds as ``Kind namespace/name``; at most :data:`SHOWN_WAITING`)."""
     shown = ", ".join(waiting[:SHOWN_WAITING])
     if len(waiting) > SHOWN_WAITING:
         shown += f" and {len(waiting) - SHOWN_WAITING} more"
-    return (f"being deleted; waiting for {len(waiting)} ZooKeeperConfig(s) that still need it to delete their "
+    return (f"being deleted; waiting for {len(waiting)} object(s) that still need it to delete their "
             f"znodes: {shown}")
 
 

@@ -15,7 +15,7 @@ from typing import Literal
 from zkop.feature.gate import Gate
 from zkop.zookeeper.adapter import ZooKeeperAdapter
 
-__all__ = ["EnsembleAccess", "EnsembleLookup", "EnsembleMissing", "ensembles_off"]
+__all__ = ["EnsembleAccess", "EnsembleHolds", "EnsembleLookup", "EnsembleMissing", "ensembles_off"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,24 @@ def ensembles_off(name: str) -> EnsembleMissing:
     """What an object naming ZooKeeperEnsemble ``name`` is told when ``--zookeeper-ensembles`` is off."""
     return EnsembleMissing("EnsembleNotFound", f"ZooKeeperEnsemble {name!r} not found: ZooKeeperEnsembles are not "
                                                "enabled (zkop run --zookeeper-ensembles)")
+
+
+class EnsembleHolds:
+    """Lets a kind built after the ZooKeeperEnsemble feature hold an ensemble's deletion while its objects still
+    need it (as ZooKeeperConfigs do: docs/operations.md, "Deletion order").
+
+    Args:
+        add: registers ``needing(name)`` → the objects of that kind naming ensemble ``name`` that still hold zkop's
+            finalizer (``Kind namespace/name``; memory only); a ZooKeeperEnsemble being deleted waits for them.
+        recheck: enqueues ensemble ``name`` (one of its objects released its finalizer, or left it).
+    """
+
+    def __init__(self, add: Callable[[Callable[[str], list[str]]], None], recheck: Callable[[str], None]) -> None:
+        self._add, self.recheck = add, recheck
+
+    def add(self, needing: Callable[[str], list[str]]) -> None:
+        """Hold each ensemble's deletion while ``needing(name)`` lists an object."""
+        self._add(needing)
 
 
 class EnsembleLookup:

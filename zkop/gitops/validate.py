@@ -278,10 +278,10 @@ def check_tree(manifest: ManifestObject, checker: SchemaChecker, *, strict: bool
     """The problems of one ZooKeeperConfigTree, offline, and the tree if it has none.
 
     The checks: ``apiVersion``, the object's names, the tree CRD's schema (after its defaults; CEL rules not
-    evaluated) and unknown fields, :func:`zkop.configtree.spec.parse_spec`, a ``spec.ensembleRef`` (the operator
-    writes trees only on the ensemble its flags name), then :func:`zkop.configtree.spec.expand` with the
-    ConfigMaps of the same input (a child with ``..``, two children on one path, a value that does not parse in
-    its format), and the admission gate's reserved roots for the root (read) and every child (write).
+    evaluated) and unknown fields, :func:`zkop.configtree.spec.parse_spec`, then
+    :func:`zkop.configtree.spec.expand` with the ConfigMaps of the same input (a child with ``..``, two children on
+    one path, a value that does not parse in its format), and the admission gate's reserved roots for the root
+    (read) and every child (write).
     A Secret source, or a ConfigMap not in the input, leaves the children unexpanded (``children`` ``None``).
     """
     where, what = str(manifest.location), manifest.describe()
@@ -312,9 +312,6 @@ def check_tree(manifest: ManifestObject, checker: SchemaChecker, *, strict: bool
     except tree_spec.InvalidSpec as err:
         add(err)
         return problems, None
-    if spec.ensemble:
-        problems.append(problem("spec.ensembleRef", f"names ZooKeeperEnsemble {spec.ensemble}: a ZooKeeperConfigTree "
-                                                    "is written only on the ensemble zkop's flags describe"))
     unresolved = next((f"{s.kind} {s.name}" for s in spec.sources
                        if s.kind == "Secret" or sources is None
                        or sources.source(s.kind, manifest.namespace, s.name) is None), None)
@@ -397,19 +394,19 @@ def validate_manifests(manifests: Manifests, checker: SchemaChecker, *,
 
 def _tree_duplicates(objects: Sequence[ManifestObject], trees: Sequence[CheckedTree],
                      all_trees: Sequence[ManifestObject]) -> list[Problem]:
-    """A path declared by two trees, or by a tree and a ZooKeeperConfig (of the flags' ensemble); a tree name
-    defined twice. In a cluster the oldest declarer wins and the other reports ``PathConflict``; in one input it
-    is a mistake."""
+    """A path declared on one ensemble by two trees, or by a tree and a ZooKeeperConfig (the same path on two
+    ensembles is two znodes); a tree name defined twice. In a cluster the oldest declarer wins and the other reports
+    ``PathConflict``; in one input it is a mistake."""
     problems = []
-    declared: dict[str, ManifestObject] = {}
+    declared: dict[tuple[str, str], ManifestObject] = {}  # (ensemble, path): one path per ensemble
     for manifest in objects:
         spec = manifest.obj.get("spec")
         path = spec.get("path") if isinstance(spec, dict) else None
-        if isinstance(path, str) and not ensemble_of(manifest.obj):
-            declared.setdefault(path, manifest)
+        if isinstance(path, str):
+            declared.setdefault((ensemble_of(manifest.obj), path), manifest)
     for tree in trees:
         for child in tree.children or ():
-            first = declared.setdefault(child.path, tree.manifest)
+            first = declared.setdefault((tree.spec.ensemble, child.path), tree.manifest)
             if first is not tree.manifest:
                 problems.append(Problem(str(tree.manifest.location), tree.manifest.describe(), "spec",
                                         f"duplicate path {child.path}: also declared at {first.location} "

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from prometheus_client import REGISTRY
 
@@ -31,7 +31,7 @@ from zkop.feature.context import FeatureContext
 from zkop.feature.tenancy import TenancyPolicy
 from zkop.kube.client import JSON, KubeClient
 from zkop.kube.events import EventRecorder
-from zkop.ownership.declared import DeclaredPaths
+from zkop.ownership.declared import DeclaredPaths, EnsembleDeclarations
 from zkop.runtime.builder import Built, ControllerBuilder
 from zkop.runtime.cache import (
     FilteredHandler,
@@ -182,6 +182,8 @@ class ZooKeeperConfigController:
     ensemble: str = DEFAULT_ENSEMBLE
     #: The worker pool every ensemble's controller shares (``None``: workers of its own).
     pool: WorkerPool | None = None
+    #: Undo what :func:`build_ensemble` registered outside ``built`` (its path declarations), run by :meth:`detach`.
+    undo: list[Callable[[], None]] = field(default_factory=list)
 
     @property
     def controller(self) -> Controller:
@@ -219,8 +221,11 @@ class ZooKeeperConfigController:
         return self.shared.informers
 
     def detach(self) -> None:
-        """Remove every event handler :func:`build_ensemble` registered (the ensemble is going away)."""
+        """Remove every event handler :func:`build_ensemble` registered and its path declarations (the ensemble is
+        going away)."""
         self.built.detach()
+        for undo in self.undo:
+            undo()
 
     def on_session_reconnected(self) -> None:
         """A ZooKeeper session came back (after LOST or SUSPENDED): re-deliver every object of the ensemble.
@@ -378,14 +383,18 @@ def build_ensemble(
         namespace_labels=labels_of(shared.namespaces) if shared.namespaces is not None else None,
         declared=declared,
     )
+    undo: list[Callable[[], None]] = []
     if declared is not None:
-        declared.add_source(reconciler.declarers)
+        on_ensemble = declared
+        on_ensemble.add_source(reconciler.declarers)
 
         def enqueue_declaring(paths: Iterable[str]) -> None:
             for path in paths:
                 for key in view.index_keys(PATH_INDEX, path):
                     queue.add(key)
-        declared.add_listener(enqueue_declaring)
+        on_ensemble.add_listener(enqueue_declaring)
+        undo = [lambda: on_ensemble.remove_source(reconciler.declarers),
+                lambda: on_ensemble.remove_listener(enqueue_declaring)]
     watch_roots = WatchRoots(view, zookeeper, reconciler.registry, wait=zookeeper.options.session_timeout,
                              admits=reconciler.admits)
     acl_check = (AclCheck(view, zookeeper, queue.add, acl_check_period, admits=reconciler.admits)
@@ -407,7 +416,7 @@ def build_ensemble(
     built = builder.complete(reconciler)
     zookeeper.add_watch_listener(keys.on_znode_changed(queue.add))
     return ZooKeeperConfigController(shared, built, reconciler, keys, acl_check=acl_check, watch_roots=watch_roots,
-                                     ensemble=ensemble, pool=pool)
+                                     ensemble=ensemble, pool=pool, undo=undo)
 
 
 @dataclass(frozen=True)
@@ -443,7 +452,8 @@ def setup(context: FeatureContext, options: ZooKeeperConfigOptions) -> ZooKeeper
     """
     settings = context.settings
     policy = options.tenancy
-    declared = DeclaredPaths()
+    by_ensemble = EnsembleDeclarations()
+    declared = by_ensemble.of(DEFAULT_ENSEMBLE)
     parts = add_to_manager(
         context.manager, context.client, context.zookeeper, context.recorder,
         ReconcilerOptions(max_data_bytes=options.max_data_bytes, cluster_id=settings.cluster_id,
@@ -456,6 +466,7 @@ def setup(context: FeatureContext, options: ZooKeeperConfigOptions) -> ZooKeeper
     context.on_new_session(context.zookeeper, parts.on_session_reconnected)
     context.built(parts.reconciler.gate)  # the flags' ensemble's gate: every kind on that ensemble passes it
     context.built(declared)  # the paths each kind declares on the flags' ensemble: the oldest of any kind wins
+    context.built(by_ensemble)  # the same on every ensemble, by name (a ZooKeeperEnsemble's controller registers)
     return parts
 
 
