@@ -148,6 +148,7 @@ def _one_run(h: Harness, kind: str) -> JSON:
         operator.start(wait_ready=False)
         assert operator.proc is not None
         pid = operator.proc.pid
+        profilers = h.start_profilers({f"tree-{kind}": pid})
         ready_cpu: float | None = None
         ready_at: float | None = None
         deadline = started + sub.scaled_timeout(180, 0.05)
@@ -165,6 +166,7 @@ def _one_run(h: Harness, kind: str) -> JSON:
         synced_at = time.monotonic()
         cpu = proc_cpu_seconds(pid)
         memory = proc_memory_mb(pid)
+        h.stop_profilers(profilers)
         after = sub.snapshot()
         cold_api = _zkop_requests(api, 0, len(api.request_log))
         log.info("tree scenario, %s run: converged in %.1f s, %.1f CPU s, RSS %s", kind, synced_at - started, cpu,

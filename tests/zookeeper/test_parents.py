@@ -109,3 +109,21 @@ def test_a_parent_deleted_behind_zkop_is_created_again(adapter: ZooKeeperAdapter
     # again from the top (/app and /app/g created, the other three answered NodeExists), the multi retried.
     assert counts == {"multi": 2, "create": 5}
     assert zk.get(zk_base + "/app/g/two")[0] == b"2"
+
+
+def test_a_multi_creates_the_parents_below_its_own_new_nodes_inside_itself_once_each() -> None:
+    """``_inner_parents``: a missing parent below a node the same ``multi`` creates is created in the transaction,
+    once, just before the first create under it; a parent above every created node is left to the parents step
+    (it may exist already), and so is one below nothing created."""
+    from zkop.zookeeper.actions import SetData
+    from zkop.zookeeper.writer import _inner_parents
+
+    acl = ()
+    actions = [CreateNode("/t", b"", acl), CreateNode("/t/a/b/c", b"1", acl), CreateNode("/t/a/x", b"2", acl),
+               CreateNode("/other/y/z", b"3", acl), SetData("/t/s", b"4", 0)]
+    out = _inner_parents(actions, acl)
+    assert [(type(a).__name__, a.path) for a in out] == [
+        ("CreateNode", "/t"), ("CreateNode", "/t/a"), ("CreateNode", "/t/a/b"), ("CreateNode", "/t/a/b/c"),
+        ("CreateNode", "/t/a/x"), ("CreateNode", "/other/y/z"), ("SetData", "/t/s")]
+    # Nothing inner: the same list back.
+    assert _inner_parents(actions[3:], acl) == actions[3:]

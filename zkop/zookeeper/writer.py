@@ -61,7 +61,7 @@ from zkop.zookeeper.actions import (
 from zkop.zookeeper.cache import NO_FILL, Expectation, WatchCache
 from zkop.zookeeper.errors import ConcurrentModification, WriteRefused, ZooKeeperError, ZooKeeperNoAuth
 from zkop.zookeeper.parents import Parents
-from zkop.zookeeper.paths import is_within, parent_paths
+from zkop.zookeeper.paths import parent_paths
 from zkop.zookeeper.reads import PendingRead, Reads
 from zkop.zookeeper.session import Session
 from zkop.zookeeper.watches import NODE_CREATED, NODE_DATA_CHANGED, NODE_DELETED
@@ -464,8 +464,10 @@ def _inner_parents(actions: Sequence[Action], parent_acl: tuple[AclEntry, ...]) 
     """
     creates = [a for a in actions if isinstance(a, CreateNode)]
     created = {a.path for a in creates}
+    # A parent lies below a created node when one of its own ancestors is created: O(depth) a parent, so a
+    # tree's 10,000 children are not 10,000² prefix tests.
     inner = {p for a in creates for p in parent_paths(a.path)
-             if p not in created and any(is_within(p, c) for c in created)}
+             if p not in created and any(q in created for q in parent_paths(p))}
     if not inner:
         return list(actions)
     out: list[Action] = []
