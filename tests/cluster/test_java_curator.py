@@ -141,8 +141,8 @@ def test_instances_curator_registers_are_imported_and_leave_with_its_session(
             "--cluster-id", "prod"]
     with OperatorProcess(zkop_kubeconfig, f"{zk_server.hosts}{zk_base}", args) as proc:
         # ServiceInstance.builder()…serviceType(DYNAMIC) and registerService, as an application registers itself.
-        curator.call("register", "/services", "payments", "p1", "10.3.0.1", "8080", "8443", "zone=a")
-        curator.call("register", "/services", "payments", "p2", "10.3.0.2", "8080", "8443", "zone=b")
+        curator.call("register", "/services", "payments", "p1", "10.3.0.1", "8080", "8443", "zone=a", "team=payments")
+        curator.call("register", "/services", "payments", "p2", "10.3.0.2", "8080", "8443", "zone=b", "team=payments")
         curator.call("register", "/services", "ledger", "l1", "10.3.0.9", "9090", "-")
         wait_for(lambda: endpoints(kube, "payments", ns) == {"10.3.0.1": True, "10.3.0.2": True},
                  message="both payments instances imported")
@@ -151,6 +151,10 @@ def test_instances_curator_registers_are_imported_and_leave_with_its_session(
         payments = get_service(kube, "payments", ns) or {}
         assert payments["metadata"]["annotations"]["platform.example.com/zookeeper-path"] == "/services/payments"
         assert payments["metadata"]["annotations"]["platform.example.com/imported-by"] == "zkop/prod"
+        # The payload metadata both instances share is an annotation; zone, on which they differ, is not.
+        assert {k: v for k, v in payments["metadata"]["annotations"].items()
+                if k.startswith("zookeeper.platform.example.com/")} == {
+            "zookeeper.platform.example.com/meta-team": "payments"}
         assert payments["spec"]["ports"] == [{"name": "http", "port": 8080, "protocol": "TCP", "targetPort": 8080},
                                              {"name": "https", "port": 8443, "protocol": "TCP", "targetPort": 8443}]
         (item,) = slices_of(kube, "payments", ns)

@@ -19,6 +19,7 @@ own, emptied after each test.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
@@ -58,6 +59,12 @@ def provider(zk_server: ZooKeeperServer, mode: str, port: int) -> JavaProgram:
                        env={"DUBBO_IP_TO_REGISTRY": REGISTERED})
 
 
+def meta_annotations(service: dict[str, Any]) -> dict[str, str]:
+    """The Service's ``zookeeper.platform.example.com/meta-<key>`` annotations (from the registration's metadata)."""
+    return {k: v for k, v in (service["metadata"].get("annotations") or {}).items()
+            if k.startswith("zookeeper.platform.example.com/meta-")}
+
+
 def run_zkop(zkop_kubeconfig: str, zk_server: ZooKeeperServer, ns: str, fmt: str) -> OperatorProcess:
     """``zkop run --import-services --import-format fmt`` into ``ns`` (the format's default root)."""
     return OperatorProcess(zkop_kubeconfig, zk_server.hosts, [
@@ -75,6 +82,8 @@ def test_an_interface_level_provider_is_imported_with_the_dubbo_format(
             wait_for(lambda: endpoints(kube, name, ns) == {REGISTERED: True}, message="the provider imported")
             service = get_service(kube, name, ns) or {}
             assert service["metadata"]["annotations"]["platform.example.com/zookeeper-path"] == f"/dubbo/{INTERFACE}"
+            # Dubbo's own URL parameters (application, methods, pid, release, timestamp…) are no metadata.
+            assert meta_annotations(service) == {}
             assert service["spec"]["ports"] == [{"name": "dubbo", "port": port, "protocol": "TCP",
                                                  "targetPort": port}]
             (item,) = slices_of(kube, name, ns)
@@ -100,6 +109,7 @@ def test_an_application_level_instance_is_imported_with_the_curator_format(
             assert not root_zk.exists(f"/dubbo/{INTERFACE}/providers")  # instance mode: no interface-level node
             service = get_service(kube, "greeter-app", ns) or {}
             assert service["metadata"]["annotations"]["platform.example.com/zookeeper-path"] == "/services/greeter-app"
+            assert meta_annotations(service) == {}  # Dubbo's dubbo.* instance metadata is its own, not the service's
             assert service["spec"]["ports"] == [{"name": "dubbo", "port": port, "protocol": "TCP",
                                                  "targetPort": port}]
         wait_for(lambda: endpoints(kube, "greeter-app", ns) == {}, message="the instance gone")

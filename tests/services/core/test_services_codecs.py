@@ -73,7 +73,7 @@ def test_curator_instance_round_trips(address: str, port: int | None, ssl_port: 
     expected += [ImportedPort("https", ssl_port)] if ssl_port is not None else []
     normal = str(ipaddress.ip_address(address)) if _type(address) != "FQDN" else address
     assert decoded == ImportedInstance(address, normal, _type(address), tuple(sorted(expected)), enabled,
-                                       "/services/orders/x")
+                                       "/services/orders/x", (("zone", "a"),))
 
 
 def test_curator_status_metadata_round_trips_as_readiness() -> None:

@@ -203,6 +203,9 @@ class ImportedInstance:
         ports: at least one, sorted, unique names.
         ready: False when the registry marks the instance disabled or not serving.
         path: the znode it was read from.
+        metadata: the registration's string metadata entries as read, sorted by key, not yet held to the annotation
+            rules (:mod:`zkop.services.metadata`): Curator ``payload.metadata``, the JSON record's ``metadata``,
+            the Dubbo URL's parameters.
     """
 
     id: str
@@ -211,6 +214,7 @@ class ImportedInstance:
     ports: tuple[ImportedPort, ...]
     ready: bool
     path: str
+    metadata: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,10 @@ Decoding (:func:`decode_instance`) uses ``address``, ``port`` and ``sslPort`` (e
 ``dubbo.endpoints`` metadata lists instead: :func:`dubbo_endpoints`), ``id``, ``enabled``
 (CURATOR-275; absent means enabled) and the Spring Cloud Zookeeper status
 ``payload.metadata.instance_status`` (absent or ``UP`` means serving). Unknown fields are ignored,
-as Curator's serializer does (``FAIL_ON_UNKNOWN_PROPERTIES=false``).
+as Curator's serializer does (``FAIL_ON_UNKNOWN_PROPERTIES=false``). The instance's metadata
+(:attr:`~zkop.services.codecs.base.ImportedInstance.metadata`) is ``payload.metadata`` when the payload has such an
+object (Spring Cloud Zookeeper's and Dubbo 3's ``ZookeeperInstance``, zkop's own), else the payload object's own
+top-level fields but ``@class`` (a plain ``Map`` or details class); string values only.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from zkop.services.codecs.base import (
     loads,
     valid_port,
 )
+from zkop.services.metadata import string_entries
 from zkop.services.naming import port_name
 
 __all__ = [
@@ -47,6 +51,7 @@ __all__ = [
     "dubbo_endpoints",
     "encode_instance",
     "owner_of",
+    "payload_metadata",
 ]
 
 #: Payload class of Dubbo 3's application-level instances (``ZookeeperServiceDiscovery``).
@@ -142,7 +147,19 @@ def decode_instance(path: str, name: str, data: bytes) -> ImportedInstance | Ski
         status = metadata.get("instance_status")
         if status is not None and str(status).upper() != "UP":
             ready = False
-    return ImportedInstance(str(value.get("id") or name), address[0], address[1], tuple(sorted(ports)), ready, path)
+    return ImportedInstance(str(value.get("id") or name), address[0], address[1], tuple(sorted(ports)), ready, path,
+                            payload_metadata(payload))
+
+
+def payload_metadata(payload: object) -> tuple[tuple[str, str], ...]:
+    """The string entries of ``payload.metadata`` if the payload has that object, else of the payload's own fields
+    but ``@class``; none for a payload that is not an object (see the module docstring)."""
+    if not isinstance(payload, dict):
+        return ()
+    metadata = payload.get("metadata")
+    if isinstance(metadata, dict):
+        return string_entries(metadata)
+    return string_entries(payload, skip=("@class",))
 
 
 def dubbo_endpoints(payload: Mapping[str, object]) -> list[ImportedPort]:

@@ -5,7 +5,8 @@ URL is the node *name* (``dubbo://10.0.0.5:20880/com.example.Api?side=provider&â
 Java's ``URLEncoder.encode`` does). The port is named after the URL's protocol (``dubbo``, ``tri``,
 â€¦); URL parameters ``enabled=false`` or ``disabled=true`` mark the provider not ready; a URL whose
 ``category`` is not ``providers`` or whose ``side`` is not ``provider`` is not a provider. zkop's
-owner stamp, if any, is the URL parameter ``managedBy=zkop`` (with ``clusterId``).
+owner stamp, if any, is the URL parameter ``managedBy=zkop`` (with ``clusterId``). The provider's metadata is its
+URL parameters (the importer's rules, :mod:`zkop.services.metadata`, leave Dubbo's own ones out).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Mapping
 from urllib.parse import parse_qsl, quote, quote_plus, unquote, unquote_plus, urlencode, urlsplit
 
 from zkop.services.codecs.base import ImportedInstance, ImportedPort, Skipped, classify_address, valid_port
+from zkop.services.metadata import string_entries
 from zkop.services.naming import port_name
 from zkop.services.options import MANAGED_BY
 
@@ -83,4 +85,4 @@ def decode_provider(path: str, name: str) -> ImportedInstance | Skipped:
         return Skipped(path, "no-port", "the provider URL has no port")
     ready = params.get("enabled", "true").lower() != "false" and params.get("disabled", "false").lower() != "true"
     ports = (ImportedPort(port_name(parts.scheme) or "dubbo", port),)
-    return ImportedInstance(url, address[0], address[1], ports, ready, path)
+    return ImportedInstance(url, address[0], address[1], ports, ready, path, string_entries(params))

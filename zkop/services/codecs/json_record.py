@@ -11,7 +11,8 @@ there is some), ``managedBy`` and ``owner`` (:func:`owner_of`).
 
 Decoding (:func:`decode`) reads the addresses as the bridge chooses them for reachability:
 ``externalAddresses`` if any, else ``clusterIP``, else (a headless record) the ready endpoint
-addresses with the endpoint ports; one ready instance per address.
+addresses with the endpoint ports; one ready instance per address, each with the record's ``metadata`` (its string
+values) as its metadata.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from zkop.services.codecs.base import (
     owner_dict,
     valid_port,
 )
+from zkop.services.metadata import string_entries
 from zkop.services.naming import port_name
 from zkop.services.options import MANAGED_BY
 
@@ -130,12 +132,13 @@ def decode(path: str, data: bytes) -> tuple[tuple[ImportedInstance, ...], tuple[
         return (), (Skipped(path, "no-port", "the record lists no usable port"),)
     instances: list[ImportedInstance] = []
     skipped: list[Skipped] = []
+    metadata = string_entries(value.get("metadata"))
     for raw in addresses:
         address = classify_address(raw)
         if isinstance(address, str):
             skipped.append(Skipped(path, "address", address))
             continue
-        instances.append(ImportedInstance(address[0], address[0], address[1], ports, True, path))
+        instances.append(ImportedInstance(address[0], address[0], address[1], ports, True, path, metadata))
     if not addresses:
         skipped.append(Skipped(path, "invalid", "the record lists no address"))
     return tuple(instances), tuple(skipped)

@@ -26,6 +26,11 @@ What is built (Kubernetes "Services without selectors" and the EndpointSlice API
   readiness (an address listed twice is ready if any of its instances is), ``terminating: false``.
   Slices carry an ``ownerReference`` to the Service, so Kubernetes' garbage collector removes
   them with it.
+* the Service's ``zookeeper.platform.example.com/meta-<key>`` annotations from the registrations' metadata
+  (:func:`service_metadata`, the rules in :mod:`zkop.services.metadata`: only keys every instance has with one value,
+  valid annotation names, bounded). zkop manages every annotation of that prefix on a Service it owns: one the
+  metadata no longer gives is removed; with no instance left the Service keeps the ones it has (as its ports).
+  Nothing else of the Service comes from a registration: its labels and other annotations are zkop's.
 
 The actions and ownership marks live in :mod:`zkop.services.importer.objects`, the EndpointSlice
 planner in :mod:`zkop.services.importer.slices`; both are re-exported here.
@@ -45,7 +50,7 @@ would lose objects; above ``max_deletes`` the sweep deletes nothing.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Set
+from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,6 +79,7 @@ from zkop.services.importer.slices import (
     plan_slices,
 )
 from zkop.services.importer.sources import ImportedInstance, ImportedService
+from zkop.services.metadata import MetadataAnnotations, is_meta_annotation, metadata_annotations, shared_entries
 from zkop.services.options import SYNC_ANNOTATION
 
 __all__ = [
@@ -95,6 +101,7 @@ __all__ = [
     "plan_import",
     "plan_service",
     "plan_slices",
+    "service_metadata",
     "service_ports",
 ]
 
@@ -126,8 +133,19 @@ def _port_view(ports: Any) -> list[tuple[Any, Any, Any, Any]]:
             for p in ports or [] if isinstance(p, dict)]
 
 
+def service_metadata(imported: ImportedService) -> MetadataAnnotations:
+    """The ``…/meta-<key>`` annotations ``imported``'s instances give (:mod:`zkop.services.metadata`), and what the
+    rules dropped."""
+    return metadata_annotations(shared_entries([i.metadata for i in imported.instances]))
+
+
+def _meta_of(obj: JSON | None) -> dict[str, str]:
+    annotations = metadata_of(obj or {}).get("annotations") or {}
+    return {str(k): str(v) for k, v in annotations.items() if is_meta_annotation(str(k))}
+
+
 def desired_service(imported: ImportedService, name: str, namespace: str, cluster_id: str,
-                    existing: JSON | None = None) -> JSON | None:
+                    existing: JSON | None = None, metadata: Mapping[str, str] | None = None) -> JSON | None:
     """The Service for ``imported`` named ``name``, or ``None`` if it has no port to offer.
 
     Args:
@@ -135,20 +153,29 @@ def desired_service(imported: ImportedService, name: str, namespace: str, cluste
         name: the Service name (:func:`zkop.services.importer.naming.service_name`).
         namespace: ``--import-namespace``.
         cluster_id: this installation's ``--cluster-id``.
-        existing: the cached Service of that name; when owned, its ports are kept if no instance is left.
+        existing: the cached Service of that name; when owned, its ports and metadata annotations are kept if no
+            instance is left.
+        metadata: the metadata annotations (default: :func:`service_metadata`'s); only names with
+            :data:`~zkop.services.metadata.META_PREFIX` are taken, and zkop's own annotations win over them.
     """
     ports = service_ports(imported.instances)
-    if not ports and existing is not None and is_owned(existing, cluster_id):
+    kept = existing is not None and is_owned(existing, cluster_id) and not imported.instances
+    if not ports and kept:
         ports = [{"name": n, "port": p, "protocol": proto, "targetPort": t}
-                 for n, p, proto, t in _port_view((existing.get("spec") or {}).get("ports"))]
+                 for n, p, proto, t in _port_view(((existing or {}).get("spec") or {}).get("ports"))]
     if not ports:
         return None
+    if kept:
+        meta = _meta_of(existing)
+    else:
+        given = service_metadata(imported).annotations if metadata is None else metadata
+        meta = {k: v for k, v in given.items() if is_meta_annotation(k)}
     return {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {
             "name": name, "namespace": namespace, "labels": owned_labels(),
-            "annotations": owned_annotations(imported.path, cluster_id, {SYNC_ANNOTATION: "false"}),
+            "annotations": {**meta, **owned_annotations(imported.path, cluster_id, {SYNC_ANNOTATION: "false"})},
         },
         "spec": {"type": "ClusterIP", "ports": ports},
     }
@@ -172,9 +199,10 @@ class ServiceStep:
 def plan_service(desired: JSON | None, existing: JSON | None, cluster_id: str) -> ServiceStep:
     """Plan the Service: create if absent, merge-patch the managed fields if they differ.
 
-    Managed fields: zkop's labels and annotations (others are kept), ``spec.type``, ``spec.ports``
-    and an empty ``spec.selector`` (a selector added by hand is removed: the Service must stay
-    selector-less, or the EndpointSlice controller would add its own endpoints).
+    Managed fields: zkop's labels and annotations (others are kept), every ``…/meta-<key>`` annotation (one
+    ``desired`` does not hold is removed), ``spec.type``, ``spec.ports`` and an empty ``spec.selector`` (a selector
+    added by hand is removed: the Service must stay selector-less, or the EndpointSlice controller would add its own
+    endpoints).
     """
     if existing is not None and not is_owned(existing, cluster_id):
         return ServiceStep(foreign=True)
@@ -187,9 +215,11 @@ def plan_service(desired: JSON | None, existing: JSON | None, cluster_id: str) -
         return ServiceStep(terminating=True)
     spec = existing.get("spec") or {}
     wanted_meta, wanted_spec = desired["metadata"], desired["spec"]
+    stale = {k: None for k in _meta_of(existing) if k not in wanted_meta["annotations"]}
     differs = (
         subset_differs(wanted_meta["labels"], meta.get("labels"))
         or subset_differs(wanted_meta["annotations"], meta.get("annotations"))
+        or bool(stale)
         or spec.get("type", "ClusterIP") != wanted_spec["type"]
         or _port_view(spec.get("ports")) != _port_view(wanted_spec["ports"])
         or bool(spec.get("selector"))
@@ -201,7 +231,7 @@ def plan_service(desired: JSON | None, existing: JSON | None, cluster_id: str) -
         patch_spec["selector"] = None
     patch: JSON = {
         "metadata": {"resourceVersion": meta.get("resourceVersion"), "labels": wanted_meta["labels"],
-                     "annotations": wanted_meta["annotations"]},
+                     "annotations": {**wanted_meta["annotations"], **stale}},
         "spec": patch_spec,
     }
     return ServiceStep(PatchObject("services", str(meta.get("name")), patch))
@@ -215,10 +245,13 @@ class ImportPlan:
         service: the Service's step (or why it is left alone).
         slices: its EndpointSlices' actions, applied after the Service's (nothing while it terminates); a slice of a
             Service the plan creates names it by :data:`~zkop.services.importer.slices.PENDING_SERVICE_UID`.
+        metadata_problems: the metadata entries the annotation rules dropped, one sentence each (for a Warning
+            Event; :func:`service_metadata`).
     """
 
     service: ServiceStep
     slices: SlicePlan
+    metadata_problems: tuple[str, ...] = ()
 
 
 def plan_import(imported: ImportedService, name: str, namespace: str, cluster_id: str, existing: JSON | None,
@@ -230,14 +263,16 @@ def plan_import(imported: ImportedService, name: str, namespace: str, cluster_id
     else's Service); a terminating one gets none until it is gone; a Service the plan creates is named in its
     slices' ownerReference by the pending uid, bound when the create is applied.
     """
-    step = plan_service(desired_service(imported, name, namespace, cluster_id, existing), existing, cluster_id)
+    metadata = service_metadata(imported)
+    step = plan_service(desired_service(imported, name, namespace, cluster_id, existing, metadata.annotations),
+                        existing, cluster_id)
     if step.foreign:
         return ImportPlan(step, plan_slices([], slices, cluster_id))
     if step.terminating:
         return ImportPlan(step, SlicePlan())
     uid = PENDING_SERVICE_UID if existing is None else str(metadata_of(existing).get("uid") or "") or None
     wanted = desired_slices(imported, name, namespace, cluster_id, uid)
-    return ImportPlan(step, plan_slices(wanted, slices, cluster_id))
+    return ImportPlan(step, plan_slices(wanted, slices, cluster_id), metadata.problems)
 
 
 # --- garbage collection ------------------------------------------------------------------------

@@ -67,6 +67,7 @@ __all__ = [
     "SLICE_INDEX",
     "KubeWriter",
     "ServiceImportReconciler",
+    "report_metadata",
     "service_key",
 ]
 
@@ -83,6 +84,21 @@ SLICE_INDEX = "service"
 def service_key(name: str) -> str:
     """The queue key of Service ``name``."""
     return f"{KEY_PREFIX}{name}"
+
+
+def report_metadata(memo: ReportOnce[str, tuple[str, ...]], key: str, problems: tuple[str, ...],
+                    imported: ImportedService, target: JSON | None, recorder: EventRecorder) -> None:
+    """One Warning ``InvalidMetadata`` Event on the imported Service ``target`` (none before it exists) when the
+    metadata entries the annotation rules dropped (:attr:`~zkop.services.importer.plan.ImportPlan.metadata_problems`)
+    change to a non-empty set; logged at the same time."""
+    if not memo.note(key, problems) or not problems:
+        return
+    log.warning("service-import: metadata of %s not made annotations: %s", imported.path, "; ".join(problems))
+    if target is not None:
+        recorder.event(target, "Warning", "InvalidMetadata",
+                       f"{len(problems)} metadata entr{'y' if len(problems) == 1 else 'ies'} of ZooKeeper service "
+                       f"{imported.path} not made annotations: {'; '.join(problems[:5])}"
+                       + (f"; and {len(problems) - 5} more (see the log)" if len(problems) > 5 else ""))
 
 
 def key_for_path(options: ImportOptions, path: str) -> str | None:
@@ -158,6 +174,7 @@ class ServiceImportReconciler(FullSyncReconciler):
         self._collisions: ReportOnce[str, tuple[str, ...]] = ReportOnce()  # name → losing paths
         self._conflicts: ReportOnce[str, str] = ReportOnce()  # name → uid of the foreign Service
         self._skips: ReportOnce[str, dict[str, str]] = ReportOnce()  # name → instance path → reason
+        self._metadata: ReportOnce[str, tuple[str, ...]] = ReportOnce()  # name → metadata problems
         self.last_gc: GcPlan | None = None
 
     # --- mapping (event handlers and watch callbacks: no I/O) ---------------------------------
@@ -320,6 +337,7 @@ class ServiceImportReconciler(FullSyncReconciler):
         event_target = live if uid is not None else existing
         self._report_collision(name, best, found, event_target)
         self._report_skips(name, best, event_target)
+        report_metadata(self._metadata, name, plan.metadata_problems, best, event_target, self.recorder)
         for foreign in plan.slices.foreign:
             log.warning("service-import: EndpointSlice %s/%s exists and is not owned by this zkop; left unchanged",
                         namespace, foreign)
@@ -334,6 +352,7 @@ class ServiceImportReconciler(FullSyncReconciler):
         self._collisions.clear(name)
         self._conflicts.clear(name)
         self._skips.clear(name)
+        self._metadata.clear(name)
 
     def _report_skips(self, name: str, imported: ImportedService, live: JSON | None) -> None:
         """Log and count each skipped instance once (per path and reason, while it stays skipped), and

@@ -34,6 +34,10 @@ Layouts (``--import-format``):
     The port is named after the URL's protocol (``dubbo``, ``tri``, …); URL parameters
     ``enabled=false`` or ``disabled=true`` mark the provider not ready.
 
+Metadata. Each instance also carries its registration's metadata (Curator ``payload.metadata``, the JSON record's
+``metadata``, Dubbo URL parameters; :attr:`ImportedInstance.metadata`), which the planner turns into the Service's
+``zookeeper.platform.example.com/meta-<key>`` annotations by the rules of :mod:`zkop.services.metadata`.
+
 Loop prevention. Nodes stamped by zkop's forward bridge — a top-level ``"owner"`` /
 ``"managedBy": "zkop"`` (JSON records and container nodes) or ``payload.metadata.managedBy:
 "zkop"`` (Curator instances), as :func:`zkop.services.codecs.owners.parse_owner` reads them; for Dubbo a

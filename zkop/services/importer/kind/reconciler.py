@@ -49,10 +49,11 @@ from zkop.services.importer.kind.spec import (
 from zkop.services.importer.naming import service_name, winner
 from zkop.services.importer.plan import CreateObject, ImportPlan, is_owned, plan_gc, plan_import
 from zkop.services.importer.reader import ZooKeeperReader, child_path
-from zkop.services.importer.reconciler import SLICE_INDEX
+from zkop.services.importer.reconciler import SLICE_INDEX, report_metadata
 from zkop.services.importer.slices import bind_service_uid
 from zkop.services.importer.sources import ImportedService, get_source
 from zkop.services.importer.writer import ApiWriter
+from zkop.services.reporting import ReportOnce
 from zkop.zookeeper.adapter import ZooKeeperError
 from zkop.zookeeper.paths import is_within
 
@@ -104,6 +105,7 @@ class ServiceImportObjects:
         self.retry = RetryBoundary(ZooKeeperError)
         self._lock = threading.Lock()
         self._reported: dict[str, tuple[str, tuple[str, ...]]] = {}  # key → (reason, conflicts) last reported
+        self._metadata: ReportOnce[str, tuple[str, ...]] = ReportOnce()  # namespace/Service → metadata problems
 
     # --- mappings (no I/O) ----------------------------------------------------------------------
 
@@ -243,6 +245,8 @@ class ServiceImportObjects:
             self.recorder.event(live or action.body, "Normal", "Imported",
                                 f"imported from ZooKeeper {best.path} ({len(best.instances)} instance(s)) for "
                                 f"ZooKeeperServiceImport {obj['metadata']['name']}")
+        report_metadata(self._metadata, f"{namespace}/{name}", plan.metadata_problems, best,
+                        live if uid is not None else None, self.recorder)
         actions = bind_service_uid(plan.slices.actions, uid)
         failures = writer.execute_each(actions)
         if failures:

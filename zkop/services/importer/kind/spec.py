@@ -44,6 +44,9 @@ GROUP, VERSION, PLURAL, KIND = "platform.example.com", "v1alpha1", "zookeeperser
 API_VERSION = f"{GROUP}/{VERSION}"
 #: At most this many names are listed in ``status.services`` and ``status.conflicts``.
 MAX_NAMES_IN_STATUS = 50
+#: The CRD schema's bounds, held again here for a server that did not apply them (an older CRD, a test double):
+#: ``spec.selection.names`` items, each name's and the pattern's length, the prefix's length, the root's length.
+MAX_NAMES, MAX_NAME_LENGTH, MAX_PREFIX_LENGTH, MAX_ROOT_LENGTH = 256, 1024, 40, 4096
 
 
 class SpecError(ValueError):
@@ -77,32 +80,42 @@ class ImportSpec:
 
 
 def parse_spec(obj: JSON) -> ImportSpec:
-    """The object's spec, defaulted.
+    """The object's spec, defaulted, held to the CRD schema's types and bounds (:data:`MAX_NAMES` …).
 
     Raises:
-        SpecError: an unknown format, a root that is not a valid absolute znode path, a selection of the wrong type.
+        SpecError: naming the field: a spec that is not an object, an unknown format, a root that is not a string or
+            not a valid absolute znode path (nor ``/``, nor under ``/zookeeper``), a selection, names, pattern or
+            prefix of the wrong type, empty or too long.
     """
     spec = obj.get("spec") or {}
+    if not isinstance(spec, dict):
+        raise SpecError("spec: an object with root, format, selection and prefix")
     fmt = spec.get("format") or "curator"
     if fmt not in FORMATS:
-        raise SpecError(f"spec.format {fmt!r}: one of {', '.join(FORMATS)}")
+        raise SpecError(f"spec.format {str(fmt)[:80]!r}: one of {', '.join(FORMATS)}")
     fmt = cast(ImportFormat, fmt)
     root = spec.get("root") or DEFAULT_ROOTS[fmt]
+    if not isinstance(root, str) or len(root) > MAX_ROOT_LENGTH:
+        raise SpecError(f"spec.root: a znode path of at most {MAX_ROOT_LENGTH} characters")
     try:
-        root = validate_path(str(root))
+        root = validate_path(root)
     except ValueError as err:
-        raise SpecError(f"spec.root {root!r}: {err}") from None
+        raise SpecError(f"spec.root {root[:80]!r}: {err}") from None
     selection = spec.get("selection") or {}
     if not isinstance(selection, dict):
         raise SpecError("spec.selection: an object with names and/or pattern")
     names = selection.get("names") or []
     if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
         raise SpecError("spec.selection.names: a list of service names")
+    if len(names) > MAX_NAMES or any(len(n) > MAX_NAME_LENGTH for n in names):
+        raise SpecError(f"spec.selection.names: at most {MAX_NAMES} names of at most {MAX_NAME_LENGTH} characters")
     pattern = selection.get("pattern")
-    if pattern is not None and (not isinstance(pattern, str) or not pattern):
-        raise SpecError("spec.selection.pattern: a non-empty glob")
+    if pattern is not None and (not isinstance(pattern, str) or not pattern or len(pattern) > MAX_NAME_LENGTH):
+        raise SpecError(f"spec.selection.pattern: a non-empty glob of at most {MAX_NAME_LENGTH} characters")
     prefix = spec.get("prefix") or ""
-    return ImportSpec(root, fmt, tuple(names), pattern, str(prefix))
+    if not isinstance(prefix, str) or len(prefix) > MAX_PREFIX_LENGTH:
+        raise SpecError(f"spec.prefix: a string of at most {MAX_PREFIX_LENGTH} characters")
+    return ImportSpec(root, fmt, tuple(names), pattern, prefix)
 
 
 def owner_id(cluster_id: str, name: str) -> str:
