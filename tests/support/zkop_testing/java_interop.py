@@ -110,7 +110,11 @@ class JavaProgram:
         self._home: str | None = None
 
     def __enter__(self) -> JavaProgram:
-        self.start()
+        try:
+            self.start()
+        except BaseException:
+            self.stop()  # a program that never said it was ready leaves no process and no home directory behind
+            raise
         return self
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
