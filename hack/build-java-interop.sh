@@ -1,22 +1,24 @@
 #!/usr/bin/env bash
 # Build (or reuse) the Java interop programs of tests/interop: tests/interop/java (small programs that use the real
-# Apache Curator and Apache Dubbo libraries from Maven Central) and tests/interop/java-spring (a Spring Boot
-# application with Spring Cloud Zookeeper discovery). Test tooling only: nothing of it ships in zkop.
+# Apache Curator and Apache Dubbo 3 libraries from Maven Central), tests/interop/java-spring (a Spring Boot
+# application with Spring Cloud Zookeeper discovery) and tests/interop/java-dubbo27 (a Dubbo 2.7 consumer, apart
+# because Dubbo 2.7 and 3 cannot share a class path). Test tooling only: nothing of it ships in zkop.
 #
 #   hack/build-java-interop.sh
 #
-# Prints, as its last line, the directory holding `classpath-java.txt` and `classpath-java-spring.txt` (each
+# Prints, as its last line, the directory holding `classpath-<project>.txt` for each project (each
 # project's classes, then every dependency jar, ':'-separated, ready for `java -cp`). Builds into a version-keyed cache outside the repository:
 #   ${ZKOP_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/zkop}/java-interop/<hash>/
-# where <hash> covers both projects (pom.xml and sources), this script and the JDK's version. Needs the JDK
+# where <hash> covers every project (pom.xml and sources), this script and the JDK's version. Needs the JDK
 # (17) and Maven (3.8) on PATH: Debian's openjdk-17-jdk-headless and maven. The jars live in Maven's own
 # repository (~/.m2, or MAVEN_OPTS=-Dmaven.repo.local=...). A cache hit returns at once.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 projects=$(cd "$here/../tests/interop" && pwd)
+names="java java-spring java-dubbo27"
 case "${1:-}" in
   "") ;;
-  -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "build-java-interop.sh: unknown argument: $1" >&2; exit 2 ;;
 esac
 for tool in java mvn; do
@@ -24,7 +26,8 @@ for tool in java mvn; do
 done
 
 jdk=$(java -XshowSettings:properties -version 2>&1 | awk -F' = ' '/java.runtime.version/ {print $2}')
-hash=$( (cd "$projects" && find java/pom.xml java/src java-spring/pom.xml java-spring/src -type f | LC_ALL=C sort \
+# shellcheck disable=SC2086 # $names: the project names, one word each
+hash=$( (cd "$projects" && for name in $names; do find "$name/pom.xml" "$name/src" -type f; done | LC_ALL=C sort \
   | xargs sha256sum; cat "$here/build-java-interop.sh"; echo "$jdk") \
   | sha256sum | cut -c1-12)
 cache=${ZKOP_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/zkop}/java-interop
@@ -33,7 +36,8 @@ out="$cache/$hash"
 # A cache hit needs every jar it names still in Maven's repository (which may have been pruned since).
 complete() {
   local file entry
-  for file in "$out/classpath-java.txt" "$out/classpath-java-spring.txt"; do
+  for name in $names; do
+    file="$out/classpath-$name.txt"
     [ -f "$file" ] || return 1
     while IFS= read -r -d: entry; do [ -e "$entry" ] || return 1; done < <(tr -d '\n' < "$file"; echo :)
   done
@@ -50,8 +54,9 @@ mkdir -p "$work"
 trap 'rm -rf "$work"' EXIT
 started=$(date +%s)
 echo "building the Java interop programs (JDK $jdk)" >&2
-# Two projects: java (Curator, Dubbo) and java-spring (Spring Boot's parent manages its versions its own way).
-for name in java java-spring; do
+# Three projects: java (Curator, Dubbo 3), java-spring (Spring Boot's parent manages its versions its own way) and
+# java-dubbo27 (Dubbo 2.7, whose classes clash with Dubbo 3's).
+for name in $names; do
   mvn -B -q -f "$projects/$name/pom.xml" -Dinterop.out="$work/$name" package \
     org.apache.maven.plugins:maven-dependency-plugin:3.8.1:build-classpath -Dmdep.outputFile="$work/deps.txt" >&2
   printf '%s:%s\n' "$out/$name/classes" "$(cat "$work/deps.txt")" > "$work/classpath-$name.txt"
@@ -59,7 +64,7 @@ for name in java java-spring; do
 done
 mkdir -p "$cache"
 if ! mv -T "$work" "$out" 2>/dev/null; then
-  [ -f "$out/classpath-java-spring.txt" ] || { echo "build-java-interop.sh: could not move $work to $out" >&2; exit 1; }
+  [ -f "$out/classpath-java-dubbo27.txt" ] || { echo "build-java-interop.sh: could not move $work to $out" >&2; exit 1; }
 fi
 trap - EXIT
 rm -rf "$work"

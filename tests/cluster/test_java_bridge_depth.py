@@ -7,6 +7,13 @@ kube-apiserver (selector-less Services: the test plays the EndpointSlice control
   does) discovers the providers of an interface zkop publishes from annotations: one provider URL per ready
   endpoint, a serving-but-terminating endpoint with ``weight=0``, the version and the metadata as URL parameters; a
   consumer of another version sees none (Dubbo matches version and group); an endpoint that stops serving leaves.
+- Dubbo 2.7.23's own ``ZookeeperRegistry`` (``zkop.interop.dubbo27.Dubbo27Consumer``, the newest Dubbo 2.7 on Maven
+  Central with the Curator 4.2 and ZooKeeper 3.4 client it names) reads the same interface-level URLs: the
+  providers, version matched, draining at ``weight=0``, and the change when an endpoint goes.
+- Dubbo 3.3.6's consumer with application-level discovery only (``zkop.interop.DubboAppConsumer``: a
+  ``DubboBootstrap`` reference, ``registry-type=service``, migration ``FORCE_APPLICATION``) finds the addresses zkop
+  published as application instances, through the interface → application mapping zkop merged and the metadata
+  revision it wrote, and follows an EndpointSlice change.
 - Curator 5.9.0's ``ServiceProvider`` with ``additionalFilter(ServiceInstance::isEnabled)``
   (``zkop.interop.CuratorDiscovery``) sees the metadata annotations and drops a terminating endpoint, through a
   rolling update (new endpoints ready, old ones serving and terminating, then gone) during which a kazoo watcher on
@@ -113,6 +120,76 @@ def test_a_dubbo_33_consumer_discovers_the_providers_zkop_publishes(
             put_slice(kube, ns, "greeter", "dubbo", 20881, {"10.20.0.11": GONE, "10.20.0.12": READY})
             wait_for(lambda: providers().keys() == {"10.20.0.12:20881"}, message="the gone endpoints leave")
         assert root_zk.get_children(f"/dubbo/{INTERFACE}/providers")  # beside the consumer's nodes Dubbo made
+    assert proc.proc is not None and proc.proc.returncode == 0, proc.log_tail()
+
+
+def test_a_dubbo_27_consumer_discovers_the_providers_zkop_publishes(
+        zkop_kubeconfig: str, kube: KubeClient, namespace: str, zk_server: ZooKeeperServer,
+        root_zk: KazooClient) -> None:
+    ns = namespace
+    with run_zkop(zkop_kubeconfig, zk_server, ns) as proc:
+        kube.request("POST", resource_path("", "v1", "services", ns), body=svc("greeter", ns, annotations={
+            PREFIX + "format": "dubbo", PREFIX + "dubbo-interfaces": INTERFACE, PREFIX + "dubbo-version": "1.0.0",
+            PREFIX + "dubbo-application": "greeter-app", PREFIX + "meta-zone": "eu-1"},
+            ports=[{"name": "dubbo", "port": 20880, "targetPort": 20881}]))
+        put_slice(kube, ns, "greeter", "dubbo", 20881, {"10.20.0.21": READY, "10.20.0.22": DRAINING})
+        with JavaProgram("dubbo27.Dubbo27Consumer", [zk_server.hosts, INTERFACE, "1.0.0", "-"],
+                         project="java-dubbo27") as consumer, \
+                JavaProgram("dubbo27.Dubbo27Consumer", [zk_server.hosts, INTERFACE, "2.0.0", "-"],
+                            project="java-dubbo27") as other_version:
+
+            def providers(program: JavaProgram = consumer) -> dict[str, dict[str, str]]:
+                found: list[dict[str, Any]] = program.call("providers")
+                return {p["address"]: p["parameters"] for p in found if p["protocol"] == "dubbo"}
+
+            wait_for(lambda: providers().keys() == {"10.20.0.21:20881", "10.20.0.22:20881"},
+                     message="the Dubbo 2.7 consumer sees both providers")
+            found = providers()
+            assert found["10.20.0.21:20881"]["application"] == "greeter-app"
+            assert found["10.20.0.21:20881"]["version"] == "1.0.0" and found["10.20.0.21:20881"]["zone"] == "eu-1"
+            assert "weight" not in found["10.20.0.21:20881"] and found["10.20.0.22:20881"]["weight"] == "0"
+            assert providers(other_version) == {}  # Dubbo 2.7 matches the version too
+            put_slice(kube, ns, "greeter", "dubbo", 20881, {"10.20.0.21": READY, "10.20.0.22": GONE})
+            wait_for(lambda: providers().keys() == {"10.20.0.21:20881"}, message="the gone endpoint leaves")
+    assert proc.proc is not None and proc.proc.returncode == 0, proc.log_tail()
+
+
+def test_a_dubbo_33_consumer_with_application_level_discovery_finds_the_addresses_zkop_publishes(
+        zkop_kubeconfig: str, kube: KubeClient, namespace: str, zk_server: ZooKeeperServer,
+        root_zk: KazooClient) -> None:
+    ns = namespace
+    with run_zkop(zkop_kubeconfig, zk_server, ns) as proc:
+        # A real provider of another application registered the interface first: zkop merges, never overwrites.
+        root_zk.create(f"/dubbo/mapping/{INTERFACE}", b"legacy-app", makepath=True)
+        kube.request("POST", resource_path("", "v1", "services", ns), body=svc("greeter", ns, annotations={
+            PREFIX + "format": "dubbo", PREFIX + "dubbo-interfaces": INTERFACE, PREFIX + "dubbo-version": "1.0.0",
+            PREFIX + "dubbo-application": "greeter-app", PREFIX + "meta-zone": "eu-1"},
+            ports=[{"name": "dubbo", "port": 20880, "targetPort": 20881}]))
+        put_slice(kube, ns, "greeter", "dubbo", 20881,
+                  {"10.20.0.11": READY, "10.20.0.12": READY, "10.20.0.13": DRAINING})
+        wait_for(lambda: root_zk.exists("/services/greeter-app") is not None
+                 and len(root_zk.get_children("/services/greeter-app")) == 3, message="three instances published")
+        with JavaProgram("DubboAppConsumer", [zk_server.hosts, "1.0.0"]) as consumer:
+
+            def providers() -> dict[str, dict[str, str]]:
+                found: list[dict[str, Any]] = consumer.call("providers")
+                return {p["address"]: p["parameters"] for p in found if p["protocol"] == "dubbo"}
+
+            wait_for(lambda: providers().keys() == {"10.20.0.11:20881", "10.20.0.12:20881", "10.20.0.13:20881"},
+                     message="the application-level consumer finds three addresses")
+            found = providers()
+            assert found["10.20.0.11:20881"]["zone"] == "eu-1" and found["10.20.0.11:20881"]["version"] == "1.0.0"
+            assert found["10.20.0.11:20881"]["dubbo.metadata.storage-type"] == "remote"
+            assert "weight" not in found["10.20.0.11:20881"] and found["10.20.0.13:20881"]["weight"] == "0"
+            assert root_zk.get(f"/dubbo/mapping/{INTERFACE}")[0] == b"legacy-app,greeter-app"
+            put_slice(kube, ns, "greeter", "dubbo", 20881, {"10.20.0.11": GONE, "10.20.0.12": READY,
+                                                           "10.20.0.14": READY})
+            wait_for(lambda: providers().keys() == {"10.20.0.12:20881", "10.20.0.14:20881"},
+                     message="the consumer follows the EndpointSlice change")
+        kube.request("DELETE", resource_path("", "v1", "services", ns) + "/greeter")
+        wait_for(lambda: root_zk.get(f"/dubbo/mapping/{INTERFACE}")[0] == b"legacy-app"
+                 and not root_zk.exists("/services/greeter-app/10.20.0.12:20881"),
+                 message="the Service gone: its instances and only its own mapping entry go")
     assert proc.proc is not None and proc.proc.returncode == 0, proc.log_tail()
 
 

@@ -14,6 +14,7 @@ from zkop.cmd.flags import duration, format_duration, non_negative_int, positive
 from zkop.services.bridge.annotations import DUBBO_INTERFACES, FORMAT
 from zkop.services.bridge.options import (
     DEFAULT_DUBBO_ROOT,
+    DEFAULT_DUBBO_SERVICES_ROOT,
     DEFAULT_EXCLUDED_NAMESPACES,
     DEFAULT_ROOT,
     SERVICE_TYPES,
@@ -69,6 +70,10 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--service-bridge-dubbo-root", default=DEFAULT_DUBBO_ROOT, type=znode_path, metavar="PATH",
                        help=f"Dubbo's registry root, where the dubbo format publishes providers (default "
                             f"{DEFAULT_DUBBO_ROOT}, Dubbo's default group)")
+    group.add_argument("--service-bridge-dubbo-services-root", default=DEFAULT_DUBBO_SERVICES_ROOT, type=znode_path,
+                       metavar="PATH",
+                       help="where the dubbo format publishes application-level instances (default "
+                            f"{DEFAULT_DUBBO_SERVICES_ROOT}, Dubbo 3's ZookeeperServiceDiscovery root)")
     group.add_argument("--service-bridge-policy", choices=("sync", "upsert-only", "create-only"), default="sync",
                        help="sync: create, update and delete (default); upsert-only: never delete; "
                             "create-only: never update or delete")
@@ -97,6 +102,11 @@ def options_from_args(args: argparse.Namespace) -> BridgeOptions | None:
     if is_within(dubbo_root, root) or is_within(root, dubbo_root):
         raise SystemExit(f"--service-bridge-dubbo-root {dubbo_root} and --service-bridge-root {root} must not "
                          "contain one another")
+    services_root = root_flag("--service-bridge-dubbo-services-root", args.service_bridge_dubbo_services_root)
+    for other, flag in ((root, "--service-bridge-root"), (dubbo_root, "--service-bridge-dubbo-root")):
+        if is_within(services_root, other) or is_within(other, services_root):
+            raise SystemExit(f"--service-bridge-dubbo-services-root {services_root} and {flag} {other} must not "
+                             "contain one another")
     check_counts("--service-bridge", max_deletes=args.service_bridge_max_deletes, workers=args.service_bridge_workers)
     if args.service_bridge_endpoints_debounce < 0:
         raise SystemExit("--service-bridge-endpoints-debounce must not be negative")
@@ -117,6 +127,7 @@ def options_from_args(args: argparse.Namespace) -> BridgeOptions | None:
         layout=layout,
         format=fmt,
         dubbo_root=dubbo_root,
+        dubbo_services_root=services_root,
         policy=policy,
         ensemble=getattr(args, "service_bridge_ensemble", None) or None,
         max_deletes=int(args.service_bridge_max_deletes),

@@ -377,8 +377,8 @@ def read_tenancy_policy(path: str | None) -> TenancyPolicy | None:
         raise UsageError(f"--tenancy-policy-file {path}: {err}") from None
 
 
-def _check_dubbo_root(dubbo_root: str, registry_root: str) -> None:
-    """Refuse a ``--service-bridge-dubbo-root`` that holds or lies in one of zkop's reserved roots.
+def _check_dubbo_root(dubbo_root: str, registry_root: str, flag: str = "--service-bridge-dubbo-root") -> None:
+    """Refuse a ``--service-bridge-dubbo-root`` (or ``flag``) that holds or lies in one of zkop's reserved roots.
 
     Raises:
         UsageError: naming both flags.
@@ -389,7 +389,7 @@ def _check_dubbo_root(dubbo_root: str, registry_root: str) -> None:
     for root, what in ((registry_root, "--registry-root"), (probe_root(registry_root), "the start-up probe's root"),
                        (RESERVED_ROOT, "ZooKeeper's own root")):
         if is_within(dubbo_root, root) or is_within(root, dubbo_root):
-            raise UsageError(f"--service-bridge-dubbo-root {dubbo_root} must neither hold nor lie in {what} {root}")
+            raise UsageError(f"{flag} {dubbo_root} must neither hold nor lie in {what} {root}")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -413,6 +413,7 @@ def _run(args: argparse.Namespace) -> int:
         raise
     if bridge is not None:
         _check_dubbo_root(bridge.dubbo_root, args.registry_root)
+        _check_dubbo_root(bridge.dubbo_services_root, args.registry_root, "--service-bridge-dubbo-services-root")
     options = OperatorOptions(
         kubeconfig=args.kubeconfig, zookeeper=connection_options(args), namespaces=args.namespaces,
         workers=args.workers, leader_elect=args.leader_elect,

@@ -68,3 +68,12 @@ def test_bad_choices_are_argparse_errors(capsys: pytest.CaptureFixture[str]) -> 
         with pytest.raises(SystemExit):
             parse("--service-bridge", *argv)
     assert "invalid" in capsys.readouterr().err
+
+
+def test_the_dubbo_services_root_is_a_flag_apart_from_the_other_roots() -> None:
+    options = parse("--service-bridge", "--service-bridge-dubbo-services-root", "/apps/")
+    assert options is not None and options.dubbo_services_root == "/apps"
+    for argv in (["--service-bridge-dubbo-services-root", "/dubbo/services"],
+                 ["--service-bridge-dubbo-services-root", "/kubernetes"]):
+        with pytest.raises(SystemExit, match="must not contain one another"):
+            parse("--service-bridge", *argv)

@@ -87,7 +87,7 @@ def test_the_format_annotation_chooses_the_format() -> None:
 
 def test_provider_urls_carry_what_dubbo_consumers_match_on() -> None:
     obj = dubbo_service(dubbo_application="orders", dubbo_version="1.0.0", dubbo_group="blue", meta_zone="eu-1",
-                        meta_owner="team-a")
+                        meta_owner="team-a", dubbo_registration="interface")
     options = BridgeOptions(format="dubbo")
     fmt = DubboFormat()
     location = fmt.locate(obj, options)

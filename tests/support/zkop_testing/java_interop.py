@@ -3,8 +3,10 @@
 ``tests/interop/java`` is a Maven project of small programs (``zkop.interop.*``) that use Apache Curator's
 service discovery and recipes and Apache Dubbo's ZooKeeper registry exactly as an application would;
 ``tests/interop/java-spring`` a Spring Boot application with Spring Cloud Zookeeper discovery
-(``zkop.interop.spring.*``). :func:`java_classpath` builds both with ``hack/build-java-interop.sh`` (JDK 17 and
-Maven; the jars come from Maven Central, the classes go to a version-keyed cache
+(``zkop.interop.spring.*``); ``tests/interop/java-dubbo27`` a Dubbo 2.7 consumer (``zkop.interop.dubbo27.*``, apart:
+Dubbo 2.7 and 3 cannot share a class path). :func:`java_classpath` builds them all with
+``hack/build-java-interop.sh`` (JDK 17 and Maven; the jars come from Maven Central, the classes go to a
+version-keyed cache
 ``~/.cache/zkop/java-interop/<hash>/``, reused while the projects, the script and the JDK are unchanged) and returns
 a project's ``java -cp`` class path.
 
@@ -56,7 +58,8 @@ def _build() -> Path:
 
 
 def java_classpath(project: str = "java") -> str:
-    """The class path of the programs of ``tests/interop/<project>`` (``java`` or ``java-spring``), built if missing
+    """The class path of the programs of ``tests/interop/<project>`` (``java``, ``java-spring`` or ``java-dubbo27``),
+    built if missing
     (Maven downloads the jars the first time).
 
     Raises:
@@ -81,7 +84,8 @@ class JavaProgram:
         args: its command-line arguments (usually a ZooKeeper connect string first).
         system_properties: ``-Dkey=value`` options for the JVM.
         env: environment variables added to the test's own (e.g. Dubbo's ``DUBBO_IP_TO_REGISTRY``).
-        project: the Maven project under ``tests/interop`` that has ``main`` (``java`` or ``java-spring``).
+        project: the Maven project under ``tests/interop`` that has ``main`` (``java``, ``java-spring`` or
+            ``java-dubbo27``).
 
     A line on its stdout that is not JSON (a library logging to stdout) is kept apart (:meth:`stderr` shows it),
     never taken for a reply.
@@ -106,7 +110,11 @@ class JavaProgram:
         self._home: str | None = None
 
     def __enter__(self) -> JavaProgram:
-        self.start()
+        try:
+            self.start()
+        except BaseException:
+            self.stop()  # a program that never said it was ready leaves no process and no home directory behind
+            raise
         return self
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,

@@ -14,6 +14,9 @@ annotation                              meaning
 ``…/dubbo-protocol``                    the URL scheme (``dubbo``, ``tri``…; default ``dubbo``)
 ``…/dubbo-port``                        the Service port (name or number) behind the protocol (default:
                                         a port named like the protocol, else the first)
+``…/dubbo-registration``                ``interface``, ``application`` or ``all`` (default, as Dubbo 3.3
+                                        providers register): interface-level URLs, application-level
+                                        instances with the interface → application mapping, or both
 ``…/meta-<key>``                        one metadata entry ``<key>`` → the value, into every format
 ======================================  ==================================================================
 
@@ -23,7 +26,10 @@ before anything is rendered, and what fails is dropped with a sentence for a War
 
 * an interface is a Java binary name (``[A-Za-z_$][A-Za-z0-9_$]*`` segments joined by ``.``, at most
   :data:`MAX_INTERFACE_LENGTH` characters), so it holds no ``/``, ``..``, ``%``, ``&``, ``?`` or ``=``
-  and can neither leave the Dubbo root nor add URL parameters; at most :data:`MAX_INTERFACES` per Service;
+  and can neither leave the Dubbo root nor add URL parameters; at most :data:`MAX_INTERFACES` per Service; the
+  names of the nodes Dubbo keeps beside the interfaces (:data:`DUBBO_RESERVED_NODES`: ``mapping``, ``metadata``,
+  ``config``) are refused, so an interface node never stands where Dubbo's mapping or metadata live;
+* ``…/dubbo-registration`` is one of :data:`REGISTRATIONS`, else the default (``all``);
 * application, version, group, protocol and port match :data:`TOKEN` (letters, digits, ``.``, ``_``, ``-``;
   at most 64 characters);
 * metadata keys match :data:`META_KEY` and are not one of the keys zkop writes itself (:data:`RESERVED_META`:
@@ -44,6 +50,8 @@ __all__ = [
     "DUBBO_INTERFACES",
     "DUBBO_PORT",
     "DUBBO_PROTOCOL",
+    "DUBBO_REGISTRATION",
+    "DUBBO_RESERVED_NODES",
     "DUBBO_VERSION",
     "FORMAT",
     "MAX_INTERFACES",
@@ -53,6 +61,7 @@ __all__ = [
     "MAX_META_VALUE_BYTES",
     "META",
     "PREFIX",
+    "REGISTRATIONS",
     "RESERVED_META",
     "TOKEN",
     "DubboSettings",
@@ -69,6 +78,13 @@ DUBBO_VERSION = PREFIX + "dubbo-version"
 DUBBO_GROUP = PREFIX + "dubbo-group"
 DUBBO_PROTOCOL = PREFIX + "dubbo-protocol"
 DUBBO_PORT = PREFIX + "dubbo-port"
+DUBBO_REGISTRATION = PREFIX + "dubbo-registration"
+#: ``…/dubbo-registration`` values: what Dubbo 3.3's ``dubbo.application.register-mode`` calls ``interface``,
+#: ``instance`` (here ``application``) and ``all``.
+REGISTRATIONS = ("interface", "application", "all")
+#: Nodes Dubbo keeps beside the interfaces under its root (the interface → application mapping, the metadata
+#: report, the config centre): never an interface name.
+DUBBO_RESERVED_NODES = frozenset({"mapping", "metadata", "config"})
 #: ``META + key`` annotations carry metadata.
 META = PREFIX + "meta-"
 
@@ -104,6 +120,17 @@ class DubboSettings:
     group: str | None = None
     protocol: str = "dubbo"
     port: str | None = None
+    registration: str = "all"
+
+    @property
+    def interface_level(self) -> bool:
+        """Whether provider URLs are published under ``/dubbo/<interface>/providers``."""
+        return self.registration in ("interface", "all")
+
+    @property
+    def application_level(self) -> bool:
+        """Whether application-level instances, metadata and the interface → application mapping are published."""
+        return self.registration in ("application", "all")
 
 
 @dataclass(frozen=True)
@@ -143,6 +170,10 @@ def _interfaces(raw: str | None, problems: list[str]) -> tuple[str, ...]:
             continue
         if len(item) > MAX_INTERFACE_LENGTH or not _JAVA_NAME.fullmatch(item):
             problems.append(f"{DUBBO_INTERFACES}: {item[:80]!r} is not a Java interface name; ignored")
+            continue
+        if item in DUBBO_RESERVED_NODES:
+            problems.append(f"{DUBBO_INTERFACES}: {item!r} is the name of a node Dubbo keeps beside the interfaces; "
+                            "ignored")
             continue
         if item in found:
             continue
@@ -194,6 +225,11 @@ def read_annotations(annotations: Mapping[str, str]) -> ServiceAnnotations:
     if port is not None and not TOKEN.fullmatch(port.strip()):
         problems.append(f"{DUBBO_PORT}={port[:80]!r} names no port; the default port is used")
         port = None
+    registration = annotations.get(DUBBO_REGISTRATION)
+    if registration is not None and registration.strip() not in REGISTRATIONS:
+        problems.append(f"{DUBBO_REGISTRATION}={registration[:80]!r} is not one of {', '.join(REGISTRATIONS)}; "
+                        "all is used")
+        registration = None
     dubbo = DubboSettings(
         interfaces=_interfaces(annotations.get(DUBBO_INTERFACES), problems),
         application=_token(annotations, DUBBO_APPLICATION, problems),
@@ -201,6 +237,7 @@ def read_annotations(annotations: Mapping[str, str]) -> ServiceAnnotations:
         group=_token(annotations, DUBBO_GROUP, problems),
         protocol=protocol.lower(),
         port=port.strip() if port is not None else None,
+        registration=registration.strip() if registration is not None else "all",
     )
     return ServiceAnnotations(fmt.strip() if fmt is not None else None, dubbo, _metadata(annotations, problems),
                               tuple(problems))

@@ -15,12 +15,13 @@ deleted. Bytes are deterministic, so an unchanged Service produces no write.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 from urllib.parse import unquote
 
 from zkop.kube.client import JSON
-from zkop.services.bridge.annotations import FORMAT, DubboSettings, read_annotations
+from zkop.services.bridge.annotations import FORMAT, DubboSettings, ServiceAnnotations, read_annotations
 from zkop.services.bridge.naming import key_path, namespace_container, service_node_name
 from zkop.services.bridge.options import MANAGED_BY, PORT_ANNOTATION, BridgeOptions
 from zkop.services.bridge.records import PortRecord, ServiceRecord
@@ -31,7 +32,10 @@ from zkop.services.codecs.owners import parse_owner
 from zkop.services.options import choose
 
 __all__ = [
+    "APPLICATION_ROLE",
     "FORMATS",
+    "INTERFACE_ROLE",
+    "METADATA_ROLE",
     "SPRING_PAYLOAD_CLASS",
     "CuratorFormat",
     "DesiredNode",
@@ -41,6 +45,7 @@ __all__ = [
     "Owner",
     "RecordFormat",
     "container_stamp",
+    "dubbo_application",
     "dumps",
     "format_for",
     "get_format",
@@ -57,13 +62,21 @@ class Location:
             names nothing to publish (a Dubbo Service without an interface).
         service_name: the name consumers look up (Curator's ``name``).
         containers: container nodes zkop creates with a container stamp, outermost first.
-        extra_keys: further key paths of the same Service (a Dubbo Service's other interfaces), each judged alone.
+        extra_keys: further key paths of the same Service (a Dubbo Service's other interfaces, its application's
+            instance and metadata nodes), each judged alone.
+        roles: what a key path is, when a format has several kinds of them (Dubbo: ``interface``, ``application``,
+            ``metadata``); a key path not named here is the format's only kind.
     """
 
     key_path: str
     service_name: str
     containers: tuple[str, ...] = ()
     extra_keys: tuple[str, ...] = ()
+    roles: tuple[tuple[str, str], ...] = ()
+
+    def role(self, key: str) -> str:
+        """The role of key path ``key`` (``""`` when the format has one kind of key path)."""
+        return dict(self.roles).get(key, "")
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -262,37 +275,78 @@ def _dubbo_port(record: ServiceRecord, settings: DubboSettings) -> PortRecord | 
     return record.ports[0] if record.ports else None
 
 
+#: Key path roles of the Dubbo format (:attr:`Location.roles`).
+INTERFACE_ROLE, APPLICATION_ROLE, METADATA_ROLE = "interface", "application", "metadata"
+
+
+def dubbo_application(record_or_service: ServiceRecord | JSON, settings: DubboSettings) -> str:
+    """The Dubbo application a Service publishes as: the ``…/dubbo-application`` annotation, else
+    ``<namespace>-<name>``."""
+    if isinstance(record_or_service, ServiceRecord):
+        namespace, name = record_or_service.namespace, record_or_service.name
+    else:
+        meta = record_or_service.get("metadata") or {}
+        namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+    return settings.application or f"{namespace}-{name}"
+
+
 class DubboFormat(RecordFormat):
     """``--service-bridge-format dubbo`` (or the ``zookeeper.platform.example.com/format: dubbo`` annotation):
-    Apache Dubbo providers, interface-level, as Dubbo 2 and 3's ``ZookeeperRegistry`` writes them.
+    Apache Dubbo providers as Dubbo 3.3 registers them with ``register-mode`` ``all`` (the
+    ``…/dubbo-registration`` annotation chooses ``interface`` or ``application`` alone).
 
-    Layout ``<dubbo root>/<URL-encoded interface>/providers/<URL-encoded provider URL>`` for each interface the
-    ``…/dubbo-interfaces`` annotation names (each interface is a key path of its own: among Services naming it,
-    the oldest publishes it). One provider URL per address (:func:`zkop.services.codecs.dubbo.encode_provider`):
-    with ``--service-bridge-endpoints`` one per ready endpoint at the endpoint port (a serving but terminating
-    endpoint with ``weight=0``: Dubbo's load balancers pick it only while every provider has weight 0), else the
-    external addresses or the cluster IP at the Service port (ExternalName: its name). URL parameters, in order:
-    ``interface``, ``side=provider``, ``application`` (annotation, else ``<namespace>-<name>``), ``version`` and
-    ``group`` (if annotated), ``dubbo=2.0.2``, the metadata (``…/meta-<key>``, sorted), ``weight=0`` if draining,
-    then zkop's ``managedBy`` and ``clusterId`` (the importer never imports it back). The node's data is the
-    owner stamp (JSON, as a container's plus the Service uid); Dubbo reads only the node's name.
+    **Interface-level** (Dubbo 2 and 3's ``ZookeeperRegistry``): ``<dubbo root>/<URL-encoded interface>/providers/
+    <URL-encoded provider URL>`` for each interface the ``…/dubbo-interfaces`` annotation names. One provider URL per
+    address (:func:`zkop.services.codecs.dubbo.encode_provider`): with ``--service-bridge-endpoints`` one per ready
+    endpoint at the endpoint port (a serving but terminating endpoint with ``weight=0``: Dubbo's load balancers pick
+    it only while every provider has weight 0), else the external addresses or the cluster IP at the Service port
+    (ExternalName: its name). URL parameters, in order: ``interface``, ``side=provider``, ``application``
+    (annotation, else ``<namespace>-<name>``), ``version`` and ``group`` (if annotated), ``dubbo=2.0.2``, the
+    metadata (``…/meta-<key>``, sorted), ``weight=0`` if draining, then zkop's ``managedBy`` and ``clusterId`` (the
+    importer never imports it back). The node's data is the owner stamp (JSON, as a container's plus the Service
+    uid); Dubbo reads only the node's name.
+
+    **Application-level** (Dubbo 3's ``ZookeeperServiceDiscovery`` and ``ZookeeperMetadataReport``, what a consumer
+    with ``registry-type=service`` or ``migration FORCE_APPLICATION`` reads): the same addresses as instances
+    ``<services root>/<application>/<host>:<port>`` (:func:`zkop.services.codecs.dubbo.encode_instance`, the owner
+    stamp in the payload's metadata as a Curator instance's, ``serviceType`` ``PERMANENT``), each naming the metadata
+    revision of its services at ``<dubbo root>/metadata/<application>/<revision>``
+    (:func:`zkop.services.codecs.dubbo.metadata_info`, storage type ``remote``; one revision per port, and one for
+    draining instances, whose services carry ``weight=0``). The interface → application mapping
+    (``<dubbo root>/mapping/<interface>``) is shared with other applications and is not a record of this format:
+    the reconciler merges the application's name into it (:mod:`zkop.services.bridge.mapping`).
+
+    Key paths, each judged alone (among Services naming one, the oldest publishes it): each interface's
+    ``…/providers`` node (also with ``application`` alone, so one Service owns an interface whatever its
+    registration), and with application-level registration the application's instance node and metadata node.
     """
 
     name = "dubbo"
     records_below_key = True
     #: Dubbo's protocol version parameter, as Dubbo 2.7 and 3 providers write it.
     PROTOCOL_VERSION = "2.0.2"
+    #: The metadata storage type zkop's instances name: the consumer reads the metadata from ZooKeeper.
+    STORAGE_TYPE = "remote"
 
     def locate(self, service: JSON, options: BridgeOptions) -> Location:
-        """One key path ``<dubbo root>/<interface>/providers`` per annotated interface (none: ``key_path`` empty)."""
+        """One key path ``<dubbo root>/<interface>/providers`` per annotated interface, then (application-level)
+        ``<services root>/<application>`` and ``<dubbo root>/metadata/<application>``; none: ``key_path`` empty."""
         meta = service.get("metadata") or {}
         namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
         settings = read_annotations(meta.get("annotations") or {}).dubbo
         root = options.dubbo_root.rstrip("/")
         keys = [f"{root}/{dubbo.interface_node(i)}/{dubbo.PROVIDERS}" for i in settings.interfaces]
-        containers = tuple(c for key in keys for c in (key.rsplit("/", 1)[0], key))
-        return Location(keys[0] if keys else "", service_node_name(options.layout, namespace, name), containers,
-                        tuple(keys[1:]))
+        roles = [(key, INTERFACE_ROLE) for key in keys]
+        containers = [c for key in keys for c in (key.rsplit("/", 1)[0], key)] if settings.interface_level else []
+        if keys and settings.application_level:
+            application = dubbo_application(service, settings)
+            app_key = f"{options.dubbo_services_root.rstrip('/')}/{application}"
+            meta_key = f"{root}/{dubbo.METADATA}/{application}"
+            keys += [app_key, meta_key]
+            roles += [(app_key, APPLICATION_ROLE), (meta_key, METADATA_ROLE)]
+            containers += [app_key, meta_key]
+        return Location(keys[0] if keys else "", service_node_name(options.layout, namespace, name),
+                        tuple(containers), tuple(keys[1:]), tuple(roles))
 
     def providers(self, record: ServiceRecord) -> list[tuple[str, int, bool]]:
         """``(address, port, draining)`` per provider, in a stable order (see the class docstring)."""
@@ -313,12 +367,10 @@ class DubboFormat(RecordFormat):
         addresses = record.external_addresses or ((record.cluster_ip,) if record.cluster_ip else ())
         return [(a, port.port, False) for a in addresses]
 
-    def provider_url(self, record: ServiceRecord, interface: str, address: str, port: int, draining: bool,
-                     cluster_id: str) -> str:
-        """The node name (URL-encoded provider URL) of one provider of ``interface``."""
-        annotations = read_annotations(dict(record.annotations))
+    def _params(self, record: ServiceRecord, annotations: ServiceAnnotations, draining: bool,
+                cluster_id: str) -> dict[str, str]:
         settings = annotations.dubbo
-        params: dict[str, str] = {"application": settings.application or f"{record.namespace}-{record.name}"}
+        params: dict[str, str] = {"application": dubbo_application(record, settings)}
         if settings.version:
             params["version"] = settings.version
         if settings.group:
@@ -329,22 +381,84 @@ class DubboFormat(RecordFormat):
             params["weight"] = "0"
         params["managedBy"] = MANAGED_BY
         params["clusterId"] = cluster_id
-        return dubbo.encode_provider(interface, address, port, protocol=settings.protocol, params=params)
+        return params
+
+    def provider_url(self, record: ServiceRecord, interface: str, address: str, port: int, draining: bool,
+                     cluster_id: str) -> str:
+        """The node name (URL-encoded provider URL) of one provider of ``interface``."""
+        annotations = read_annotations(dict(record.annotations))
+        params = self._params(record, annotations, draining, cluster_id)
+        return dubbo.encode_provider(interface, address, port, protocol=annotations.dubbo.protocol, params=params)
+
+    def service_infos(self, record: ServiceRecord, interfaces: Sequence[str], port: int, draining: bool,
+                      cluster_id: str) -> list[dubbo.ServiceInfo]:
+        """The ``MetadataInfo`` services of ``interfaces`` served at ``port`` (``weight=0`` when ``draining``): the
+        provider URL's parameters plus ``interface``, ``side`` and ``metadata-type``, as Dubbo's provider writes."""
+        annotations = read_annotations(dict(record.annotations))
+        settings = annotations.dubbo
+        infos = []
+        for interface in interfaces:
+            params = {"interface": interface, "side": "provider", "metadata-type": self.STORAGE_TYPE,
+                      **self._params(record, annotations, draining, cluster_id)}
+            infos.append(dubbo.ServiceInfo(interface, settings.protocol, port, params, settings.group,
+                                           settings.version))
+        return infos
 
     def render(self, record: ServiceRecord, location: Location, cluster_id: str) -> tuple[DesiredNode, ...]:
-        """One node per provider below each of ``location``'s key paths."""
-        data = dumps({"managedBy": MANAGED_BY, "owner": owner_dict(cluster_id, record.uid)})
+        """Interface-level: one node per provider below each interface key path; application-level: the metadata
+        revisions (first, so an instance never names a revision not yet written), then one node per instance."""
+        settings = read_annotations(dict(record.annotations)).dubbo
+        stamp = {"managedBy": MANAGED_BY, "owner": owner_dict(cluster_id, record.uid)}
+        data = dumps(stamp)
+        interface_keys = [k for k in location.keys if location.role(k) in (INTERFACE_ROLE, "")]
+        interfaces = [unquote(key.rsplit("/", 2)[-2]) for key in interface_keys]
+        providers = self.providers(record)
         nodes: list[DesiredNode] = []
-        for key in location.keys:
-            interface = unquote(key.rsplit("/", 2)[-2])
-            for address, port, draining in self.providers(record):
-                nodes.append(DesiredNode(
-                    f"{key}/{self.provider_url(record, interface, address, port, draining, cluster_id)}", data))
+        if settings.interface_level:
+            for key, interface in zip(interface_keys, interfaces, strict=True):
+                for address, port, draining in providers:
+                    nodes.append(DesiredNode(
+                        f"{key}/{self.provider_url(record, interface, address, port, draining, cluster_id)}", data))
+        app_keys = [k for k in location.keys if location.role(k) == APPLICATION_ROLE]
+        meta_keys = [k for k in location.keys if location.role(k) == METADATA_ROLE]
+        if not (settings.application_level and app_keys and meta_keys and interfaces):
+            return tuple(nodes)
+        application = dubbo_application(record, settings)
+        revisions: dict[tuple[int, bool], str] = {}
+        for _address, port, draining in providers:
+            if (port, draining) in revisions:
+                continue
+            infos = self.service_infos(record, interfaces, port, draining, cluster_id)
+            body = dubbo.metadata_info(application, infos, stamp)
+            revisions[(port, draining)] = str(body["revision"])
+            nodes.append(DesiredNode(f"{meta_keys[0]}/{body['revision']}", dumps(body)))
+        user_metadata = dict(read_annotations(dict(record.annotations)).metadata)
+        for address, port, draining in providers:
+            metadata = {**user_metadata, "managedBy": MANAGED_BY, "clusterId": cluster_id, "uid": record.uid,
+                        "namespace": record.namespace, "service": record.name,
+                        "dubbo.metadata.revision": revisions[(port, draining)],
+                        "dubbo.metadata.storage-type": self.STORAGE_TYPE}
+            body = dubbo.encode_instance(application=application, address=address, port=port,
+                                         protocol=settings.protocol, metadata=metadata,
+                                         registration_ms=record.created_ms, service_type=curator.CURATOR_SERVICE_TYPE)
+            nodes.append(DesiredNode(f"{app_keys[0]}/{dubbo.instance_id(address, port)}", dumps(body)))
         return tuple(nodes)
 
+    def mapping_entries(self, location: Location, options: BridgeOptions) -> tuple[tuple[str, str], ...]:
+        """``(mapping node, application)`` for each interface key path of ``location`` when it holds the
+        application's keys (application-level registration, and the Service won its application): the interface →
+        application mapping nodes (``<dubbo root>/mapping/<interface>``) that should name the application."""
+        apps = [k for k in location.keys if location.role(k) == APPLICATION_ROLE]
+        if not apps or not any(location.role(k) == METADATA_ROLE for k in location.keys):
+            return ()
+        application = apps[0].rsplit("/", 1)[1]
+        root = options.dubbo_root.rstrip("/")
+        return tuple((f"{root}/{dubbo.MAPPING}/{key.rsplit('/', 2)[-2]}", application) for key in location.keys
+                     if location.role(key) in (INTERFACE_ROLE, ""))
+
     def owner_of(self, path: str, data: bytes) -> Owner | None:
-        """The top-level ``owner`` object of the node's data."""
-        return json_record.owner_of(data)
+        """The top-level ``owner`` object of the node's data (providers, metadata), else the instance payload's."""
+        return json_record.owner_of(data) or curator.owner_of(data)
 
 
 #: Every known format by ``--service-bridge-format`` name.

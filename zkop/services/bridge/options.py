@@ -18,6 +18,7 @@ from zkop.services.policy import Policy
 
 __all__ = [
     "DEFAULT_DUBBO_ROOT",
+    "DEFAULT_DUBBO_SERVICES_ROOT",
     "DEFAULT_EXCLUDED_NAMESPACES",
     "DEFAULT_ROOT",
     "IMPORTED_LABEL",
@@ -42,6 +43,8 @@ Layout = Literal["flat", "nested"]
 Format = Literal["json", "curator", "dubbo"]
 #: Where Dubbo providers are published by default: Dubbo's registry root for its default group ``dubbo``.
 DEFAULT_DUBBO_ROOT = "/dubbo"
+#: Where Dubbo 3's application-level instances live by default (``ZookeeperServiceDiscovery``'s root path).
+DEFAULT_DUBBO_SERVICES_ROOT = "/services"
 
 
 @dataclass(frozen=True)
@@ -60,7 +63,10 @@ class BridgeOptions:
             ``nested`` (``<root>/<namespace>/<name>``, collision-free).
         format: ``json`` (one record per Service), ``curator`` (Curator ServiceInstance nodes) or ``dubbo``
             (Dubbo provider URLs); a Service's ``zookeeper.platform.example.com/format`` annotation may choose another.
-        dubbo_root: Dubbo's registry root the ``dubbo`` format publishes under (``--service-bridge-dubbo-root``).
+        dubbo_root: Dubbo's registry root the ``dubbo`` format publishes under (``--service-bridge-dubbo-root``):
+            interface-level providers, the interface → application mapping and the application metadata.
+        dubbo_services_root: where the ``dubbo`` format publishes application-level instances
+            (``--service-bridge-dubbo-services-root``).
         policy: ``sync`` (create, update, delete), ``upsert-only`` (never delete), ``create-only``
             (never update or delete); external-dns ``--policy``.
         max_deletes: a full sync that would remove records of more Services than this removes
@@ -84,6 +90,7 @@ class BridgeOptions:
     layout: Layout = "flat"
     format: Format = "json"
     dubbo_root: str = DEFAULT_DUBBO_ROOT
+    dubbo_services_root: str = DEFAULT_DUBBO_SERVICES_ROOT
     policy: Policy = "sync"
     max_deletes: int = 10
     endpoints: bool = False

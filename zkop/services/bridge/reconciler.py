@@ -44,13 +44,31 @@ from collections.abc import Callable, Sequence
 
 from zkop.kube.client import JSON
 from zkop.kube.events import EventRecorder
-from zkop.ownership.registry import DEFAULT_REGISTRY_ROOT, OwnerStamp
+from zkop.ownership.registry import DEFAULT_REGISTRY_ROOT, OwnerStamp, record_owner
 from zkop.runtime.cache import Indexer, meta_namespace_key
 from zkop.runtime.controller import Result
 from zkop.services.bridge import metrics
 from zkop.services.bridge.annotations import DUBBO_INTERFACES, read_annotations
-from zkop.services.bridge.claims import ClaimedPlan, Claims, Write, claim_service_plan, release_orphans, service_stamp
-from zkop.services.bridge.formats import DesiredNode, Location, RecordFormat, format_for, get_format, parse_owner
+from zkop.services.bridge.claims import (
+    SERVICE_KIND,
+    ClaimedPlan,
+    Claims,
+    Write,
+    claim_service_plan,
+    release_orphans,
+    service_stamp,
+)
+from zkop.services.bridge.formats import (
+    INTERFACE_ROLE,
+    DesiredNode,
+    DubboFormat,
+    Location,
+    RecordFormat,
+    format_for,
+    get_format,
+    parse_owner,
+)
+from zkop.services.bridge.mapping import MappingPlan, plan_mapping, unwanted_entries
 from zkop.services.bridge.naming import winner
 from zkop.services.bridge.options import BridgeOptions
 from zkop.services.bridge.plan import (
@@ -63,7 +81,7 @@ from zkop.services.bridge.plan import (
 )
 from zkop.services.bridge.records import is_selected, service_record
 from zkop.services.bridge.writer import ZooKeeperClient, ZooKeeperWriter
-from zkop.services.codecs.dubbo import PROVIDERS
+from zkop.services.codecs.dubbo import MAPPING, METADATA, PROVIDERS
 from zkop.services.endpoints import Debouncer, EndpointsView, endpoints_view
 from zkop.services.fullsync import (
     FullSyncReconciler,
@@ -230,12 +248,17 @@ class ServiceBridgeReconciler(FullSyncReconciler):
             return Result()
         if len(won) == len(location.keys):
             self._collisions.clear(key)
-        location = self._only(location, won)
+        full, location = location, self._only(location, won)
         view, recheck = self._endpoints(key, obj)
         record = service_record(obj, self.options, view)
         desired = fmt.nodes(record, location, self.cluster_id)
         stamp = service_stamp(self.cluster_id, record.namespace, record.name, record.uid)
         plan, published = self._converge(key, desired, tuple(won), stamp)
+        if isinstance(fmt, DubboFormat):
+            conflicts = self._sync_mappings(key, fmt, full, location, stamp)
+            if conflicts:
+                plan = dataclasses.replace(plan, foreign=plan.foreign + tuple(p for p, _ in conflicts),
+                                           claimed_by=plan.claimed_by + conflicts)
         self._report(key, obj, ", ".join(won), plan, published)
         return Result(requeue_after=recheck) if recheck else Result()
 
@@ -344,6 +367,86 @@ class ServiceBridgeReconciler(FullSyncReconciler):
 
         return with_replans(attempt, on_conflict)
 
+    # --- the Dubbo interface → application mapping ---------------------------------------------------
+
+    def _entries(self, mapping_node: str, want: str | None) -> dict[str, Observed]:
+        """The registry records of ``mapping_node``'s entries (every one listed, and ``want``'s), by application."""
+        base = self.registry_root + mapping_node
+        names = set(self.zookeeper.children(base) or [])
+        if want is not None:
+            names.add(want)
+        return {name: record for name in sorted(names) if (record := self.zookeeper.read(f"{base}/{name}")) is not None}
+
+    def _plan_mapping(self, mapping_node: str, want: str | None, stamp: OwnerStamp,
+                      key_paths: Sequence[str]) -> MappingPlan:
+        return plan_mapping(
+            mapping_node, self.zookeeper.read(mapping_node), self._claim(mapping_node),
+            self._entries(mapping_node, want), want=want, stamp=stamp, registry_root=self.registry_root,
+            publishes=lambda theirs: self._publishes(theirs, key_paths),
+            merge=self.options.policy != "create-only", remove=self.options.policy == "sync")
+
+    def _sync_mappings(self, key: str, fmt: DubboFormat, full: Location, won: Location,
+                       stamp: OwnerStamp) -> tuple[tuple[str, str], ...]:
+        """Merge the Service's application into the mapping of every interface it won with its application, and
+        take it out of those of its interfaces it no longer publishes that way (:mod:`~zkop.services.bridge.mapping`).
+
+        Returns:
+            ``(path, owner)`` for every mapping node or entry another owner holds.
+        """
+        wanted = dict(fmt.mapping_entries(won, self.options))
+        root = self.options.dubbo_root.rstrip("/")
+        nodes = [f"{root}/{MAPPING}/{k.rsplit('/', 2)[-2]}" for k in full.keys
+                 if full.role(k) in (INTERFACE_ROLE, "")]
+        conflicts: list[tuple[str, str]] = []
+        for mapping_node in nodes:
+            def attempt(n: int, mapping_node: str = mapping_node) -> MappingPlan:
+                plan = self._plan_mapping(mapping_node, wanted.get(mapping_node), stamp, won.keys)
+                self.writer.write(key, plan.writes)
+                return plan
+
+            def on_conflict(n: int, err: ConcurrentModification, mapping_node: str = mapping_node) -> None:
+                log.info("service-bridge %s: %s changed during reconcile (attempt %d): %s", key, mapping_node, n + 1,
+                         err)
+
+            conflicts += with_replans(attempt, on_conflict).conflicts
+        return tuple(conflicts)
+
+    def _sweep_mappings(self, services: Sequence[JSON]) -> int:
+        """The full sync's part for the mapping: take every application name this cluster's bridge merged into a
+        mapping node out of it once no selected Service wants it there (nothing under a policy other than ``sync``).
+
+        Returns:
+            The names removed (or planned, in a dry run).
+        """
+        if self.options.policy != "sync":
+            return 0
+        wanted: set[tuple[str, str]] = set()
+        for obj in services:
+            fmt = self.format_of(obj)
+            if is_selected(obj, self.options) and isinstance(fmt, DubboFormat):
+                wanted.update(fmt.mapping_entries(fmt.locate(obj, self.options), self.options))
+        mapping_root = f"{self.options.dubbo_root.rstrip('/')}/{MAPPING}"
+        claims: list[tuple[str, str, Observed]] = []
+        for node_name in sorted(self.zookeeper.children(self.registry_root + mapping_root) or []):
+            mapping_node = f"{mapping_root}/{node_name}"
+            claims += [(mapping_node, app, record) for app, record in self._entries(mapping_node, None).items()]
+        removed = 0
+        for mapping_node, application, record in unwanted_entries(claims, frozenset(wanted), self.cluster_id,
+                                                                  SERVICE_KIND):
+            owner = record_owner(record)
+            assert owner is not None
+            plan = self._plan_mapping(mapping_node, None, owner, ())
+            try:
+                self.writer.write(FULL_SYNC_KEY, plan.writes)
+            except ConcurrentModification as err:
+                log.info("service-bridge: %s changed since it was read; %s stays until the next full sync (%s)",
+                         mapping_node, application, err)
+                continue
+            log.info("service-bridge: %s no longer names %s (no Service publishes it there)", mapping_node,
+                     application)
+            removed += 1
+        return removed
+
     def _report(self, key: str, obj: JSON, key_path: str, plan: ClaimedPlan, published: bool) -> None:
         if published:
             self.recorder.event(obj, "Normal", "Published", f"published to ZooKeeper at {key_path}")
@@ -380,9 +483,12 @@ class ServiceBridgeReconciler(FullSyncReconciler):
     def scan(self) -> list[ObservedNode]:
         """Every node under the root down to :data:`SCAN_DEPTH` levels, then under the Dubbo root the interfaces,
         their categories and the providers (never the consumers, configurators or routers Dubbo keeps beside them,
-        which zkop does not write), with owner stamps parsed."""
+        which zkop does not write) and the applications' metadata revisions, then the application-level instances
+        under the Dubbo services root, with owner stamps parsed."""
         found: list[ObservedNode] = []
-        for root, dubbo in ((self.options.root, False), (self.options.dubbo_root, True)):
+        metadata = f"{self.options.dubbo_root.rstrip('/')}/{METADATA}"
+        roots = ((self.options.root, False), (self.options.dubbo_root, True), (self.options.dubbo_services_root, False))
+        for root, dubbo in roots:
             frontier: list[tuple[str, int]] = [(root, 0)]
             while frontier:
                 parent, depth = frontier.pop()
@@ -391,7 +497,7 @@ class ServiceBridgeReconciler(FullSyncReconciler):
                     if node is None:
                         continue
                     found.append(node)
-                    deeper = not dubbo or depth != 1 or name == PROVIDERS
+                    deeper = not dubbo or depth != 1 or name == PROVIDERS or parent == metadata
                     if node.num_children and depth + 1 < SCAN_DEPTH and deeper:
                         frontier.append((node.path, depth + 1))
         return found
@@ -428,6 +534,8 @@ class ServiceBridgeReconciler(FullSyncReconciler):
         for path in held:
             log.info("service-bridge: %s is claimed by another owner in the ownership registry; not deleted", path)
         outcome = self.writer.delete_orphans(writes, self._wanted_again)
+        if not plan.breaker_open:
+            self._sweep_mappings(services)
         orphaned = len(plan.counted_uids) if plan.breaker_open or plan.suppressed or outcome.planned else 0
         metrics.SERVICE_BRIDGE_RECORDS.labels("published").set(plan.published)
         metrics.SERVICE_BRIDGE_RECORDS.labels("foreign").set(plan.foreign)
