@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Create .venv and install zkop with its test extra (idempotent).
+# Create .venv and install zkop with its test and bench extras (idempotent).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 log=$(mktemp)
-if ! .venv/bin/pip install -c constraints.txt -e '.[test]' >"$log" 2>&1; then
+if ! .venv/bin/pip install -c constraints.txt -e '.[test,bench]' >"$log" 2>&1; then
   cat "$log"; echo "pip install failed" >&2; exit 1
 fi
 rm -f "$log"

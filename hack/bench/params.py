@@ -85,6 +85,9 @@ class Params:
         ensembles: ``--scenario ensembles``: the numbers of ZooKeeperEnsembles measured, one run each.
         objects_per_ensemble: ZooKeeperConfigs naming each ensemble there.
         ensemble_idle_seconds: the idle window after each run's cold sync, seconds.
+        peer_workers: ``--scenario peers``: the ``--workers`` counts of zkop and the Go peer, one pair of runs
+            per repeat each.
+        peer_repeats: ``--scenario peers``: runs of each operator per worker count; the median is reported.
     """
 
     n: int = 2000
@@ -113,6 +116,8 @@ class Params:
     ensembles: tuple[int, ...] = (1, 5, 20)
     objects_per_ensemble: int = 1000
     ensemble_idle_seconds: float = 60.0
+    peer_workers: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
+    peer_repeats: int = 3
 
 
 # --------------------------------------------------------------------------- naming of test objects

@@ -27,6 +27,7 @@ from .cold_sync import cold_sync, cold_sync_baseline
 from .drift_latency import drift_latency
 from .ensembles import ensembles, parse_counts
 from .floor import floor, floor_client
+from .go_peer import DEFAULT_WORKERS, GoPeerMissing, go_peer_binary, parse_workers, peers, plot
 from .harness import Harness
 from .instructions import DEFAULT_SIZES, ValgrindMissing, instructions, parse_sizes, valgrind_version
 from .measure import zk_client
@@ -285,6 +286,26 @@ def run_tree(h: Harness) -> JSON:
     }
 
 
+def run_peers(h: Harness) -> JSON:
+    """Only the ``peers`` scenario (``--scenario peers``, issue 42): zkop beside the Go controller-runtime peer per
+    worker count; returns the report."""
+    run_started = _begin_run(h)
+    try:
+        log.info("scenario peers (N = %d, workers %s, %d repeats)", h.p.n, h.p.peer_workers, h.p.peer_repeats)
+        result = peers(h)
+        log.info("peers: %s", {w: r["zkop_over_go"] for w, r in result["by_workers"].items()})
+    finally:
+        _stop_everything(h)
+    return {
+        "params": {**asdict(h.p), "python": platform.python_version(), "cpus": os.cpu_count(), "git": h.git,
+                   "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                   "duration_s": round(time.monotonic() - run_started, 1), "zkop_client_qps": _qps_param(h.p),
+                   "machine_load": {"start": h.load_before, "end": machine_load()}},
+        "scenarios": {"peers": result},
+        "targets": {},
+    }
+
+
 def run_realistic(h: Harness) -> JSON:
     """Only the ``realistic`` scenario (``--scenario realistic``); returns the report."""
     run_started = _begin_run(h)
@@ -396,14 +417,26 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--py-spy", type=Path, default=None, metavar="DIR",
                         help="profile zkop and the API server during cold_sync with py-spy (must be installed; "
                              "collapsed stacks go to DIR)")
-    parser.add_argument("--scenario", choices=("all", "realistic", "cpu", "instructions", "ensembles", "tree"),
+    parser.add_argument("--scenario",
+                        choices=("all", "realistic", "cpu", "instructions", "ensembles", "tree", "peers"),
                         default="all",
                         help="all: every scenario but realistic (default); realistic: only the realistic-cluster "
                              "footprint (RSS, start-up LIST load); cpu: only floor and cold_sync (CPU per object); "
                              "instructions: zkop's cold sync, the floor and the controller floor under callgrind "
                              "(needs valgrind); ensembles: threads, memory and CPU of zkop with --ensembles "
                              "ZooKeeperEnsembles (issue #25); tree: a cold sync of one ZooKeeperConfigTree of N "
-                             "properties beside N ZooKeeperConfigs, and a one-line change of each (issue #39)")
+                             "properties beside N ZooKeeperConfigs, and a one-line change of each (issue #39); peers: "
+                             "zkop beside a minimal Go controller-runtime operator per --workers-list count, on the "
+                             "real control plane (hack/build-bench-peers.sh builds the Go peer; issue 42)")
+    parser.add_argument("--workers-list", default=",".join(map(str, DEFAULT_WORKERS)), metavar="W1,W2,...",
+                        help="--scenario peers: the --workers counts, one pair of runs per repeat each "
+                             "(default %(default)s; smoke 2)")
+    parser.add_argument("--repeats", type=int, default=None,
+                        help="--scenario peers: runs of each operator per worker count, medians reported "
+                             "(default 3; smoke 1)")
+    parser.add_argument("--plot", type=Path, default=None, metavar="FILE.png",
+                        help="--scenario peers: also draw the worker-scaling curves into this PNG (needs "
+                             "matplotlib: pip install -e '.[bench]')")
     parser.add_argument("--ensembles", default="1,5,20", metavar="K1,K2,...",
                         help="--scenario ensembles: the numbers of ZooKeeperEnsembles, one run each "
                              "(default %(default)s; smoke 2)")
@@ -455,7 +488,16 @@ def _ensemble_params(args: argparse.Namespace, params: Params) -> Params:
     if per < 1:
         raise SystemExit("--objects-per-ensemble must be at least 1")
     idle = args.idle_seconds if args.idle_seconds is not None else (2.0 if args.smoke else 60.0)
-    return replace(params, ensembles=counts, objects_per_ensemble=per, ensemble_idle_seconds=idle)
+    try:
+        workers = parse_workers("2" if args.smoke and args.workers_list == ",".join(map(str, DEFAULT_WORKERS))
+                                else args.workers_list)
+    except ValueError as err:
+        raise SystemExit(str(err)) from err
+    repeats = _given(args.repeats, 1 if args.smoke else 3)
+    if repeats < 1:
+        raise SystemExit("--repeats must be at least 1")
+    return replace(params, ensembles=counts, objects_per_ensemble=per, ensemble_idle_seconds=idle,
+                   peer_workers=workers, peer_repeats=repeats)
 
 
 def _params_from_args(args: argparse.Namespace) -> Params:
@@ -535,13 +577,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     if args.scenario == "instructions":
         return _main_instructions(args, params)
+    if args.scenario == "peers":
+        _check_peers(args, params)
     workdir = Path(tempfile.mkdtemp(prefix="zkop-bench-"))
     log.info("workdir %s; params %s", workdir, params)
     ok = False
     try:
         harness = Harness(params, workdir, py_spy=args.py_spy, apiserver_pprof=args.apiserver_pprof)
         run = {"realistic": run_realistic, "cpu": run_cpu, "ensembles": run_ensembles,
-               "tree": run_tree}.get(args.scenario, run_all)
+               "tree": run_tree, "peers": run_peers}.get(args.scenario, run_all)
         report = run(harness)
         ok = True
     finally:
@@ -550,7 +594,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             log.info("operator logs kept in %s", workdir)
     _print_report(args, report)
+    if args.plot is not None and args.scenario == "peers":
+        plot(report, args.plot)
+        log.info("worker-scaling curves drawn into %s", args.plot)
     return 0
+
+
+def _check_peers(args: argparse.Namespace, params: Params) -> None:
+    """``--scenario peers`` can run: the real control plane, the Go peer built, matplotlib there for ``--plot``.
+
+    Raises:
+        SystemExit: one of them is missing (the message says how to get it).
+    """
+    if params.control_plane != "real":
+        raise SystemExit("--scenario peers runs on the real control plane only (hack/control-plane/build.sh)")
+    try:
+        go_peer_binary()
+    except GoPeerMissing as err:
+        raise SystemExit(str(err)) from err
+    if args.plot is not None:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError as err:
+            raise SystemExit("--plot needs matplotlib: pip install -e '.[bench]'") from err
 
 
 def _print_report(args: argparse.Namespace, report: JSON) -> None:

@@ -30,6 +30,7 @@ def test_a_cold_run_builds_the_newest_minor_and_helm_and_leaves_the_oldest_and_f
     assert foreground == ["1.37"] and background_minors == ["1.35"]
     assert 'cold+=("hack/control-plane/build-flux.sh")' in CI
     assert 'cold+=("hack/build-reloader.sh")' in CI and "export ZKOP_SKIP_RELOADER=" in CI
+    assert 'cold+=("hack/build-bench-peers.sh")' in CI and "export ZKOP_SKIP_BENCH_PEERS=" in CI
     assert re.search(r"^bin=\$\(hack/build-helm\.sh", CI, re.M)  # Helm is built before the suite, cold or not
     # What the cold run exports while the background builds run: only the foreground minor, no Flux.
     assert f"export ZKOP_K8S_MINORS={foreground[0]}" in CI and "export ZKOP_SKIP_FLUX=" in CI
@@ -42,6 +43,7 @@ def test_a_cold_run_builds_the_newest_minor_and_helm_and_leaves_the_oldest_and_f
     assert table["Flux's controllers"] == ("skipped (`ZKOP_SKIP_FLUX`)", "run")
     assert table["Helm"] == ("run", "run")
     assert table["Stakater Reloader"] == ("skipped (`ZKOP_SKIP_RELOADER`)", "run")
+    assert table["The benchmark's Go peer"] == ("skipped (`ZKOP_SKIP_BENCH_PEERS`)", "run")
 
 
 def test_the_messages_the_table_quotes_are_what_ci_prints() -> None:
