@@ -115,11 +115,11 @@ def test_a_multi_creates_the_parents_below_its_own_new_nodes_inside_itself_once_
     """``_inner_parents``: a missing parent below a node the same ``multi`` creates is created in the transaction,
     once, just before the first create under it; a parent above every created node is left to the parents step
     (it may exist already), and so is one below nothing created."""
-    from zkop.zookeeper.actions import SetData
+    from zkop.zookeeper.actions import Action, SetData
     from zkop.zookeeper.writer import _inner_parents
 
     acl = ()
-    actions = [CreateNode("/t", b"", acl), CreateNode("/t/a/b/c", b"1", acl), CreateNode("/t/a/x", b"2", acl),
+    actions: list[Action] = [CreateNode("/t", b"", acl), CreateNode("/t/a/b/c", b"1", acl), CreateNode("/t/a/x", b"2", acl),
                CreateNode("/other/y/z", b"3", acl), SetData("/t/s", b"4", 0)]
     out = _inner_parents(actions, acl)
     assert [(type(a).__name__, a.path) for a in out] == [
