@@ -25,7 +25,9 @@ from zkop.kube.client import JSON
 from zkop.ownership.declared import EnsembleDeclarations
 from zkop.runtime.builder import ControllerBuilder
 from zkop.runtime.cache import Indexer, Informer, NamedObjectInformer, ResourceRef
+from zkop.runtime.cache.keys import meta_namespace_key
 from zkop.runtime.controller import Controller
+from zkop.runtime.ownwrites import OwnWrites
 
 __all__ = ["CONTROLLER", "REF_INDEX", "TREES", "ConfigTrees", "setup"]
 
@@ -133,12 +135,17 @@ def setup(context: FeatureContext, options: TreeOptions) -> ConfigTrees:
         meta = obj.get("metadata") or {}
         return trees.indexer.index_keys(REF_INDEX, f"{kind}/{meta.get('namespace')}/{meta.get('name')}")
 
+    # The echo of our own finalizer or status write is not an event (the pass went on with the response), and a
+    # held update that was not the echo after all is enqueued (runtime.ownwrites).
+    own_writes = OwnWrites(CONTROLLER, release=queue.add, recorded=trees.expect_echo)
     reconciler = TreeReconciler(
         trees.indexer, lookup, context.zookeeper,
-        (DryRunWriter if settings.dry_run else ApiWriter)(context.client, context.recorder, context.zookeeper),
+        (DryRunWriter if settings.dry_run else ApiWriter)(context.client, context.recorder, context.zookeeper,
+                                                          own_writes),
         gate=context.part(Gate), declared=context.part(EnsembleDeclarations), cluster_id=settings.cluster_id,
         registry_root=options.registry_root, max_znodes=options.max_znodes, enqueue=queue.add, ensembles=ensembles)
-    built = (builder.for_(trees)
+    built = (builder.for_(trees, update_filter=lambda old, new: not own_writes.is_echo(meta_namespace_key(new),
+                                                                                       old, new))
              .watches(configmaps, lambda obj: referencing("ConfigMap", obj))
              .watches(secrets, lambda obj: referencing("Secret", obj))
              .complete(reconciler))

@@ -399,8 +399,10 @@ class TreeReconciler:
         Raises:
             RetryableError: ZooKeeper unavailable or refused, a conflict persisted, or the API server failed.
         """
-        obj = self.trees.get(key)
+        # The cache, or our own newer write of the tree where the cache has not caught up with it yet.
+        obj = self.writer.own_writes.newest(key, lambda: self.trees.get(key))
         if obj is None:
+            self.writer.own_writes.forget(key)
             self._forget_declarations(key)
             self._watch_root(key, None, None)
             return Result()

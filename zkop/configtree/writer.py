@@ -19,8 +19,9 @@ from zkop.configtree.spec import FINALIZER, GROUP, PLURAL, VERSION
 from zkop.kube.client import JSON, MERGE_PATCH, ApiException, KubeClient, resource_path
 from zkop.kube.events import EventRecorder
 from zkop.runtime import dryrun
+from zkop.runtime.cache.keys import meta_namespace_key
 from zkop.runtime.controller import RetryableError
-from zkop.runtime.statuspatch import patch_status
+from zkop.runtime.ownwrites import OwnWrites
 from zkop.zookeeper.actions import Action, CheckVersion, describe, operation
 from zkop.zookeeper.adapter import ZooKeeperAdapter
 
@@ -40,13 +41,18 @@ class ApiWriter:
         client: JSON client.
         recorder: Kubernetes Events.
         zookeeper: the adapter that executes the plans.
+        own_writes: where the finalizer and status writes are announced (shared with the controller's update filter
+            and read by the reconciler: :class:`~zkop.runtime.ownwrites.OwnWrites`, as for ZooKeeperConfigs, so a
+            pass that reads a cache behind its own write never writes the same status twice); ``None``: one of its own.
     """
 
     #: Whether this writer makes the changes (False: it only plans them).
     writes = True
 
-    def __init__(self, client: KubeClient, recorder: EventRecorder, zookeeper: ZooKeeperAdapter) -> None:
+    def __init__(self, client: KubeClient, recorder: EventRecorder, zookeeper: ZooKeeperAdapter,
+                 own_writes: OwnWrites | None = None) -> None:
         self.client, self.recorder, self.zookeeper = client, recorder, zookeeper
+        self.own_writes = own_writes if own_writes is not None else OwnWrites(CONTROLLER)
 
     def execute(self, key: str, actions: Sequence[Action], *, atomic: bool,
                 require: Sequence[CheckVersion] = (), zookeeper: ZooKeeperAdapter | None = None) -> None:
@@ -67,9 +73,11 @@ class ApiWriter:
         meta = obj["metadata"]
         body = {"metadata": {"finalizers": finalizers or None, "resourceVersion": meta["resourceVersion"]}}
         try:
-            updated: JSON = self.client.request("PATCH", resource_path(GROUP, VERSION, PLURAL, meta["namespace"],
-                                                                      meta["name"]),
-                                                body=body, content_type=MERGE_PATCH)
+            with self.own_writes.writing(meta_namespace_key(obj), obj) as respond:
+                updated: JSON = self.client.request("PATCH", resource_path(GROUP, VERSION, PLURAL, meta["namespace"],
+                                                                          meta["name"]),
+                                                    body=body, content_type=MERGE_PATCH)
+                respond(updated)
         except ApiException as err:
             if err.status == 404:
                 return None
@@ -87,13 +95,22 @@ class ApiWriter:
         self.set_finalizers(obj, [f for f in obj["metadata"].get("finalizers") or [] if f != FINALIZER])
 
     def patch_status(self, obj: JSON, status: JSON) -> None:
-        """Merge-patch the tree's ``/status`` (deleted meanwhile: ignored;
-        :func:`zkop.runtime.statuspatch.patch_status`).
+        """Merge-patch the tree's ``/status`` (deleted meanwhile: ignored), announced in :attr:`own_writes`.
 
         Raises:
             RetryableError: the API server refused or could not answer.
         """
-        patch_status(self.client, GROUP, VERSION, PLURAL, obj, status)
+        meta = obj["metadata"]
+        try:
+            with self.own_writes.writing(meta_namespace_key(obj), obj) as respond:
+                respond(self.client.request(
+                    "PATCH", resource_path(GROUP, VERSION, PLURAL, meta["namespace"], meta["name"], "status"),
+                    body={"status": status}, content_type=MERGE_PATCH))
+        except ApiException as err:
+            if err.status != 404:
+                raise RetryableError(f"status of {meta['namespace']}/{meta['name']}: {err.status}") from err
+        except (OSError, urllib3.exceptions.HTTPError) as err:
+            raise RetryableError(f"status of {meta['namespace']}/{meta['name']}: {err}") from err
 
     def event(self, obj: JSON, type_: Literal["Normal", "Warning"], reason: str, message: str) -> None:
         """One Event about the tree (queued; the recorder aggregates and rate-limits)."""
