@@ -119,8 +119,9 @@ def test_a_multi_creates_the_parents_below_its_own_new_nodes_inside_itself_once_
     from zkop.zookeeper.writer import _inner_parents
 
     acl = ()
-    actions: list[Action] = [CreateNode("/t", b"", acl), CreateNode("/t/a/b/c", b"1", acl), CreateNode("/t/a/x", b"2", acl),
-               CreateNode("/other/y/z", b"3", acl), SetData("/t/s", b"4", 0)]
+    actions: list[Action] = [CreateNode("/t", b"", acl), CreateNode("/t/a/b/c", b"1", acl),
+                             CreateNode("/t/a/x", b"2", acl), CreateNode("/other/y/z", b"3", acl),
+                             SetData("/t/s", b"4", 0)]
     out = _inner_parents(actions, acl)
     assert [(type(a).__name__, a.path) for a in out] == [
         ("CreateNode", "/t"), ("CreateNode", "/t/a"), ("CreateNode", "/t/a/b"), ("CreateNode", "/t/a/b/c"),

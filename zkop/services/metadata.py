@@ -47,6 +47,7 @@ __all__ = [
     "metadata_annotations",
     "shared_entries",
     "string_entries",
+    "valid_key",
 ]
 
 #: Every annotation a registration's metadata becomes starts with this (the bridge's ``…/meta-`` prefix).
@@ -82,6 +83,13 @@ RESERVED_KEYS = frozenset({
 #: Key prefixes that are not metadata: Dubbo 3's ``dubbo.*`` instance internals (``dubbo.endpoints``,
 #: ``dubbo.metadata.revision``…), the bridge's ``port.<name>`` and ``label.<key>`` identity entries.
 RESERVED_PREFIXES = ("dubbo.", "port.", "label.")
+
+
+def valid_key(key: str) -> bool:
+    """Whether ``META_PREFIX + key`` is a valid annotation name (Kubernetes' qualified-name rule for its name part,
+    63 characters at most with ``meta-``: a key of 1 to :data:`MAX_KEY_LENGTH` characters, alphanumeric at both ends,
+    ``-``, ``_`` and ``.`` between)."""
+    return _KEY.fullmatch(key) is not None
 
 
 def is_reserved(key: str) -> bool:

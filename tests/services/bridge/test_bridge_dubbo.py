@@ -219,3 +219,16 @@ def test_draining_endpoints_get_weight_0_in_dubbo_and_enabled_false_in_curator(
                  for name in zk.get_children(f"{zk_base}/kubernetes/services/default-cur")}
     assert {name: i["enabled"] for name, i in instances.items()} == {"10.0.0.1": True, "10.0.0.2": False}
     assert instances["10.0.0.2"]["payload"]["metadata"]["instance_status"] == "OUT_OF_SERVICE"
+
+
+def test_metadata_keys_follow_the_importers_annotation_name_rule() -> None:
+    """The bridge reads a metadata key only where the importer could write it back (``services.metadata.valid_key``):
+    a key that ends in ``-`` or is longer than the annotation name allows is refused with a problem, both sides
+    agreeing on every key."""
+    from zkop.services.metadata import MAX_KEY_LENGTH, valid_key
+
+    keys = ["ok.key", "trailing-", "x" * MAX_KEY_LENGTH, "y" * (MAX_KEY_LENGTH + 1), "_lead"]
+    read = read_annotations({ann.META + k: "v" for k in keys})
+    assert [k for k, _ in read.metadata] == sorted(k for k in keys if valid_key(k))
+    assert [k for k, _ in read.metadata] == sorted(["ok.key", "x" * MAX_KEY_LENGTH])
+    assert sum("is not 1 to" in p for p in read.problems) == 3

@@ -32,8 +32,9 @@ before anything is rendered, and what fails is dropped with a sentence for a War
 * ``…/dubbo-registration`` is one of :data:`REGISTRATIONS`, else the default (``all``);
 * application, version, group, protocol and port match :data:`TOKEN` (letters, digits, ``.``, ``_``, ``-``;
   at most 64 characters);
-* metadata keys match :data:`META_KEY` and are not one of the keys zkop writes itself (:data:`RESERVED_META`:
-  ownership, identity, health, Dubbo's routing parameters); values are UTF-8 of at most
+* metadata keys make valid annotation names (:func:`zkop.services.metadata.valid_key`, the importer's rule too)
+  and are not one of the keys zkop writes itself (:data:`RESERVED_META`: ownership, identity, health, Dubbo's
+  routing parameters); values are UTF-8 of at most
   :data:`MAX_META_VALUE_BYTES` bytes without control characters; at most :data:`MAX_META_KEYS` keys and
   :data:`MAX_META_BYTES` bytes in all (keys and values), the rest dropped (in key order).
 """
@@ -43,6 +44,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+from zkop.services.metadata import MAX_KEY_LENGTH, valid_key
 
 __all__ = [
     "DUBBO_APPLICATION",
@@ -97,8 +100,6 @@ MAX_META_BYTES = 2048
 _JAVA_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(\.[A-Za-z_$][A-Za-z0-9_$]*)*")
 #: Application, version, group, protocol, port: letters, digits, ``.``, ``_``, ``-``; at most 64 characters.
 TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-#: A metadata key: what an annotation name's second part may hold after ``meta-`` (at most 63 characters).
-META_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 #: Keys zkop writes itself in some format, or that change how a Dubbo consumer treats the provider.
 RESERVED_META = frozenset({
@@ -188,8 +189,9 @@ def _metadata(annotations: Mapping[str, str], problems: list[str]) -> tuple[tupl
     valid: list[tuple[str, str, str]] = []
     for name in sorted(n for n in annotations if n.startswith(META)):
         key, value = name[len(META):], annotations[name]
-        if not META_KEY.fullmatch(key):
-            problems.append(f"{name}: the key {key[:80]!r} is not 1 to 63 letters, digits, '.', '_' or '-'; ignored")
+        if not valid_key(key):
+            problems.append(f"{name}: the key {key[:80]!r} is not 1 to {MAX_KEY_LENGTH} letters, digits, '.', '_' or "
+                            "'-' beginning and ending with a letter or digit; ignored")
             continue
         if key in RESERVED_META:
             problems.append(f"{name}: {key!r} is reserved (zkop or Dubbo sets it); ignored")
