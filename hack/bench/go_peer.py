@@ -191,7 +191,7 @@ def peer_run(h: Harness, kind: str, workers: int, repeat: int, binary: Path) -> 
         else:
             operator = GoPeerProcess(binary, kubeconfig, hosts, _peer_args(p, workers), log_path=log_path)
         h.operators.append(operator)
-        result = _cold_sync(h, api, operator, chroot)
+        result = _cold_sync(h, api, operator, chroot, label if kind == "zkop" else None)
         result.update(_updates(h, api, chroot))
         result["params"] = {"kind": kind, "workers": workers, "repeat": repeat, "chroot": chroot}
         return result
@@ -201,8 +201,10 @@ def peer_run(h: Harness, kind: str, workers: int, repeat: int, binary: Path) -> 
         api.stop()
 
 
-def _cold_sync(h: Harness, api: Api, operator: OperatorProcess, chroot: str) -> JSON:
-    """Start ``operator``, wait until every object is Synced, then settled; the cold sync's figures."""
+def _cold_sync(h: Harness, api: Api, operator: OperatorProcess, chroot: str, profile: str | None = None) -> JSON:
+    """Start ``operator``, wait until every object is Synced, then settled; the cold sync's figures. With ``--py-spy
+    DIR`` a Python operator (``profile``: its label; ``None`` for the Go peer) is profiled until every object is
+    Synced (``DIR/cold_sync-<label>.txt``)."""
     n = h.p.n
     assert isinstance(api, RealApi)
     cost0 = api.cost()
@@ -211,6 +213,7 @@ def _cold_sync(h: Harness, api: Api, operator: OperatorProcess, chroot: str) -> 
     operator.start(wait_ready=False)
     assert operator.proc is not None
     pid = operator.proc.pid
+    profilers = h.start_profilers({profile: pid}) if profile is not None else []
     deadline = started + h.timeout_for(0.2, n)
     while True:
         if operator.proc.poll() is not None:
@@ -224,6 +227,7 @@ def _cold_sync(h: Harness, api: Api, operator: OperatorProcess, chroot: str) -> 
     synced_at = time.monotonic()
     cpu = proc_cpu_seconds(pid)
     memory = proc_memory_mb(pid)
+    h.stop_profilers(profilers)
     settled_at, _ = h.wait_settled(operator, min_reconciles=n, timeout=h.timeout_for(0.1, n), controller=CONTROLLER,
                                    api=api)
     cluster = cost_delta(cost0, api.cost(), n)
