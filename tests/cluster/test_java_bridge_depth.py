@@ -10,17 +10,19 @@ kube-apiserver (selector-less Services: the test plays the EndpointSlice control
 - Dubbo 2.7.23's own ``ZookeeperRegistry`` (``zkop.interop.dubbo27.Dubbo27Consumer``, the newest Dubbo 2.7 on Maven
   Central with the Curator 4.2 and ZooKeeper 3.4 client it names) reads the same interface-level URLs: the
   providers, version matched, draining at ``weight=0``, and the change when an endpoint goes.
-- Dubbo 3.3.6's consumer with application-level discovery only (``zkop.interop.DubboAppConsumer``: a
+- Dubbo 3.3.6's consumer with application-level discovery only (``zkop.interop.DubboReference``: a
   ``DubboBootstrap`` reference, ``registry-type=service``, migration ``FORCE_APPLICATION``) finds the addresses zkop
   published as application instances, through the interface → application mapping zkop merged and the metadata
   revision it wrote, and follows an EndpointSlice change.
+- A Dubbo 3.3.6 consumer *calls* a real Dubbo 3.3.6 provider (``zkop.interop.DubboProvider``) that registered
+  nowhere, found only through what zkop published for a Service whose EndpointSlice names the provider's address:
+  with interface-level discovery (``FORCE_INTERFACE``) and with application-level discovery (``FORCE_APPLICATION``).
+  kube-apiserver refuses loopback addresses in an EndpointSlice, so the provider serves on this machine's other
+  IPv4 address (:func:`zkop_testing.services.endpoint_address`); on a machine with loopback only these tests skip.
 - Curator 5.9.0's ``ServiceProvider`` with ``additionalFilter(ServiceInstance::isEnabled)``
   (``zkop.interop.CuratorDiscovery``) sees the metadata annotations and drops a terminating endpoint, through a
   rolling update (new endpoints ready, old ones serving and terminating, then gone) during which a kazoo watcher on
   the Service's node never counts zero instances.
-
-No test calls a provider: kube-apiserver refuses loopback addresses in an EndpointSlice, and loopback is the only
-address a test here may serve on.
 """
 
 from __future__ import annotations
@@ -32,9 +34,9 @@ import pytest
 from kazoo.client import KazooClient
 from zkop_testing.java_interop import JavaProgram
 from zkop_testing.operator import OperatorProcess
-from zkop_testing.services import svc
+from zkop_testing.services import endpoint_address, svc
 from zkop_testing.waiting import wait_for
-from zkop_testing.zookeeper import ZooKeeperServer, connected_client
+from zkop_testing.zookeeper import ZooKeeperServer, connected_client, free_port
 
 from zkop.kube.client import ApiException, KubeClient, resource_path
 
@@ -169,7 +171,7 @@ def test_a_dubbo_33_consumer_with_application_level_discovery_finds_the_addresse
                   {"10.20.0.11": READY, "10.20.0.12": READY, "10.20.0.13": DRAINING})
         wait_for(lambda: root_zk.exists("/services/greeter-app") is not None
                  and len(root_zk.get_children("/services/greeter-app")) == 3, message="three instances published")
-        with JavaProgram("DubboAppConsumer", [zk_server.hosts, "1.0.0"]) as consumer:
+        with JavaProgram("DubboReference", [zk_server.hosts, "1.0.0"]) as consumer:
 
             def providers() -> dict[str, dict[str, str]]:
                 found: list[dict[str, Any]] = consumer.call("providers")
@@ -190,6 +192,41 @@ def test_a_dubbo_33_consumer_with_application_level_discovery_finds_the_addresse
         wait_for(lambda: root_zk.get(f"/dubbo/mapping/{INTERFACE}")[0] == b"legacy-app"
                  and not root_zk.exists("/services/greeter-app/10.20.0.12:20881"),
                  message="the Service gone: its instances and only its own mapping entry go")
+    assert proc.proc is not None and proc.proc.returncode == 0, proc.log_tail()
+
+
+@pytest.mark.parametrize("step", ["FORCE_INTERFACE", "FORCE_APPLICATION"])
+def test_a_dubbo_33_consumer_calls_a_provider_it_found_only_through_what_zkop_published(
+        step: str, zkop_kubeconfig: str, kube: KubeClient, namespace: str, zk_server: ZooKeeperServer,
+        root_zk: KazooClient) -> None:
+    address = endpoint_address()
+    if address is None:
+        pytest.skip("this machine has no IPv4 address but loopback, and kube-apiserver refuses loopback in an "
+                    "EndpointSlice: no provider served here can be published")
+    ns, port = namespace, free_port(address)
+    # A real provider that registers nowhere (Dubbo's N/A registry): it only serves, on address:port.
+    with run_zkop(zkop_kubeconfig, zk_server, ns) as proc, \
+            JavaProgram("DubboProvider", ["-", "greeter-app", "interface", str(port), "1.0.0"],
+                        env={"DUBBO_IP_TO_BIND": address}) as provider:
+        assert not root_zk.exists("/dubbo") and not root_zk.exists("/services")  # nothing in ZooKeeper yet
+        kube.request("POST", resource_path("", "v1", "services", ns), body=svc("greeter", ns, annotations={
+            PREFIX + "format": "dubbo", PREFIX + "dubbo-interfaces": INTERFACE, PREFIX + "dubbo-version": "1.0.0",
+            PREFIX + "dubbo-application": "greeter-app"},
+            ports=[{"name": "dubbo", "port": 20880, "targetPort": port}]))
+        put_slice(kube, ns, "greeter", "dubbo", port, {address: READY})
+        with JavaProgram("DubboReference", [zk_server.hosts, "1.0.0", step]) as consumer:
+
+            def providers() -> set[str]:
+                found: list[dict[str, Any]] = consumer.call("providers")
+                return {p["address"] for p in found if p["protocol"] == "dubbo"}
+
+            wait_for(lambda: providers() == {f"{address}:{port}"},
+                     message=f"the {step} consumer finds the provider zkop published")
+            assert consumer.call("greet", "zkop") == {"reply": "hello zkop"}
+            consumer.close()
+            assert consumer.returncode() == 0, consumer.stderr()
+        provider.close()
+        assert provider.returncode() == 0, provider.stderr()
     assert proc.proc is not None and proc.proc.returncode == 0, proc.log_tail()
 
 

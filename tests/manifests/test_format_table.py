@@ -1,5 +1,5 @@
 """README's service format table: a row per format the bridge or the importer knows, each cell naming the tests that
-show it (a file and a function that exist) or saying it is not there yet."""
+show it (a file and a function that exist, a parametrized one with a case id) or saying it is not there yet."""
 
 from __future__ import annotations
 
@@ -31,7 +31,8 @@ def test_every_cell_names_tests_that_exist_or_says_not_yet() -> None:
     for fmt, *cells in rows:
         assert len(cells) == 2, fmt
         for cell in cells:
-            named = re.findall(r"`(tests/[\w/]+\.py)::(\w+)`", cell)
+            # A parametrized test may be named with its case's id: `tests/…::test_x[ID]`.
+            named = re.findall(r"`(tests/[\w/]+\.py)::(\w+)(?:\[[\w.-]+\])?`", cell)
             assert named or "not written yet" in cell, (fmt, cell)
             for path, function in named:
                 assert (REPO / path).is_file(), path

@@ -3,7 +3,8 @@ on any API server (the in-memory double or a real control plane), and the helper
 
 - :func:`running_bridge` / :func:`running_importer`: build the component with ``build_service_bridge`` /
   ``build_service_importer`` on a client from ``clients.api_client()`` and run it through the same Manager.
-- Bridge side: :func:`svc` (a Service manifest), :func:`record` (a published record), :func:`children`.
+- Bridge side: :func:`svc` (a Service manifest), :func:`record` (a published record), :func:`children`,
+  :func:`endpoint_address` (an address of this machine an EndpointSlice may name, for a server a test runs).
 - Import side: :func:`register` (a Curator registration), :func:`get_service`, :func:`slices_of`,
   :func:`endpoints`, :func:`services_in`, and the progress waits :func:`settled`, :func:`idle`,
   :func:`full_sync_and_wait`; :func:`writes` and :func:`versions` tell whether a round wrote anything.
@@ -12,7 +13,9 @@ on any API server (the in-memory double or a real control plane), and the helper
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import json
+import socket
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
@@ -37,6 +40,7 @@ __all__ = [
     "ApiClients",
     "children",
     "curator_instance",
+    "endpoint_address",
     "endpoints",
     "events",
     "full_sync_and_wait",
@@ -130,6 +134,34 @@ def svc(name: str, namespace: str = "default", *, annotations: Mapping[str, str]
     if labels:
         meta["labels"] = dict(labels)
     return {"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": spec}
+
+
+def endpoint_address() -> str | None:
+    """An IPv4 address of this machine that kube-apiserver accepts in an EndpointSlice and a test's server can bind,
+    or ``None`` when there is none (a machine with loopback only).
+
+    kube-apiserver refuses unspecified, loopback, link-local and link-local multicast addresses in an EndpointSlice
+    (``ValidateNonSpecialIP`` in k8s.io/kubernetes ``pkg/apis/core/validation``, called by
+    ``pkg/apis/discovery/validation``); multicast is left out too. The candidates are the source address of the
+    default route (a UDP socket's ``connect`` sends nothing) and the host name's addresses.
+    """
+    candidates: list[str] = []
+    with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.connect(("10.255.255.255", 9))  # any routed address: only the kernel's route lookup happens
+        candidates.append(probe.getsockname()[0])
+    with contextlib.suppress(OSError):
+        candidates += [str(info[4][0]) for info in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET)]
+    for candidate in candidates:
+        address = ipaddress.IPv4Address(candidate)
+        if address.is_unspecified or address.is_loopback or address.is_link_local or address.is_multicast:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind((candidate, 0))
+            except OSError:
+                continue
+        return candidate
+    return None
 
 
 def record(zk: KazooClient, base: str, key: str, root: str = BRIDGE_ROOT) -> JSON | None:

@@ -12,10 +12,12 @@ import zkop.interop.dubbo.Greeter;
  * A Dubbo 3 provider as an application runs one: {@code DubboBootstrap} exporting {@link Greeter} over the
  * {@code dubbo} protocol and registering it with Dubbo's own ZooKeeper registry.
  *
- * <p>Usage: {@code DubboProvider <zookeeper host:port> <application> <register mode: interface|instance|all>
- * <protocol port>}; the address registered is the environment's {@code DUBBO_IP_TO_REGISTRY} (Dubbo's own setting
- * for a provider behind NAT), the server binds {@code DUBBO_IP_TO_BIND}. Prints {@code {"ready": true}} once exported;
- * {@code close} on stdin stops Dubbo (unregistering) and exits.
+ * <p>Usage: {@code DubboProvider <zookeeper host:port|-> <application> <register mode: interface|instance|all>
+ * <protocol port> [<version>]}; the address registered is the environment's {@code DUBBO_IP_TO_REGISTRY} (Dubbo's own
+ * setting for a provider behind NAT), the server binds {@code DUBBO_IP_TO_BIND}. With {@code -} for the ZooKeeper
+ * address the provider registers nowhere (Dubbo's {@code N/A} registry: it only serves), as a provider a platform
+ * publishes for it. {@code greet(name)} answers {@code "hello " + name}. Prints {@code {"ready": true}} once
+ * exported; {@code close} on stdin stops Dubbo (unregistering, closing its server) and exits.
  */
 public final class DubboProvider {
     private DubboProvider() {
@@ -25,11 +27,15 @@ public final class DubboProvider {
         ApplicationConfig application = new ApplicationConfig(args[1]);
         application.setRegisterMode(args[2]);
         application.setQosEnable(false);
-        RegistryConfig registry = new RegistryConfig("zookeeper://" + args[0]);
+        RegistryConfig registry = new RegistryConfig("-".equals(args[0]) ? RegistryConfig.NO_AVAILABLE
+                : "zookeeper://" + args[0]);
         ProtocolConfig protocol = new ProtocolConfig("dubbo", Integer.parseInt(args[3]));
         ServiceConfig<Greeter> service = new ServiceConfig<>();
         service.setInterface(Greeter.class);
         service.setRef(name -> "hello " + name);
+        if (args.length > 4) {
+            service.setVersion(args[4]);
+        }
         DubboBootstrap bootstrap = DubboBootstrap.getInstance()
                 .application(application).registry(registry).protocol(protocol).service(service);
         bootstrap.start();
