@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -248,62 +248,46 @@ def run_cpu(h: Harness) -> JSON:
     }
 
 
-def run_ensembles(h: Harness) -> JSON:
-    """Only the ``ensembles`` scenario (``--scenario ensembles``, issue #25 item 8); returns the report."""
+def _run_params(h: Harness, run_started: float) -> JSON:
+    """The report's ``params`` of a run of one scenario: the run's parameters, the machine, the revision, when and how
+    long, the client's QPS and the machine's load at both ends."""
+    return {**asdict(h.p), "python": platform.python_version(), "cpus": os.cpu_count(), "git": h.git,
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "duration_s": round(time.monotonic() - run_started, 1), "zkop_client_qps": _qps_param(h.p),
+            "machine_load": {"start": h.load_before, "end": machine_load()}}
+
+
+def _run_only(h: Harness, name: str, what: str, scenario: Callable[[Harness], JSON],
+              summary: Callable[[JSON], object]) -> JSON:
+    """Run scenario ``name`` alone (``--scenario name``; ``what`` says what it measures in the log line,
+    ``summary`` what the last log line shows of its result); the report, without targets."""
     run_started = _begin_run(h)
     try:
-        log.info("scenario ensembles (%s ensembles of %d objects)", h.p.ensembles, h.p.objects_per_ensemble)
-        result = ensembles(h)
-        log.info("ensembles: %s", result["per_ensemble"])
+        log.info("scenario %s (%s)", name, what)
+        result = scenario(h)
+        log.info("%s: %s", name, summary(result))
     finally:
         _stop_everything(h)
-    return {
-        "params": {**asdict(h.p), "python": platform.python_version(), "cpus": os.cpu_count(), "git": h.git,
-                   "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                   "duration_s": round(time.monotonic() - run_started, 1), "zkop_client_qps": _qps_param(h.p),
-                   "machine_load": {"start": h.load_before, "end": machine_load()}},
-        "scenarios": {"ensembles": result},
-        "targets": {},
-    }
+    return {"params": _run_params(h, run_started), "scenarios": {name: result}, "targets": {}}
+
+
+def run_ensembles(h: Harness) -> JSON:
+    """Only the ``ensembles`` scenario (``--scenario ensembles``, issue #25 item 8); returns the report."""
+    return _run_only(h, "ensembles", f"{h.p.ensembles} ensembles of {h.p.objects_per_ensemble} objects", ensembles,
+                     lambda result: result["per_ensemble"])
 
 
 def run_tree(h: Harness) -> JSON:
     """Only the ``tree`` scenario (``--scenario tree``, issue #39 item 5); returns the report."""
-    run_started = _begin_run(h)
-    try:
-        log.info("scenario tree (one ZooKeeperConfigTree of %d properties, then %d ZooKeeperConfigs)", h.p.n, h.p.n)
-        result = tree_scenario(h)
-        log.info("tree: %s", result["tree_vs_configs"])
-    finally:
-        _stop_everything(h)
-    return {
-        "params": {**asdict(h.p), "python": platform.python_version(), "cpus": os.cpu_count(), "git": h.git,
-                   "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                   "duration_s": round(time.monotonic() - run_started, 1), "zkop_client_qps": _qps_param(h.p),
-                   "machine_load": {"start": h.load_before, "end": machine_load()}},
-        "scenarios": {"tree": result},
-        "targets": {},
-    }
+    return _run_only(h, "tree", f"one ZooKeeperConfigTree of {h.p.n} properties, then {h.p.n} ZooKeeperConfigs",
+                     tree_scenario, lambda result: result["tree_vs_configs"])
 
 
 def run_peers(h: Harness) -> JSON:
     """Only the ``peers`` scenario (``--scenario peers``, issue 42): zkop beside the Go controller-runtime peer per
     worker count; returns the report."""
-    run_started = _begin_run(h)
-    try:
-        log.info("scenario peers (N = %d, workers %s, %d repeats)", h.p.n, h.p.peer_workers, h.p.peer_repeats)
-        result = peers(h)
-        log.info("peers: %s", {w: r["zkop_over_go"] for w, r in result["by_workers"].items()})
-    finally:
-        _stop_everything(h)
-    return {
-        "params": {**asdict(h.p), "python": platform.python_version(), "cpus": os.cpu_count(), "git": h.git,
-                   "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                   "duration_s": round(time.monotonic() - run_started, 1), "zkop_client_qps": _qps_param(h.p),
-                   "machine_load": {"start": h.load_before, "end": machine_load()}},
-        "scenarios": {"peers": result},
-        "targets": {},
-    }
+    return _run_only(h, "peers", f"N = {h.p.n}, workers {h.p.peer_workers}, {h.p.peer_repeats} repeats", peers,
+                     lambda result: {w: r["zkop_over_go"] for w, r in result["by_workers"].items()})
 
 
 def run_realistic(h: Harness) -> JSON:

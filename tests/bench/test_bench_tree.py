@@ -10,17 +10,13 @@ shared machines they are noise.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from zkop_testing.bench import run_smoke_scenario
 from zkop_testing.controlplane import NEWEST, binaries
 
-REPO = Path(__file__).resolve().parents[2]
 N = 50
 FIGURES = ("cold_sync_seconds", "ready_seconds", "cpu_s", "cpu_ms_per_item", "cpu_after_ready_s",
            "cpu_after_ready_ms_per_item", "rss_synced_mb", "rss_peak_mb")
@@ -28,14 +24,7 @@ FIGURES = ("cold_sync_seconds", "ready_seconds", "cpu_s", "cpu_ms_per_item", "cp
 
 def run_bench(tmp_path: Path, *args: str) -> dict[str, Any]:
     """Run the scenario with ``args``; its JSON report (written with ``--output``)."""
-    out = tmp_path / "report.json"
-    proc = subprocess.run([sys.executable, "-m", "hack.bench", "--smoke", "--scenario", "tree", *args,
-                           "--output", str(out)], cwd=REPO, capture_output=True, text=True, timeout=150, check=False,
-                          env={**os.environ, "TMPDIR": str(tmp_path)})  # the bench's workdir and zkop's files
-    assert proc.returncode == 0, proc.stderr[-5000:]
-    report: dict[str, Any] = json.loads(out.read_text())
-    assert json.loads(proc.stdout) == report
-    return report
+    return run_smoke_scenario(tmp_path, "tree", *args)
 
 
 def check_report(report: dict[str, Any], plane: str) -> None:
