@@ -721,7 +721,7 @@ def zkcli_on_path(directory: Path) -> Path:
     installation = find_zookeeper()
     directory.mkdir()
     script = directory / "zkCli.sh"
-    script.write_text(f"#!/bin/sh\nexec {installation.java} -cp '{':'.join(installation.classpath)}' "
+    script.write_text(f"#!/bin/sh\nexec {installation.java} -XX:-UsePerfData -cp '{':'.join(installation.classpath)}' "
                       "org.apache.zookeeper.ZooKeeperMain \"$@\"\n", encoding="utf-8")
     script.chmod(0o755)
     return directory
