@@ -45,7 +45,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from zkop.services.metadata import MAX_KEY_LENGTH, valid_key
+from zkop.services.metadata import MAX_BYTES, MAX_KEY_LENGTH, MAX_KEYS, MAX_VALUE_BYTES, META_PREFIX, valid_key
 
 __all__ = [
     "DUBBO_APPLICATION",
@@ -88,14 +88,15 @@ REGISTRATIONS = ("interface", "application", "all")
 #: Nodes Dubbo keeps beside the interfaces under its root (the interface → application mapping, the metadata
 #: report, the config centre): never an interface name.
 DUBBO_RESERVED_NODES = frozenset({"mapping", "metadata", "config"})
-#: ``META + key`` annotations carry metadata.
-META = PREFIX + "meta-"
+#: ``META + key`` annotations carry metadata (the importer's prefix too: :data:`zkop.services.metadata.META_PREFIX`).
+META = META_PREFIX
 
 MAX_INTERFACES = 8
 MAX_INTERFACE_LENGTH = 255
-MAX_META_KEYS = 16
-MAX_META_VALUE_BYTES = 256
-MAX_META_BYTES = 2048
+#: Metadata bounds, one set for both directions (:mod:`zkop.services.metadata`).
+MAX_META_KEYS = MAX_KEYS
+MAX_META_VALUE_BYTES = MAX_VALUE_BYTES
+MAX_META_BYTES = MAX_BYTES
 
 _JAVA_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(\.[A-Za-z_$][A-Za-z0-9_$]*)*")
 #: Application, version, group, protocol, port: letters, digits, ``.``, ``_``, ``-``; at most 64 characters.
