@@ -25,7 +25,9 @@ for tool in java mvn; do
   command -v "$tool" >/dev/null || { echo "build-java-interop.sh: $tool is not on PATH (apt-get install openjdk-17-jdk-headless maven)" >&2; exit 1; }
 done
 
-jdk=$(java -XshowSettings:properties -version 2>&1 | awk -F' = ' '/java.runtime.version/ {print $2}')
+# -XX:-UsePerfData (here and for Maven's JVM): no /tmp/hsperfdata_<user> left behind by a build or a cache hit.
+export MAVEN_OPTS="${MAVEN_OPTS:-} -XX:-UsePerfData"
+jdk=$(java -XX:-UsePerfData -XshowSettings:properties -version 2>&1 | awk -F' = ' '/java.runtime.version/ {print $2}')
 # shellcheck disable=SC2086 # $names: the project names, one word each
 hash=$( (cd "$projects" && for name in $names; do find "$name/pom.xml" "$name/src" -type f; done | LC_ALL=C sort \
   | xargs sha256sum; cat "$here/build-java-interop.sh"; echo "$jdk") \
