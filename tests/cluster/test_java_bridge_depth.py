@@ -94,15 +94,20 @@ def put_slice(kube: KubeClient, ns: str, service: str, port_name: str, port: int
     kube.request("PUT", f"{path}/{service}-1", body=body)
 
 
+def post_greeter(kube: KubeClient, ns: str, target_port: int, extra: dict[str, str] | None = None) -> None:
+    """Create Service ``greeter`` in ``ns`` published as Dubbo provider of :data:`INTERFACE` version 1.0.0 (application
+    ``greeter-app``, port ``dubbo`` 20880 → ``target_port``), with ``extra`` annotations."""
+    kube.request("POST", resource_path("", "v1", "services", ns), body=svc("greeter", ns, annotations={
+        PREFIX + "format": "dubbo", PREFIX + "dubbo-interfaces": INTERFACE, PREFIX + "dubbo-version": "1.0.0",
+        PREFIX + "dubbo-application": "greeter-app", **(extra or {})},
+        ports=[{"name": "dubbo", "port": 20880, "targetPort": target_port}]))
+
 def test_a_dubbo_33_consumer_discovers_the_providers_zkop_publishes(
         zkop_kubeconfig: str, kube: KubeClient, namespace: str, zk_server: ZooKeeperServer,
         root_zk: KazooClient) -> None:
     ns = namespace
     with run_zkop(zkop_kubeconfig, zk_server, ns) as proc:
-        kube.request("POST", resource_path("", "v1", "services", ns), body=svc("greeter", ns, annotations={
-            PREFIX + "format": "dubbo", PREFIX + "dubbo-interfaces": INTERFACE, PREFIX + "dubbo-version": "1.0.0",
-            PREFIX + "dubbo-application": "greeter-app", PREFIX + "meta-zone": "eu-1"},
-            ports=[{"name": "dubbo", "port": 20880, "targetPort": 20881}]))
+        post_greeter(kube, ns, 20881, {PREFIX + "meta-zone": "eu-1"})
         put_slice(kube, ns, "greeter", "dubbo", 20881,
                   {"10.20.0.11": READY, "10.20.0.12": READY, "10.20.0.13": DRAINING})
         with JavaProgram("DubboConsumer", [zk_server.hosts, INTERFACE, "1.0.0", "-"]) as consumer, \
@@ -130,10 +135,7 @@ def test_a_dubbo_27_consumer_discovers_the_providers_zkop_publishes(
         root_zk: KazooClient) -> None:
     ns = namespace
     with run_zkop(zkop_kubeconfig, zk_server, ns) as proc:
-        kube.request("POST", resource_path("", "v1", "services", ns), body=svc("greeter", ns, annotations={
-            PREFIX + "format": "dubbo", PREFIX + "dubbo-interfaces": INTERFACE, PREFIX + "dubbo-version": "1.0.0",
-            PREFIX + "dubbo-application": "greeter-app", PREFIX + "meta-zone": "eu-1"},
-            ports=[{"name": "dubbo", "port": 20880, "targetPort": 20881}]))
+        post_greeter(kube, ns, 20881, {PREFIX + "meta-zone": "eu-1"})
         put_slice(kube, ns, "greeter", "dubbo", 20881, {"10.20.0.21": READY, "10.20.0.22": DRAINING})
         with JavaProgram("dubbo27.Dubbo27Consumer", [zk_server.hosts, INTERFACE, "1.0.0", "-"],
                          project="java-dubbo27") as consumer, \
@@ -163,10 +165,7 @@ def test_a_dubbo_33_consumer_with_application_level_discovery_finds_the_addresse
     with run_zkop(zkop_kubeconfig, zk_server, ns) as proc:
         # A real provider of another application registered the interface first: zkop merges, never overwrites.
         root_zk.create(f"/dubbo/mapping/{INTERFACE}", b"legacy-app", makepath=True)
-        kube.request("POST", resource_path("", "v1", "services", ns), body=svc("greeter", ns, annotations={
-            PREFIX + "format": "dubbo", PREFIX + "dubbo-interfaces": INTERFACE, PREFIX + "dubbo-version": "1.0.0",
-            PREFIX + "dubbo-application": "greeter-app", PREFIX + "meta-zone": "eu-1"},
-            ports=[{"name": "dubbo", "port": 20880, "targetPort": 20881}]))
+        post_greeter(kube, ns, 20881, {PREFIX + "meta-zone": "eu-1"})
         put_slice(kube, ns, "greeter", "dubbo", 20881,
                   {"10.20.0.11": READY, "10.20.0.12": READY, "10.20.0.13": DRAINING})
         wait_for(lambda: root_zk.exists("/services/greeter-app") is not None
@@ -209,10 +208,7 @@ def test_a_dubbo_33_consumer_calls_a_provider_it_found_only_through_what_zkop_pu
             JavaProgram("DubboProvider", ["-", "greeter-app", "interface", str(port), "1.0.0"],
                         env={"DUBBO_IP_TO_BIND": address}) as provider:
         assert not root_zk.exists("/dubbo") and not root_zk.exists("/services")  # nothing in ZooKeeper yet
-        kube.request("POST", resource_path("", "v1", "services", ns), body=svc("greeter", ns, annotations={
-            PREFIX + "format": "dubbo", PREFIX + "dubbo-interfaces": INTERFACE, PREFIX + "dubbo-version": "1.0.0",
-            PREFIX + "dubbo-application": "greeter-app"},
-            ports=[{"name": "dubbo", "port": 20880, "targetPort": port}]))
+        post_greeter(kube, ns, port)
         put_slice(kube, ns, "greeter", "dubbo", port, {address: READY})
         with JavaProgram("DubboReference", [zk_server.hosts, "1.0.0", step]) as consumer:
 
