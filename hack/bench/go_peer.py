@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import os
 import statistics
 import subprocess
 import time
@@ -38,7 +39,16 @@ from zkop.zkconfig.spec import GROUP, PLURAL, VERSION
 
 from . import REPO
 from .harness import Api, Harness
-from .measure import api_summary, latency_summary, proc_cpu_seconds, proc_memory_mb, zk_client
+from .measure import (
+    api_summary,
+    latency_summary,
+    proc_context_switches,
+    proc_cpu_seconds,
+    proc_cpu_split,
+    proc_memory_mb,
+    server_packets,
+    zk_client,
+)
 from .observer import ZnodeObserver, equals
 from .params import BENCH_AGENT, CONTROLLER, JSON, NAMESPACE, Params, cr_name, cr_path, throttle_args
 from .realplane import RealApi, cost_delta
@@ -54,7 +64,8 @@ KINDS = ("zkop", "go")
 PEERS_CHROOT = "/peers"
 #: Figures of a run whose medians and ratios the report gives.
 FIGURES = ("cr_per_s", "cpu_ms_per_cr", "apiserver_cpu_ms_per_cr", "api_writes_per_cr", "etcd_puts_per_cr",
-           "rss_mb", "update_p99_ms")
+           "rss_mb", "update_p99_ms", "cpu_user_ms_per_cr", "cpu_system_ms_per_cr", "context_switches_per_cr",
+           "threads", "zookeeper_packets_per_cr")
 #: The default worker counts of ``--workers-list``.
 DEFAULT_WORKERS = (1, 2, 4, 8, 16, 32, 64)
 
@@ -208,6 +219,8 @@ def _cold_sync(h: Harness, api: Api, operator: OperatorProcess, chroot: str, pro
     n = h.p.n
     assert isinstance(api, RealApi)
     cost0 = api.cost()
+    storage0 = api.storage_requests()
+    packets0 = server_packets(h.server)
     log_len = len(api.request_log)
     started = time.monotonic()
     operator.start(wait_ready=False)
@@ -226,11 +239,17 @@ def _cold_sync(h: Harness, api: Api, operator: OperatorProcess, chroot: str, pro
         time.sleep(0.1 if synced >= 0.9 * n else 0.25)
     synced_at = time.monotonic()
     cpu = proc_cpu_seconds(pid)
+    packets = server_packets(h.server) - packets0
+    split = proc_cpu_split(pid)
+    switches = proc_context_switches(pid)
     memory = proc_memory_mb(pid)
     h.stop_profilers(profilers)
     settled_at, _ = h.wait_settled(operator, min_reconciles=n, timeout=h.timeout_for(0.1, n), controller=CONTROLLER,
                                    api=api)
     cluster = cost_delta(cost0, api.cost(), n)
+    storage = api.storage_requests()
+    storage.subtract(storage0)
+    cluster["etcd_requests_by_kind"] = {k: v for k, v in sorted(storage.items()) if v}
     records = api.request_log[log_len:]
     with zk_client(h.server) as zk:
         wrong = h.check_znodes(zk, chroot)
@@ -247,6 +266,11 @@ def _cold_sync(h: Harness, api: Api, operator: OperatorProcess, chroot: str, pro
         "cpu_s": round(cpu, 3),
         "cpu_ms_per_cr": round(cpu * 1000 / n, 3),
         "cpu_ms_per_cr_settled": round(proc_cpu_seconds(pid) * 1000 / n, 3),
+        "cpu_user_ms_per_cr": round(split["user"] * 1000 / n, 3),
+        "cpu_system_ms_per_cr": round(split["system"] * 1000 / n, 3),
+        "context_switches_per_cr": round(switches / n, 2),
+        "threads": len(os.listdir(f"/proc/{pid}/task")),
+        "zookeeper_packets_per_cr": round(packets / n, 2),
         "apiserver_cpu_ms_per_cr": cluster["apiserver_cpu_ms_per_cr"],
         "etcd_puts_per_cr": cluster["etcd_puts_per_cr"],
         "api_writes_per_cr": summary["api_writes_per_cr"],

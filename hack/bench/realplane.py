@@ -236,6 +236,23 @@ class RealApi:
                 out[name] = float(value)
         return out
 
+    def storage_requests(self) -> Counter[str]:
+        """kube-apiserver's requests to etcd so far, any client's, by ``"<operation> <resource>"`` (``"update
+        zookeeperconfigs"``): its ``etcd_requests_total`` counter from ``/metrics``
+        (``k8s.io/apiserver/pkg/storage/etcd3/metrics``). A ``get`` of one object during an update is
+        ``GuaranteedUpdate`` reading the live object after its cached copy proved stale."""
+        with urllib.request.urlopen(f"{self.url}/metrics", context=self.plane.admin_ssl_context(),
+                                    timeout=30) as answer:
+            text = answer.read().decode()
+        out: Counter[str] = Counter()
+        for line in text.splitlines():
+            if not line.startswith("etcd_requests_total{"):
+                continue
+            labels_text, _, value = line[len("etcd_requests_total{"):].rpartition("} ")
+            labels = dict(_LABEL.findall(labels_text))
+            out[f"{labels.get('operation', '')} {labels.get('resource', '')}"] += int(float(value))
+        return out
+
     def response_bytes(self) -> Counter[tuple[str, str]]:
         """Bytes of every response kube-apiserver has written so far, any client's, by ``(verb, resource)``
         (``("LIST", "secrets")``): its ``apiserver_response_sizes_sum`` histogram sums from ``/metrics``

@@ -20,6 +20,7 @@ from zkop.runtime.cache import Informer, ResourceRef
 from zkop.runtime.cache import informer as informer_module
 from zkop.runtime.cache.echoes import EchoRegistry, modified_resource_version
 from zkop.runtime.cache.transform import default_transform
+from zkop.runtime.ownwrites import OwnWrites
 
 CONFIGMAPS = ResourceRef("", "v1", "configmaps")
 KEY = "default/a"
@@ -224,3 +225,49 @@ def test_echo_registry_keeps_the_latest_write_per_key() -> None:
     registry.clear()
     assert len(registry) == 0
 
+
+
+def test_wait_past_returns_once_the_cache_moved_past_a_version(
+    apiserver: ApiServer, kube: KubeClient, informer: tuple[Informer, Updates],
+) -> None:
+    inf, _ = informer
+    base = rv(inf.indexer.get(KEY))
+    apiserver.stall_watches(True)
+    response = patch(kube, "1")
+    assert inf.wait_past(KEY, base, 0.05) is False  # the watch is stalled: the cache cannot have moved
+    waited: list[bool] = []
+    waiter = threading.Thread(target=lambda: waited.append(inf.wait_past(KEY, base, EVENTUALLY)))
+    waiter.start()
+    wait_for(lambda: KEY in inf._awaited, message="the waiter registered")
+    apiserver.stall_watches(False)
+    waiter.join(EVENTUALLY)
+    assert waited == [True]
+    assert rv(inf.indexer.get(KEY)) == rv(response)
+    assert inf.wait_past(KEY, base, 0) is True  # past it already: no wait
+    assert not inf._awaited
+
+
+def test_own_writes_await_the_echo_of_their_last_write_only(
+    apiserver: ApiServer, kube: KubeClient, informer: tuple[Informer, Updates],
+) -> None:
+    inf, _ = informer
+    waits: list[tuple[str, str]] = []
+
+    def wait_past(key: str, version: str, timeout: float) -> bool:
+        waits.append((key, version))
+        return inf.wait_past(key, version, timeout)
+
+    own = OwnWrites(recorded=inf.expect_echo, wait_past=wait_past)
+    cached = inf.indexer.get(KEY)
+    assert cached is not None
+    assert own.await_echo(KEY, cached, EVENTUALLY) is True and waits == []  # not a write of ours: nothing to wait
+    apiserver.stall_watches(True)
+    with own.writing(KEY, cached) as respond:
+        response = patch(kube, "1")
+        respond(response)
+    assert own.await_echo(KEY, response, 0.05) is False  # the echo is held back
+    assert waits == [(KEY, rv(cached))]
+    apiserver.stall_watches(False)
+    assert own.await_echo(KEY, response, EVENTUALLY) is True
+    assert rv(inf.indexer.get(KEY)) == rv(response)
+    assert OwnWrites().await_echo(KEY, response, EVENTUALLY) is True  # no cache to wait on: never blocks

@@ -39,6 +39,7 @@ from kubernetes.client.exceptions import ApiException
 
 from zkop.kube import cancel, metrics
 from zkop.kube.flowcontrol import TokenBucket
+from zkop.kube.transport import Transport
 from zkop.kube.types import JSON as JSON
 
 __all__ = [
@@ -197,6 +198,8 @@ class KubeClient:
         self._auth: dict[str, str] = {}
         self._auth_at = -AUTH_REFRESH_SECONDS
         self._pool: urllib3.HTTPConnectionPool | None = None
+        self._transport: Transport | None = None
+        self._transport_checked = False
         self._reserved: set[str] = set()  # reserve_connections' holders
         server = urlsplit(self._host)
         self._netloc = server.netloc
@@ -218,6 +221,17 @@ class KubeClient:
             pool = self._pool = manager.connection_from_url(self._host)
         return pool
 
+    def _whole_answers(self) -> Transport | None:
+        """The :class:`~zkop.kube.transport.Transport` for requests read whole, built once from the urllib3 pool's
+        settings; ``None`` where urllib3 keeps them (an HTTP proxy, TLS settings the transport does not reproduce)."""
+        if not self._transport_checked:
+            with self._lock:
+                if not self._transport_checked:
+                    pool = self._connection_pool()
+                    self._transport = Transport.for_pool(pool) if pool is not None else None
+                    self._transport_checked = True
+        return self._transport
+
     def reserve_connections(self, holder: str, count: int) -> None:
         """Keep ``count`` more connections to the API server for ``holder``'s threads, once per holder.
 
@@ -234,6 +248,8 @@ class KubeClient:
                 return
             self._reserved.add(holder)
             size = manager.connection_pool_kw["maxsize"] = int(manager.connection_pool_kw.get("maxsize") or 1) + count
+            if self._transport is not None:
+                self._transport.grow(size)
         pool = self._connection_pool()
         if pool is not None and pool.pool is not None:
             kept = pool.pool
@@ -320,6 +336,13 @@ class KubeClient:
             headers["Accept"] = "application/json"
             if body is not None:
                 headers["Content-Type"] = content_type or "application/json"
+            transport = None if stream else self._whole_answers()
+            if transport is not None:
+                response: Any = transport.request(method, self._prefix + url, body=payload, headers=headers,
+                                                  timeout=timeout)
+                if response.status != 401 or attempt:
+                    return response
+                continue  # a rotated token: refresh the credentials once and retry
             pool = self._connection_pool()
             if pool is not None:
                 # The pool's own retry policy (the official client's configuration) without Retry-After.
@@ -439,7 +462,9 @@ class KubeClient:
         return WatchStream(response)
 
     def close(self) -> None:
-        """Close the connection pool."""
+        """Close the connection pools."""
+        if self._transport is not None:
+            self._transport.close()
         self.api_client.close()  # type: ignore[no-untyped-call]
 
 

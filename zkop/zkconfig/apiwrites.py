@@ -33,7 +33,11 @@ from zkop.zkconfig.status import desired_status, status_patch
 from zkop.zookeeper.actions import Action, CheckVersion
 from zkop.zookeeper.adapter import ZooKeeperAdapter
 
-__all__ = ["ObjectWriter", "StatusWriter"]
+__all__ = ["ECHO_WAIT", "ObjectWriter", "StatusWriter"]
+
+#: Seconds a status write waits for the echo of our finalizer write of the same pass to reach the cache
+#: (:meth:`~zkop.runtime.ownwrites.OwnWrites.await_echo`); it is a few milliseconds while the watch is healthy.
+ECHO_WAIT = 1.0
 
 
 class StatusWriter:
@@ -85,8 +89,12 @@ class StatusWriter:
         patch = status_patch(old, new)
         if patch is None:
             return False
+        key = meta_namespace_key(obj)
+        # Our finalizer write of this pass first reaches kube-apiserver's watch cache, so that the status PATCH is
+        # applied once (OwnWrites.await_echo); a write whose echo is slower than ECHO_WAIT goes ahead anyway.
+        self.own_writes.await_echo(key, obj, ECHO_WAIT)
         try:
-            with self.own_writes.writing(meta_namespace_key(obj), obj) as respond:
+            with self.own_writes.writing(key, obj) as respond:
                 respond(self.client.request(
                     "PATCH", resource_path(GROUP, VERSION, PLURAL, meta["namespace"], meta["name"], "status"),
                     body=patch, content_type=MERGE_PATCH,

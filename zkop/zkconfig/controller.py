@@ -376,7 +376,7 @@ def build_ensemble(
     queue = builder.queue  # own writes and znode watches enqueue on it (docs/architecture.md, "Wiring")
     # An update held while our own write of it was in flight, and not its echo after all, is enqueued;
     # the echo of a write whose response is in is cached from that response, not decoded (runtime.cache.echoes).
-    own_writes = OwnWrites(release=queue.add, recorded=informer.expect_echo)
+    own_writes = OwnWrites(release=queue.add, recorded=informer.expect_echo, wait_past=informer.wait_past)
     reconciler = ZooKeeperConfigReconciler(
         view, client, zookeeper, recorder, options,
         configmaps=shared.configmaps, secrets=shared.secrets, own_writes=own_writes, policy_for=policy_for,

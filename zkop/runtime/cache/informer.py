@@ -97,6 +97,8 @@ class Informer:
         self._echoes: EchoRegistry | None = EchoRegistry() if transform is default_transform else None
         #: Echoes applied undecoded (for tests and logs).
         self.echoes_applied = 0
+        #: Keys a thread waits to see change (:meth:`wait_past`), each with the event set at the key's next change.
+        self._awaited: dict[str, tuple[threading.Event, list[int]]] = {}
         claim = self._claim_echo if self._echoes is not None else None
         scopes: list[str | None] = [*namespaces] if namespaces else [None]
         self.reflectors = [Reflector(client, resource, ns, self, transform=transform, raw_event_filter=claim,
@@ -202,6 +204,30 @@ class Informer:
             if cached is not None and resource_version(cached) == base:
                 self._echoes.expect(key, base, written, obj)
 
+    def wait_past(self, key: str, version: str, timeout: float) -> bool:
+        """Wait until the cache no longer holds ``key`` at resourceVersion ``version`` (it holds a later one, or
+        none); True if so within ``timeout`` seconds, False if it still holds ``version`` then.
+
+        A cache only moves forward (watch events arrive in resourceVersion order), so this is "the cache has seen
+        what came after ``version``": for a write of ours computed from ``version``, that its echo is in. The
+        waiting thread holds no lock; every change of ``key`` wakes it.
+        """
+        with self._lock:
+            cached = self.indexer.get(key)
+            if cached is None or resource_version(cached) != version:
+                return True
+            event, waiters = self._awaited.setdefault(key, (threading.Event(), [0]))
+            waiters[0] += 1
+        try:
+            event.wait(timeout)
+        finally:
+            with self._lock:
+                waiters[0] -= 1
+                if not waiters[0] and self._awaited.get(key, (None,))[0] is event:
+                    del self._awaited[key]
+                cached = self.indexer.get(key)
+        return cached is None or resource_version(cached) != version
+
     def pending_echoes(self) -> int:
         """Writes whose echo :meth:`expect_echo` is waiting for."""
         with self._lock:
@@ -236,6 +262,10 @@ class Informer:
         return self.transform(obj) if self.transform is not None else obj
 
     def _dispatch(self, kind: str, old: JSON, new: JSON) -> None:
+        if self._awaited:
+            awaited = self._awaited.get(meta_namespace_key(new))
+            if awaited is not None:
+                awaited[0].set()
         for handler in self._handlers:
             try:
                 if kind == "add":
