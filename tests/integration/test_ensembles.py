@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
-from kazoo.security import make_digest_acl_credential
+from kazoo.security import make_acl, make_digest_acl_credential
 from prometheus_client.parser import text_string_to_metric_families
 from zkop_testing.audit import requests, settled
 from zkop_testing.controlplane import REPO, ControlPlane
@@ -30,7 +30,7 @@ from zkop_testing.ensembles import (
     put_secret,
     ready_condition,
 )
-from zkop_testing.faults import THREADS_ENV
+from zkop_testing.faults import THREADS_ENV, THREADS_LOGGED
 from zkop_testing.operator import OperatorProcess, OperatorStartError
 from zkop_testing.resources import ZKC, conditions, create, events, get, read, reasons, synced, zkc
 from zkop_testing.services import BRIDGE_ROOT, children, get_service, register, svc
@@ -109,12 +109,12 @@ def second_zk(second: ZooKeeperServer) -> Iterator[KazooClient]:
 
 
 def run_zkop(kubeconfig: str, zk_server: ZooKeeperServer, zk_base: str, tmp_path: Path,
-             namespace: str, *extra: str) -> OperatorProcess:
+             namespace: str, *extra: str, module: str = "zkop") -> OperatorProcess:
     # TMPDIR: each ensemble's private TLS/SASL directory goes there, not to /tmp.
     return OperatorProcess(kubeconfig, f"{zk_server.hosts}{zk_base}",
                            ["--zookeeper-ensembles", "--ensemble-secret-namespace", TRUSTED, "--workers", "2",
                             "--namespace", namespace, *extra],
-                           env={"TMPDIR": str(tmp_path)})
+                           env={"TMPDIR": str(tmp_path)}, module=module)
 
 
 def delete_object(kube: KubeClient, name: str, namespace: str) -> None:
@@ -148,6 +148,82 @@ def test_objects_are_routed_to_their_ensemble(
 
 def create_ensemble(kube: KubeClient, obj: dict[str, object]) -> None:
     kube.request("POST", resource_path(*ZKE), body=obj)
+
+
+def thread_names(proc: OperatorProcess) -> list[str]:
+    """The names of the live threads of ``proc`` (run as :mod:`zkop_testing.faults`, which logs them on ``SIGUSR2``)."""
+    def lines() -> list[str]:
+        return [line for line in proc.log_tail(10**6).splitlines() if THREADS_LOGGED in line]
+
+    seen = len(lines())
+    proc.signal(signal.SIGUSR2)
+
+    def listed() -> list[str] | None:
+        found = lines()
+        return found if len(found) > seen else None
+
+    return wait_for(listed, message="the threads listed")[seen].split(THREADS_LOGGED, 1)[1].split(", ")
+
+
+#: Declared by the objects of the shared-threads test: world may do all but delete (perms 23); a hand ``setAcl``
+#: to all (31) is drift only the ACL check sees.
+NO_DELETE = [{"scheme": "world", "id": "anyone", "permissions": ["read", "write", "create", "admin"]}]
+
+
+def test_every_ensemble_shares_one_watch_roots_and_one_acl_check_thread(
+        kubeconfig: str, namespace: str, ensembles_kube: KubeClient, zk_server: ZooKeeperServer, zk_base: str,
+        second: ZooKeeperServer, second_zk: KazooClient, tmp_path: Path) -> None:
+    """docs/performance.md, "One worker pool for every ensemble": with three ZooKeeperEnsembles the process has one
+    ``zookeeperconfig-watch-roots`` and one ``zookeeperconfig-acl-check`` thread (the flags' ensemble's, every
+    ensemble's follower and check a task on it), while a hand edit and a hand ``setAcl`` are put back on every
+    ensemble; one ensemble deleted at runtime, the others' data and ACL drift are still put back and a new root
+    of theirs is still followed."""
+    kube = ensembles_kube
+    teams = ("a", "b", "c")
+    name = {team: f"{namespace}-{team}" for team in teams}  # cluster-scoped: the test's own
+    for team in teams:
+        second_zk.ensure_path(f"/{team}")  # three ensembles as zkop sees them: three chroots, three sessions
+    with run_zkop(kubeconfig, zk_server, zk_base, tmp_path, namespace, "--acl-check-period", "200ms",
+                  module="zkop_testing.faults") as proc:
+        for team in teams:
+            create_ensemble(kube, ensemble(name[team], second.hosts, chroot=f"/{team}"))
+            create(kube, zkc(f"flag-{team}", "/app/flag", team.encode(), namespace, acl=NO_DELETE,
+                             ensembleRef={"name": name[team]}))
+        wait_for(lambda: all(synced(kube, f"flag-{team}", namespace) for team in teams), message="all synced")
+        threads = thread_names(proc)
+        assert threads.count("zookeeperconfig-watch-roots") == 1, threads
+        assert threads.count("zookeeperconfig-acl-check") == 1, threads
+        assert threads.count("zk-session-events") == 1 + len(teams), threads  # the flags' session and each ensemble's
+
+        def drift_put_back(on: tuple[str, ...]) -> None:
+            for team in on:
+                second_zk.set(f"/{team}/app/flag", b"hand edit")
+                second_zk.set_acls(f"/{team}/app/flag", [make_acl("world", "anyone", all=True)])
+            wait_for(lambda: all(read(second_zk, f"/{team}/app/flag") == team.encode() for team in on),
+                     message="every hand edit put back")
+            wait_for(lambda: all([a.perms for a in second_zk.get_acls(f"/{team}/app/flag")[0]] == [23] for team in on),
+                     message="every hand setAcl put back")
+
+        drift_put_back(teams)
+        delete_object(kube, "flag-c", namespace)
+        delete_ensemble(kube, name["c"])
+        wait_for(lambda: get(kube, "flag-c", namespace) is None and get_ensemble(kube, name["c"]) is None,
+                 message="ensemble c and its object gone")
+        drift_put_back(("a", "b"))
+        create(kube, zkc("later", "/later/flag", b"later", namespace, ensembleRef={"name": name["a"]}))
+        wait_for(lambda: synced(kube, "later", namespace), message="a new root on ensemble a synced")
+        second_zk.set("/a/later/flag", b"hand edit")
+        wait_for(lambda: read(second_zk, "/a/later/flag") == b"later", message="drift under the new root put back")
+        # ensemble c's session closed (its runtime stopped as its finalizer went)
+        def sessions_left(count: int) -> list[str] | None:
+            listed = thread_names(proc)
+            return listed if listed.count("zk-session-events") == count else None
+
+        threads = wait_for(lambda: sessions_left(3), message="three sessions left")
+        assert threads.count("zookeeperconfig-watch-roots") == 1, threads
+        assert threads.count("zookeeperconfig-acl-check") == 1, threads
+        assert proc.probe("/healthz") == 200
+    assert proc.proc is not None and proc.proc.returncode == 0, proc.log_tail()
 
 
 def replica(kubeconfig: str, zk_server: ZooKeeperServer, zk_base: str, tmp_path: Path, namespace: str, lease: str,

@@ -480,10 +480,11 @@ def add_to_manager(
             connection, refuse_writes=DRY_RUN if options.dry_run else default_zookeeper.refuse_writes,
             known_max_age=default_zookeeper.known_max_age)
         policy = PolicySlot(spec.policy)
-        # Its keys are reconciled by the flags' ensemble's worker pool: no thread nor API connection of its own.
+        # Its keys are reconciled by the flags' ensemble's worker pool, its watched roots and ACL check run on the
+        # flags' ensemble's shared loops: no thread nor API connection of its own besides its session's.
         parts = build_ensemble(shared, client, adapter, recorder, options, ensemble=name, workers=workers,
                                acl_check_period=acl_check_period, policy_for=policy, pool=default.pool,
-                               declared=declared.of(name) if declared is not None else None)
+                               declared=declared.of(name) if declared is not None else None, loops=default.loops)
         return EnsembleRuntime(name, raw, print_, adapter, parts, policy=policy, directory=directory,
                                on_change=lambda: queue.add(name))
 

@@ -47,6 +47,7 @@ from zkop.runtime.cache import (
 from zkop.runtime.controller import Controller
 from zkop.runtime.manager import Manager
 from zkop.runtime.ownwrites import OwnWrites
+from zkop.runtime.taskloop import TaskLoop
 from zkop.runtime.workerpool import WorkerPool
 from zkop.zkconfig import metrics
 from zkop.zkconfig.aclcheck import AclCheck
@@ -65,8 +66,8 @@ from zkop.zkconfig.watchroots import WatchRoots
 from zkop.zookeeper.adapter import ZooKeeperAdapter
 
 __all__ = ["CONFIGMAPS", "CONTROLLER_NAME", "ENSEMBLE_INDEX", "NAMESPACES", "SECRETS", "ZOOKEEPERCONFIGS",
-           "SharedInformers", "ZooKeeperConfigController", "ZooKeeperConfigOptions", "add_to_manager", "build_ensemble",
-           "build_informers", "index_by_ensemble", "setup"]
+           "SharedInformers", "SharedLoops", "ZooKeeperConfigController", "ZooKeeperConfigOptions", "add_to_manager",
+           "build_ensemble", "build_informers", "index_by_ensemble", "setup"]
 
 CONTROLLER_NAME = "zookeeperconfig"
 ZOOKEEPERCONFIGS = ResourceRef(GROUP, VERSION, PLURAL)
@@ -159,6 +160,24 @@ class _Keys:
         return listener
 
 
+@dataclass(frozen=True)
+class SharedLoops:
+    """The two threads every ensemble's ZooKeeperConfig controller runs its background loops on (issue 42, item 4).
+
+    Attributes:
+        watch_roots: the debounced passes of every ensemble's :class:`~zkop.zkconfig.watchroots.WatchRoots`.
+        acl_check: the periodic checks of every ensemble's :class:`~zkop.zkconfig.aclcheck.AclCheck`.
+    """
+
+    watch_roots: TaskLoop
+    acl_check: TaskLoop
+
+    @classmethod
+    def new(cls) -> SharedLoops:
+        """Both loops, not started (each thread starts with its first task), named as their components."""
+        return cls(TaskLoop(WatchRoots.name), TaskLoop(AclCheck.name))
+
+
 @dataclass
 class ZooKeeperConfigController:
     """What :func:`build_ensemble` built, for the caller's session wiring, tests and diagnostics.
@@ -182,6 +201,8 @@ class ZooKeeperConfigController:
     ensemble: str = DEFAULT_ENSEMBLE
     #: The worker pool every ensemble's controller shares (``None``: workers of its own).
     pool: WorkerPool | None = None
+    #: The loops every ensemble's watch-root follower and ACL check share (``None``: a thread of their own each).
+    loops: SharedLoops | None = None
     #: Undo what :func:`build_ensemble` registered outside ``built`` (its path declarations), run by :meth:`detach`.
     undo: list[Callable[[], None]] = field(default_factory=list)
 
@@ -344,7 +365,7 @@ def build_ensemble(
     shared: SharedInformers, client: KubeClient, zookeeper: ZooKeeperAdapter, recorder: EventRecorder,
     options: ReconcilerOptions, *, ensemble: str = DEFAULT_ENSEMBLE, workers: int, acl_check_period: float = 60.0,
     policy_for: Callable[[JSON], TenancyPolicy] | None = None, pool: WorkerPool | None = None,
-    declared: DeclaredPaths | None = None,
+    declared: DeclaredPaths | None = None, loops: SharedLoops | None = None,
 ) -> ZooKeeperConfigController:
     """The ZooKeeperConfig controller of one ensemble: its reconciler (ownership registry), work queue and
     workers, watched roots and ACL check, over the objects of ``shared`` that name ``ensemble``; the
@@ -368,6 +389,8 @@ def build_ensemble(
         declared: the paths other kinds declare (ZooKeeperConfigTrees on this ensemble): this kind's declarations
             are registered there, and a path another kind starts or stops declaring enqueues the objects declaring
             it; ``None``: no other kind writes on this ensemble.
+        loops: the threads every ensemble's watch-root follower and ACL check share (:class:`SharedLoops`): their
+            tasks are named after the controller; ``None``: each of the two runs on a thread of its own.
     """
     informer = shared.informer
     name = CONTROLLER_NAME if ensemble == DEFAULT_ENSEMBLE else f"{CONTROLLER_NAME}/{ensemble}"
@@ -396,8 +419,9 @@ def build_ensemble(
         undo = [lambda: on_ensemble.remove_source(reconciler.declarers),
                 lambda: on_ensemble.remove_listener(enqueue_declaring)]
     watch_roots = WatchRoots(view, zookeeper, reconciler.registry, wait=zookeeper.options.session_timeout,
-                             admits=reconciler.admits)
-    acl_check = (AclCheck(view, zookeeper, queue.add, acl_check_period, admits=reconciler.admits)
+                             admits=reconciler.admits, loop=loops.watch_roots if loops else None, task=name)
+    acl_check = (AclCheck(view, zookeeper, queue.add, acl_check_period, admits=reconciler.admits,
+                          loop=loops.acl_check if loops else None, task=name)
                  if acl_check_period > 0 else None)
     keys = _Keys(view, reconciler)
 
@@ -416,7 +440,7 @@ def build_ensemble(
     built = builder.complete(reconciler)
     zookeeper.add_watch_listener(keys.on_znode_changed(queue.add))
     return ZooKeeperConfigController(shared, built, reconciler, keys, acl_check=acl_check, watch_roots=watch_roots,
-                                     ensemble=ensemble, pool=pool, undo=undo)
+                                     ensemble=ensemble, pool=pool, loops=loops, undo=undo)
 
 
 @dataclass(frozen=True)
@@ -510,8 +534,14 @@ def add_to_manager(
     # started by the first controller attached, stopped after them).
     pool = WorkerPool(CONTROLLER_NAME, workers)
     manager.add(pool, needs_leader=True)
+    # Likewise one thread for every ensemble's watch-root follower and one for every ensemble's ACL check (each
+    # started by its first task, stopped after the tasks' owners).
+    loops = SharedLoops.new()
+    manager.add(loops.watch_roots, needs_leader=True)
+    manager.add(loops.acl_check, needs_leader=True)
     parts = build_ensemble(shared, client, zookeeper, recorder, options, workers=workers,
-                           acl_check_period=acl_check_period, policy_for=policy_for, pool=pool, declared=declared)
+                           acl_check_period=acl_check_period, policy_for=policy_for, pool=pool, declared=declared,
+                           loops=loops)
     manager.add(_StatusCollector(ZooKeeperConfigStatusCollector(shared.informer.indexer)), needs_leader=False)
     for each in parts.informers:
         manager.add(each, needs_leader=False)

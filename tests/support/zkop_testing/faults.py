@@ -1,7 +1,10 @@
-"""``python -m zkop_testing.faults run …``: ``zkop run`` that a test can make lose a thread from inside.
+"""``python -m zkop_testing.faults run …``: ``zkop run`` that a test can make lose a thread from inside, or name its
+threads.
 
-The process is zkop's own command (:func:`zkop.cmd.main.main`, nothing of zkop replaced) plus one
-signal handler: on ``SIGUSR1`` it raises :class:`InjectedFault`, a ``BaseException`` as a
+The process is zkop's own command (:func:`zkop.cmd.main.main`, nothing of zkop replaced) plus two
+signal handlers. On ``SIGUSR2`` it logs ``live threads listed for the test: <name>, <name>, ...``, the
+names of its live threads (sorted, the listing thread left out): what ``py-spy dump`` would name, without
+py-spy. On ``SIGUSR1`` it raises :class:`InjectedFault`, a ``BaseException`` as a
 ``KeyboardInterrupt``, a ``SystemExit`` or a dependency's bug would be, inside every live thread
 whose name is listed (comma-separated) in ``ZKOP_TEST_FAULT_THREADS``, with CPython's
 ``PyThreadState_SetAsyncExc``. A thread blocked in a lock (a worker waiting for a key) gets it as
@@ -25,10 +28,12 @@ from types import FrameType
 
 from zkop.cmd.main import main
 
-__all__ = ["THREADS_ENV", "InjectedFault", "idle", "raise_in"]
+__all__ = ["THREADS_ENV", "THREADS_LOGGED", "InjectedFault", "idle", "raise_in"]
 
 #: The environment variable naming the threads that ``SIGUSR1`` kills.
 THREADS_ENV = "ZKOP_TEST_FAULT_THREADS"
+#: What starts the line ``SIGUSR2`` logs, followed by the live threads' names, ``", "``-joined.
+THREADS_LOGGED = "live threads listed for the test: "
 
 log = logging.getLogger("zkop_testing.faults")
 
@@ -74,6 +79,17 @@ def _arm() -> None:
     log.warning("injected InjectedFault into %s", ", ".join(sorted(armed)) or "no thread")
 
 
+def _list(signum: int, frame: FrameType | None) -> None:
+    """The ``SIGUSR2`` handler: log the live threads' names from a thread of its own (no lock taken in a handler)."""
+    threading.Thread(target=_log_threads, name="test-thread-lister", daemon=True).start()
+
+
+def _log_threads() -> None:
+    names = sorted(t.name for t in threading.enumerate() if t is not threading.current_thread())
+    log.warning("%s%s", THREADS_LOGGED, ", ".join(names))
+
+
 if __name__ == "__main__":
+    signal.signal(signal.SIGUSR2, _list)
     signal.signal(signal.SIGUSR1, _inject)
     raise SystemExit(main())
