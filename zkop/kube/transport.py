@@ -2,11 +2,12 @@
 
 :class:`~zkop.kube.client.KubeClient` sends every request but a watch through a :class:`Transport`: the standard
 library's :mod:`http.client` on connections kept in a LIFO pool, with the TLS settings, timeouts and retry rules of
-the official client's urllib3 pool it is built from. The same request through urllib3's ``urlopen`` costs about
-190 µs more CPU (urllib3's retry, timeout and header objects, its response wrapper, its per-checkout liveness
-probe): measured on the real kube-apiserver at 615 against 425 µs per status PATCH, about 30 % of an object's cold
-sync (docs/performance.md, "Levers of issue 42"). Watches stream and stay on urllib3; so does everything behind an
-HTTP proxy (:meth:`Transport.for_pool` returns ``None`` then).
+the official client's urllib3 pool it is built from. The same request through urllib3's ``urlopen`` cost about
+165 µs more CPU (urllib3's retry, timeout and header objects, its response wrapper, its per-checkout liveness
+probe): one status PATCH on the real kube-apiserver, 615 µs through urllib3, 450 through this transport, 425–440
+through ``http.client`` alone (``python -m hack.bench.request_cost``; docs/performance.md, "Levers of issue 42").
+Watches stream and stay on urllib3; so does everything behind an HTTP proxy (:meth:`Transport.for_pool` returns
+``None`` then).
 
 The rules kept from urllib3's default ``Retry(3)`` (``Retry.DEFAULT``, which the official client's pool uses when
 its configuration sets none) so callers see no difference:
@@ -17,8 +18,9 @@ its configuration sets none) so callers see no difference:
   idempotent method (``GET``, ``HEAD``, ``PUT``, ``DELETE``, ``OPTIONS``, ``TRACE``: ``Retry.DEFAULT_ALLOWED_METHODS``),
   up to :data:`READ_RETRIES` times; a ``POST`` or ``PATCH`` raises;
 * a kept connection the server has closed meanwhile (its idle timeout, a restart) is noticed before reuse and
-  replaced, as urllib3's ``is_connection_dropped`` does; one that fails on its first byte anyway is retried once on
-  a new connection for an idempotent method, like Go's ``net/http`` transport (``shouldRetryRequest``).
+  replaced, as urllib3's ``is_connection_dropped`` does; one that fails anyway before any answer is retried on a
+  newer or new connection if the method is idempotent or the failure came while sending (the server had closed it
+  before reading anything), like Go's ``net/http`` transport (``shouldRetryRequest``).
 
 Errors are urllib3's, as callers already handle them: ``NewConnectionError`` / ``ConnectTimeoutError`` (inside
 ``MaxRetryError`` once the retries are spent, as urllib3 raises them), ``ReadTimeoutError``, ``ProtocolError``;
