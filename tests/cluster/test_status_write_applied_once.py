@@ -1,11 +1,11 @@
 """A cold sync costs etcd one transaction per write: the status write does not race the finalizer write.
 
-kube-apiserver applies a PATCH to its watch cache's copy of the object (``Cacher.GuaranteedUpdate``); when that copy
-is older than etcd's, the etcd transaction fails and the patch is applied again to the object read from etcd. zkop's
-status write follows its finalizer write of the same pass within a millisecond, so before zkop waited for the
-finalizer's echo (``OwnWrites.await_echo``) about a third of the status writes of a cold sync at 8 to 32 workers
-took two transactions (docs/performance.md, "Levers of issue 42"). kube-apiserver counts its transactions per
-resource in ``etcd_requests_total{operation="update"}``.
+kube-apiserver applies a PATCH to its watch cache's copy of the object (``CacheDelegator.GuaranteedUpdate`` of
+k8s.io/apiserver's storage/cacher); when that copy is older than etcd's, the etcd transaction fails and the patch is
+applied again to the object read from etcd. zkop's status write follows its finalizer write of the same pass within a
+millisecond, so before zkop waited for the finalizer's echo (``OwnWrites.await_echo``) about a third of the status
+writes of a cold sync at 8 to 32 workers took two transactions (docs/performance.md, "Levers of issue 42").
+kube-apiserver counts its transactions per resource in ``etcd_requests_total{operation="update"}``.
 """
 
 from __future__ import annotations

@@ -189,14 +189,14 @@ class OwnWrites:
         """Before another write of ``key``: wait (at most ``timeout`` seconds) until the cache has seen ``written``,
         the response of our last write of it; True at once if there is nothing to wait for.
 
-        kube-apiserver applies a PATCH to its watch cache's copy of the object (``Cacher.GuaranteedUpdate`` passes
-        it as the cached existing object); when that copy is older than etcd's, the etcd transaction fails and the
-        patch is decoded, admitted and applied again on the object read from etcd. A status write sent right after
-        our finalizer write finds that copy stale whenever the watch lags the write: measured at 32 workers, 0.86
-        extra transactions per object and 1.2 ms of kube-apiserver CPU (docs/performance.md, "Levers of issue 42").
-        Our informer is fed from that same watch cache, so once it has the echo, a single kube-apiserver's copy is
-        fresh. (With several kube-apiservers behind a load balancer, the next request may reach another one; it
-        is then as before.)
+        kube-apiserver applies a PATCH to its watch cache's copy of the object (``CacheDelegator.GuaranteedUpdate`` of
+        k8s.io/apiserver's storage/cacher passes it as the cached existing object); when that copy is older than etcd's,
+        the etcd transaction fails and the patch is decoded, admitted and applied again on the object read from etcd. A
+        status write sent right after our finalizer write finds that copy stale whenever the watch lags the write:
+        measured at 32 workers, 0.86 extra transactions per object and 1.2 ms of kube-apiserver CPU
+        (docs/performance.md, "Levers of issue 42"). Our informer is fed from that same watch cache, so once it has the
+        echo, a single kube-apiserver's copy is fresh. (With several kube-apiservers behind a load balancer, the next
+        request may reach another one; it is then as before.)
         """
         if self.wait_past is None:
             return True
