@@ -327,10 +327,6 @@ class KubeClient:
         if params:
             url += "?" + urlencode(params)
         payload = None if body is None else json.dumps(body).encode()
-        if timeout is None or isinstance(timeout, (int, float)):
-            request_timeout = urllib3.Timeout(total=timeout)
-        else:
-            request_timeout = urllib3.Timeout(connect=timeout[0], read=timeout[1])
         for attempt in range(2):
             headers = self._headers(refresh=attempt > 0)
             headers["Accept"] = "application/json"
@@ -347,7 +343,7 @@ class KubeClient:
             if pool is not None:
                 # The pool's own retry policy (the official client's configuration) without Retry-After.
                 response = pool.urlopen(method, self._prefix + url, body=payload, headers=headers,
-                                        timeout=request_timeout, preload_content=not stream,
+                                        timeout=_urllib3_timeout(timeout), preload_content=not stream,
                                         retries=self._retries)
             else:
                 response = self.api_client.rest_client.request(  # type: ignore[no-untyped-call]
@@ -531,6 +527,13 @@ def _query_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+def _urllib3_timeout(timeout: Timeout) -> urllib3.Timeout:
+    """``timeout`` as urllib3 takes it: seconds for the whole request, or ``(connect, read)``."""
+    if timeout is None or isinstance(timeout, (int, float)):
+        return urllib3.Timeout(total=timeout)
+    return urllib3.Timeout(connect=timeout[0], read=timeout[1])
 
 
 def _seconds(timeout: Timeout) -> float:
