@@ -172,6 +172,39 @@ def namespace_gone(kube: KubeClient) -> bool:
     return False
 
 
+GONE = 300.0
+"""Seconds an uninstalled namespace or CRD may take to go. Both are removed by controllers that retry with client-go's
+DefaultTypedControllerRateLimiter (per-item exponential backoff from 5 ms): kube-controller-manager's namespace
+controller, and apiextensions-apiserver's CRD finalizer controller, which lists a CRD's instances through its watch
+cache and, while that cache still initializes ("storage is (re)initializing", a 429, reason InstanceDeletionFailed),
+requeues the CRD. On a busy machine that takes minutes: seen in this suite's CI (a CRD past 60 s, and `kubectl
+delete -k --wait=true --timeout=120s` past 120 s) and reported in operator-framework/operator-controller issue 1437,
+which waits 5 minutes for it. The waits below end as soon as the objects are gone."""
+
+
+def install_gone(cluster: ControlPlane, kube: KubeClient, *, crds: bool = True) -> None:
+    """Wait up to ``GONE`` for zkop-system (and, if ``crds``, every CRD labelled part-of=zkop) to be gone; on a
+    timeout, fail naming what holds each one (its conditions, and a CRD's instances left)."""
+    query = {"labelSelector": "app.kubernetes.io/part-of=zkop"}
+
+    def left() -> list[dict[str, Any]]:
+        return kube.request("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                            query=query)["items"] if crds else []
+
+    try:
+        wait_for(lambda: namespace_gone(kube) and not left(), timeout=GONE,
+                 message="zkop-system and the install's CRDs deleted")
+    except TimeoutError as err:
+        held: dict[str, Any] = {}
+        if not namespace_gone(kube):
+            held[NAMESPACE] = kube.request("GET", f"/api/v1/namespaces/{NAMESPACE}").get("status", {})
+        for crd in left():
+            held[crd["metadata"]["name"]] = (
+                [c for c in crd.get("status", {}).get("conditions", []) if c["type"] in ("Terminating", "Established")],
+                kubectl(cluster, "get", crd["metadata"]["name"], "-A", "-o", "name"))
+        raise AssertionError(f"{err}: {held}") from None
+
+
 def kustomize_overlay(directory: Path, zk_hosts: str, base: Path) -> Path:
     """An overlay over ``base`` (a manifests/default) that points zkop at ``zk_hosts``, as README's does."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -209,8 +242,8 @@ def test_kubectl_apply_k_install_uninstall(cluster: ControlPlane, admin: KubeCli
         delete_examples_while_zkop_runs(cluster, admin, zk, zk_base)
     finally:
         stopped(zkop)
-    kubectl(cluster, "delete", "-k", str(overlay), "--wait=true", "--timeout=120s")
-    wait_for(lambda: namespace_gone(admin), message="zkop-system deleted")
+    kubectl(cluster, "delete", "-k", str(overlay), "--wait=false")
+    install_gone(cluster, admin)
     nothing_of_zkop_left(admin)
 
 
@@ -241,7 +274,8 @@ def test_helm_install_uninstall(cluster: ControlPlane, admin: KubeClient, zk_ser
     helm(home, "uninstall", "zkop", "--namespace", NAMESPACE, "--wait", kubeconfig=cluster.kubeconfig)
     # helm uninstall leaves the namespace (helm made it with --create-namespace, outside the release) and the
     # CRD (resource-policy keep); both go by hand, as docs/operations.md says.
-    kubectl(cluster, "delete", "namespace", NAMESPACE, "--wait=true", "--timeout=120s")
+    kubectl(cluster, "delete", "namespace", NAMESPACE, "--wait=false")
+    install_gone(cluster, admin, crds=False)
     nothing_of_zkop_left(admin, crd=True)
     documented(cluster, "kubectl delete crd")
     nothing_of_zkop_left(admin)
@@ -564,10 +598,6 @@ def test_flux_upgrade_from_the_previous_release_follows_the_changelog(cluster: C
             Flux.delete(admin, GITREPOSITORY, "platform")
 
 
-CRD_GONE = 300.0
-"""Seconds a deleted CRD may take to go: see the test below for kube-apiserver's CRD finalizer backoff."""
-
-
 def test_deleting_the_install_before_its_objects_leaves_them_terminating_until_finalizers_go(
         cluster: ControlPlane, admin: KubeClient, zk_server: ZooKeeperServer, zk_base: str, zk: KazooClient,
         tmp_path: Path) -> None:
@@ -594,31 +624,10 @@ def test_deleting_the_install_before_its_objects_leaves_them_terminating_until_f
         assert FINALIZER in get(admin, obj["metadata"]["name"])["metadata"]["finalizers"]  # type: ignore[index]
     # The way out docs/operations.md gives: remove the finalizers; the znodes stay (zkop never saw the deletion).
     documented(cluster, "kubectl get zkc -A -o jsonpath=")
-    wait_for(lambda: namespace_gone(admin), message="zkop-system deleted")
-
     # Every CRD the install made, not only ZooKeeperConfig's: kube-apiserver removes a deleted CRD only after its
-    # customresourcecleanup.apiextensions.k8s.io finalizer ran (apiextensions-apiserver's CRD finalizer controller,
-    # asynchronously), so the ZooKeeperEnsemble CRD may still be terminating when ZooKeeperConfig's is gone.
-    # That controller lists the instances through the CRD's watch cache; a cache still initializing answers
-    # "storage is (re)initializing" (429) and the controller requeues the CRD with client-go's
-    # DefaultTypedControllerRateLimiter (per-item exponential backoff from 5 ms), so a CRD can stay terminating,
-    # with reason InstanceDeletionFailed, for minutes on a busy machine before the next try succeeds: seen in this
-    # suite's CI once, and reported upstream of operator-framework/operator-controller (issue 1437, which waits 5
-    # minutes for it). Hence CRD_GONE rather than EVENTUALLY; the wait ends as soon as the CRDs are gone.
-    def crds_gone() -> bool:
-        query = {"labelSelector": "app.kubernetes.io/part-of=zkop"}
-        return not admin.request("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", query=query)["items"]
-
-    try:
-        wait_for(crds_gone, timeout=CRD_GONE, message="the install's CRDs deleted")
-    except TimeoutError as err:  # say what holds them (seen once under load; never reproduced alone)
-        query = {"labelSelector": "app.kubernetes.io/part-of=zkop"}
-        left = admin.request("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", query=query)["items"]
-        held = {crd["metadata"]["name"]: ([c for c in crd.get("status", {}).get("conditions", [])
-                                           if c["type"] in ("Terminating", "Established")],
-                                          kubectl(cluster, "get", crd["metadata"]["name"], "-A", "-o", "name"))
-                for crd in left}
-        raise AssertionError(f"{err}: {held}") from None
+    # customresourcecleanup.apiextensions.k8s.io finalizer ran (asynchronously, with backoff: see GONE), so the
+    # ZooKeeperEnsemble CRD may still be terminating when ZooKeeperConfig's is gone.
+    install_gone(cluster, admin)
     nothing_of_zkop_left(admin)
     for obj in configs(objects):
         assert zk.get(zk_base + obj["spec"]["path"])[0] == expected_bytes(obj, objects)
@@ -684,7 +693,7 @@ def test_flux_installs_zkop_from_git_and_prunes_it(cluster: ControlPlane, admin:
         for obj in configs(objects):
             kept = zk.exists(zk_base + obj["spec"]["path"]) is not None
             assert kept == (obj["spec"].get("deletionPolicy") == "Orphan"), obj["metadata"]["name"]
-    wait_for(lambda: namespace_gone(admin), message="zkop-system pruned")
+    install_gone(cluster, admin, crds=False)  # zkop-system pruned
     nothing_of_zkop_left(admin, crd=True)  # kustomize.toolkit.fluxcd.io/prune: disabled
     documented(cluster, "kubectl delete crd")
     nothing_of_zkop_left(admin)
@@ -701,7 +710,7 @@ def test_flux_prune_of_the_install_first_leaves_the_objects_in_place(cluster: Co
         converged(admin, zk, zk_base, objects)
         zkop.stop()  # its Pods end with the pruned Deployment
         Flux.delete(admin, KUSTOMIZATION, "zkop")
-        wait_for(lambda: namespace_gone(admin), message="zkop-system pruned")
+        install_gone(cluster, admin, crds=False)  # zkop-system pruned
         nothing_of_zkop_left(admin, crd=True)
         for obj in configs(objects):
             stored = get(admin, obj["metadata"]["name"])
@@ -721,7 +730,8 @@ def test_flux_prune_of_the_install_first_leaves_the_objects_in_place(cluster: Co
                 assert kept == (obj["spec"].get("deletionPolicy") == "Orphan"), obj["metadata"]["name"]
         finally:
             stopped(again)
-    kubectl(cluster, "delete", "-k", str(overlay), "--wait=true", "--timeout=120s")
+    kubectl(cluster, "delete", "-k", str(overlay), "--wait=false")
+    install_gone(cluster, admin)
     nothing_of_zkop_left(admin)
 
 
@@ -821,7 +831,7 @@ def test_uninstall_everything_as_documented(cluster: ControlPlane, admin: KubeCl
     finally:
         stopped(zkop)
 
-    wait_for(lambda: namespace_gone(admin), message="zkop-system deleted")
+    install_gone(cluster, admin)
     nothing_of_zkop_left(admin)
     assert not [n["metadata"]["name"] for n in admin.request("GET", "/api/v1/namespaces")["items"]
                 if n["metadata"].get("deletionTimestamp")], "a namespace is stuck terminating"
