@@ -25,6 +25,29 @@ def test_console_script_and_module_agree() -> None:
     assert subprocess.run([str(script), "--version"], capture_output=True, text=True, check=True).stdout == out.stdout
 
 
+LOADED = """
+import json, sys
+from zkop.cmd.main import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+@pytest.mark.parametrize(("argv", "commands_loaded"), [(["run", "--help"], False), (["export", "--help"], True),
+                                                       (["--help"], True)])
+def test_zkop_run_does_not_load_the_other_commands_modules(argv: list[str], commands_loaded: bool) -> None:
+    done = subprocess.run([sys.executable, "-c", LOADED, *argv], capture_output=True, text=True, check=True)
+    help_text, loaded = done.stdout.rsplit("\n", 2)[0], set(json.loads(done.stdout.rsplit("\n", 2)[1]))
+    for module in ("zkop.cmd.gitops", "zkop.cmd.fetch", "zkop.gitops.sync", "jinja2"):
+        assert (module in loaded) == commands_loaded, module
+    if argv == ["--help"]:
+        for command in ("run", "export", "diff", "validate", "sync", "fetch"):
+            assert f"    {command}" in help_text, command
+
+
 def test_run_flags_follow_controller_runtime_and_env_fallbacks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ZOOKEEPER_HOSTS", "zk-0:2181,zk-1:2181/chroot")
     args = build_parser().parse_args(["run", "--leader-elect", "--metrics-bind-address", "0",
