@@ -1,11 +1,12 @@
 """Keep-alive HTTP/1.1 connections to one API server for the requests whose whole answer is read at once.
 
-:class:`~zkop.kube.client.KubeClient` sends every request but a watch through a :class:`Transport`: the standard
-library's :mod:`http.client` on connections kept in a LIFO pool, with the TLS settings, timeouts and retry rules of
-the official client's urllib3 pool it is built from. The same request through urllib3's ``urlopen`` cost about
-165 µs more CPU (urllib3's retry, timeout and header objects, its response wrapper, its per-checkout liveness
-probe): one status PATCH on the real kube-apiserver, 615 µs through urllib3, 450 through this transport, 425–440
-through ``http.client`` alone (``python -m hack.bench.request_cost``; docs/performance.md, "Levers of issue 42").
+:class:`~zkop.kube.client.KubeClient` sends every request but a watch through a :class:`Transport`: requests
+written on the standard library's sockets kept in a LIFO pool, answers read by :func:`read_answer` (RFC 9112's
+framing), with the TLS settings, timeouts and retry rules of the official client's urllib3 pool it is built from.
+One status PATCH on the real kube-apiserver costs about 400 µs of CPU through this transport, 430 through
+``http.client`` alone (whose header parsing goes through the ``email`` package) and 590–615 through urllib3's
+``urlopen`` (its retry, timeout and header objects, its response wrapper, its per-checkout liveness probe)
+(``python -m hack.bench.request_cost``; docs/performance.md, "Levers of issue 42").
 Watches stream and stay on urllib3; so does everything behind an HTTP proxy (:meth:`Transport.for_pool` returns
 ``None`` then).
 
