@@ -16,7 +16,6 @@ import logging
 import shlex
 import signal
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from zkop.cmd.flags import (
@@ -35,6 +34,7 @@ from zkop.mirror.decide import MirrorSpec
 from zkop.mirror.keys import key_problem
 from zkop.mirror.sidecar import DirectoryOutput, FileOutput, Output, Sidecar, Wait
 from zkop.render import FORMATS, RenderError, SandboxedTemplate, TemplateError
+from zkop.runtime.signals import SignalRelay
 from zkop.zookeeper.adapter import ZooKeeperAdapter, ZooKeeperError, ZooKeeperUnavailable
 
 __all__ = ["add_command", "parse_wait"]
@@ -184,13 +184,9 @@ def _run_fetch(args: argparse.Namespace) -> int:
         if not args.watch:
             return _once(sidecar)
 
-        def on_signal(signum: int, frame: FrameType | None) -> None:
-            sidecar.stop()
-
-        signal.signal(signal.SIGTERM, on_signal)
-        signal.signal(signal.SIGINT, on_signal)
         runner.start()
-        return sidecar.watch()
+        with SignalRelay(lambda signum: sidecar.stop()):  # never sidecar.stop() inside the handler itself
+            return sidecar.watch()
     finally:
         runner.stop()
         adapter.stop()

@@ -15,7 +15,6 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
-from types import FrameType
 
 from kubernetes.config.config_exception import ConfigException
 
@@ -450,7 +449,7 @@ def _run(args: argparse.Namespace) -> int:
     except ConfigurationError as err:
         raise UsageError(str(err)) from None
 
-    def on_signal(signum: int, frame: FrameType | None) -> None:
+    def on_signal(signum: int) -> None:  # on SignalRelay's thread, never inside the handler itself
         log.info("received %s; shutting down", signal.Signals(signum).name)
         operator.stop()
 
@@ -461,14 +460,15 @@ def _run(args: argparse.Namespace) -> int:
     except CertificateError as err:
         log.error("cannot serve metrics securely: %s", err)
         return EXIT_ERROR
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    from zkop.runtime.signals import SignalRelay
+
     log.info("zkop %s starting (identity %s)", __version__, operator.identity)
-    try:
-        code = operator.run()
-    except CertificateError as err:
-        log.error("cannot serve metrics securely: %s", err)
-        code = EXIT_ERROR
+    with SignalRelay(on_signal):
+        try:
+            code = operator.run()
+        except CertificateError as err:
+            log.error("cannot serve metrics securely: %s", err)
+            code = EXIT_ERROR
     log.info("zkop stopped (exit code %d)", code)
     return code
 
