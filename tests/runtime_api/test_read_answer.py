@@ -18,7 +18,7 @@ import pytest
 from zkop_testing.controlplane import ControlPlane
 
 from zkop.kube.client import KubeClient
-from zkop.kube.transport import MAX_HEADERS, Head, Transport, read_answer
+from zkop.kube.transport import MAX_HEADERS, Answer, Transport, read_answer
 
 
 class _Sock:
@@ -31,7 +31,7 @@ class _Sock:
         return io.BufferedReader(io.BytesIO(self.data))
 
 
-def ours(data: bytes, method: str = "GET") -> tuple[Head, bytes]:
+def ours(data: bytes, method: str = "GET") -> tuple[Answer, bytes]:
     """Our reading of ``data``, and what is left unread after it."""
     fp = io.BufferedReader(io.BytesIO(data))
     head = read_answer(fp, method)

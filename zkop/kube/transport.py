@@ -45,7 +45,7 @@ from urllib3 import HTTPHeaderDict
 
 from zkop.kube import cancel
 
-__all__ = ["CONNECT_RETRIES", "MAX_HEADERS", "MAX_LINE", "READ_RETRIES", "Answer", "Head", "Transport", "read_answer"]
+__all__ = ["CONNECT_RETRIES", "MAX_HEADERS", "MAX_LINE", "READ_RETRIES", "Answer", "Transport", "read_answer"]
 
 #: Retries of a connection that could not be made (urllib3 ``Retry.DEFAULT``: ``total=3``).
 CONNECT_RETRIES = 3
@@ -66,13 +66,17 @@ class Answer:
     """A whole answer, read: what :class:`~zkop.kube.client.KubeClient` and ``ApiException`` read of urllib3's
     ``HTTPResponse`` (``status``, ``reason``, ``headers`` with case-insensitive ``get``, ``data``)."""
 
-    __slots__ = ("data", "headers", "reason", "status")
+    __slots__ = ("data", "headers", "reason", "status", "will_close")
 
-    def __init__(self, status: int, reason: str, headers: HTTPHeaderDict, data: bytes) -> None:
+    def __init__(self, status: int, reason: str, headers: HTTPHeaderDict, data: bytes,
+                 will_close: bool = False) -> None:
         self.status = status
         self.reason = reason
         self.headers = headers
         self.data = data
+        #: the server closes the connection after this answer (``Connection: close``, HTTP/1.0, or a body that
+        #: ran to the end of the connection)
+        self.will_close = will_close
 
     def getheaders(self) -> HTTPHeaderDict:
         """The headers (urllib3's ``HTTPResponse.getheaders``)."""
@@ -125,7 +129,7 @@ class _Connection:
         sock.settimeout(timeout)
         sock.sendall(head + body if body else head)
 
-    def answer(self, method: str) -> Head:
+    def answer(self, method: str) -> Answer:
         """Read the answer to the request sent (:func:`read_answer`).
 
         Raises:
@@ -304,7 +308,7 @@ class Transport:
                 conn.close()
             else:
                 self._checkin(conn)
-            return Answer(answer.status, answer.reason, answer.headers, answer.data)
+            return answer
 
     def _head(self, method: str, target: str, headers: Mapping[str, str], body: bytes | None) -> bytes:
         """The request line and headers (``Host``, ``Content-Length`` where a body is sent or expected).
@@ -338,17 +342,6 @@ class Transport:
                 self._idle.append(conn)
                 return
         conn.close()
-
-
-class Head:
-    """An answer as read off the connection: status, reason, headers, the whole body, and whether the server
-    closes the connection after it (``Connection: close``, HTTP/1.0, or a body that runs to the end of the
-    connection)."""
-
-    __slots__ = ("data", "headers", "reason", "status", "will_close")
-
-    def __init__(self, status: int, reason: str, headers: HTTPHeaderDict, data: bytes, will_close: bool) -> None:
-        self.status, self.reason, self.headers, self.data, self.will_close = status, reason, headers, data, will_close
 
 
 def _line(fp: BinaryIO) -> bytes:
@@ -416,7 +409,7 @@ def _chunked(fp: BinaryIO) -> bytes:
         _exactly(fp, 2)  # the CRLF after the chunk's data
 
 
-def read_answer(fp: BinaryIO, method: str) -> Head:
+def read_answer(fp: BinaryIO, method: str) -> Answer:
     """Read one HTTP/1.1 answer to ``method`` from ``fp`` (RFC 9112): the status line (interim 1xx answers
     skipped), the header fields, and the body framed by section 6.3's rules in their order -- none for ``HEAD``,
     1xx, 204 and 304; chunked when ``Transfer-Encoding`` ends in ``chunked``; ``Content-Length`` bytes; else up
@@ -440,19 +433,19 @@ def read_answer(fp: BinaryIO, method: str) -> Head:
     tokens = {token.strip().lower() for token in ",".join(headers.getlist("connection")).split(",")}
     will_close = "close" in tokens or (version == "HTTP/1.0" and "keep-alive" not in tokens)
     if method == "HEAD" or status in (204, 304) or 100 <= status < 200:
-        return Head(status, reason, headers, b"", will_close)
+        return Answer(status, reason, headers, b"", will_close)
     encodings = [e.strip().lower() for e in ",".join(headers.getlist("transfer-encoding")).split(",") if e.strip()]
     if encodings:
         if encodings[-1] == "chunked":
-            return Head(status, reason, headers, _chunked(fp), will_close)
-        return Head(status, reason, headers, fp.read(), True)
+            return Answer(status, reason, headers, _chunked(fp), will_close)
+        return Answer(status, reason, headers, fp.read(), True)
     lengths = {value.strip() for value in ",".join(headers.getlist("content-length")).split(",") if value.strip()}
     if lengths:
         length = next(iter(lengths))
         if len(lengths) > 1 or not (length.isascii() and length.isdigit()):
             raise http.client.HTTPException(f"invalid Content-Length {sorted(lengths)}")
-        return Head(status, reason, headers, _exactly(fp, int(length)), will_close)
-    return Head(status, reason, headers, fp.read(), True)
+        return Answer(status, reason, headers, _exactly(fp, int(length)), will_close)
+    return Answer(status, reason, headers, fp.read(), True)
 
 
 def _connect_failure(err: BaseException) -> bool:
