@@ -47,7 +47,7 @@ class SignalRelay:
     def handler(self, signum: int, frame: FrameType | None) -> None:
         """The installed handler: one non-blocking write to the pipe (a full pipe drops the signal: one is
         already waiting to be relayed)."""
-        with contextlib.suppress(BlockingIOError, OSError):
+        with contextlib.suppress(OSError):  # BlockingIOError (a full pipe) among them
             os.write(self._write_fd, bytes([signum & 0xFF]))
 
     def __enter__(self) -> SignalRelay:
