@@ -406,6 +406,7 @@ def _run(args: argparse.Namespace) -> int:
     from zkop.operator.run import ConfigurationError, Operator
     from zkop.runtime.certs import CertificateError
     from zkop.runtime.manager import ManagerOptions
+    from zkop.runtime.signals import SignalRelay
 
     _check_leader_election(args)
     tenancy = read_tenancy_policy(args.tenancy_policy_file)
@@ -460,8 +461,6 @@ def _run(args: argparse.Namespace) -> int:
     except CertificateError as err:
         log.error("cannot serve metrics securely: %s", err)
         return EXIT_ERROR
-    from zkop.runtime.signals import SignalRelay
-
     log.info("zkop %s starting (identity %s)", __version__, operator.identity)
     with SignalRelay(on_signal):
         try:
