@@ -50,6 +50,7 @@ import yaml
 from zkop.kube.client import MERGE_PATCH, ApiException, KubeClient, resource_path
 from zkop_testing.builds import run_build_script
 from zkop_testing.controlplane import REPO, ControlPlane
+from zkop_testing.crds import crd_established
 from zkop_testing.server_errors import QuietDisconnects
 from zkop_testing.waiting import EVENTUALLY, wait_for
 from zkop_testing.zookeeper import LOOPBACK, free_port
@@ -457,12 +458,8 @@ class Flux:
                     raise
             names.append(crd["metadata"]["name"])
 
-        def established(name: str) -> bool:
-            conditions = kube.request("GET", f"{crds}/{name}").get("status", {}).get("conditions", [])
-            return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
-
-        for name in names:
-            wait_for(functools.partial(established, name), message=f"CRD {name} established")
+        for name in names:  # a CRD just created may have ``status.conditions: null``
+            wait_for(functools.partial(crd_established, kube, name), message=f"CRD {name} established")
         return names
 
     def _spawn(self, name: str, bin_dir: Path, args: list[str]) -> None:
@@ -510,7 +507,7 @@ class Flux:
 
 def condition(obj: Mapping[str, Any] | None, kind: str = "Ready") -> dict[str, Any]:
     """The condition ``kind`` of a Flux (or any kstatus) object; ``{}`` if it has none."""
-    for found in (obj or {}).get("status", {}).get("conditions", []):
+    for found in ((obj or {}).get("status") or {}).get("conditions") or []:
         if found.get("type") == kind:
             return dict(found)
     return {}
