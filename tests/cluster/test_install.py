@@ -119,6 +119,13 @@ def converged(kube: KubeClient, zk: KazooClient, zk_base: str, objects: list[dic
         assert zk.get(path)[0] == expected_bytes(obj, objects), name
 
 
+def shell_env(cluster: ControlPlane, env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a command run as a person would: the venv's kubectl first on PATH, the admin's
+    kubeconfig, ``env`` over that."""
+    return {**os.environ, "KUBECONFIG": str(cluster.kubeconfig),
+            "PATH": f"{Path(venv_kubectl()).parent}:{os.environ['PATH']}", **(env or {})}
+
+
 def documented(cluster: ControlPlane, start: str, *, settled: Callable[[], bool] | None = None) -> None:
     """Run, as written, the command of docs/operations.md's "Uninstall" that begins with ``start`` (with the lines
     it continues onto), in bash with the venv's kubectl on PATH and the admin's kubeconfig; it must exit 0.
@@ -137,8 +144,7 @@ def documented(cluster: ControlPlane, start: str, *, settled: Callable[[], bool]
     script = "\n".join(command).split("   # ")[0]
     with tempfile.TemporaryFile() as stderr, subprocess.Popen(
             ["bash", "-euo", "pipefail", "-c", script], stdout=subprocess.DEVNULL, stderr=stderr,
-            start_new_session=True, env={**os.environ, "KUBECONFIG": str(cluster.kubeconfig),
-                                         "PATH": f"{Path(venv_kubectl()).parent}:{os.environ['PATH']}"}) as done:
+            start_new_session=True, env=shell_env(cluster)) as done:
         def finished() -> str | None:
             if done.poll() is not None:
                 return "exited"
@@ -261,7 +267,7 @@ def install_gone(cluster: ControlPlane, kube: KubeClient, *, crds: bool = True) 
         return zkop_crds(kube) if crds else []
 
     try:
-        wait_for(lambda: namespace_released(kube) and all(released(kube, crd) for crd in left()),
+        wait_for(lambda: namespace_released(kube) and (not crds or crds_released(kube)),
                  message="zkop-system and the install's CRDs deleted or released")
     except TimeoutError as err:
         held: dict[str, Any] = {}
@@ -390,9 +396,7 @@ def as_written(cluster: ControlPlane, script: str, cwd: Path, env: dict[str, str
     """Run ``script`` as a person would paste it: bash (``-euo pipefail``) in ``cwd``, the venv's kubectl first on
     PATH, the admin's kubeconfig, ``env`` over that; its stdout (it must exit 0)."""
     done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], capture_output=True, text=True, timeout=360,
-                          cwd=cwd, env={**os.environ, "KUBECONFIG": str(cluster.kubeconfig),
-                                        "PATH": f"{Path(venv_kubectl()).parent}:{os.environ['PATH']}", **(env or {})},
-                          check=False)
+                          cwd=cwd, env=shell_env(cluster, env), check=False)
     if done.returncode != 0:
         states = kubectl(cluster, "get", "zkc", "-A", "-o",
                          "jsonpath={range .items[*]}{.metadata.name} {.status}\n{end}")
